@@ -1,0 +1,238 @@
+"""Turn a user's plain config dict into a complete, validated, saved EasyDict.
+
+``compile_config`` deep-merges the user's values over the defaults of every class the config
+names (``env.type``, ``policy.type``, ``policy.model.type``, ``league.type`` ...), rejects keys
+that no default knows (suggesting the closest), checks each value's type against its default
+and each class's ``config_constraints``, and writes the result to ``<exp_name>/config.json``,
+from which :func:`load_config` rebuilds it to repeat or resume a run.
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+from typing import Any, Dict, Optional
+
+from easydict import EasyDict
+
+from sparring.config.schema import ConfigError, in_range, of_type
+from sparring.framework import registry as reg
+
+CONFIG_FILENAME = 'config.json'
+
+# Sections whose ``type`` key picks a registered class that supplies the section's defaults.
+TYPED_SECTIONS: Dict[str, reg.Registry] = {
+    'env': reg.ENV_REGISTRY,
+    'env.manager': reg.ENV_MANAGER_REGISTRY,
+    'policy': reg.POLICY_REGISTRY,
+    'policy.model': reg.MODEL_REGISTRY,
+    'league': reg.LEAGUE_REGISTRY,
+}
+
+
+def base_config() -> dict:
+    """Top-level keys every run has; sections are filled in from the classes they name."""
+    return dict(
+        exp_name='experiment',
+        seed=0,
+        # Modules to import before anything is looked up, so user code registers itself.
+        import_names=[],
+        # Intra-op threads per process: small networks run far faster with one (see DESIGN).
+        torch_threads=1,
+        env=dict(type='gym'),
+        policy=dict(type='ppo'),
+        league=None,
+        train=dict(
+            max_env_steps=1_000_000,
+            eval_every_iters=10,  # 0 disables periodic evaluation
+            checkpoint_every_iters=50,  # 0 keeps only the final checkpoint
+            progress_bar=True,
+            tensorboard=True,
+        ),
+    )
+
+
+BASE_CONSTRAINTS = {
+    'exp_name': of_type(str),
+    'seed': in_range(0, 2 ** 32 - 1),
+    'torch_threads': in_range(1, None),
+    'train.max_env_steps': in_range(1, None),
+    'train.eval_every_iters': in_range(0, None),
+    'train.checkpoint_every_iters': in_range(0, None),
+}
+
+
+def compile_config(user_config: dict, *, seed: Optional[int] = None, exp_name: Optional[str] = None,
+                   save: bool = True) -> EasyDict:
+    """Merge, validate and (optionally) save a config; returns an EasyDict.
+
+    ``seed`` and ``exp_name`` override the config's own values (the CLI's ``--seed`` and
+    ``--exp-name``).
+    """
+    if not isinstance(user_config, dict):
+        raise ConfigError(f'config: expected a dict, got {type(user_config).__name__}')
+    user_config = copy.deepcopy(dict(user_config))
+    if seed is not None:
+        user_config['seed'] = seed
+    if exp_name is not None:
+        user_config['exp_name'] = exp_name
+    imports = user_config.get('import_names', [])
+    if not isinstance(imports, (list, tuple)):
+        raise ConfigError(f'config key "import_names": expected a list of module names, got {imports!r}')
+    reg.ensure_builtins()
+    reg.import_modules(imports)
+
+    merged = _merge(base_config(), user_config, path='')
+    _check_constraints(BASE_CONSTRAINTS, merged, '')
+    cfg = EasyDict(merged)
+    if save:
+        save_config(cfg, cfg.exp_name)
+    return cfg
+
+
+def _merge(default: Any, user: Any, path: str, resolve_type: bool = True) -> Any:
+    """Merge ``user`` over ``default`` at ``path`` (dotted, '' for the root), validating.
+
+    ``resolve_type=False`` merges a typed section whose class defaults are already in ``default``.
+    """
+    if resolve_type and path in TYPED_SECTIONS:
+        return _merge_typed_section(default, user, path)
+    if isinstance(default, dict):
+        if not isinstance(user, dict):
+            raise ConfigError(f'config key "{path}": expected a dict, got {type(user).__name__} {user!r}')
+        if not default:  # an empty default dict is free-form: kwargs passed through untouched
+            return copy.deepcopy(user)
+        out = copy.deepcopy(default)
+        for key, value in user.items():
+            if key not in default:
+                raise ConfigError(_unknown_key_message(key, default, path))
+            out[key] = _merge(default[key], value, _join(path, key))
+        for key, value in default.items():
+            sub = _join(path, key)
+            if key not in user and sub in TYPED_SECTIONS and value is not None:
+                out[key] = _merge_typed_section(value, {}, sub)
+        return out
+    return _check_type(default, user, path)
+
+
+def _merge_typed_section(default: Optional[dict], user: Any, path: str) -> Optional[dict]:
+    if user is None:
+        return None if default is None else _merge_typed_section(default, {}, path)
+    if not isinstance(user, dict):
+        raise ConfigError(f'config key "{path}": expected a dict with a "type", got {user!r}')
+    default = default or {}
+    kind = user.get('type', default.get('type'))
+    if kind is None:
+        raise ConfigError(f'config section "{path}" needs a "type"; one of: '
+                          f'{", ".join(TYPED_SECTIONS[path].names())}')
+    registry = TYPED_SECTIONS[path]
+    try:
+        cls = registry.get(kind)
+    except reg.RegistryError as err:
+        raise ConfigError(f'config key "{path}.type": {err}') from None
+    own = copy.deepcopy(cls.default_config()) if hasattr(cls, 'default_config') else {}
+    own['type'] = kind
+    # The enclosing class's defaults for this section refine the section class's own defaults,
+    # but only where the keys still exist (the user may have switched to another type).
+    for key, value in default.items():
+        if key != 'type' and key in own:
+            own[key] = _merge(own[key], value, _join(path, key))
+    merged = _merge(own, user, path, resolve_type=False)
+    _check_constraints(getattr(cls, 'config_constraints', {}), merged, path)
+    validate = getattr(cls, 'validate_config', None)
+    if validate is not None:
+        validate(merged)
+    return merged
+
+
+def _join(path: str, key: str) -> str:
+    return f'{path}.{key}' if path else str(key)
+
+
+def _check_type(default: Any, value: Any, path: str) -> Any:
+    if default is None:
+        return copy.deepcopy(value)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f'config key "{path}": expected bool, got {type(value).__name__} {value!r}')
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53:
+                return int(value)  # 1e6 written for a step count is still an integer
+            raise ConfigError(f'config key "{path}": expected int, got {type(value).__name__} {value!r}')
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f'config key "{path}": expected a number, got {type(value).__name__} {value!r}')
+        return float(value)
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise ConfigError(f'config key "{path}": expected str, got {type(value).__name__} {value!r}')
+        return value
+    if isinstance(default, (list, tuple)):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f'config key "{path}": expected a list, got {type(value).__name__} {value!r}')
+        return list(copy.deepcopy(value))
+    return copy.deepcopy(value)
+
+
+def _unknown_key_message(key: Any, known: dict, path: str) -> str:
+    where = f'"{path}"' if path else 'the top level'
+    close = difflib.get_close_matches(str(key), [str(k) for k in known], n=3, cutoff=0.5)
+    hint = f' Did you mean {" or ".join(repr(c) for c in close)}?' if close else ''
+    return (f'config: unknown key {key!r} in {where}.{hint} '
+            f'Known keys there: {", ".join(sorted(map(str, known)))}.')
+
+
+def _check_constraints(constraints: dict, section: dict, path: str) -> None:
+    for dotted, check in constraints.items():
+        node: Any = section
+        for part in dotted.split('.'):
+            if not isinstance(node, dict) or part not in node:
+                node = _MISSING
+                break
+            node = node[part]
+        if node is _MISSING:
+            continue
+        try:
+            check(node)
+        except (ConfigError, ValueError, TypeError) as err:
+            raise ConfigError(f'config key "{_join(path, dotted)}": {err}') from None
+
+
+_MISSING = object()
+
+
+def _to_plain(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_to_plain(v) for v in obj]
+    if hasattr(obj, 'item') and callable(obj.item):  # numpy scalars
+        return obj.item()
+    return obj
+
+
+def save_config(cfg: dict, exp_dir: str) -> str:
+    """Write a compiled config as JSON into ``exp_dir``, atomically; returns the file path."""
+    os.makedirs(exp_dir, exist_ok=True)
+    path = os.path.join(exp_dir, CONFIG_FILENAME)
+    tmp = path + '.tmp'
+    with open(tmp, 'w') as f:
+        json.dump(_to_plain(cfg), f, indent=2, sort_keys=True)
+        f.write('\n')
+    os.replace(tmp, path)
+    return path
+
+
+def load_config(path: str) -> EasyDict:
+    """Load a compiled config saved by :func:`save_config` (a file or the experiment dir)."""
+    if os.path.isdir(path):
+        path = os.path.join(path, CONFIG_FILENAME)
+    with open(path) as f:
+        cfg = json.load(f)
+    reg.ensure_builtins()
+    reg.import_modules(cfg.get('import_names', []))
+    return EasyDict(cfg)

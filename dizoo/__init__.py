@@ -1,0 +1,1 @@
+"""sparring.dizoo"""
