@@ -91,10 +91,12 @@ def compile_config(user_config: dict, *, seed: Optional[int] = None, exp_name: O
     return cfg
 
 
-def _merge(default: Any, user: Any, path: str, resolve_type: bool = True) -> Any:
+def _merge(default: Any, user: Any, path: str, resolve_type: bool = True, nullable: frozenset = frozenset()) -> Any:
     """Merge ``user`` over ``default`` at ``path`` (dotted, '' for the root), validating.
 
     ``resolve_type=False`` merges a typed section whose class defaults are already in ``default``.
+    ``nullable`` holds the dotted paths whose constraint accepts ``None`` although the default
+    is a value (e.g. a clip range that ``None`` switches off).
     """
     if resolve_type and path in TYPED_SECTIONS:
         return _merge_typed_section(default, user, path)
@@ -107,13 +109,29 @@ def _merge(default: Any, user: Any, path: str, resolve_type: bool = True) -> Any
         for key, value in user.items():
             if key not in default:
                 raise ConfigError(_unknown_key_message(key, default, path))
-            out[key] = _merge(default[key], value, _join(path, key))
+            out[key] = _merge(default[key], value, _join(path, key), nullable=nullable)
         for key, value in default.items():
             sub = _join(path, key)
             if key not in user and sub in TYPED_SECTIONS and value is not None:
                 out[key] = _merge_typed_section(value, {}, sub)
         return out
+    if user is None and path in nullable:
+        return None
     return _check_type(default, user, path)
+
+
+def compile_section(path: str, section: dict) -> EasyDict:
+    """One typed section (``'env'``, ``'env.manager'``, ``'policy'`` ...) completed and checked.
+
+    The compiler's own rule for a section, so a partial dict (a test, a script that skips
+    ``compile_config``) gets exactly the defaults and errors of a full config; a compiled
+    section passes through unchanged.
+    """
+    if path not in TYPED_SECTIONS:
+        raise ConfigError(f'compile_section: {path!r} is not a typed section; one of {sorted(TYPED_SECTIONS)}')
+    if not isinstance(section, dict):
+        raise ConfigError(f'config section "{path}": expected a dict, got {type(section).__name__} {section!r}')
+    return EasyDict(_merge_typed_section(None, dict(section), path))
 
 
 def _merge_typed_section(default: Optional[dict], user: Any, path: str) -> Optional[dict]:
@@ -131,18 +149,40 @@ def _merge_typed_section(default: Optional[dict], user: Any, path: str) -> Optio
         cls = registry.get(kind)
     except reg.RegistryError as err:
         raise ConfigError(f'config key "{path}.type": {err}') from None
+    return merge_class_section(cls, user, path, enclosing_defaults=default, type_name=kind)
+
+
+def merge_class_section(cls, user: Optional[dict], path: str, *, enclosing_defaults: Optional[dict] = None,
+                        type_name: Optional[str] = None, replace_keys=(), validate: bool = True) -> dict:
+    """``user`` merged over ``cls.default_config()`` at ``path``, type- and constraint-checked.
+
+    The rule ``compile_config`` applies to every class-typed section, public so that a class
+    with sub-sections of its own (a league's per-player configs) checks them the same way.
+    ``enclosing_defaults`` are an enclosing class's defaults for this section; keys in
+    ``replace_keys`` are taken whole from ``user`` (a dict of names is not merged key by key).
+    ``validate`` runs the class's ``validate_config(section)`` hook last.
+    """
+    user = dict(user or {})
+    constraints = getattr(cls, 'config_constraints', {})
+    nullable = frozenset(_join(path, key) for key, check in constraints.items() if getattr(check, 'allow_none', False))
     own = copy.deepcopy(cls.default_config()) if hasattr(cls, 'default_config') else {}
-    own['type'] = kind
+    if type_name is not None:
+        own['type'] = type_name
     # The enclosing class's defaults for this section refine the section class's own defaults,
     # but only where the keys still exist (the user may have switched to another type).
-    for key, value in default.items():
+    for key, value in (enclosing_defaults or {}).items():
         if key != 'type' and key in own:
-            own[key] = _merge(own[key], value, _join(path, key))
-    merged = _merge(own, user, path, resolve_type=False)
-    _check_constraints(getattr(cls, 'config_constraints', {}), merged, path)
-    validate = getattr(cls, 'validate_config', None)
-    if validate is not None:
-        validate(merged)
+            own[key] = _merge(own[key], value, _join(path, key), nullable=nullable)
+    for key in user:  # a class's own section is never free-form, even when it has no options
+        if key not in own:
+            raise ConfigError(_unknown_key_message(key, own, path))
+    replaced = {k: copy.deepcopy(user.pop(k)) for k in replace_keys if k in user and k in own}
+    merged = _merge(own, user, path, resolve_type=False, nullable=nullable) if own else {}
+    merged.update(replaced)
+    _check_constraints(constraints, merged, path)
+    hook = getattr(cls, 'validate_config', None)
+    if validate and hook is not None:
+        hook(merged)
     return merged
 
 
@@ -180,6 +220,8 @@ def _check_type(default: Any, value: Any, path: str) -> Any:
 
 def _unknown_key_message(key: Any, known: dict, path: str) -> str:
     where = f'"{path}"' if path else 'the top level'
+    if not known:
+        return f'config: unknown key {key!r} in {where}, which takes no options.'
     close = difflib.get_close_matches(str(key), [str(k) for k in known], n=3, cutoff=0.5)
     hint = f' Did you mean {" or ".join(repr(c) for c in close)}?' if close else ''
     return (f'config: unknown key {key!r} in {where}.{hint} '
@@ -205,11 +247,12 @@ def _check_constraints(constraints: dict, section: dict, path: str) -> None:
 _MISSING = object()
 
 
-def _to_plain(obj: Any) -> Any:
+def to_plain(obj: Any) -> Any:
+    """A deep copy made only of dicts (str keys), lists and Python scalars: what JSON can hold."""
     if isinstance(obj, dict):
-        return {str(k): _to_plain(v) for k, v in obj.items()}
+        return {str(k): to_plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_to_plain(v) for v in obj]
+        return [to_plain(v) for v in obj]
     if hasattr(obj, 'item') and callable(obj.item):  # numpy scalars
         return obj.item()
     return obj
@@ -221,7 +264,7 @@ def save_config(cfg: dict, exp_dir: str) -> str:
     path = os.path.join(exp_dir, CONFIG_FILENAME)
     tmp = path + '.tmp'
     with open(tmp, 'w') as f:
-        json.dump(_to_plain(cfg), f, indent=2, sort_keys=True)
+        json.dump(to_plain(cfg), f, indent=2, sort_keys=True)
         f.write('\n')
     os.replace(tmp, path)
     return path

@@ -31,6 +31,7 @@ def in_range(lo: Optional[float] = None, hi: Optional[float] = None, *, open_lo:
             raise ConfigError(f'expected {text}, got {value!r}')
 
     check.description = text
+    check.allow_none = allow_none
     return check
 
 
@@ -56,6 +57,7 @@ def of_type(*types: type, allow_none: bool = False) -> Callable[[Any], None]:
             raise ConfigError(f'expected {names}, got {type(value).__name__} {value!r}')
 
     check.description = names
+    check.allow_none = allow_none
     return check
 
 

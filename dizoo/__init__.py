@@ -1,1 +1,5 @@
-"""sparring.dizoo"""
+"""Environment families, one package each; importing this package registers them."""
+from sparring.dizoo import classic_control
+from sparring.dizoo import board_games
+from sparring.dizoo import matrix_games
+from sparring.dizoo import pong_duel

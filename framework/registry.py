@@ -79,6 +79,8 @@ MODEL_REGISTRY = Registry('model')
 ENV_MANAGER_REGISTRY = Registry('env manager')
 PLAYER_REGISTRY = Registry('player')
 LEAGUE_REGISTRY = Registry('league')
+# Fixed, non-learning opponents (random and heuristic bots) that battle envs ship.
+BOT_REGISTRY = Registry('bot')
 
 # Modules that register the built-in classes. They are imported lazily (see ``ensure_builtins``)
 # so that ``import sparring.framework`` stays cheap and free of import cycles.

@@ -1,1 +1,5 @@
-"""sparring.policy"""
+"""Policies (the ``Policy`` interface, PPO), their models and pure loss/advantage functions."""
+from sparring.policy.base import ActOutput, Policy
+from sparring.policy.model import MLPActorCritic
+from sparring.policy.normalizer import RunningNormalizer
+from sparring.policy.ppo import PPOPolicy

@@ -1,2 +1,6 @@
 """Environments: the Gymnasium adapter, battle (multi-agent) envs and the vectorised env managers."""
 from sparring.worker.env.errors import EnvError, EnvWorkerDiedError
+from sparring.worker.env.gym_env import GymEnv, make_env
+from sparring.worker.env.env_group import StepResult
+from sparring.worker.env.manager import BaseEnvManager, EnvManager, make_env_manager
+from sparring.worker.env.subprocess_manager import SubprocessEnvManager

@@ -1,0 +1,25 @@
+# The two commands of the README. Both set up .venv on first use (CPU torch first, so pip never
+# pulls a CUDA build), then run.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.sparring-installed
+
+.PHONY: demo test install clean
+
+install: $(STAMP)
+
+$(STAMP): setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[test,league]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m sparring.framework.cli train dizoo/classic_control/config/cartpole_ppo.py
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+clean:
+	rm -rf runs .pytest_cache build *.egg-info

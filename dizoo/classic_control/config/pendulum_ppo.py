@@ -1,0 +1,13 @@
+"""PPO on Pendulum-v1 (Gaussian policy, observation normalisation); aims at >= -250 within 200k steps."""
+config = dict(
+    exp_name='runs/pendulum_ppo',
+    env=dict(type='pendulum', collector_env_num=8, evaluator_env_num=8, n_evaluator_episodes=8, stop_value=-200),
+    policy=dict(
+        type='ppo',
+        obs_norm=True,
+        collect=dict(n_steps=256),
+        learn=dict(epochs=10, num_minibatches=32, lr=1e-3, gamma=0.9, gae_lambda=0.95, entropy_coef=0.0,
+                   value_clip_range=None, max_grad_norm=0.5),
+    ),
+    train=dict(max_env_steps=200_000, eval_every_iters=10, checkpoint_every_iters=20),
+)

@@ -1,0 +1,157 @@
+"""Pong for two: a real-time, natively vectorised battle env with a left (seat 0) and a right (seat 1) paddle.
+
+The court is the unit square; the paddles slide along its left and right edges and the ball
+bounces off the top and bottom walls. A paddle returns the ball at an angle set by where the ball
+hits it (up to 60 degrees off the horizontal at the paddle's ends) and a little faster each time;
+a ball past a paddle is a point for the other side, and the next ball is served from the centre
+in a random direction. A game ends when a seat reaches ``points_to_win`` (terminated) or after
+``max_steps`` steps (truncated); the result compares the scores.
+
+Actions: 0 stay, 1 up, 2 down. Reward per step: own points minus the opponent's points scored in
+that step (zero-sum). The observation (``OBS_FIELDS``, all in about [-1, 1]) is from the seat's
+own perspective: x is mirrored for the right seat, so -1 is always the own goal line and a
+positive x velocity always moves away from it; one policy can play both sides.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import numpy as np
+from gymnasium import spaces
+
+from sparring.config.schema import ConfigError, in_range
+from sparring.framework.registry import ENV_REGISTRY
+from sparring.worker.env.battle import BATTLE_ENV_CONSTRAINTS, NativeVecBattleEnv
+
+OBS_FIELDS = ('ball_x', 'ball_y', 'ball_vx', 'ball_vy', 'own_paddle_y', 'opponent_paddle_y', 'score_difference')
+OBS_INDEX = {name: i for i, name in enumerate(OBS_FIELDS)}
+STAY, UP, DOWN = 0, 1, 2
+
+BALL_RADIUS = 0.01
+MAX_BOUNCE_ANGLE = np.deg2rad(60.0)
+MAX_SERVE_ANGLE = np.deg2rad(30.0)
+
+
+@ENV_REGISTRY.register('pong_duel')
+class PongDuelEnv(NativeVecBattleEnv):
+    turn_based = False
+    reference_bots = ('random', 'pong_duel_heuristic')
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return dict(
+            super().default_config(),
+            points_to_win=5,
+            max_steps=1000,  # then the game is truncated and the score decides
+            paddle_half_height=0.1,  # court height 1
+            paddle_speed=0.04,  # per step
+            ball_speed=0.02,  # per step, at the serve
+            max_ball_speed=0.04,  # the ball speeds up by 5% per return up to this
+        )
+
+    config_constraints = dict(
+        BATTLE_ENV_CONSTRAINTS,
+        points_to_win=in_range(1, None),
+        max_steps=in_range(1, None),
+        paddle_half_height=in_range(0.0, 0.5, open_lo=True),
+        paddle_speed=in_range(0.0, 1.0, open_lo=True),
+        ball_speed=in_range(0.0, 0.5, open_lo=True),
+        max_ball_speed=in_range(0.0, 0.5, open_lo=True),
+    )
+
+    @classmethod
+    def validate_config(cls, section: dict) -> None:
+        if section['max_ball_speed'] < section['ball_speed']:
+            raise ConfigError(f'config key "env.max_ball_speed": {section["max_ball_speed"]} is below '
+                              f'env.ball_speed {section["ball_speed"]}; expected max_ball_speed >= ball_speed')
+
+    def __init__(self, cfg: Optional[Mapping], num_envs: int, seed: Optional[int] = None) -> None:
+        super().__init__(cfg, num_envs, seed)
+        self.observation_space = spaces.Box(-1.0, 1.0, (len(OBS_FIELDS),), np.float32)
+        self.action_space = spaces.Discrete(3)
+        B = self.num_envs
+        self.ball = np.zeros((B, 2))  # x, y
+        self.velocity = np.zeros((B, 2))
+        self.paddle_y = np.zeros((B, 2))  # per seat
+        self.score = np.zeros((B, 2), np.int64)
+        self.steps = np.zeros(B, np.int64)
+        self._reach = self.cfg.paddle_half_height + BALL_RADIUS  # ball centre to paddle centre, for a hit
+
+    def _reset_games(self, rows: np.ndarray) -> None:
+        self.paddle_y[rows] = 0.5
+        self.score[rows] = 0
+        self.steps[rows] = 0
+        self._serve(rows)
+
+    def _serve(self, rows: np.ndarray) -> None:
+        n = len(rows)
+        direction = np.where(self.np_random.random(n) < 0.5, -1.0, 1.0)
+        angle = self.np_random.uniform(-MAX_SERVE_ANGLE, MAX_SERVE_ANGLE, n)
+        self.ball[rows] = 0.5
+        self.velocity[rows, 0] = direction * self.cfg.ball_speed * np.cos(angle)
+        self.velocity[rows, 1] = self.cfg.ball_speed * np.sin(angle)
+
+    def _advance(self, actions: np.ndarray):
+        cfg = self.cfg
+        half = cfg.paddle_half_height
+        moves = (actions == UP).astype(np.float64) - (actions == DOWN)
+        np.clip(self.paddle_y + cfg.paddle_speed * moves, half, 1.0 - half, out=self.paddle_y)
+
+        ball, velocity = self.ball, self.velocity
+        ball += velocity
+        # Walls: reflect the part of the step that went past them.
+        off_wall = (ball[:, 1] < 0.0) | (ball[:, 1] > 1.0)
+        if off_wall.any():
+            y = ball[:, 1]
+            ball[:, 1] = np.where(y < 0.0, -y, np.where(y > 1.0, 2.0 - y, y))
+            velocity[off_wall, 1] *= -1.0
+
+        points = np.zeros((self.num_envs, 2), np.int64)
+        for seat, past_line in ((0, ball[:, 0] < 0.0), (1, ball[:, 0] > 1.0)):
+            if not past_line.any():
+                continue
+            returned = past_line & (np.abs(ball[:, 1] - self.paddle_y[:, seat]) <= self._reach)
+            if returned.any():
+                self._return_ball(np.flatnonzero(returned), seat)
+            missed = past_line & ~returned
+            points[missed, 1 - seat] = 1
+        scored = np.flatnonzero(points.any(axis=1))
+        if scored.size:
+            self.score += points
+            self._serve(scored)
+
+        self.steps += 1
+        terminated = self.score.max(axis=1) >= cfg.points_to_win
+        truncated = (self.steps >= cfg.max_steps) & ~terminated
+        reward = (points - points[:, ::-1]).astype(np.float32)
+        seat_0_result = np.sign(self.score[:, 0] - self.score[:, 1]) * (terminated | truncated)
+        result = np.stack([seat_0_result, -seat_0_result], axis=1).astype(np.int8)
+        return reward, terminated, truncated, result
+
+    def _return_ball(self, rows: np.ndarray, seat: int) -> None:
+        """Bounce the ball off ``seat``'s paddle, at an angle set by where it hit."""
+        offset = np.clip((self.ball[rows, 1] - self.paddle_y[rows, seat]) / self._reach, -1.0, 1.0)
+        angle = offset * MAX_BOUNCE_ANGLE
+        speed = np.minimum(np.hypot(self.velocity[rows, 0], self.velocity[rows, 1]) * 1.05, self.cfg.max_ball_speed)
+        away = 1.0 if seat == 0 else -1.0
+        self.velocity[rows, 0] = away * speed * np.cos(angle)
+        self.velocity[rows, 1] = speed * np.sin(angle)
+        # Mirror the overshoot back into the court.
+        self.ball[rows, 0] = -self.ball[rows, 0] if seat == 0 else 2.0 - self.ball[rows, 0]
+
+    def _observe(self, rows: np.ndarray):
+        n = len(rows)
+        ball, velocity, paddle_y = self.ball[rows], self.velocity[rows], self.paddle_y[rows]
+        score = self.score[rows]
+        speed_scale = 1.0 / self.cfg.max_ball_speed
+        obs = np.empty((n, 2, len(OBS_FIELDS)), np.float32)
+        for seat, mirror in ((0, 1.0), (1, -1.0)):
+            # x mirrored for the right seat: 2x - 1 becomes 1 - 2x.
+            obs[:, seat, 0] = mirror * (2.0 * ball[:, 0] - 1.0)
+            obs[:, seat, 1] = 2.0 * ball[:, 1] - 1.0
+            obs[:, seat, 2] = mirror * velocity[:, 0] * speed_scale
+            obs[:, seat, 3] = velocity[:, 1] * speed_scale
+            obs[:, seat, 4] = 2.0 * paddle_y[:, seat] - 1.0
+            obs[:, seat, 5] = 2.0 * paddle_y[:, 1 - seat] - 1.0
+            obs[:, seat, 6] = (score[:, seat] - score[:, 1 - seat]) / self.cfg.points_to_win
+        return obs, np.ones((n, 2, 3), bool), np.ones((n, 2), bool)

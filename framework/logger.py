@@ -1,0 +1,77 @@
+"""Run logging: tensorboardX scalars, one concise console line per iteration, a progress bar.
+
+Console lines also go to ``<exp_dir>/log.txt``. The progress bar counts env steps and is shown
+only on a terminal (tqdm disables itself otherwise), so CI logs stay readable.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Dict, Optional
+
+
+class RunLogger:
+    def __init__(self, exp_dir: str, total_env_steps: int, tensorboard: bool = True, progress_bar: bool = True,
+                 initial_env_steps: int = 0) -> None:
+        os.makedirs(exp_dir, exist_ok=True)
+        self.exp_dir = exp_dir
+        self._file = open(os.path.join(exp_dir, 'log.txt'), 'a')
+        self._writer = None
+        if tensorboard:
+            from tensorboardX import SummaryWriter
+            self._writer = SummaryWriter(os.path.join(exp_dir, 'tb'))
+        self._bar = None
+        if progress_bar:
+            from tqdm import tqdm
+            self._bar = tqdm(total=total_env_steps, initial=initial_env_steps, unit='step', unit_scale=True,
+                             dynamic_ncols=True, disable=None, leave=False)
+        self._last_steps = initial_env_steps
+
+    def scalars(self, values: Dict[str, float], step: int, prefix: str = '') -> None:
+        if self._writer is None:
+            return
+        for key, value in values.items():
+            if isinstance(value, (int, float)) and value == value:  # skip NaN (e.g. explained variance)
+                self._writer.add_scalar(f'{prefix}{key}', value, step)
+
+    def line(self, text: str) -> None:
+        if self._bar is not None and not self._bar.disable:
+            self._bar.write(text)
+        else:
+            print(text, file=sys.stdout, flush=True)
+        self._file.write(text + '\n')
+        self._file.flush()
+
+    def progress(self, env_steps: int) -> None:
+        if self._bar is not None:
+            self._bar.update(env_steps - self._last_steps)
+        self._last_steps = env_steps
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self) -> 'RunLogger':
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def format_stats(values: Dict[str, Optional[float]]) -> str:
+    """``key=value`` pairs with compact number formatting, skipping None."""
+    parts = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, float):
+            parts.append(f'{key}={value:.4g}')
+        else:
+            parts.append(f'{key}={value}')
+    return ' '.join(parts)

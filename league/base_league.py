@@ -1,0 +1,529 @@
+"""The league: who plays whom, the results, snapshots and resets, ratings, and its saved state.
+
+The training pipeline talks to a league through four calls and plain dicts:
+
+``get_job_info(player_id=None, eval_flag=False) -> job_info``
+    ``{'job_id': int, 'launch_player': str, 'player_ids': [home, away], 'branch': str,
+    'eval_flag': bool, 'episode_num': int, 'players': [home_info, away_info]}``. The home
+    player is the launching active player; ``branch`` is the opponent rule that chose the away
+    player (``'eval'`` for an evaluation job against a reference player). Each ``*_info`` is
+    ``{'player_id', 'kind' ('active' | 'historical' | 'reference'), 'param_ref', 'model',
+    'step', ...}``: what a collector needs to load the two policies. ``player_id=None`` picks an
+    active player uniformly.
+
+``finish_job(job_result) -> None``
+    ``{'player_ids': [home, away], 'result': ['win', 'draw', 'loss', ...]}``, outcomes from the
+    home player's view in episode order; optional ``job_id`` and ``launch_player`` (echoed from
+    the job info) and ``info`` (free-form, not read). The games update the payoff (both sides:
+    a win for home is a loss for away), the ratings and the players' hooks. A self-play game
+    (home == away) only counts toward the player's ``self_play_games``. A malformed result
+    raises :class:`LeagueError` and records nothing.
+
+``update_active_player(player_info) -> None``
+    ``{'player_id': str, 'train_iteration': int}`` plus optional ``param_ref`` (where the
+    player's current parameters are) and ``model`` (its model config, e.g. after surgery).
+
+``judge_snapshot(player_id) -> dict``
+    ``{'player_id', 'snapshot': bool, 'historical_player': info | None,
+    'source_param_ref': str | None, 'reset': bool, 'reset_param_ref': str | None}``. On a
+    snapshot the pipeline stores a frozen copy of the parameters at ``source_param_ref`` under
+    ``historical_player['param_ref']``; on a reset it reloads the player's parameters from
+    ``reset_param_ref``.
+
+A league is built from its config section (compiled or partial: missing keys take the
+defaults), e.g. ``OneVsOneLeague(dict(active_players=dict(naive_sp=2)))``, or by name with
+:func:`build_league`. ``state_dict()`` / ``load_state_dict()`` and ``save(path)`` /
+``BaseLeague.load(path)`` / ``restore(path)`` carry everything that decides future choices.
+Every public method holds the league's lock, so a commander may call it from several threads.
+Subclasses customise ``_get_job_info``, ``_mutate_player`` and ``_update_player``.
+"""
+from __future__ import annotations
+
+import difflib
+import threading
+from collections.abc import Mapping
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+from easydict import EasyDict
+
+from sparring.config.schema import ConfigError, in_range
+from sparring.framework.registry import LEAGUE_REGISTRY, PLAYER_REGISTRY, RegistryError
+from sparring.league.config_util import merge_section, to_easydict, to_plain
+from sparring.league.errors import LeagueError
+from sparring.league.outcome import REVERSED_CODE, parse_outcomes
+from sparring.league.payoff import BattleSharedPayoff
+from sparring.league.persistence import load_state, save_state
+from sparring.league.player import ActivePlayer, HistoricalPlayer, Player, ReferencePlayer
+from sparring.league.rating import LeagueRatings
+from sparring.league.roster import Roster
+
+STATE_SCHEMA_VERSION = 1
+JOB_RESULT_KEYS = frozenset({'job_id', 'launch_player', 'player_ids', 'result', 'info'})
+PLAYER_INFO_KEYS = frozenset({'player_id', 'train_iteration', 'param_ref', 'model'})
+SNAPSHOT_REF_FIELDS = dict(player_id='p_h1', parent_id='p', step=0, index=1)
+
+
+class BaseLeague:
+    """Players, their shared payoff and ratings, and the rules that connect them."""
+
+    # The roster used when the config leaves ``active_players`` unset: player type -> count.
+    DEFAULT_ACTIVE_PLAYERS: Dict[str, int] = {}
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return dict(
+            seed=0,  # the league's own RNG: opponent and reset draws
+            active_players=None,  # player type -> count; None = DEFAULT_ACTIVE_PLAYERS
+            players={},  # player type -> config over that type's default_config()
+            init_param_ref='init',  # parameters new players start from and resets return to
+            snapshot_param_ref='{player_id}',  # where a snapshot's frozen parameters go; fields:
+            # player_id (the snapshot's), parent_id, step, index
+            model={},  # model config recorded with each player
+            initial_snapshots=True,  # freeze each player's initial parameters as its first snapshot
+            episode_num=1,  # episodes per job, passed on in the job info
+            payoff=dict(decay=0.99, min_win_rate_games=8.0),
+            rating=dict(
+                elo=dict(enabled=True, k=32.0, initial=1200.0, scale=400.0),
+                trueskill=dict(enabled=False, mu=25.0, sigma=25.0 / 3, beta=25.0 / 6, tau=25.0 / 300,
+                               draw_probability=0.1),  # needs the trueskill package
+                history_interval=0,  # training steps between two points of a rating curve
+                history_points=1000,  # points kept per curve (thinned by half when full)
+            ),
+            reference_players=[],  # fixed evaluation opponents: ReferencePlayer.default_config()
+        )
+
+    config_constraints = {
+        'seed': in_range(0, 2 ** 32 - 1),
+        'episode_num': in_range(1, None),
+        'payoff.decay': in_range(0.0, 1.0, open_lo=True),
+        'payoff.min_win_rate_games': in_range(0.0, None),
+        'rating.elo.k': in_range(0.0, None, open_lo=True),
+        'rating.elo.scale': in_range(0.0, None, open_lo=True),
+        'rating.trueskill.sigma': in_range(0.0, None, open_lo=True),
+        'rating.trueskill.beta': in_range(0.0, None, open_lo=True),
+        'rating.trueskill.tau': in_range(0.0, None),
+        'rating.trueskill.draw_probability': in_range(0.0, 1.0, open_hi=True),
+        'rating.history_interval': in_range(0, None),
+        'rating.history_points': in_range(2, None),
+    }
+
+    # ------------------------------------------------------------------------------ config
+    @classmethod
+    def validate_config(cls, section: dict, path: str = 'league') -> None:
+        """Check the roster and player sub-configs; fills them in place with their defaults
+        (so a compiled config records every player setting)."""
+        roster = section.get('active_players')
+        if roster is None:
+            roster = section['active_players'] = dict(cls.DEFAULT_ACTIVE_PLAYERS)
+        if not isinstance(roster, Mapping) or not roster:
+            raise ConfigError(f'config key "{path}.active_players": expected a dict player type -> count '
+                              f'with at least one type, got {roster!r}')
+        classes = {}
+        for name, count in roster.items():
+            classes[name] = _active_player_class(name, f'{path}.active_players')
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ConfigError(f'config key "{path}.active_players.{name}": expected a count >= 0, got {count!r}')
+        if sum(roster.values()) < 1:
+            raise ConfigError(f'config key "{path}.active_players": expected at least one player, got {dict(roster)}')
+        present = [classes[n] for n, c in roster.items() if c > 0]
+        for name, player_cls in classes.items():
+            for needed in player_cls.requires if roster[name] > 0 else ():
+                if not any(issubclass(c, needed) for c in present):
+                    raise ConfigError(f'config key "{path}.active_players": {name!r} needs at least one '
+                                      f'{getattr(needed, "registry_name", needed.__name__)!r} ({needed.__name__}) player')
+        players = section.get('players') or {}
+        if not isinstance(players, Mapping):
+            raise ConfigError(f'config key "{path}.players": expected a dict player type -> config, got {players!r}')
+        for name in players:
+            classes.setdefault(name, _active_player_class(name, f'{path}.players'))
+        section['players'] = {name: player_cls.resolve_config(players.get(name), f'{path}.players.{name}')
+                              for name, player_cls in classes.items()}
+        try:
+            section['snapshot_param_ref'].format(**SNAPSHOT_REF_FIELDS)
+        except (KeyError, IndexError, ValueError) as err:
+            raise ConfigError(f'config key "{path}.snapshot_param_ref": {section["snapshot_param_ref"]!r} is not a '
+                              f'valid format string ({err!r}); fields: {", ".join(SNAPSHOT_REF_FIELDS)}') from None
+        references = section.get('reference_players') or []
+        section['reference_players'] = [ReferencePlayer.resolve_config(entry, f'{path}.reference_players.{i}')
+                                        for i, entry in enumerate(references)]
+        ids = [f'{name}_{i}' for name, count in roster.items() for i in range(count)]
+        ids += [r['player_id'] for r in section['reference_players']]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ConfigError(f'config key "{path}.reference_players": player ids {duplicates} are used twice')
+
+    @classmethod
+    def resolve_config(cls, cfg: Optional[dict] = None) -> EasyDict:
+        """A complete, validated league section from a compiled or partial one."""
+        user = dict(cfg or {})
+        own = cls.__dict__.get('registry_name')
+        kind = user.pop('type', own)
+        if kind != own:
+            raise ConfigError(f'config key "league.type": {kind!r} does not name {cls.__name__} (registered as {own!r}); '
+                              f'build it with build_league(cfg) to pick the class by its type')
+        merged = merge_section(cls, user, 'league')
+        cls.validate_config(merged)
+        merged['type'] = own
+        return to_easydict(merged)
+
+    # ------------------------------------------------------------------------------ life
+    def __init__(self, cfg: Optional[dict] = None) -> None:
+        self.cfg = self.resolve_config(cfg)
+        self._lock = threading.RLock()
+        self._reset_state()
+        with self._lock:
+            self._build_players()
+
+    def _reset_state(self) -> None:
+        self.rng = np.random.default_rng(self.cfg.seed)
+        self.payoff = BattleSharedPayoff(self.cfg.payoff.decay, self.cfg.payoff.min_win_rate_games)
+        self.ratings = LeagueRatings.from_config(self.cfg.rating)
+        self.roster = Roster()
+        self._job_count = 0
+        self._eval_cursor: Dict[str, int] = {}
+
+    def _new_active_players(self) -> List[ActivePlayer]:
+        players = []
+        for name, count in self.cfg.active_players.items():
+            player_cls = PLAYER_REGISTRY.get(name)
+            for i in range(count):
+                players.append(player_cls(f'{name}_{i}', self.cfg.players[name], player_type=name,
+                                          model=self.cfg.model))
+        return players
+
+    def _new_reference_players(self) -> List[ReferencePlayer]:
+        return [ReferencePlayer(r.player_id, r.param_ref, r.model) for r in self.cfg.reference_players]
+
+    def _build_players(self) -> None:
+        active = self._new_active_players()
+        for player in active:
+            self._add_player(player)
+        for reference, entry in zip(self._new_reference_players(), self.cfg.reference_players):
+            self._add_player(reference, fixed=True, elo=entry.elo, trueskill=entry.trueskill)
+        if self.cfg.initial_snapshots:
+            for player in active:
+                self._add_snapshot(player, param_ref=self.cfg.init_param_ref)
+
+    def _add_player(self, player: Player, rate: bool = True, **rating) -> None:
+        player.attach(self, self.payoff.add_player(player.player_id))  # raises on a duplicate id
+        self.roster.add(player)
+        if rate:
+            self.ratings.add_player(player.player_id, **rating)
+
+    def _add_snapshot(self, parent: ActivePlayer, param_ref: Optional[str] = None) -> HistoricalPlayer:
+        if param_ref is None:
+            param_ref = self.cfg.snapshot_param_ref.format(player_id=parent.next_snapshot_id, parent_id=parent.player_id,
+                                                           step=parent.step, index=parent.snapshot_count)
+        historical = parent.snapshot(param_ref)
+        self._add_player(historical, like=parent.player_id)  # a snapshot starts at its parent's ratings
+        parent.on_snapshot(historical)
+        return historical
+
+    # ------------------------------------------------------------------------------ players
+    @property
+    def active_players(self) -> List[ActivePlayer]:
+        return list(self.roster.active().players)
+
+    @property
+    def historical_players(self) -> List[HistoricalPlayer]:
+        return list(self.roster.historical().players)
+
+    @property
+    def reference_players(self) -> List[ReferencePlayer]:
+        return list(self.roster.reference().players)
+
+    def get_player(self, player_id: str) -> Player:
+        return self.roster.get(player_id)
+
+    def _active(self, player_id: str, where: str) -> ActivePlayer:
+        player = self.roster.get(player_id, where)
+        if player.kind != 'active':
+            raise LeagueError(f'{where}: {player_id!r} is a {player.kind} player; expected an active player '
+                              f'({", ".join(p.player_id for p in self.roster.active().players)})')
+        return player
+
+    # ------------------------------------------------------------------------------ jobs
+    def get_job_info(self, player_id: Optional[str] = None, eval_flag: bool = False) -> dict:
+        """The next job of ``player_id`` (an active player; None: one drawn uniformly)."""
+        with self._lock:
+            if player_id is None:
+                active = self.roster.active()
+                player = active.players[min(int(self.rng.random() * len(active)), len(active) - 1)]
+            else:
+                player = self._active(player_id, 'get_job_info')
+            job = self._get_job_info(player, bool(eval_flag))
+            self._job_count += 1
+            return job
+
+    def _get_job_info(self, player: ActivePlayer, eval_flag: bool) -> dict:
+        if eval_flag:
+            opponent, branch = self._eval_opponent(player), 'eval'
+        else:
+            opponent, branch = player.get_opponent()
+        return dict(job_id=self._job_count, launch_player=player.player_id,
+                    player_ids=[player.player_id, opponent.player_id], branch=branch, eval_flag=eval_flag,
+                    episode_num=self.cfg.episode_num, players=[player.info(), opponent.info()])
+
+    def _eval_opponent(self, player: ActivePlayer) -> ReferencePlayer:
+        """Reference players in turn, so every evaluation covers all of them equally."""
+        references = self.roster.reference()
+        if not len(references):
+            raise LeagueError('get_job_info(eval_flag=True): the league has no reference players; '
+                              'add fixed opponents under league.reference_players')
+        turn = self._eval_cursor.get(player.player_id, 0)
+        self._eval_cursor[player.player_id] = turn + 1
+        return references.players[turn % len(references)]
+
+    def eval_opponents(self) -> List[dict]:
+        """Infos of the reference players, for an evaluator that plays all of them."""
+        return [p.info() for p in self.roster.reference().players]
+
+    def finish_job(self, job_result: dict) -> None:
+        """Record a finished job's games; see the module docstring for ``job_result``."""
+        with self._lock:
+            home, away, codes = self._parse_job_result(job_result)
+            self._record_games(home, away, codes)
+
+    def _parse_job_result(self, job_result):
+        if not isinstance(job_result, dict):
+            raise LeagueError(f'finish_job: expected a dict with player_ids and result, got '
+                              f'{type(job_result).__name__} {job_result!r}')
+        if not JOB_RESULT_KEYS.issuperset(job_result):
+            raise LeagueError(_unknown_keys_message('finish_job', job_result, JOB_RESULT_KEYS))
+        ids = job_result.get('player_ids')
+        if not isinstance(ids, (list, tuple)) or len(ids) != 2:
+            raise LeagueError(f'finish_job: "player_ids" must be [home_id, away_id], got {ids!r}')
+        by_id = self.roster.by_id
+        home = by_id.get(ids[0]) if isinstance(ids[0], str) else None
+        away = by_id.get(ids[1]) if isinstance(ids[1], str) else None
+        if home is None or away is None:
+            self.roster.get(ids[0] if home is None else ids[1], 'finish_job player_ids')  # raises, naming it
+        if 'result' not in job_result:
+            raise LeagueError('finish_job: missing "result", the list of outcomes from the home player\'s view')
+        codes = parse_outcomes(job_result['result'], 'finish_job result')
+        launch = job_result.get('launch_player')
+        if launch is not None and launch not in ids:
+            raise LeagueError(f'finish_job: launch_player {launch!r} is not one of player_ids {list(ids)}')
+        return home, away, codes
+
+    def _record_games(self, home: Player, away: Player, codes: Sequence[int]) -> None:
+        if home is away:
+            home.self_play_games += len(codes)  # no information about strength: not in payoff or ratings
+            return
+        self.payoff.record_codes(home.index, away.index, codes)
+        self.ratings.update_codes(home.player_id, away.player_id, codes)
+        if home.kind == 'active':
+            home.on_game_result(away, codes)
+        if away.kind == 'active':
+            away.on_game_result(home, [REVERSED_CODE[c] for c in codes])
+
+    def record_eval_result(self, player_id: str, opponent_id: str, result: Sequence[str]) -> None:
+        """An evaluator's games (same effect as ``finish_job`` with those player ids)."""
+        self.finish_job(dict(player_ids=[player_id, opponent_id], result=result))
+
+    # ------------------------------------------------------------------------------ training
+    def update_active_player(self, player_info: dict) -> None:
+        """A learner's progress report; see the module docstring for ``player_info``."""
+        with self._lock:
+            if not isinstance(player_info, dict):
+                raise LeagueError(f'update_active_player: expected a dict, got {type(player_info).__name__} '
+                                  f'{player_info!r}')
+            if not PLAYER_INFO_KEYS.issuperset(player_info):
+                raise LeagueError(_unknown_keys_message('update_active_player', player_info, PLAYER_INFO_KEYS))
+            player = self._active(player_info.get('player_id'), 'update_active_player')
+            step = player_info.get('train_iteration')
+            if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < player.step:
+                raise LeagueError(f'update_active_player: "train_iteration" of {player.player_id!r} must be an int '
+                                  f'>= its current step {player.step}, got {step!r}')
+            if 'param_ref' in player_info and not isinstance(player_info['param_ref'], str):
+                raise LeagueError(f'update_active_player: "param_ref" must be a str, got {player_info["param_ref"]!r}')
+            if 'model' in player_info and not isinstance(player_info['model'], dict):
+                raise LeagueError(f'update_active_player: "model" must be a dict, got {player_info["model"]!r}')
+            self._update_player(player, player_info)
+            self.ratings.record_history(player.player_id, player.step)
+
+    def _update_player(self, player: ActivePlayer, player_info: dict) -> None:
+        player.step = int(player_info['train_iteration'])
+        if 'param_ref' in player_info:
+            player.param_ref = player_info['param_ref']
+        if 'model' in player_info:
+            player.model = to_plain(player_info['model'])
+
+    def judge_snapshot(self, player_id: str) -> dict:
+        """Snapshot ``player_id`` if it is trained enough, then maybe reset it; see the module docstring."""
+        with self._lock:
+            player = self._active(player_id, 'judge_snapshot')
+            outcome = dict(player_id=player_id, snapshot=False, historical_player=None, source_param_ref=None,
+                           reset=False, reset_param_ref=None)
+            if not player.is_trained_enough():
+                return outcome
+            historical = self._add_snapshot(player)
+            outcome.update(snapshot=True, historical_player=historical.info(), source_param_ref=player.param_ref)
+            reset_ref = self._mutate_player(player)
+            if reset_ref is not None:
+                player.reset(self.cfg.model)
+                self.ratings.reset(player.player_id)
+                outcome.update(reset=True, reset_param_ref=reset_ref)
+            self.ratings.record_history(player.player_id, player.step)
+            return outcome
+
+    def _mutate_player(self, player: ActivePlayer) -> Optional[str]:
+        """The parameters to reset ``player`` to after a snapshot, or None to keep training it."""
+        return self.cfg.init_param_ref if player.mutate(self.rng) else None
+
+    # ------------------------------------------------------------------------------ state
+    @property
+    def type_name(self) -> Optional[str]:
+        return type(self).__dict__.get('registry_name')
+
+    def state_dict(self) -> dict:
+        """Everything that decides the league's future: players, payoff, ratings, RNG, counters."""
+        with self._lock:
+            return dict(
+                schema_version=STATE_SCHEMA_VERSION,
+                league_type=self.type_name,
+                config=to_plain(self.cfg),
+                rng_state=to_plain(self.rng.bit_generator.state),
+                job_count=self._job_count,
+                eval_cursor=dict(self._eval_cursor),
+                players=[p.state_dict() for p in self.roster.players],
+                payoff=self.payoff.state_dict(),
+                ratings=self.ratings.state_dict(),
+            )
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a :meth:`state_dict`. The roster of active and reference players must match this
+        league's config; the rest (snapshots, payoff, ratings, RNG) comes from ``state``. On any
+        error the league is left as it was."""
+        if not isinstance(state, Mapping):
+            raise LeagueError(f'load_state_dict: expected a dict, got {type(state).__name__}')
+        version = state.get('schema_version')
+        if version != STATE_SCHEMA_VERSION:
+            raise LeagueError(f'league state: schema version {version!r}; this sparring reads version '
+                              f'{STATE_SCHEMA_VERSION}')
+        if state.get('league_type') != self.type_name:
+            raise LeagueError(f'league state: saved from a {state.get("league_type")!r} league, '
+                              f'loading into {self.type_name!r}')
+        with self._lock:
+            saved_attrs = dict(self.__dict__)
+            try:
+                self._restore_from(state)
+            except BaseException as err:
+                self.__dict__.clear()
+                self.__dict__.update(saved_attrs)
+                if isinstance(err, (KeyError, TypeError, ValueError)) and not isinstance(err, LeagueError):
+                    raise LeagueError(f'league state: malformed ({type(err).__name__}: {err})') from err
+                raise
+
+    def _restore_from(self, state: dict) -> None:
+        self._reset_state()
+        fresh = {p.player_id: p for p in self._new_active_players() + self._new_reference_players()}
+        saved_players = state['players']
+        saved_fixed = {s['player_id'] for s in saved_players if s['kind'] in ('active', 'reference')}
+        if saved_fixed != set(fresh):
+            raise LeagueError(f'league state: its active and reference players {sorted(saved_fixed)} differ from '
+                              f'this config\'s {sorted(fresh)}')
+        for saved in saved_players:
+            if saved['kind'] == 'historical':
+                player = HistoricalPlayer.from_state_dict(saved)
+                if player.parent_id not in fresh:
+                    raise LeagueError(f'league state: snapshot {player.player_id!r} has unknown parent {player.parent_id!r}')
+            else:
+                player = fresh[saved['player_id']]
+                if player.kind != saved['kind']:
+                    raise LeagueError(f'league state: {player.player_id!r} was a {saved["kind"]} player, '
+                                      f'configured as {player.kind}')
+            self._add_player(player, rate=False)
+        self.payoff.load_state_dict(state['payoff'])
+        if list(self.payoff.player_ids) != [p.player_id for p in self.roster.players]:
+            raise LeagueError('league state: the payoff\'s players differ from the saved players')
+        self.ratings.load_state_dict(state['ratings'])
+        for system in self.ratings.systems:
+            missing = [p.player_id for p in self.roster.players if p.player_id not in system]
+            if missing:
+                raise LeagueError(f'league state: no {system.name} rating for {missing[:5]}')
+        for saved in saved_players:
+            if saved['kind'] == 'active':
+                self.roster.by_id[saved['player_id']].load_state_dict(saved)
+        self.rng.bit_generator.state = state['rng_state']
+        self._job_count = int(state['job_count'])
+        self._eval_cursor = {str(k): int(v) for k, v in state['eval_cursor'].items()}
+
+    def save(self, path: str) -> str:
+        """Write :meth:`state_dict` to ``path`` atomically; returns the path."""
+        return save_state(self.state_dict(), path)
+
+    def restore(self, path: str) -> None:
+        """Load a file written by :meth:`save` into this league."""
+        self.load_state_dict(load_state(path))
+
+    @classmethod
+    def load(cls, path: str, cfg: Optional[dict] = None) -> 'BaseLeague':
+        """A league rebuilt from a saved file (with the saved config unless ``cfg`` is given)."""
+        state = load_state(path)
+        league_cls = cls
+        if cls.__dict__.get('registry_name') is None:  # BaseLeague.load: the saved type decides
+            try:
+                league_cls = LEAGUE_REGISTRY.get(state.get('league_type'))
+            except RegistryError as err:
+                raise LeagueError(f'{path}: {err}') from None
+        league = league_cls(state['config'] if cfg is None else cfg)
+        league.load_state_dict(state)
+        return league
+
+    # ------------------------------------------------------------------------------ display
+    def table(self, sort_by: str = 'elo', max_rows: int = 0) -> str:
+        """Players with their games, overall win rate and ratings, as text (``max_rows`` 0: all)."""
+        from sparring.league.report import league_table
+        with self._lock:
+            return league_table(self, sort_by=sort_by, max_rows=max_rows)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def __repr__(self) -> str:
+        return (f'{type(self).__name__}(active={len(self.roster.active())}, '
+                f'historical={len(self.roster.historical())}, reference={len(self.roster.reference())})')
+
+    def plot_payoff(self, path: str, **kwargs) -> str:
+        """Win-rate heatmap of the active players against everyone, as a PNG (needs matplotlib)."""
+        from sparring.league.plots import plot_payoff
+        with self._lock:
+            return plot_payoff(self, path, **kwargs)
+
+    def plot_ratings(self, path: str, **kwargs) -> str:
+        """Rating curves of the active players over training steps, as a PNG (needs matplotlib)."""
+        from sparring.league.plots import plot_ratings
+        with self._lock:
+            return plot_ratings(self, path, **kwargs)
+
+
+def _active_player_class(name, where: str) -> type:
+    try:
+        player_cls = PLAYER_REGISTRY.get(name)
+    except RegistryError as err:
+        raise ConfigError(f'config key "{where}": {err}') from None
+    if not (isinstance(player_cls, type) and issubclass(player_cls, ActivePlayer)):
+        raise ConfigError(f'config key "{where}": {name!r} is not an active player type')
+    return player_cls
+
+
+def _unknown_keys_message(where: str, given: dict, allowed) -> str:
+    parts = []
+    for key in given:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), sorted(allowed), n=1, cutoff=0.5)
+            parts.append(repr(key) + (f' (did you mean {close[0]!r}?)' if close else ''))
+    return f'{where}: unknown key(s) {", ".join(parts)}; expected keys among {", ".join(sorted(allowed))}'
+
+
+def build_league(cfg: dict) -> BaseLeague:
+    """The league class named by ``cfg['type']``, built from ``cfg``."""
+    if not isinstance(cfg, Mapping) or 'type' not in cfg:
+        raise ConfigError(f'config section "league" needs a "type"; one of {", ".join(LEAGUE_REGISTRY.names())}')
+    try:
+        league_cls = LEAGUE_REGISTRY.get(cfg['type'])
+    except RegistryError as err:
+        raise ConfigError(f'config key "league.type": {err}') from None
+    return league_cls(cfg)

@@ -1,0 +1,82 @@
+"""Saving a league's state to one file, atomically, and reading it back.
+
+The file is a numpy ``.npz`` archive: numpy arrays (the payoff) are stored as arrays, and
+everything else as one JSON document (entry ``__state__``), so loading never unpickles
+anything. A write goes to a temporary file in the same directory, is flushed to disk and then
+renamed over the target, so a crash leaves either the old file or the new one, never half.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any, Dict
+
+import numpy as np
+
+from sparring.league.errors import LeagueError
+
+_STATE_ENTRY = '__state__'
+_ARRAY_TAG = '__ndarray__'
+
+
+def save_state(state: dict, path: str) -> str:
+    """Write ``state`` (nested dicts / lists / scalars / numpy arrays) to ``path``; returns it."""
+    arrays: Dict[str, np.ndarray] = {}
+    document = json.dumps(_pack(state, arrays), allow_nan=False)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp', dir=directory)
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            np.savez(f, **{_STATE_ENTRY: np.frombuffer(document.encode('utf-8'), dtype=np.uint8)}, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_state(path: str) -> dict:
+    """Read a state written by :func:`save_state`."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if _STATE_ENTRY not in archive.files:
+                raise LeagueError(f'{path}: not a sparring league state file (no {_STATE_ENTRY!r} entry)')
+            document = json.loads(archive[_STATE_ENTRY].tobytes().decode('utf-8'))
+            arrays = {name: archive[name] for name in archive.files if name != _STATE_ENTRY}
+    except (OSError, ValueError) as err:
+        if isinstance(err, LeagueError):
+            raise
+        raise LeagueError(f'{path}: cannot read a league state file ({err})') from err
+    return _unpack(document, arrays)
+
+
+def _pack(obj: Any, arrays: Dict[str, np.ndarray]) -> Any:
+    if isinstance(obj, np.ndarray):
+        name = f'a{len(arrays)}'
+        arrays[name] = obj
+        return {_ARRAY_TAG: name}
+    if isinstance(obj, dict):
+        for key in obj:
+            if not isinstance(key, str):
+                raise LeagueError(f'league state: keys must be strings, got {key!r}')
+        return {k: _pack(v, arrays) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_pack(v, arrays) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def _unpack(obj: Any, arrays: Dict[str, np.ndarray]) -> Any:
+    if isinstance(obj, dict):
+        if set(obj) == {_ARRAY_TAG}:
+            return arrays[obj[_ARRAY_TAG]]
+        return {k: _unpack(v, arrays) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_unpack(v, arrays) for v in obj]
+    return obj

@@ -1,0 +1,342 @@
+"""Players: the frozen kinds (historical snapshots, reference bots) and trainable active players.
+
+An :class:`ActivePlayer` chooses its opponent through *branches*. ``branch_probs`` in its
+config maps branch names to probabilities and a branch ``name`` is the method
+``_<name>_branch(self)``, returning the opponent (any player of the league) or ``None`` when it
+has no candidate, in which case the player falls back to its ``_sp_branch``. To add an
+opponent rule, subclass a player, write the method, register the class and name the branch in
+the config::
+
+    @PLAYER_REGISTRY.register('newest_snapshot_sp')
+    class NewestSnapshotPlayer(NaiveSpPlayer):
+        def _newest_branch(self):
+            mine = self.league.roster.snapshots_of(self.player_id)
+            return mine.players[-1] if len(mine) else None
+
+    league=dict(type='one_vs_one', active_players=dict(newest_snapshot_sp=1),
+                players=dict(newest_snapshot_sp=dict(branch_probs=dict(sp=0.5, newest=0.5))))
+
+The league owns no network parameters: every player carries a parameter *reference*
+(``param_ref``: a key or checkpoint path for the training pipeline) and its model config.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from sparring.config.schema import ConfigError, in_range
+from sparring.framework.registry import PLAYER_REGISTRY
+from sparring.league.config_util import check_probabilities, merge_section, to_easydict, to_plain
+from sparring.league.errors import LeagueError
+from sparring.league.roster import PlayerGroup
+from sparring.league.sampling import PFSP_WEIGHTINGS, FixedSampler, pfsp_sample, uniform_sample
+
+
+class Player:
+    """Anything that can sit in the payoff: an id, a parameter reference and a model config."""
+
+    kind = 'player'
+
+    def __init__(self, player_id: str, param_ref: Optional[str] = None, model: Optional[dict] = None,
+                 step: int = 0) -> None:
+        if not isinstance(player_id, str) or not player_id:
+            raise LeagueError(f'a player id must be a non-empty string, got {player_id!r}')
+        self.player_id = player_id
+        self.param_ref = param_ref
+        self.model = to_plain(model or {})
+        self.step = int(step)
+        self.index: int = -1  # the payoff column, set when the player joins a league
+        self.league = None
+
+    def attach(self, league, index: int) -> None:
+        self.league, self.index = league, index
+
+    def info(self) -> dict:
+        """What a collector needs to play this player: id, kind, parameters, model, step."""
+        return dict(player_id=self.player_id, kind=self.kind, param_ref=self.param_ref,
+                    model=copy.deepcopy(self.model), step=self.step)
+
+    def state_dict(self) -> dict:
+        return dict(kind=self.kind, player_id=self.player_id, param_ref=self.param_ref,
+                    model=to_plain(self.model), step=self.step)
+
+    def __repr__(self) -> str:
+        return f'{type(self).__name__}({self.player_id!r}, step={self.step})'
+
+
+class HistoricalPlayer(Player):
+    """A frozen snapshot of an active player: it keeps the parent's step, model config and a
+    reference to a frozen copy of its parameters, so it can be played after the parent's
+    network changes or is reset."""
+
+    kind = 'historical'
+
+    def __init__(self, player_id: str, parent_id: str, parent_type: str, step: int,
+                 param_ref: Optional[str], model: Optional[dict], snapshot_index: int) -> None:
+        super().__init__(player_id, param_ref, model, step)
+        self.parent_id = parent_id
+        self.parent_type = parent_type
+        self.snapshot_index = int(snapshot_index)
+
+    def info(self) -> dict:
+        return dict(super().info(), parent_id=self.parent_id, parent_type=self.parent_type,
+                    snapshot_index=self.snapshot_index)
+
+    def state_dict(self) -> dict:
+        return dict(super().state_dict(), parent_id=self.parent_id, parent_type=self.parent_type,
+                    snapshot_index=self.snapshot_index)
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> 'HistoricalPlayer':
+        try:
+            return cls(state['player_id'], state['parent_id'], state['parent_type'], state['step'],
+                       state['param_ref'], state['model'], state['snapshot_index'])
+        except KeyError as err:
+            raise LeagueError(f'historical player state: missing key {err.args[0]!r} in {state!r}') from None
+
+
+class ReferencePlayer(Player):
+    """A fixed, evaluation-only opponent (e.g. a random bot) whose ratings anchor the scale."""
+
+    kind = 'reference'
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return dict(
+            player_id='',
+            param_ref=None,  # a key the pipeline understands, e.g. 'bot:random'
+            model={},
+            elo=None,  # its fixed Elo; None = the league's initial Elo
+            trueskill=None,  # its fixed (mu, sigma); None = the league's initial TrueSkill rating
+        )
+
+    @classmethod
+    def resolve_config(cls, user, path: str) -> dict:
+        merged = merge_section(cls, user, path)
+        if not isinstance(merged['player_id'], str) or not merged['player_id']:
+            raise ConfigError(f'config key "{path}.player_id": expected a non-empty string, got {merged["player_id"]!r}')
+        if merged['param_ref'] is not None and not isinstance(merged['param_ref'], str):
+            raise ConfigError(f'config key "{path}.param_ref": expected str or None, got {merged["param_ref"]!r}')
+        elo = merged['elo']
+        if elo is not None and (isinstance(elo, bool) or not isinstance(elo, (int, float))):
+            raise ConfigError(f'config key "{path}.elo": expected a number or None, got {elo!r}')
+        ts = merged['trueskill']
+        if ts is not None and not (isinstance(ts, (list, tuple)) and len(ts) == 2 and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in ts) and ts[1] > 0):
+            raise ConfigError(f'config key "{path}.trueskill": expected [mu, sigma] with sigma > 0 or None, got {ts!r}')
+        return merged
+
+
+class ActivePlayer(Player):
+    """A trainable player: chooses opponents through branches, snapshots and may be reset.
+
+    Config keys (``default_config``): ``branch_probs``; ``one_phase_step`` and
+    ``strong_win_rate`` for AlphaStar's snapshot rule (:meth:`is_trained_enough`);
+    ``pfsp_weighting`` for the PFSP branches; ``mutate_prob``, the chance of a reset after each
+    snapshot.
+    """
+
+    kind = 'active'
+    # Player types that must also be in the league (e.g. a main exploiter needs a main player).
+    requires: Tuple[type, ...] = ()
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return dict(
+            branch_probs=dict(sp=1.0),
+            one_phase_step=20000,  # training steps (train_iteration units) in one phase
+            strong_win_rate=0.7,  # beating every relevant opponent above this ends a phase early
+            pfsp_weighting='squared',
+            mutate_prob=0.0,
+        )
+
+    config_constraints = {
+        'one_phase_step': in_range(1, None),
+        'strong_win_rate': in_range(0.0, 1.0),
+        'mutate_prob': in_range(0.0, 1.0),
+    }
+
+    # ------------------------------------------------------------------------------- config
+    @classmethod
+    def available_branches(cls) -> List[str]:
+        """Branch names this class implements, from its ``_<name>_branch`` methods."""
+        return sorted(name[1:-len('_branch')] for name in dir(cls)
+                      if name.startswith('_') and not name.startswith('__') and name.endswith('_branch')
+                      and len(name) > len('__branch') and callable(getattr(cls, name)))
+
+    @classmethod
+    def branch_probs_of(cls, cfg: dict) -> Dict[str, float]:
+        """The branch probabilities a config implies (ML-Agents / OpenAI Five players derive them)."""
+        return cfg['branch_probs']
+
+    @classmethod
+    def validate_config(cls, cfg: dict, path: str) -> None:
+        name = cls.__dict__.get('registry_name', cls.__name__)
+        key = f'{path}.branch_probs' if 'branch_probs' in cfg else path
+        probs = check_probabilities(cls.branch_probs_of(cfg), key)
+        available = cls.available_branches()
+        for branch in probs:
+            if branch not in available:
+                raise ConfigError(
+                    f'config key "{key}": unknown branch {branch!r} for player type {name!r} '
+                    f'({cls.__name__}); available branches (methods _<name>_branch): {", ".join(available)}')
+        weighting = cfg.get('pfsp_weighting')
+        if weighting is not None and weighting not in PFSP_WEIGHTINGS:
+            raise ConfigError(f'config key "{path}.pfsp_weighting": unknown weighting {weighting!r}; expected one of '
+                              f'{", ".join(sorted(PFSP_WEIGHTINGS))} (register more with register_pfsp_weighting)')
+
+    @classmethod
+    def resolve_config(cls, user=None, path: str = 'player') -> dict:
+        """``user`` merged over the defaults and validated; ``branch_probs`` is replaced, not merged."""
+        merged = merge_section(cls, user, path, replace_keys=('branch_probs',))
+        cls.validate_config(merged, path)
+        return merged
+
+    # ------------------------------------------------------------------------------- life
+    def __init__(self, player_id: str, cfg: Optional[dict] = None, player_type: Optional[str] = None,
+                 param_ref: Optional[str] = None, model: Optional[dict] = None) -> None:
+        super().__init__(player_id, param_ref if param_ref is not None else player_id, model, step=0)
+        # The registry name of this very class (an unregistered subclass would inherit its parent's).
+        self.player_type = player_type or type(self).__dict__.get('registry_name') or type(self).__name__
+        self.cfg = to_easydict(self.resolve_config(cfg, f'players.{self.player_type}'))
+        probs = self.branch_probs_of(self.cfg)
+        self._branch_names = tuple(probs)
+        self._branch_methods = tuple(getattr(self, f'_{b}_branch') for b in self._branch_names)
+        self._branch_sampler = FixedSampler(probs.values())
+        self.last_snapshot_step = 0
+        self.snapshot_count = 0
+        self.reset_count = 0
+        self.self_play_games = 0
+
+    def _require_league(self):
+        if self.league is None:
+            raise LeagueError(f'player {self.player_id!r} is not in a league; build players through a league')
+        return self.league
+
+    @property
+    def rng(self) -> np.random.Generator:
+        return self._require_league().rng
+
+    # ------------------------------------------------------------------------------- opponents
+    def get_opponent(self) -> Tuple[Player, str]:
+        """(opponent, branch name) for the next job."""
+        league = self._require_league()
+        i = self._branch_sampler.sample(league.rng)
+        opponent = self._branch_methods[i]()
+        if opponent is not None:
+            return opponent, self._branch_names[i]
+        return self._sp_branch(), 'sp'
+
+    def _sp_branch(self) -> Player:
+        """Self-play: the player against its current self."""
+        return self
+
+    def _pfsp_branch(self) -> Optional[Player]:
+        """PFSP over every historical player of the league."""
+        return self._pfsp(self.league.roster.historical())
+
+    def win_rates(self, group: PlayerGroup) -> np.ndarray:
+        return self.league.payoff.win_rates_by_index(self.index, group.indices)
+
+    def _pfsp(self, group: PlayerGroup, weighting=None, win_rates: Optional[np.ndarray] = None) -> Optional[Player]:
+        """The PFSP choice among ``group`` (None if empty); ``weighting`` defaults to the config's."""
+        if not len(group):
+            return None
+        rates = self.win_rates(group) if win_rates is None else win_rates
+        return group.players[pfsp_sample(rates, self.league.rng, weighting or self.cfg.get('pfsp_weighting', 'squared'))]
+
+    def _uniform(self, group: PlayerGroup) -> Optional[Player]:
+        return group.players[uniform_sample(len(group), self.league.rng)] if len(group) else None
+
+    # ------------------------------------------------------------------------------- snapshots
+    def _snapshot_opponents(self) -> PlayerGroup:
+        """Whom the player must beat to snapshot after one phase (AlphaStar: all historical)."""
+        return self.league.roster.historical()
+
+    def is_trained_enough(self) -> bool:
+        """AlphaStar's rule: never before one phase of steps since the last snapshot, always after
+        two, and in between when the win rate against every relevant opponent exceeds
+        ``strong_win_rate`` (no relevant opponent: wait for the second phase)."""
+        passed = self.step - self.last_snapshot_step
+        phase = self.cfg.one_phase_step
+        if passed < phase:
+            return False
+        if passed >= 2 * phase:
+            return True
+        opponents = self._snapshot_opponents()
+        return bool(len(opponents)) and float(self.win_rates(opponents).min()) > self.cfg.strong_win_rate
+
+    @property
+    def next_snapshot_id(self) -> str:
+        return f'{self.player_id}_h{self.snapshot_count}'
+
+    def snapshot(self, param_ref: Optional[str] = None) -> HistoricalPlayer:
+        """A frozen copy of this player now; ``param_ref`` defaults to the snapshot's id."""
+        snapshot_id = self.next_snapshot_id
+        historical = HistoricalPlayer(snapshot_id, parent_id=self.player_id, parent_type=self.player_type,
+                                      step=self.step, param_ref=snapshot_id if param_ref is None else param_ref,
+                                      model=self.model, snapshot_index=self.snapshot_count)
+        self.snapshot_count += 1
+        self.last_snapshot_step = self.step
+        return historical
+
+    def mutate(self, rng: np.random.Generator) -> bool:
+        """Whether to reset after a snapshot: with probability ``mutate_prob``."""
+        p = self.cfg.get('mutate_prob', 0.0)
+        if p <= 0.0:
+            return False
+        return p >= 1.0 or rng.random() < p  # a draw only when it can go either way
+
+    def reset(self, model: dict) -> None:
+        """Back to the initial network (the pipeline reloads the parameters)."""
+        self.model = to_plain(model)
+        self.reset_count += 1
+
+    # ------------------------------------------------------------------------------- hooks
+    def on_snapshot(self, historical: HistoricalPlayer) -> None:
+        """Called when one of this player's snapshots joins the league."""
+
+    def on_game_result(self, opponent: Player, codes: Sequence[int]) -> None:
+        """Called after games against ``opponent`` are recorded (codes from this player's view)."""
+
+    # ------------------------------------------------------------------------------- state
+    def info(self) -> dict:
+        return dict(super().info(), player_type=self.player_type)
+
+    def state_dict(self) -> dict:
+        return dict(super().state_dict(), player_type=self.player_type, last_snapshot_step=self.last_snapshot_step,
+                    snapshot_count=self.snapshot_count, reset_count=self.reset_count,
+                    self_play_games=self.self_play_games, extra=self._extra_state())
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore counters (and subclass state); the league restores the roster first."""
+        if state.get('player_type') != self.player_type:
+            raise LeagueError(f'player {self.player_id!r}: saved as type {state.get("player_type")!r}, '
+                              f'configured as {self.player_type!r}')
+        try:
+            self.param_ref, self.model, self.step = state['param_ref'], to_plain(state['model']), int(state['step'])
+            self.last_snapshot_step = int(state['last_snapshot_step'])
+            self.snapshot_count, self.reset_count = int(state['snapshot_count']), int(state['reset_count'])
+            self.self_play_games = int(state['self_play_games'])
+            extra = state['extra']
+        except KeyError as err:
+            raise LeagueError(f'player {self.player_id!r} state: missing key {err.args[0]!r}') from None
+        self._load_extra_state(extra)
+
+    def _extra_state(self) -> dict:
+        return {}
+
+    def _load_extra_state(self, extra: dict) -> None:
+        if extra:
+            raise LeagueError(f'player {self.player_id!r} state: unexpected extra state {sorted(extra)}')
+
+
+@PLAYER_REGISTRY.register('naive_sp')
+class NaiveSpPlayer(ActivePlayer):
+    """Naive self-play: PFSP over all snapshots (``pfsp``) or its current self (``sp``)."""
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return dict(super().default_config(), branch_probs=dict(pfsp=0.5, sp=0.5))

@@ -1,0 +1,34 @@
+"""The league table as text: every player's games, win rate and ratings."""
+from __future__ import annotations
+
+from sparring.league.text_table import format_table
+
+SORT_KEYS = ('elo', 'trueskill', 'games', 'joined')
+
+
+def league_table(league, sort_by: str = 'elo', max_rows: int = 0) -> str:
+    """One line per player; ``sort_by`` one of ``SORT_KEYS`` (``joined``: league order)."""
+    if sort_by not in SORT_KEYS:
+        raise ValueError(f'league table: sort_by must be one of {", ".join(SORT_KEYS)}, got {sort_by!r}')
+    rows = []
+    for player in league.roster.players:
+        totals = league.payoff.totals(player.player_id)
+        rating = league.ratings.summary(player.player_id)
+        origin = getattr(player, 'player_type', None) or getattr(player, 'parent_id', None)
+        trueskill = None if rating['trueskill_mu'] is None else \
+            f'{rating["trueskill_mu"]:.2f} ± {rating["trueskill_sigma"]:.2f}'
+        rows.append(dict(
+            cells=[player.player_id, player.kind, origin, player.step, int(totals['games']),
+                   getattr(player, 'self_play_games', None),
+                   totals.win_rate() if totals['games'] else None, rating['elo'], trueskill],
+            elo=rating['elo'] if rating['elo'] is not None else float('-inf'),
+            trueskill=rating['trueskill_exposure'] if rating['trueskill_exposure'] is not None else float('-inf'),
+            games=totals['games']))
+    if sort_by != 'joined':
+        rows.sort(key=lambda r: r[sort_by], reverse=True)
+    shown = rows[:max_rows] if max_rows > 0 else rows
+    headers = ('player', 'kind', 'type / parent', 'step', 'games', 'self-play', 'win rate', 'elo', 'trueskill')
+    text = format_table(headers, [r['cells'] for r in shown], right_align_from=3)
+    if len(shown) < len(rows):
+        text += f'\n... {len(rows) - len(shown)} more players'
+    return text

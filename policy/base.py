@@ -1,0 +1,73 @@
+"""The ``Policy`` interface shared by collectors, learners and evaluators in every mode.
+
+A policy acts on numpy batches (with an optional recurrent state and action mask), learns from
+a columnar chunk, and carries *versioned* parameters: ``version`` counts the updates that
+produced the current parameters, and every chunk a collector makes records it, which is how a
+learner measures staleness. ``get_params``/``set_params`` move parameters (collectors, league
+snapshots); ``state_dict``/``load_state_dict`` add optimiser and RNG state for checkpoints.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, NamedTuple, Optional
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+
+class ActOutput(NamedTuple):
+    action: np.ndarray  # [B, ...] as sampled (Box actions unclipped; the env manager clips)
+    log_prob: np.ndarray  # [B]
+    value: np.ndarray  # [B]
+    state: Any = None  # recurrent state after this step, None for feed-forward policies
+
+
+class Policy:
+    """Base class: subclasses implement ``act``, ``value``, ``learn`` and the parameter plumbing."""
+
+    #: feed-forward policies ignore ``state``; recurrent ones return it in ``ActOutput.state``
+    recurrent = False
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return {}
+
+    def __init__(self, cfg: dict, observation_space: gym.Space, action_space: gym.Space, seed: int = 0) -> None:
+        self.cfg = cfg
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.seed = seed
+        self._version = 0
+
+    # -- acting -------------------------------------------------------------------------------
+    def initial_state(self, batch_size: int) -> Any:
+        return None
+
+    def act(self, obs: np.ndarray, state: Any = None, deterministic: bool = False,
+            action_mask: Optional[np.ndarray] = None) -> ActOutput:
+        raise NotImplementedError
+
+    def value(self, obs: np.ndarray, state: Any = None) -> np.ndarray:
+        raise NotImplementedError
+
+    # -- learning -----------------------------------------------------------------------------
+    def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
+        """One update on a ``[T, B, ...]`` chunk; ``progress`` in [0, 1] drives annealing."""
+        raise NotImplementedError
+
+    # -- parameters ---------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def get_params(self) -> Dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def set_params(self, params: Dict[str, torch.Tensor], version: int) -> None:
+        raise NotImplementedError
+
+    def state_dict(self) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        raise NotImplementedError

@@ -1,0 +1,128 @@
+"""Fixed, non-learning opponents ("bots") behind the ``Policy`` interface, and the generic random bot.
+
+A bot is built like a policy, ``Bot(cfg, observation_space, action_space, seed=0)``, where
+``cfg`` holds keys of its ``default_config()`` (missing ones take the defaults). ``act`` returns
+the chosen actions with zero log-probabilities and values; bots have no parameters
+(``get_params() == {}``, ``version == 0``) and do not learn.
+
+Conventions shared by every bot:
+
+* Randomness (random play, tie-breaks) comes from a numpy Generator seeded with ``seed``, so a
+  bot's games are reproducible. It is part of the bot's play, not exploration, so
+  ``deterministic=True`` does not change it.
+* ``action_mask`` rows that allow nothing belong to seats that are not to move (turn-based
+  games); those rows get action 0, which the battle env ignores.
+
+Subclasses implement ``_choose(obs, action_mask) -> actions`` for rows with a legal action and
+register under ``BOT_REGISTRY``.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import gymnasium as gym
+import numpy as np
+
+from sparring.config.compile import merge_class_section
+from sparring.config.schema import ConfigError
+from sparring.framework.registry import BOT_REGISTRY
+from sparring.policy.base import ActOutput, Policy
+
+
+def choose_best(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Index of the highest score in each row of ``scores`` ``[N, A]``, ties broken uniformly at random."""
+    best = scores == scores.max(axis=1, keepdims=True)
+    keys = np.where(best, rng.random(scores.shape), -1.0)
+    return keys.argmax(axis=1)
+
+
+class Bot(Policy):
+    """Base class of fixed opponents for games with a ``Discrete`` action space."""
+
+    config_constraints: dict = {}
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return {}
+
+    def __init__(self, cfg: Optional[dict], observation_space: gym.Space, action_space: gym.Space,
+                 seed: int = 0) -> None:
+        name = getattr(type(self), 'registry_name', type(self).__name__)
+        self.name = name
+        super().__init__(self._complete_config(cfg), observation_space, action_space, seed)
+        if not isinstance(action_space, gym.spaces.Discrete) or int(action_space.start) != 0:
+            raise ValueError(f'bot {name!r}: action space {action_space!r}; expected Discrete(n) starting at 0')
+        if not isinstance(observation_space, gym.spaces.Box):
+            raise ValueError(f'bot {name!r}: observation space {observation_space!r}; expected a Box')
+        self.num_actions = int(action_space.n)
+        self.obs_shape = tuple(observation_space.shape)
+        self.rng = np.random.default_rng(seed)
+
+    @classmethod
+    def _complete_config(cls, cfg: Optional[dict]) -> dict:
+        """The bot's defaults with ``cfg`` merged in; unknown keys and wrong types raise :class:`ConfigError`."""
+        name = getattr(cls, 'registry_name', cls.__name__)
+        user = dict(cfg or {})
+        if user.get('type', name) != name:
+            raise ConfigError(f'bot {name!r}: config names type {user["type"]!r}; expected {name!r} or no type')
+        user.pop('type', None)
+        return merge_class_section(cls, user, f'bot.{name}', validate=False)
+
+    # -- acting -------------------------------------------------------------------------------
+    def act(self, obs: np.ndarray, state: Any = None, deterministic: bool = False,
+            action_mask: Optional[np.ndarray] = None) -> ActOutput:
+        obs = np.asarray(obs)
+        if obs.shape[1:] != self.obs_shape or obs.ndim != len(self.obs_shape) + 1:
+            raise ValueError(f'bot {self.name!r}: observations of shape {obs.shape}; expected (batch,) + '
+                             f'{self.obs_shape}')
+        n = len(obs)
+        if action_mask is None:
+            mask = np.ones((n, self.num_actions), bool)
+        else:
+            mask = np.asarray(action_mask)
+            if mask.shape != (n, self.num_actions) or mask.dtype != bool:
+                raise ValueError(f'bot {self.name!r}: action_mask of shape {mask.shape} and dtype {mask.dtype}; '
+                                 f'expected bool of shape {(n, self.num_actions)}')
+        actions = np.zeros(n, np.int64)
+        movers = mask.any(axis=1)
+        if movers.all():
+            actions[:] = self._choose(obs, mask)
+        elif movers.any():
+            actions[movers] = self._choose(obs[movers], mask[movers])
+        zeros = np.zeros(n, np.float32)
+        return ActOutput(actions, zeros, zeros.copy(), None)
+
+    def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        """Actions ``[N]`` for observations whose mask rows each allow at least one action."""
+        raise NotImplementedError
+
+    def value(self, obs: np.ndarray, state: Any = None) -> np.ndarray:
+        return np.zeros(len(obs), np.float32)
+
+    # -- no learning, no parameters -----------------------------------------------------------
+    def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
+        raise NotImplementedError(f'bot {self.name!r} is a fixed opponent; it does not learn')
+
+    def get_params(self) -> dict:
+        return {}
+
+    def set_params(self, params: dict, version: int) -> None:
+        if params:
+            raise ValueError(f'bot {self.name!r} has no parameters; got {sorted(params)}')
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {'rng': self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state['rng']
+
+    def __repr__(self) -> str:
+        return f'{type(self).__name__}({self.name!r}, {self.cfg})'
+
+
+@BOT_REGISTRY.register('random')
+class RandomBot(Bot):
+    """Uniform over the legal actions; plays any game with a ``Discrete`` action space."""
+
+    def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        return choose_best(action_mask.astype(np.float32), self.rng)

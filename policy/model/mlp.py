@@ -1,0 +1,97 @@
+"""MLP actor-critic with orthogonal initialisation, for Discrete and Box action spaces.
+
+The actor and critic have separate trunks by default (``shared_trunk`` joins them). Discrete
+actions get logits; Box actions get a Gaussian mean and a state-independent log-std parameter.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from sparring.config.schema import in_range, one_of, sequence_of
+from sparring.framework.registry import MODEL_REGISTRY
+
+ACTIVATIONS = {'tanh': nn.Tanh, 'relu': nn.ReLU, 'elu': nn.ELU, 'gelu': nn.GELU}
+
+
+def orthogonal_init(layer: nn.Linear, gain: float) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def _trunk(in_dim: int, sizes: Sequence[int], activation: str) -> nn.Sequential:
+    layers, dim = [], in_dim
+    for size in sizes:
+        layers += [orthogonal_init(nn.Linear(dim, size), math.sqrt(2)), ACTIVATIONS[activation]()]
+        dim = size
+    return nn.Sequential(*layers)
+
+
+def flat_obs_dim(space: gym.Space) -> int:
+    if isinstance(space, gym.spaces.Box):
+        return int(np.prod(space.shape))
+    if isinstance(space, gym.spaces.Discrete):
+        return int(space.n)  # one-hot encoded
+    raise TypeError(f'MLP model: unsupported observation space {space}; expected Box or Discrete')
+
+
+@MODEL_REGISTRY.register('mlp')
+class MLPActorCritic(nn.Module):
+    @classmethod
+    def default_config(cls) -> dict:
+        return dict(
+            hidden_sizes=[64, 64],
+            activation='tanh',
+            shared_trunk=False,
+            init_log_std=0.0,  # Box actions only
+            policy_head_gain=0.01,  # small: the initial policy is near uniform / near zero mean
+        )
+
+    config_constraints = {
+        'hidden_sizes': sequence_of(in_range(1, None), min_len=1),
+        'activation': one_of(*ACTIVATIONS),
+        'policy_head_gain': in_range(0.0, None, open_lo=True),
+    }
+
+    def __init__(self, cfg: dict, observation_space: gym.Space, action_space: gym.Space) -> None:
+        super().__init__()
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.one_hot_obs = isinstance(observation_space, gym.spaces.Discrete)
+        in_dim = flat_obs_dim(observation_space)
+        sizes = list(cfg['hidden_sizes'])
+        self.actor_trunk = _trunk(in_dim, sizes, cfg['activation'])
+        self.critic_trunk = self.actor_trunk if cfg['shared_trunk'] else _trunk(in_dim, sizes, cfg['activation'])
+        if isinstance(action_space, gym.spaces.Discrete):
+            self.continuous = False
+            out_dim = int(action_space.n)
+        elif isinstance(action_space, gym.spaces.Box):
+            self.continuous = True
+            out_dim = int(np.prod(action_space.shape))
+            self.log_std = nn.Parameter(torch.full((out_dim,), float(cfg['init_log_std'])))
+        else:
+            raise TypeError(f'MLP model: unsupported action space {action_space}; expected Discrete or Box')
+        self.policy_head = orthogonal_init(nn.Linear(sizes[-1], out_dim), cfg['policy_head_gain'])
+        self.value_head = orthogonal_init(nn.Linear(sizes[-1], 1), 1.0)
+
+    def encode(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.one_hot_obs:
+            return nn.functional.one_hot(obs.long(), self.observation_space.n).float()
+        return obs.reshape(obs.shape[0], -1).float()
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Returns (logits or Gaussian mean, value) for a batch of (normalised) observations."""
+        x = self.encode(obs)
+        actor = self.actor_trunk(x)
+        critic = actor if self.critic_trunk is self.actor_trunk else self.critic_trunk(x)
+        return self.policy_head(actor), self.value_head(critic).squeeze(-1)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        x = self.encode(obs)
+        return self.value_head(self.critic_trunk(x)).squeeze(-1)

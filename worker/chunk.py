@@ -1,0 +1,45 @@
+"""The trajectory chunk: columnar ``[T, B, ...]`` numpy arrays plus the metadata a learner needs.
+
+``data`` holds ``obs, action, log_prob, value, reward, terminated, truncated, next_value`` (and
+optionally ``action_mask`` and ``train_mask``). ``version`` is the parameter version that
+produced the chunk (staleness = learner version - version); ``chunk_id`` makes every chunk
+countable exactly once.
+"""
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Dict, List, Optional
+
+import numpy as np
+
+REQUIRED_KEYS = ('obs', 'action', 'log_prob', 'value', 'reward', 'terminated', 'truncated', 'next_value')
+
+
+@dataclasses.dataclass
+class Chunk:
+    data: Dict[str, np.ndarray]
+    version: int
+    player_id: Optional[str] = None
+    chunk_id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
+    episode_returns: List[float] = dataclasses.field(default_factory=list)
+    episode_lengths: List[int] = dataclasses.field(default_factory=list)
+
+    @property
+    def num_steps(self) -> int:
+        """Env steps in the chunk: T * B."""
+        reward = self.data['reward']
+        return int(reward.shape[0] * reward.shape[1])
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first missing or mis-shaped array."""
+        missing = [k for k in REQUIRED_KEYS if k not in self.data]
+        if missing:
+            raise ValueError(f'chunk {self.chunk_id}: missing arrays {missing}; expected {list(REQUIRED_KEYS)}')
+        shape = self.data['reward'].shape
+        if len(shape) != 2:
+            raise ValueError(f'chunk {self.chunk_id}: reward must be [T, B], got shape {shape}')
+        for key, arr in self.data.items():
+            if not isinstance(arr, np.ndarray) or arr.shape[:2] != shape:
+                got = getattr(arr, 'shape', type(arr).__name__)
+                raise ValueError(f'chunk {self.chunk_id}: array {key!r} must start with [T, B] = {shape}, got {got}')

@@ -1,0 +1,97 @@
+"""Single-agent collector: plays a policy in a vectorised env manager and emits ``Chunk``s.
+
+Each ``collect()`` runs ``n_steps`` vector steps and returns ``[T, B, ...]`` arrays. Episodes
+continue across calls. ``next_value`` is filled so that GAE bootstraps a truncated episode
+from its final observation and never bootstraps a terminated one.
+"""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import numpy as np
+
+from sparring.policy.base import Policy
+from sparring.worker.chunk import Chunk
+
+
+class SampleCollector:
+    def __init__(self, env_manager, policy: Policy, n_steps: int, player_id: Optional[str] = None) -> None:
+        if n_steps < 1:
+            raise ValueError(f'SampleCollector: n_steps must be >= 1, got {n_steps}')
+        self.env = env_manager
+        self.policy = policy
+        self.n_steps = n_steps
+        self.player_id = player_id
+        self.env_steps = 0
+        self.episodes = 0
+        self._obs: Optional[np.ndarray] = None
+        self.collect_seconds = 0.0
+        self.last_steps_per_second = 0.0
+
+    def reset(self) -> None:
+        """Start fresh episodes in every env (the next ``collect`` would otherwise continue them)."""
+        self._obs = self.env.reset()
+
+    def collect(self) -> Chunk:
+        if self._obs is None:
+            self.reset()
+        started = time.perf_counter()
+        T, B = self.n_steps, self.env.num_envs
+        obs = self._obs
+        buf = {
+            'obs': np.empty((T, B, *obs.shape[1:]), dtype=obs.dtype),
+            'reward': np.empty((T, B), dtype=np.float32),
+            'terminated': np.empty((T, B), dtype=bool),
+            'truncated': np.empty((T, B), dtype=bool),
+            'value': np.empty((T, B), dtype=np.float32),
+            'log_prob': np.empty((T, B), dtype=np.float32),
+        }
+        actions = None
+        bootstrap = np.zeros((T, B), dtype=np.float32)
+        returns, lengths = [], []
+        version = self.policy.version
+        for t in range(T):
+            out = self.policy.act(obs)
+            if actions is None:
+                actions = np.empty((T, *out.action.shape), dtype=out.action.dtype)
+            buf['obs'][t] = obs
+            actions[t] = out.action
+            buf['value'][t] = out.value
+            buf['log_prob'][t] = out.log_prob
+            step = self.env.step(out.action)
+            buf['reward'][t] = step.reward
+            buf['terminated'][t] = step.terminated
+            buf['truncated'][t] = step.truncated
+            cut = step.truncated & ~step.terminated
+            if cut.any():
+                # A time limit is not a death: value the state the episode was cut in.
+                bootstrap[t, cut] = self.policy.value(step.final_obs[cut])
+            done = step.terminated | step.truncated
+            if done.any():
+                returns.extend(step.episode_return[done].tolist())
+                lengths.extend(step.episode_length[done].tolist())
+            obs = step.obs
+        self._obs = obs
+        next_value = np.empty((T, B), dtype=np.float32)
+        next_value[:-1] = buf['value'][1:]
+        next_value[-1] = self.policy.value(obs)
+        done = buf['terminated'] | buf['truncated']
+        next_value[done] = bootstrap[done]
+        buf['next_value'] = next_value
+        buf['action'] = actions
+        self.env_steps += T * B
+        self.episodes += len(returns)
+        seconds = time.perf_counter() - started
+        self.collect_seconds += seconds
+        self.last_steps_per_second = T * B / max(seconds, 1e-9)
+        return Chunk(data=buf, version=version, player_id=self.player_id, episode_returns=returns,
+                     episode_lengths=lengths)
+
+    def state_dict(self) -> dict:
+        return dict(env_steps=self.env_steps, episodes=self.episodes, collect_seconds=self.collect_seconds)
+
+    def load_state_dict(self, state: dict) -> None:
+        self.env_steps = int(state['env_steps'])
+        self.episodes = int(state['episodes'])
+        self.collect_seconds = float(state.get('collect_seconds', 0.0))

@@ -1,0 +1,122 @@
+"""Single-agent environments built from a config section: the Gymnasium adapter and the env factory.
+
+``env=dict(type='gym', id='CartPole-v1')`` builds any Gymnasium env by id; an env family under
+``dizoo/`` subclasses :class:`GymEnv` to preset the id under a short registered name.
+:func:`make_env` is the one place envs are built, in the parent and in env subprocesses alike.
+"""
+from __future__ import annotations
+
+import difflib
+import importlib
+from typing import Iterable, Mapping
+
+import gymnasium
+from easydict import EasyDict
+
+from sparring.config.compile import compile_section
+from sparring.config.schema import ConfigError, all_of, in_range, of_type
+from sparring.framework.registry import ENV_REGISTRY, import_modules
+
+
+def complete_section(path: str, section: Mapping) -> EasyDict:
+    """``section`` (e.g. ``path='env'``) with its class's defaults merged in and checked."""
+    if not isinstance(section, Mapping):
+        raise ConfigError(f'config section "{path}": expected a dict, got {type(section).__name__} {section!r}')
+    return compile_section(path, dict(section))
+
+
+# sparring's own env families, imported wherever envs are built (also in env subprocesses, which
+# must not import the rest of sparring's built-ins: those pull in torch).
+ENV_FAMILY_MODULES = ('sparring.dizoo',)
+
+
+def import_env_modules(import_names: Iterable[str] = ()) -> None:
+    """Import the modules that register env types: sparring's env families and ``import_names``."""
+    import_modules([*ENV_FAMILY_MODULES, *import_names])
+
+
+def make_env(env_cfg: Mapping):
+    """Build one env from its config section (a plain dict or EasyDict, compiled or partial)."""
+    import_env_modules()
+    section = complete_section('env', env_cfg)
+    return ENV_REGISTRY.get(section.type)(section)
+
+
+def env_label(env_cfg: Mapping) -> str:
+    """How error messages name an env: its registered type and, when it has one, its id."""
+    label = f'type {env_cfg.get("type")!r}'
+    if env_cfg.get('id'):
+        label += f', id {env_cfg["id"]!r}'
+    return label
+
+
+def _gym_id(value) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"expected a Gymnasium id such as 'CartPole-v1', got {value!r}")
+
+
+def check_gym_id(env_id: str) -> None:
+    """Raise :class:`ConfigError` unless Gymnasium can make ``env_id``, suggesting close ids."""
+    module, _, name = env_id.rpartition(':')
+    if module:  # 'package:Id' imports the package that registers Id, as gymnasium.make does
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            raise ConfigError(f'config key "env.id": cannot import module {module!r} named in the Gymnasium id '
+                              f'{env_id!r} ({err})') from None
+    try:
+        gymnasium.spec(name)
+    except gymnasium.error.Error as err:
+        by_lower = {known.lower(): known for known in gymnasium.registry}
+        close = [by_lower[c] for c in difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)]
+        hint = f' Close Gymnasium ids: {", ".join(repr(c) for c in close)}.' if close else ''
+        if name.lower() in ENV_REGISTRY:
+            hint += f' For sparring\'s registered env write env=dict(type={name.lower()!r}).'
+        raise ConfigError(f'config key "env.id": {env_id!r} is not a registered Gymnasium id ({err}).{hint}') from None
+
+
+@ENV_REGISTRY.register('gym')
+class GymEnv(gymnasium.Wrapper):
+    """A Gymnasium env made by id, with the config section that built it in ``self.cfg``."""
+
+    # Subclasses registered under a short name preset these (see dizoo/classic_control).
+    default_id = ''
+    default_manager = 'subprocess'
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return dict(
+            id=cls.default_id,  # a Gymnasium id; 'package:Id' first imports the package registering it
+            kwargs={},  # free-form keyword arguments of gymnasium.make
+            max_episode_steps=None,  # None keeps the id's own time limit
+            collector_env_num=8,
+            evaluator_env_num=8,
+            n_evaluator_episodes=8,
+            stop_value=None,  # an evaluation mean return at which training may stop
+            manager=dict(type=cls.default_manager),
+        )
+
+    config_constraints = {
+        'id': _gym_id,
+        'max_episode_steps': all_of(of_type(int, allow_none=True), in_range(1, None, allow_none=True)),
+        'collector_env_num': in_range(1, None),
+        'evaluator_env_num': in_range(1, None),
+        'n_evaluator_episodes': in_range(1, None),
+        'stop_value': of_type(int, float, allow_none=True),
+    }
+
+    @classmethod
+    def validate_config(cls, section: dict) -> None:
+        check_gym_id(section['id'])
+        if section['max_episode_steps'] is not None and 'max_episode_steps' in section['kwargs']:
+            raise ConfigError('config keys "env.max_episode_steps" and "env.kwargs.max_episode_steps" are both '
+                              'set; expected only one of them')
+
+    def __init__(self, cfg: Mapping) -> None:
+        # Completing again is a no-op for a compiled section and lets GymEnv(partial_dict) work.
+        cfg = complete_section('env', {'type': self.registry_name, **cfg})
+        make_kwargs = dict(cfg.kwargs)
+        if cfg.max_episode_steps is not None:
+            make_kwargs['max_episode_steps'] = cfg.max_episode_steps
+        super().__init__(gymnasium.make(cfg.id, **make_kwargs))
+        self.cfg = cfg

@@ -1,0 +1,58 @@
+"""Evaluator: plays deterministic episodes on its own envs and says when the run may stop.
+
+Episodes are spread evenly over the envs (a fixed quota per env), so short episodes on a fast
+env cannot crowd out long ones and bias the mean.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import List, Optional
+
+import numpy as np
+
+from sparring.policy.base import Policy
+
+
+@dataclasses.dataclass
+class EvalResult:
+    mean: float
+    std: float
+    min: float
+    max: float
+    returns: List[float]
+    env_steps: int
+    reached_stop_value: bool
+
+
+class Evaluator:
+    def __init__(self, env_manager, policy: Policy, n_episodes: int, stop_value: Optional[float] = None) -> None:
+        if n_episodes < 1:
+            raise ValueError(f'Evaluator: n_episodes must be >= 1, got {n_episodes}')
+        self.env = env_manager
+        self.policy = policy
+        self.n_episodes = n_episodes
+        self.stop_value = stop_value
+        self.history: List[tuple] = []  # (version, mean return)
+
+    def evaluate(self) -> EvalResult:
+        B = self.env.num_envs
+        quota = np.full(B, self.n_episodes // B)
+        quota[: self.n_episodes % B] += 1
+        returns: List[float] = []
+        obs = self.env.reset()
+        env_steps = 0
+        while (quota > 0).any():
+            out = self.policy.act(obs, deterministic=True)
+            step = self.env.step(out.action)
+            env_steps += B
+            finished = np.flatnonzero((step.terminated | step.truncated) & (quota > 0))
+            for i in finished:
+                returns.append(float(step.episode_return[i]))
+                quota[i] -= 1
+            obs = step.obs
+        values = np.asarray(returns, dtype=np.float64)
+        mean = float(values.mean())
+        self.history.append((self.policy.version, mean))
+        return EvalResult(mean=mean, std=float(values.std()), min=float(values.min()), max=float(values.max()),
+                          returns=returns, env_steps=env_steps,
+                          reached_stop_value=self.stop_value is not None and mean >= self.stop_value)

@@ -1,0 +1,57 @@
+"""Learner: feeds chunks to a policy's ``learn``, anneals by progress, and tracks data quality.
+
+It counts train iterations and samples, and measures OpenAI Five's two data-quality figures:
+*staleness* (policy version minus the version that produced a chunk) and *sample reuse*
+(samples consumed by gradient steps / samples produced). The same class serves the serial
+pipeline (direct calls) and the parallel learner worker (chunks arriving over the network).
+"""
+from __future__ import annotations
+
+import time
+from typing import Dict
+
+from sparring.policy.base import Policy
+from sparring.worker.chunk import Chunk
+
+
+class Learner:
+    def __init__(self, policy: Policy, max_env_steps: int) -> None:
+        self.policy = policy
+        self.max_env_steps = max_env_steps
+        self.train_iter = 0
+        self.samples_produced = 0  # env steps received
+        self.samples_consumed = 0  # samples passed through gradient steps (epochs count again)
+
+    @property
+    def progress(self) -> float:
+        return min(1.0, self.samples_produced / self.max_env_steps)
+
+    @property
+    def sample_reuse(self) -> float:
+        return self.samples_consumed / max(self.samples_produced, 1)
+
+    def train(self, chunk: Chunk) -> Dict[str, float]:
+        chunk.validate()
+        staleness = self.policy.version - chunk.version
+        if staleness < 0:
+            raise ValueError(f'chunk {chunk.chunk_id} claims parameter version {chunk.version}, newer than the '
+                             f'learner\'s {self.policy.version}')
+        started = time.perf_counter()
+        stats = self.policy.learn(chunk.data, progress=self.progress)
+        self.samples_produced += chunk.num_steps
+        # A policy reports how many samples its gradient steps went through (epochs count again).
+        self.samples_consumed += int(stats.get('samples_consumed', chunk.num_steps))
+        self.train_iter += 1
+        stats.update(staleness=float(staleness), sample_reuse=self.sample_reuse,
+                     train_seconds=time.perf_counter() - started)
+        return stats
+
+    def state_dict(self) -> dict:
+        return dict(train_iter=self.train_iter, samples_produced=self.samples_produced,
+                    samples_consumed=self.samples_consumed, policy=self.policy.state_dict())
+
+    def load_state_dict(self, state: dict) -> None:
+        self.train_iter = int(state['train_iter'])
+        self.samples_produced = int(state['samples_produced'])
+        self.samples_consumed = int(state['samples_consumed'])
+        self.policy.load_state_dict(state['policy'])
