@@ -42,7 +42,12 @@ def base_config() -> dict:
         torch_threads=1,
         env=dict(type='gym'),
         policy=dict(type='ppo'),
-        league=None,
+        league=None,  # a league section makes a battle (multi-agent) run; see sparring.league
+        battle=dict(
+            train_both_sides=True,  # in self-play games learn from both seats' moves
+            eval_deterministic=False,  # greedy actions in evaluation games (False: sample)
+            eval_opponents=[],  # extra evaluation opponents (param refs, e.g. 'bot:random') beside reference players
+        ),
         train=dict(
             max_env_steps=1_000_000,
             eval_every_iters=10,  # 0 disables periodic evaluation

@@ -3,3 +3,4 @@ from sparring.policy.base import ActOutput, Policy
 from sparring.policy.model import MLPActorCritic
 from sparring.policy.normalizer import RunningNormalizer
 from sparring.policy.ppo import PPOPolicy
+from sparring.policy.bot import Bot, RandomBot

@@ -50,10 +50,18 @@ class Policy:
     def value(self, obs: np.ndarray, state: Any = None) -> np.ndarray:
         raise NotImplementedError
 
+    def action_probabilities(self, obs: np.ndarray, action_mask: Optional[np.ndarray] = None,
+                             state: Any = None) -> np.ndarray:
+        """``[B, A]`` probabilities of each discrete action (exact game-theoretic evaluation needs them)."""
+        raise NotImplementedError(f'{type(self).__name__} does not expose action probabilities')
+
     # -- learning -----------------------------------------------------------------------------
     def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
         """One update on a ``[T, B, ...]`` chunk; ``progress`` in [0, 1] drives annealing."""
         raise NotImplementedError
+
+    def reset_optimizer(self) -> None:
+        """Forget optimiser state (moments), e.g. after the parameters were reset by the league."""
 
     # -- parameters ---------------------------------------------------------------------------
     @property

@@ -124,6 +124,15 @@ class PPOPolicy(Policy):
         return ActOutput(action.numpy(), log_prob.numpy(), value.numpy(), None)
 
     @torch.inference_mode()
+    def action_probabilities(self, obs: np.ndarray, action_mask: Optional[np.ndarray] = None,
+                             state: Any = None) -> np.ndarray:
+        if self.continuous:
+            raise TypeError('action_probabilities: the policy has a continuous (Box) action space')
+        head, _ = self.model(self.net.prepare(self._obs_tensor(obs)))
+        mask = None if action_mask is None else torch.as_tensor(action_mask, dtype=torch.bool)
+        return D.categorical_log_probs(head, mask).exp().numpy()
+
+    @torch.inference_mode()
     def value(self, obs: np.ndarray, state: Any = None) -> np.ndarray:
         return self.model.value(self.net.prepare(self._obs_tensor(obs))).numpy()
 
@@ -191,9 +200,9 @@ class PPOPolicy(Policy):
                 self.optimizer.step()
                 for key, val in (('policy_loss', pg_loss), ('value_loss', v_loss), ('entropy', entropy_mean),
                                  ('approx_kl', approx_kl), ('clip_fraction', clip_frac)):
-                    sums[key] += float(val)
+                    sums[key] += val.detach().item()
                 updates += 1
-                epoch_kl += float(approx_kl)
+                epoch_kl += approx_kl.item()
                 epoch_updates += 1
             if learn['target_kl'] is not None and epoch_kl / max(epoch_updates, 1) > learn['target_kl']:
                 stopped_early = True
@@ -208,6 +217,9 @@ class PPOPolicy(Policy):
                      early_stop=float(stopped_early),
                      explained_variance=F.explained_variance(data['value'].numpy(), data['ret'].numpy()))
         return stats
+
+    def reset_optimizer(self) -> None:
+        self.optimizer.state.clear()
 
     # -- parameters ---------------------------------------------------------------------------
     def get_params(self) -> Dict[str, torch.Tensor]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -24,6 +24,8 @@ class Chunk:
     chunk_id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
     episode_returns: List[float] = dataclasses.field(default_factory=list)
     episode_lengths: List[int] = dataclasses.field(default_factory=list)
+    # Battle chunks: (opponent_id, 'win' | 'draw' | 'loss' from the home view) per finished game.
+    results: List[Tuple[str, str]] = dataclasses.field(default_factory=list)
 
     @property
     def num_steps(self) -> int:

@@ -6,7 +6,7 @@ import pytest
 from sparring.config.schema import ConfigError
 from sparring.framework.registry import ENV_MANAGER_REGISTRY, ENV_REGISTRY
 from sparring.worker.env import GymEnv, make_env
-from sparring.worker.env.gym_env import complete_section
+from sparring.config.compile import compile_section
 
 
 def test_gym_env_by_id_is_a_gymnasium_env():
@@ -31,7 +31,7 @@ def test_registered_classic_control_names_preset_the_id_and_run_in_process(name,
 
 
 def test_gym_type_defaults_to_the_subprocess_manager_and_fills_its_options():
-    section = complete_section('env', dict(type='gym', id='CartPole-v1'))
+    section = compile_section('env', dict(type='gym', id='CartPole-v1'))
     assert section.manager.type == 'subprocess'
     assert section.manager.num_workers == 0 and section.manager.context == 'spawn'
     assert set(ENV_MANAGER_REGISTRY.names()) >= {'base', 'subprocess'}
@@ -64,18 +64,18 @@ def test_missing_id_and_bad_values_are_config_errors_naming_the_key():
     with pytest.raises(ConfigError, match='"env.id"'):
         make_env(dict(type='gym'))
     with pytest.raises(ConfigError, match='"env.collector_env_num"'):
-        complete_section('env', dict(type='cartpole', collector_env_num=0))
+        compile_section('env', dict(type='cartpole', collector_env_num=0))
     with pytest.raises(ConfigError, match='"env.max_episode_steps"'):
-        complete_section('env', dict(type='cartpole', max_episode_steps=2.5))
+        compile_section('env', dict(type='cartpole', max_episode_steps=2.5))
 
 
 def test_manager_options_are_checked_with_suggestions():
     with pytest.raises(ConfigError, match="Did you mean 'num_workers'"):
-        complete_section('env', dict(type='cartpole', manager=dict(type='subprocess', num_worker=2)))
+        compile_section('env', dict(type='cartpole', manager=dict(type='subprocess', num_worker=2)))
     with pytest.raises(ConfigError, match='"env.manager.context"'):
-        complete_section('env', dict(type='cartpole', manager=dict(type='subprocess', context='threads')))
+        compile_section('env', dict(type='cartpole', manager=dict(type='subprocess', context='threads')))
     with pytest.raises(ConfigError, match="unknown env manager 'subproces'"):
-        complete_section('env', dict(type='cartpole', manager=dict(type='subproces')))
+        compile_section('env', dict(type='cartpole', manager=dict(type='subproces')))
 
 
 def test_registered_subclass_is_in_the_env_registry():

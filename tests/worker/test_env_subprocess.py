@@ -153,13 +153,12 @@ def test_workers_exit_when_their_parent_is_killed():
         print(' '.join(str(w.process.pid) for w in manager._workers), flush=True)
         time.sleep(60)
     ''')
-    parent = subprocess.Popen([sys.executable, '-c', script], stdout=subprocess.PIPE, text=True)
-    try:
-        pids = [int(pid) for pid in parent.stdout.readline().split()]
-        assert len(pids) == 2
-    finally:
-        parent.kill()
-        parent.wait()
+    with subprocess.Popen([sys.executable, '-c', script], stdout=subprocess.PIPE, text=True) as parent:
+        try:
+            pids = [int(pid) for pid in parent.stdout.readline().split()]
+            assert len(pids) == 2
+        finally:
+            parent.kill()
     deadline = time.monotonic() + 10
     alive = pids
     while alive and time.monotonic() < deadline:

@@ -11,19 +11,13 @@ import importlib
 from typing import Iterable, Mapping
 
 import gymnasium
-from easydict import EasyDict
 
 from sparring.config.compile import compile_section
 from sparring.config.schema import ConfigError, all_of, in_range, of_type
 from sparring.framework.registry import ENV_REGISTRY, import_modules
 
-
-def complete_section(path: str, section: Mapping) -> EasyDict:
-    """``section`` (e.g. ``path='env'``) with its class's defaults merged in and checked."""
-    if not isinstance(section, Mapping):
-        raise ConfigError(f'config section "{path}": expected a dict, got {type(section).__name__} {section!r}')
-    return compile_section(path, dict(section))
-
+# The compiler's rule for completing one config section, under the name the env modules use.
+complete_section = compile_section
 
 # sparring's own env families, imported wherever envs are built (also in env subprocesses, which
 # must not import the rest of sparring's built-ins: those pull in torch).
@@ -38,7 +32,7 @@ def import_env_modules(import_names: Iterable[str] = ()) -> None:
 def make_env(env_cfg: Mapping):
     """Build one env from its config section (a plain dict or EasyDict, compiled or partial)."""
     import_env_modules()
-    section = complete_section('env', env_cfg)
+    section = compile_section('env', env_cfg)
     return ENV_REGISTRY.get(section.type)(section)
 
 
@@ -113,8 +107,8 @@ class GymEnv(gymnasium.Wrapper):
                               'set; expected only one of them')
 
     def __init__(self, cfg: Mapping) -> None:
-        # Completing again is a no-op for a compiled section and lets GymEnv(partial_dict) work.
-        cfg = complete_section('env', {'type': self.registry_name, **cfg})
+        # Compiling again is a no-op for a compiled section and lets GymEnv(partial_dict) work.
+        cfg = compile_section('env', {'type': self.registry_name, **cfg})
         make_kwargs = dict(cfg.kwargs)
         if cfg.max_episode_steps is not None:
             make_kwargs['max_episode_steps'] = cfg.max_episode_steps

@@ -20,10 +20,11 @@ from typing import List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from sparring.config.compile import compile_section
 from sparring.framework.registry import ENV_MANAGER_REGISTRY
 from sparring.worker.env.env_group import EnvGroup, StepResult
 from sparring.worker.env.errors import EnvError
-from sparring.worker.env.gym_env import complete_section, env_label, import_env_modules
+from sparring.worker.env.gym_env import env_label, import_env_modules
 from sparring.worker.env.spaces import ActionBatch, batch_obs_dtype
 
 # Envs whose config section names no manager run in process.
@@ -34,7 +35,7 @@ def make_env_manager(env_cfg: Mapping, num_envs: int, seed: Optional[int] = None
                      import_names: Sequence[str] = ()) -> 'EnvManager':
     """The manager ``env_cfg.manager.type`` names for ``num_envs`` envs; in process when ``num_envs == 1``."""
     import_env_modules(import_names)
-    env_cfg = complete_section('env', env_cfg)
+    env_cfg = compile_section('env', env_cfg)
     kind = (env_cfg.get('manager') or {}).get('type', DEFAULT_MANAGER) if num_envs != 1 else 'base'
     return ENV_MANAGER_REGISTRY.get(kind)(env_cfg, num_envs, seed, import_names)
 
@@ -60,7 +61,7 @@ class EnvManager:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
             raise EnvError(f'{type(self).__name__}: seed must be an int >= 0 or None, got {seed!r}')
         import_env_modules(import_names)
-        self.env_cfg = complete_section('env', env_cfg)
+        self.env_cfg = compile_section('env', env_cfg)
         self.cfg = self._own_section(self.env_cfg)
         self.num_envs = int(num_envs)
         self.seed = None if seed is None else int(seed)
@@ -77,7 +78,7 @@ class EnvManager:
         # options in the config belong to that other kind.
         if section.get('type', self.registry_name) != self.registry_name:
             section = {}
-        return complete_section('env.manager', {**section, 'type': self.registry_name})
+        return compile_section('env.manager', {**section, 'type': self.registry_name})
 
     def _set_spaces(self, observation_space, action_space) -> None:
         self.observation_space = observation_space

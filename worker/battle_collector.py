@@ -1,0 +1,114 @@
+"""Battle collector: the home player's experience from B two-seat games against league opponents.
+
+Each slot's opponent comes from ``sample_opponent(slot) -> (opponent_id, policy)`` (in a
+league run: ``league.get_job_info`` and the policy pool), drawn anew whenever the slot's game
+ends, so opponents differ per slot and per game. Chunks are columnar ``[T, 2B, ...]``: column
+``2b + s`` is seat s of slot b. ``train_mask`` marks the steps to learn from: the home seat
+where it had to move, plus, in self-play games when ``train_both_sides`` is on, the other
+seat too. Steps where a seat did not move (turn-based games) stay in the time line, so GAE
+carries the reward back to that seat's previous move, but give no training sample. Every
+finished game is reported once in ``chunk.results``.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Tuple
+
+import numpy as np
+
+from sparring.policy.base import Policy
+from sparring.worker.battle_arena import Arena
+from sparring.worker.chunk import Chunk
+
+OpponentSampler = Callable[[int], Tuple[str, Policy]]
+
+
+class BattleCollector:
+    def __init__(self, env, policy: Policy, n_steps: int, sample_opponent: OpponentSampler,
+                 player_id: str = None, train_both_sides: bool = True) -> None:
+        if n_steps < 1:
+            raise ValueError(f'BattleCollector: n_steps must be >= 1, got {n_steps}')
+        self.arena = Arena(env, policy)
+        self.policy = policy
+        self.n_steps = n_steps
+        self.sample_opponent = sample_opponent
+        self.player_id = player_id
+        self.train_both_sides = train_both_sides
+        self.env_steps = 0
+        self.episodes = 0
+        self.collect_seconds = 0.0
+        self._started = False
+
+    def _assign(self, slot: int) -> None:
+        opponent_id, policy = self.sample_opponent(slot)
+        self.arena.set_opponent(slot, opponent_id, policy)
+
+    def collect(self) -> Chunk:
+        arena = self.arena
+        if not self._started:
+            arena.reset()
+            for slot in range(arena.num_envs):
+                self._assign(slot)
+            self._started = True
+        started = time.perf_counter()
+        T, B = self.n_steps, arena.num_envs
+        obs0 = arena.step_result.obs
+        shape2 = (T, B, 2)
+        buf = dict(
+            obs=np.empty((*shape2, *obs0.shape[2:]), dtype=obs0.dtype),
+            action_mask=np.empty((*shape2, arena.step_result.action_mask.shape[-1]), dtype=bool),
+            action=np.empty(shape2, dtype=np.int64), log_prob=np.empty(shape2, dtype=np.float32),
+            value=np.empty(shape2, dtype=np.float32), reward=np.empty(shape2, dtype=np.float32),
+            terminated=np.empty(shape2, dtype=bool), truncated=np.empty(shape2, dtype=bool),
+            train_mask=np.empty(shape2, dtype=bool),
+        )
+        bootstrap = np.zeros(shape2, dtype=np.float32)
+        results, returns = [], []
+        version = self.policy.version
+        for t in range(T):
+            step = arena.step_result
+            actions, home = arena.act()
+            learnable = home['home_controlled'].copy()
+            if not self.train_both_sides:
+                learnable[:] = False
+                learnable[np.arange(B), arena.home_seat] = True
+            buf['obs'][t] = step.obs
+            buf['action_mask'][t] = step.action_mask
+            buf['action'][t] = home['action']
+            buf['log_prob'][t] = home['log_prob']
+            buf['value'][t] = home['value']
+            buf['train_mask'][t] = learnable & step.to_move
+            nxt = arena.step(actions)
+            buf['reward'][t] = nxt.reward
+            buf['terminated'][t] = nxt.terminated[:, None]
+            buf['truncated'][t] = nxt.truncated[:, None]
+            cut = nxt.truncated & ~nxt.terminated
+            if cut.any():
+                # A game cut by a step limit is bootstrapped from its last observation.
+                rows = np.flatnonzero(cut)
+                bootstrap[t, rows] = self.policy.value(nxt.final_obs[rows].reshape(-1, *obs0.shape[2:])) \
+                    .reshape(len(rows), 2)
+            for slot, opponent_id, outcome in arena.finished(nxt):
+                results.append((opponent_id, outcome))
+                self._assign(slot)
+        last_obs = arena.step_result.obs
+        next_value = np.empty(shape2, dtype=np.float32)
+        next_value[:-1] = buf['value'][1:]
+        next_value[-1] = self.policy.value(last_obs.reshape(-1, *obs0.shape[2:])).reshape(B, 2)
+        done = buf['terminated'] | buf['truncated']
+        next_value[done] = bootstrap[done]
+        buf['next_value'] = next_value
+        data = {k: v.reshape(T, 2 * B, *v.shape[3:]) for k, v in buf.items()}
+        self.env_steps += T * B
+        self.episodes += len(results)
+        self.collect_seconds += time.perf_counter() - started
+        return Chunk(data=data, version=version, player_id=self.player_id, results=results,
+                     episode_returns=returns)
+
+    def state_dict(self) -> dict:
+        return dict(env_steps=self.env_steps, episodes=self.episodes, collect_seconds=self.collect_seconds)
+
+    def load_state_dict(self, state: dict) -> None:
+        self.env_steps = int(state['env_steps'])
+        self.episodes = int(state['episodes'])
+        self.collect_seconds = float(state.get('collect_seconds', 0.0))

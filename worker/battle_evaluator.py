@@ -1,0 +1,74 @@
+"""Battle evaluator: plays a policy against fixed opponents and reports win, draw and loss rates.
+
+Each opponent gets ``n_episodes`` games, spread over the env slots with a fixed quota per slot
+and the home seat alternating, so both seats are played equally. Bots that need the true game
+state (MCTS over OpenSpiel games) get it from the env.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from sparring.policy.base import Policy
+from sparring.worker.battle_arena import Arena
+
+
+@dataclasses.dataclass
+class BattleEvalResult:
+    opponent_id: str
+    outcomes: List[str]
+
+    @property
+    def games(self) -> int:
+        return len(self.outcomes)
+
+    def rate(self, outcome: str) -> float:
+        return self.outcomes.count(outcome) / max(len(self.outcomes), 1)
+
+    @property
+    def win_rate(self) -> float:
+        return self.rate('win')
+
+    @property
+    def score(self) -> float:
+        """Wins plus half the draws, per game."""
+        return self.rate('win') + 0.5 * self.rate('draw')
+
+    def summary(self) -> Dict[str, float]:
+        return dict(win=self.rate('win'), draw=self.rate('draw'), loss=self.rate('loss'), games=self.games)
+
+
+class BattleEvaluator:
+    def __init__(self, make_env, n_episodes: int, deterministic: bool = False) -> None:
+        """``make_env()`` returns a fresh VecBattleEnv (the evaluator's own envs)."""
+        if n_episodes < 1:
+            raise ValueError(f'BattleEvaluator: n_episodes must be >= 1, got {n_episodes}')
+        self.make_env = make_env
+        self.n_episodes = n_episodes
+        self.deterministic = deterministic
+
+    def evaluate(self, policy: Policy, opponents: Sequence[Tuple[str, Policy]]) -> List[BattleEvalResult]:
+        env = self.make_env()
+        try:
+            return [self._play(env, policy, opponent_id, opponent) for opponent_id, opponent in opponents]
+        finally:
+            env.close()
+
+    def _play(self, env, policy: Policy, opponent_id: str, opponent: Policy) -> BattleEvalResult:
+        arena = Arena(env, policy, deterministic=self.deterministic)
+        B = env.num_envs
+        quota = np.full(B, self.n_episodes // B)
+        quota[: self.n_episodes % B] += 1
+        for slot in range(B):
+            arena.set_opponent(slot, opponent_id, opponent)
+        arena.reset()
+        outcomes: List[str] = []
+        while (quota > 0).any():
+            actions, _ = arena.act()
+            for slot, _, outcome in arena.finished(arena.step(actions)):
+                if quota[slot] > 0:
+                    outcomes.append(outcome)
+                    quota[slot] -= 1
+        return BattleEvalResult(opponent_id, outcomes)

@@ -1,0 +1,104 @@
+"""Where a league's players get their networks: a disk-backed parameter store and a policy pool.
+
+The league names parameters by *reference* (``param_ref``). :class:`ParamStore` keeps frozen
+parameter sets under such references, each with the policy type and model config that built
+it (so a snapshot stays playable after its parent's network changes shape), in memory and in
+``<exp_dir>/params/`` so a resumed run finds them again.
+
+:class:`PolicyPool` turns a reference into something that can ``act``:
+
+* a *live* reference (an active player's own, registered with :meth:`PolicyPool.add_live`) is
+  the learner's policy itself, so self-play always uses the newest parameters;
+* ``'bot:<name>'`` is a bot from ``BOT_REGISTRY`` (fixed opponents and reference players);
+* anything else is a frozen policy built from the store, cached.
+"""
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections import OrderedDict
+from typing import Dict, Optional
+
+import gymnasium as gym
+import torch
+
+from sparring.framework.registry import BOT_REGISTRY, POLICY_REGISTRY
+from sparring.policy.base import Policy
+
+BOT_PREFIX = 'bot:'
+
+
+class ParamStore:
+    def __init__(self, directory: Optional[str] = None) -> None:
+        self.directory = directory
+        self._entries: Dict[str, dict] = {}
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+
+    def _path(self, ref: str) -> str:
+        return os.path.join(self.directory, urllib.parse.quote(ref, safe='') + '.pt')
+
+    def put(self, ref: str, params: Dict[str, torch.Tensor], policy_cfg: dict, version: int = 0) -> None:
+        """Freeze a copy of ``params`` under ``ref`` (written to disk atomically when backed)."""
+        entry = dict(params={k: v.detach().clone() for k, v in params.items()}, policy_cfg=policy_cfg,
+                     version=int(version))
+        self._entries[ref] = entry
+        if self.directory:
+            path = self._path(ref)
+            torch.save(entry, path + '.tmp')
+            os.replace(path + '.tmp', path)
+
+    def get(self, ref: str) -> dict:
+        """``{'params', 'policy_cfg', 'version'}``; KeyError naming the reference if unknown."""
+        if ref not in self._entries:
+            path = self._path(ref) if self.directory else None
+            if path is None or not os.path.exists(path):
+                raise KeyError(f'parameter store: no parameters under {ref!r} '
+                               f'(known: {sorted(self._entries)[:10]}{"..." if len(self._entries) > 10 else ""})')
+            self._entries[ref] = torch.load(path, map_location='cpu', weights_only=False)
+        return self._entries[ref]
+
+    def __contains__(self, ref: str) -> bool:
+        return ref in self._entries or bool(self.directory and os.path.exists(self._path(ref)))
+
+
+class PolicyPool:
+    def __init__(self, store: ParamStore, observation_space: gym.Space, action_space: gym.Space,
+                 seed: int = 0, max_cached: int = 64) -> None:
+        self.store = store
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.seed = seed
+        self.max_cached = max_cached
+        self._live: Dict[str, Policy] = {}
+        self._frozen: 'OrderedDict[str, Policy]' = OrderedDict()
+        self._bots: Dict[str, Policy] = {}
+
+    def add_live(self, ref: str, policy: Policy) -> None:
+        self._live[ref] = policy
+
+    def get(self, ref: str) -> Policy:
+        if ref in self._live:
+            return self._live[ref]
+        if ref.startswith(BOT_PREFIX):
+            if ref not in self._bots:
+                # Each bot gets its own seeded RNG, derived from the run's seed and its name.
+                seed = (self.seed + sum(map(ord, ref)) * 7919) % 2 ** 31
+                self._bots[ref] = BOT_REGISTRY.get(ref[len(BOT_PREFIX):])({}, self.observation_space,
+                                                                           self.action_space, seed=seed)
+            return self._bots[ref]
+        if ref in self._frozen:
+            self._frozen.move_to_end(ref)
+            return self._frozen[ref]
+        entry = self.store.get(ref)
+        cfg = entry['policy_cfg']
+        policy = POLICY_REGISTRY.get(cfg['type'])(cfg, self.observation_space, self.action_space, seed=self.seed)
+        policy.set_params(entry['params'], entry['version'])
+        self._frozen[ref] = policy
+        if len(self._frozen) > self.max_cached:
+            self._frozen.popitem(last=False)
+        return policy
+
+    def forget(self, ref: str) -> None:
+        """Drop a cached frozen policy (its stored parameters were replaced)."""
+        self._frozen.pop(ref, None)
