@@ -48,6 +48,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         config = load_config_file(args.config)
         summary = serial_pipeline(config, seed=args.seed, exp_name=args.exp_name, resume=args.resume,
                                   max_env_steps=args.max_env_steps)
+        summary.pop('league_table', None)  # already printed by the run, as a table
         print(json.dumps(summary, indent=2, default=str))
     return 0
 

@@ -21,6 +21,7 @@ from sparring.framework.logger import RunLogger, format_stats
 from sparring.framework.registry import POLICY_REGISTRY
 from sparring.framework.runtime import capture_rng, restore_rng, seed_everything, set_torch_threads
 from sparring.worker.collector import SampleCollector
+from sparring.worker.env.battle import is_battle_env
 from sparring.worker.env.manager import make_env_manager
 from sparring.worker.evaluator import Evaluator
 from sparring.worker.learner import Learner
@@ -46,12 +47,19 @@ def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[
 
 def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
                     resume: bool = False, max_env_steps: Optional[int] = None) -> dict:
-    """Train a single-agent policy; returns a summary dict (steps, seconds, last evaluation)."""
+    """Train; returns a summary dict (steps, seconds, last evaluation).
+
+    A single-agent env trains one policy; a battle env (or a config with a ``league`` section)
+    trains a league of players (:mod:`sparring.framework.league_pipeline`).
+    """
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume)
     if max_env_steps is not None:
         cfg.train.max_env_steps = int(max_env_steps)
     set_torch_threads(cfg.torch_threads)
     seed_everything(cfg.seed)
+    if cfg.league is not None or is_battle_env(cfg.env.type):
+        from sparring.framework.league_pipeline import league_pipeline
+        return league_pipeline(cfg, resume=resume)
     exp_dir = cfg.exp_name
     ckpt = CheckpointManager(exp_dir)
     state = None
