@@ -50,6 +50,7 @@ def base_config() -> dict:
         ),
         train=dict(
             max_env_steps=1_000_000,
+            max_wall_seconds=0.0,  # stop after this much training time (0: no limit)
             eval_every_iters=10,  # 0 disables periodic evaluation
             checkpoint_every_iters=50,  # 0 keeps only the final checkpoint
             progress_bar=True,
@@ -63,6 +64,7 @@ BASE_CONSTRAINTS = {
     'seed': in_range(0, 2 ** 32 - 1),
     'torch_threads': in_range(1, None),
     'train.max_env_steps': in_range(1, None),
+    'train.max_wall_seconds': in_range(0.0, None),
     'train.eval_every_iters': in_range(0, None),
     'train.checkpoint_every_iters': in_range(0, None),
 }

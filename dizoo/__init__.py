@@ -3,3 +3,4 @@ from sparring.dizoo import classic_control
 from sparring.dizoo import board_games
 from sparring.dizoo import matrix_games
 from sparring.dizoo import pong_duel
+from sparring.dizoo import openspiel  # registers 'openspiel'; OpenSpiel itself is imported only when a game is built

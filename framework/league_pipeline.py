@@ -27,6 +27,7 @@ from sparring.framework.checkpoint import CheckpointManager
 from sparring.framework.logger import RunLogger, format_stats
 from sparring.framework.registry import ENV_REGISTRY, LEAGUE_REGISTRY, POLICY_REGISTRY
 from sparring.framework.runtime import capture_rng, restore_rng
+from sparring.framework.serial import out_of_time
 from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.battle_evaluator import BattleEvaluator
 from sparring.worker.env.battle import make_battle_env
@@ -240,6 +241,9 @@ def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
             save()
         if reached:
             log.line(f'stop value {cfg.env.stop_value} reached by {first} after {steps} env steps')
+            break
+        if out_of_time(train, started):
+            log.line(f'time budget of {train.max_wall_seconds:.0f} s spent after {steps} env steps')
             break
     if not run.last_eval or train.eval_every_iters == 0 or run.rounds % train.eval_every_iters:
         run.evaluate()

@@ -95,6 +95,11 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
         evaluator_env.close()
 
 
+def out_of_time(train, started: float) -> bool:
+    """Whether ``train.max_wall_seconds`` (0: unlimited) has passed since ``started``."""
+    return bool(train.max_wall_seconds) and time.perf_counter() - started >= train.max_wall_seconds
+
+
 def _train_loop(cfg, collector, learner, evaluator, ckpt, log, elapsed_before: float) -> dict:
     started = time.perf_counter() - elapsed_before
     train = cfg.train
@@ -132,6 +137,9 @@ def _train_loop(cfg, collector, learner, evaluator, ckpt, log, elapsed_before: f
             reached = (steps, time.perf_counter() - started)
             log.line(f'stop value {cfg.env.stop_value} reached: eval mean {last_eval.mean:.2f} '
                      f'after {steps} env steps, {reached[1]:.1f} s')
+            break
+        if out_of_time(train, started):
+            log.line(f'time budget of {train.max_wall_seconds:.0f} s spent after {steps} env steps')
             break
     if last_eval is None or evaluator.history[-1][0] != learner.policy.version:
         last_eval = evaluator.evaluate()

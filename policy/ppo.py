@@ -153,15 +153,23 @@ class PPOPolicy(Policy):
         learn = self.cfg['learn']
         advantages, returns = F.gae(chunk['reward'], chunk['value'], chunk['next_value'], chunk['terminated'],
                                     chunk['truncated'], learn['gamma'], learn['gae_lambda'])
-        keep = chunk.get('train_mask')  # e.g. steps where a turn-based player did not move
+        # ``train_mask``: steps whose action is learnt from (e.g. not where a turn-based player
+        # could not move). ``value_mask`` (a superset; default the same) also fits the value there,
+        # since GAE passes through those steps' values.
+        policy_mask = chunk.get('train_mask')
+        keep = chunk.get('value_mask', policy_mask)
         flat = lambda x: torch.as_tensor(np.asarray(x)).reshape(-1, *np.shape(x)[2:])  # noqa: E731
         data = dict(obs=flat(chunk['obs']), action=flat(chunk['action']), log_prob=flat(chunk['log_prob']),
                     value=flat(chunk['value']), adv=flat(advantages), ret=flat(returns))
         if 'action_mask' in chunk:
             data['mask'] = flat(chunk['action_mask']).bool()
+        if policy_mask is not None and keep is not policy_mask:
+            data['acts'] = flat(policy_mask).bool()
         if keep is not None:
             index = torch.as_tensor(np.asarray(keep).reshape(-1), dtype=torch.bool)
             data = {k: v[index] for k, v in data.items()}
+            if 'acts' in data and data['acts'].all():
+                del data['acts']
         if data['obs'].dtype == torch.float64:
             data['obs'] = data['obs'].float()
         n = data['obs'].shape[0]
@@ -185,13 +193,19 @@ class PPOPolicy(Policy):
                 idx = order[start:start + minibatch]
                 log_prob, entropy, value = self._evaluate(data['obs'][idx], data['action'][idx],
                                                           data['mask'][idx] if 'mask' in data else None)
-                adv = data['adv'][idx]
-                if learn['normalize_advantage']:
-                    adv = F.normalize_advantages(adv)
-                pg_loss, approx_kl, clip_frac = F.clipped_surrogate_loss(log_prob, data['log_prob'][idx], adv,
-                                                                         clip_range)
                 v_loss = F.value_loss(value, data['value'][idx], data['ret'][idx], learn['value_clip_range'])
-                entropy_mean = entropy.mean()
+                adv, old_log_prob = data['adv'][idx], data['log_prob'][idx]
+                if 'acts' in data:  # the policy terms only where an action was chosen
+                    acts = data['acts'][idx]
+                    log_prob, entropy, adv, old_log_prob = log_prob[acts], entropy[acts], adv[acts], old_log_prob[acts]
+                if log_prob.numel() == 0:  # a minibatch of value-only steps
+                    pg_loss = approx_kl = clip_frac = entropy_mean = value.new_zeros(())
+                else:
+                    if learn['normalize_advantage']:
+                        adv = F.normalize_advantages(adv)
+                    pg_loss, approx_kl, clip_frac = F.clipped_surrogate_loss(log_prob, old_log_prob, adv,
+                                                                             clip_range)
+                    entropy_mean = entropy.mean()
                 loss = pg_loss + learn['value_coef'] * v_loss - learn['entropy_coef'] * entropy_mean
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()

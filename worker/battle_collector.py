@@ -6,7 +6,8 @@ ends, so opponents differ per slot and per game. Chunks are columnar ``[T, 2B, .
 ``2b + s`` is seat s of slot b. ``train_mask`` marks the steps to learn from: the home seat
 where it had to move, plus, in self-play games when ``train_both_sides`` is on, the other
 seat too. Steps where a seat did not move (turn-based games) stay in the time line, so GAE
-carries the reward back to that seat's previous move, but give no training sample. Every
+carries the reward back to that seat's previous move; they train the value (``value_mask``)
+but not the policy. Every
 finished game is reported once in ``chunk.results``.
 """
 from __future__ import annotations
@@ -60,7 +61,7 @@ class BattleCollector:
             action=np.empty(shape2, dtype=np.int64), log_prob=np.empty(shape2, dtype=np.float32),
             value=np.empty(shape2, dtype=np.float32), reward=np.empty(shape2, dtype=np.float32),
             terminated=np.empty(shape2, dtype=bool), truncated=np.empty(shape2, dtype=bool),
-            train_mask=np.empty(shape2, dtype=bool),
+            train_mask=np.empty(shape2, dtype=bool), value_mask=np.empty(shape2, dtype=bool),
         )
         bootstrap = np.zeros(shape2, dtype=np.float32)
         results, returns = [], []
@@ -77,6 +78,7 @@ class BattleCollector:
             buf['action'][t] = home['action']
             buf['log_prob'][t] = home['log_prob']
             buf['value'][t] = home['value']
+            buf['value_mask'][t] = learnable
             buf['train_mask'][t] = learnable & step.to_move
             nxt = arena.step(actions)
             buf['reward'][t] = nxt.reward

@@ -1,0 +1,17 @@
+"""A PPO self-play league on connect four, evaluated against the random, heuristic and MCTS bots."""
+config = dict(
+    exp_name='runs/connect_four_league',
+    env=dict(type='connect_four', collector_env_num=64, evaluator_env_num=50, n_evaluator_episodes=200,
+             stop_value=None),
+    policy=dict(
+        type='ppo',
+        model=dict(hidden_sizes=[256, 256], activation='relu'),
+        collect=dict(n_steps=32),
+        learn=dict(epochs=4, num_minibatches=8, lr=3e-4, gamma=0.99, gae_lambda=0.95, entropy_coef=0.01,
+                   value_clip_range=None),
+    ),
+    league=dict(type='one_vs_one', players=dict(naive_sp=dict(one_phase_step=100))),
+    battle=dict(eval_deterministic=True, eval_opponents=['bot:connect_four_heuristic']),
+    train=dict(max_env_steps=20_000_000, max_wall_seconds=1800.0, eval_every_iters=25,
+               checkpoint_every_iters=50),
+)

@@ -1,0 +1,149 @@
+"""OpenSpiel games as sparring sees them: the optional import, loading and checking a game, and what a seat observes.
+
+Everything that touches ``pyspiel`` imports it through :func:`require_pyspiel`, at call time, so
+that ``sparring.dizoo`` imports (and configs naming ``type='openspiel'`` compile) without OpenSpiel
+installed; the ImportError with the install command comes only when a game is actually loaded.
+
+A seat observes ``information_state_tensor(seat)`` when the game provides one (perfect recall:
+what an imperfect-information game needs) and ``observation_tensor(seat)`` otherwise. The env,
+the bots and the exploitability code all use :class:`SeatView`, so a policy is evaluated on
+exactly the inputs it was trained on.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any, Mapping, Optional, Tuple
+
+import numpy as np
+
+from sparring.config.schema import ConfigError
+
+INSTALL_HINT = 'pip install sparring[openspiel]'
+# OpenSpiel game parameters are typed scalars (GameParameter holds bool, int, double or string).
+PARAM_TYPES = (bool, int, float, str)
+
+
+def require_pyspiel():
+    """The ``pyspiel`` module, or an ImportError that says how to install it."""
+    try:
+        import pyspiel
+    except ImportError as err:
+        raise ImportError(f'OpenSpiel games need the open_spiel package, which is not installed: '
+                          f'{INSTALL_HINT} (or pip install open_spiel)') from err
+    return pyspiel
+
+
+def check_game_params(params: Any, label: str) -> dict:
+    """``params`` as a dict of OpenSpiel parameter values; raises :class:`ConfigError` otherwise."""
+    if not isinstance(params, Mapping):
+        raise ConfigError(f'{label}: expected a dict of game parameters, got {type(params).__name__} {params!r}')
+    for key, value in params.items():
+        if not isinstance(key, str) or not isinstance(value, PARAM_TYPES):
+            raise ConfigError(f'{label}: parameter {key!r} = {value!r} of type {type(value).__name__}; expected '
+                              f'str keys and bool, int, float or str values (OpenSpiel game parameters)')
+    return dict(params)
+
+
+def load_two_player_game(game: Any, params: Optional[Mapping] = None, label: str = 'openspiel game'):
+    """A ``pyspiel.Game`` from a name (with optional ``params``) or a loaded game, checked to be a
+    two-player, turn-based (sequential) game.
+
+    Raises :class:`ConfigError` (a ValueError) naming the game and what was expected: an unknown
+    name lists the closest registered names; bad parameters repeat OpenSpiel's message.
+    """
+    pyspiel = require_pyspiel()
+    params = check_game_params(params or {}, f'{label} parameters')
+    if isinstance(game, pyspiel.Game):
+        if params:
+            raise ConfigError(f'{label}: parameters {params} given with an already loaded game {game}; '
+                              f'expected a game name to load with them')
+        loaded = game
+    elif isinstance(game, str) and game.strip():
+        name = game.split('(', 1)[0].strip()  # 'kuhn_poker(players=2)' carries its parameters in the name
+        known = pyspiel.registered_names()
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
+            hint = f' Close names: {", ".join(close)}.' if close else ''
+            raise ConfigError(f'{label}: unknown OpenSpiel game {name!r}.{hint} pyspiel.registered_names() '
+                              f'lists all {len(known)} games.')
+        try:
+            loaded = pyspiel.load_game(game, params) if params else pyspiel.load_game(game)
+        except pyspiel.SpielError as err:
+            raise ConfigError(f'{label}: OpenSpiel cannot load {game!r} with parameters {params}: {err}') from None
+    else:
+        raise ConfigError(f'{label}: expected an OpenSpiel game name such as \'kuhn_poker\' or a pyspiel.Game, '
+                          f'got {game!r}')
+    check_supported_game(loaded, label)
+    return loaded
+
+
+def check_supported_game(game, label: str = 'openspiel game') -> None:
+    """Raise :class:`ConfigError` unless ``game`` has two players and sequential (turn-based) moves."""
+    pyspiel = require_pyspiel()
+    game_type = game.get_type()
+    if game.num_players() != 2:
+        raise ConfigError(f'{label}: {game} has {game.num_players()} players; expected exactly 2 (a battle is '
+                          f'one seat against another; many games take a "players" parameter)')
+    if game_type.dynamics != pyspiel.GameType.Dynamics.SEQUENTIAL:
+        raise ConfigError(f'{label}: {game} has {game_type.dynamics.name.lower()} moves; expected a sequential '
+                          f'(turn-based) game. A simultaneous-move game can be played in turns with '
+                          f'game=\'turn_based_simultaneous_game(game={game_type.short_name}())\'')
+    if not (game_type.provides_information_state_tensor or game_type.provides_observation_tensor):
+        raise ConfigError(f'{label}: {game} provides neither an information-state tensor nor an observation '
+                          f'tensor; expected one of them (the policy\'s input)')
+
+
+class SeatView:
+    """What each seat of a game observes: the tensor's kind and shape, and fast ways to read it.
+
+    Reading goes through an OpenSpiel *observer* (the game's ``make_observer`` for the same
+    observation type, writing into a numpy buffer: several times cheaper than the list the state's
+    tensor methods return) where the game offers one, else through those methods.
+    """
+
+    def __init__(self, game) -> None:
+        pyspiel = require_pyspiel()
+        game_type = game.get_type()
+        if game_type.provides_information_state_tensor:
+            self.kind = 'information_state_tensor'
+            self.shape: Tuple[int, ...] = tuple(game.information_state_tensor_shape())
+            observation_type = pyspiel.IIGObservationType(perfect_recall=True)
+        else:
+            self.kind = 'observation_tensor'
+            self.shape = tuple(game.observation_tensor_shape())
+            observation_type = None  # the game's default observation
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self._state_method = getattr(pyspiel.State, self.kind)
+        self._observation = _make_observation(game, observation_type, self.size)
+
+    def write(self, state, player: int, out: np.ndarray) -> None:
+        """Write the flat tensor ``player`` observes in ``state`` into ``out`` (a float32 row of ``size``)."""
+        if self._observation is None:
+            out[:] = self._state_method(state, player)
+        else:
+            self._observation.set_from(state, player)
+            out[:] = self._observation.tensor
+
+    def read(self, state, player: int) -> np.ndarray:
+        """The tensor ``player`` observes in ``state``, float32 of :attr:`shape` (a new array)."""
+        out = np.empty(self.size, np.float32)
+        self.write(state, player, out)
+        return out.reshape(self.shape)
+
+    def __repr__(self) -> str:
+        return f'SeatView({self.kind}, shape={self.shape})'
+
+
+def _make_observation(game, observation_type, size: int):
+    """OpenSpiel's observer of ``observation_type`` with a tensor of ``size`` floats, or None if the game has none."""
+    try:
+        from open_spiel.python.observation import make_observation
+        observation = make_observation(game, observation_type)
+    except (ImportError, RuntimeError, ValueError):
+        # A game without a C++ observer for this type (or a build without the Python helpers):
+        # the state's tensor methods always work, only slower.
+        return None
+    tensor = getattr(observation, 'tensor', None)
+    if tensor is None or np.size(tensor) != size:
+        return None
+    return observation

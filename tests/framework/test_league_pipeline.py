@@ -1,0 +1,95 @@
+"""The serial league pipeline: games reach the payoff once, snapshots keep their parameters, resume."""
+import numpy as np
+import pytest
+import torch
+
+from sparring.config import compile_config
+from sparring.framework import serial_pipeline
+from sparring.framework.checkpoint import CheckpointManager
+from sparring.framework.league_pipeline import LeagueRun, complete_league_config
+
+
+def _config(exp_name, **train):
+    return dict(
+        exp_name=str(exp_name),
+        env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=4),
+        policy=dict(type='ppo', model=dict(hidden_sizes=[32]), collect=dict(n_steps=8),
+                    learn=dict(epochs=1, num_minibatches=2)),
+        league=dict(type='one_vs_one', active_players=dict(naive_sp=2), payoff=dict(decay=1.0),
+                    players=dict(naive_sp=dict(one_phase_step=3))),
+        train=dict(dict(max_env_steps=256, eval_every_iters=0, checkpoint_every_iters=2, progress_bar=False,
+                        tensorboard=False), **train),
+    )
+
+
+def _run(tmp_path, **train):
+    cfg = compile_config(_config(tmp_path / 'league', **train), save=False)
+    complete_league_config(cfg)
+    return LeagueRun(cfg)
+
+
+def test_every_game_reaches_the_payoff_exactly_once(tmp_path):
+    run = _run(tmp_path)
+    try:
+        for _ in range(6):
+            run.train_round()
+        assert all(c.episodes > 0 for c in run.collectors.values())
+        # each game counted once: the pair's record holds it, seen from either side
+        games_as_home = sum(c.episodes for c in run.collectors.values())
+        self_play = sum(run.league.get_player(pid).self_play_games for pid in run.player_ids)
+        recorded = sum(rec['games'] for home, away, rec in run.league.payoff.played_pairs())
+        assert recorded == pytest.approx(games_as_home - self_play)
+    finally:
+        run.close()
+
+
+def test_snapshots_freeze_the_parameters_of_their_moment(tmp_path):
+    run = _run(tmp_path, max_env_steps=10_000)  # a budget far away: the learning rate is not annealed to 0
+    try:
+        for _ in range(8):  # one_phase_step=3: snapshots by iteration 6 at the latest
+            run.train_round()
+        snapshots = [p for p in run.league.historical_players if not p.player_id.endswith('_h0')]
+        assert snapshots
+        first = snapshots[0]
+        stored = run.store.get(first.param_ref)
+        live = run.learners[first.parent_id].policy.get_params()
+        assert any(not torch.equal(stored['params'][k], live[k]) for k in live)  # training went on
+        frozen = run.pool.get(first.param_ref)
+        assert frozen is not run.learners[first.parent_id].policy
+        assert all(torch.equal(frozen.get_params()[k], stored['params'][k]) for k in live)
+    finally:
+        run.close()
+
+
+def test_league_run_resumes_with_the_same_league_state(tmp_path):
+    exp = tmp_path / 'resumable'
+    first = serial_pipeline(_config(exp), seed=4)
+    saved = CheckpointManager.load(first['checkpoint'])
+    cfg = compile_config(_config(exp), seed=4, save=False)
+    complete_league_config(cfg)
+    resumed = LeagueRun(cfg, saved)
+    try:
+        assert resumed.league.state_dict().keys() == saved['league_state'].keys()
+        np.testing.assert_equal(resumed.league.payoff.state_dict(), saved['league_state']['payoff'])
+        for pid in resumed.player_ids:
+            assert resumed.learners[pid].train_iter == saved['learners'][pid]['train_iter']
+        # the next opponent choices are those the saved league would have made
+        choices = [resumed.league.get_job_info(pid)['player_ids'][1] for pid in resumed.player_ids * 5]
+    finally:
+        resumed.close()
+    again = LeagueRun(cfg, CheckpointManager.load(first['checkpoint']))
+    try:
+        assert [again.league.get_job_info(pid)['player_ids'][1] for pid in again.player_ids * 5] == choices
+    finally:
+        again.close()
+    more = serial_pipeline(_config(exp), seed=4, resume=True, max_env_steps=512)
+    assert more['env_steps'] == 512 and more['rounds'] == 2 * first['rounds']
+
+
+def test_battle_config_without_league_gets_naive_self_play_and_bot_opponents(tmp_path):
+    cfg = _config(tmp_path / 'plain')
+    del cfg['league']
+    summary = serial_pipeline(cfg, seed=0, max_env_steps=64)
+    assert set(summary['eval']['naive_sp_0']) == {'random', 'tictactoe_heuristic', 'tictactoe_mcts'}
+    assert 'naive_sp_0' in summary['league_table']
+    assert all(p.endswith('.png') for p in summary['pictures'])
