@@ -4,3 +4,4 @@ from sparring.dizoo import board_games
 from sparring.dizoo import matrix_games
 from sparring.dizoo import pong_duel
 from sparring.dizoo import openspiel  # registers 'openspiel'; OpenSpiel itself is imported only when a game is built
+from sparring.dizoo import pettingzoo  # registers 'pettingzoo'; PettingZoo itself is imported only when an env is built

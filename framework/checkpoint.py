@@ -44,6 +44,13 @@ class CheckpointManager:
         found = self._all()
         return found[-1][1] if found else None
 
+    def load_latest(self) -> Any:
+        """The newest checkpoint's contents, for ``--resume``; FileNotFoundError if there is none."""
+        path = self.latest()
+        if path is None:
+            raise FileNotFoundError(f'--resume: no checkpoint under {self.dir}')
+        return self.load(path)
+
     @staticmethod
     def load(path: str) -> Any:
         # Checkpoints hold RNG states and optimiser state, not only tensors; they are our own files.

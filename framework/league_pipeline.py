@@ -192,12 +192,7 @@ def league_pipeline(cfg, resume: bool = False) -> dict:
     if complete_league_config(cfg) and not resume:
         save_config(cfg, cfg.exp_name)
     ckpt = CheckpointManager(cfg.exp_name)
-    state = None
-    if resume:
-        path = ckpt.latest()
-        if path is None:
-            raise FileNotFoundError(f'--resume: no checkpoint under {ckpt.dir}')
-        state = CheckpointManager.load(path)
+    state = ckpt.load_latest() if resume else None
     run = LeagueRun(cfg, state)
     try:
         with RunLogger(cfg.exp_name, cfg.train.max_env_steps, cfg.train.tensorboard, cfg.train.progress_bar,

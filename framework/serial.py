@@ -62,12 +62,7 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
         return league_pipeline(cfg, resume=resume)
     exp_dir = cfg.exp_name
     ckpt = CheckpointManager(exp_dir)
-    state = None
-    if resume:
-        path = ckpt.latest()
-        if path is None:
-            raise FileNotFoundError(f'--resume: no checkpoint under {ckpt.dir}')
-        state = CheckpointManager.load(path)
+    state = ckpt.load_latest() if resume else None
 
     # On resume the envs start new episodes, seeded by how far the run got, so they neither
     # replay the first episodes nor depend on anything but the seed and the checkpoint.

@@ -7,6 +7,7 @@ Importing this package registers the built-in players (``naive_sp``, ``main_play
 from sparring.league.errors import LeagueError, UnknownPlayerError
 from sparring.league.outcome import OUTCOMES
 from sparring.league.payoff import BattleRecordDict, BattleSharedPayoff
+from sparring.league.meta_strategy import meta_game, payoff_nash, solve_zero_sum_matrix, symmetric_nash
 from sparring.league.sampling import (PFSP_WEIGHTINGS, normalise, pfsp_probabilities, pfsp_sample, pfsp_weights,
                                       register_pfsp_weighting, sample_weighted, uniform_sample)
 from sparring.league.rating import EloRating, LeagueRatings, RatingSystem, TrueSkillRating
@@ -21,6 +22,7 @@ from sparring.league.persistence import load_state, save_state
 __all__ = [
     'LeagueError', 'UnknownPlayerError', 'OUTCOMES',
     'BattleRecordDict', 'BattleSharedPayoff',
+    'meta_game', 'payoff_nash', 'solve_zero_sum_matrix', 'symmetric_nash',
     'PFSP_WEIGHTINGS', 'normalise', 'pfsp_probabilities', 'pfsp_sample', 'pfsp_weights', 'register_pfsp_weighting',
     'sample_weighted', 'uniform_sample',
     'EloRating', 'TrueSkillRating', 'RatingSystem', 'LeagueRatings',

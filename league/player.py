@@ -30,8 +30,9 @@ from sparring.config.schema import ConfigError, in_range
 from sparring.framework.registry import PLAYER_REGISTRY
 from sparring.league.config_util import check_probabilities, merge_section, to_easydict, to_plain
 from sparring.league.errors import LeagueError
+from sparring.league.meta_strategy import meta_game, symmetric_nash
 from sparring.league.roster import PlayerGroup
-from sparring.league.sampling import PFSP_WEIGHTINGS, FixedSampler, pfsp_sample, uniform_sample
+from sparring.league.sampling import PFSP_WEIGHTINGS, FixedSampler, pfsp_sample, sample_weighted, uniform_sample
 
 
 class Player:
@@ -209,6 +210,8 @@ class ActivePlayer(Player):
         self.snapshot_count = 0
         self.reset_count = 0
         self.self_play_games = 0
+        # (candidate ids, meta-game, Nash mixture) of the last ``nash`` branch: solved again only when they change
+        self._nash_memo: Optional[Tuple[Tuple[str, ...], np.ndarray, np.ndarray]] = None
 
     def _require_league(self):
         if self.league is None:
@@ -249,6 +252,30 @@ class ActivePlayer(Player):
 
     def _uniform(self, group: PlayerGroup) -> Optional[Player]:
         return group.players[uniform_sample(len(group), self.league.rng)] if len(group) else None
+
+    def _nash_branch(self) -> Optional[Player]:
+        """PSRO's meta-strategy: an opponent drawn from the Nash mixture of the candidates' meta-game
+        (:func:`~sparring.league.meta_strategy.meta_game`: scores from the shared payoff, unplayed pairs
+        even); None without candidates. Needs scipy (``pip install sparring[league]``)."""
+        group = self._nash_candidates()
+        if not len(group):
+            return None
+        return group.players[sample_weighted(self.nash_mixture(group), self.league.rng)]
+
+    def _nash_candidates(self) -> PlayerGroup:
+        """Whom the ``nash`` branch mixes over: every historical player (override to add active ones)."""
+        return self.league.roster.historical()
+
+    def nash_mixture(self, group: PlayerGroup) -> np.ndarray:
+        """The Nash mixture over ``group`` (in its order). Reading the meta-game is O(n^2) but the linear
+        program is far dearer, so it is solved again only when the candidates or their results changed;
+        the answer depends on the payoff alone, so a restored league draws the same opponents."""
+        ids = tuple(group.ids)
+        game = meta_game(self.league.payoff, ids)
+        memo = self._nash_memo
+        if memo is None or memo[0] != ids or not np.array_equal(memo[1], game):
+            memo = self._nash_memo = (ids, game, symmetric_nash(game))
+        return memo[2]
 
     # ------------------------------------------------------------------------------- snapshots
     def _snapshot_opponents(self) -> PlayerGroup:

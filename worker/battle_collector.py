@@ -20,24 +20,20 @@ import numpy as np
 from sparring.policy.base import Policy
 from sparring.worker.battle_arena import Arena
 from sparring.worker.chunk import Chunk
+from sparring.worker.collector import CollectorCounters
 
 OpponentSampler = Callable[[int], Tuple[str, Policy]]
 
 
-class BattleCollector:
+class BattleCollector(CollectorCounters):
     def __init__(self, env, policy: Policy, n_steps: int, sample_opponent: OpponentSampler,
                  player_id: str = None, train_both_sides: bool = True) -> None:
-        if n_steps < 1:
-            raise ValueError(f'BattleCollector: n_steps must be >= 1, got {n_steps}')
+        super().__init__(n_steps)
         self.arena = Arena(env, policy)
         self.policy = policy
-        self.n_steps = n_steps
         self.sample_opponent = sample_opponent
         self.player_id = player_id
         self.train_both_sides = train_both_sides
-        self.env_steps = 0
-        self.episodes = 0
-        self.collect_seconds = 0.0
         self._started = False
 
     def _assign(self, slot: int) -> None:
@@ -106,11 +102,3 @@ class BattleCollector:
         self.collect_seconds += time.perf_counter() - started
         return Chunk(data=data, version=version, player_id=self.player_id, results=results,
                      episode_returns=returns)
-
-    def state_dict(self) -> dict:
-        return dict(env_steps=self.env_steps, episodes=self.episodes, collect_seconds=self.collect_seconds)
-
-    def load_state_dict(self, state: dict) -> None:
-        self.env_steps = int(state['env_steps'])
-        self.episodes = int(state['episodes'])
-        self.collect_seconds = float(state.get('collect_seconds', 0.0))

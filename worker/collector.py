@@ -15,18 +15,33 @@ from sparring.policy.base import Policy
 from sparring.worker.chunk import Chunk
 
 
-class SampleCollector:
-    def __init__(self, env_manager, policy: Policy, n_steps: int, player_id: Optional[str] = None) -> None:
+class CollectorCounters:
+    """Env steps, finished episodes and seconds spent collecting: what a checkpoint keeps of a collector."""
+
+    def __init__(self, n_steps: int) -> None:
         if n_steps < 1:
-            raise ValueError(f'SampleCollector: n_steps must be >= 1, got {n_steps}')
-        self.env = env_manager
-        self.policy = policy
+            raise ValueError(f'{type(self).__name__}: n_steps must be >= 1, got {n_steps}')
         self.n_steps = n_steps
-        self.player_id = player_id
         self.env_steps = 0
         self.episodes = 0
-        self._obs: Optional[np.ndarray] = None
         self.collect_seconds = 0.0
+
+    def state_dict(self) -> dict:
+        return dict(env_steps=self.env_steps, episodes=self.episodes, collect_seconds=self.collect_seconds)
+
+    def load_state_dict(self, state: dict) -> None:
+        self.env_steps = int(state['env_steps'])
+        self.episodes = int(state['episodes'])
+        self.collect_seconds = float(state.get('collect_seconds', 0.0))
+
+
+class SampleCollector(CollectorCounters):
+    def __init__(self, env_manager, policy: Policy, n_steps: int, player_id: Optional[str] = None) -> None:
+        super().__init__(n_steps)
+        self.env = env_manager
+        self.policy = policy
+        self.player_id = player_id
+        self._obs: Optional[np.ndarray] = None
         self.last_steps_per_second = 0.0
 
     def reset(self) -> None:
@@ -87,11 +102,3 @@ class SampleCollector:
         self.last_steps_per_second = T * B / max(seconds, 1e-9)
         return Chunk(data=buf, version=version, player_id=self.player_id, episode_returns=returns,
                      episode_lengths=lengths)
-
-    def state_dict(self) -> dict:
-        return dict(env_steps=self.env_steps, episodes=self.episodes, collect_seconds=self.collect_seconds)
-
-    def load_state_dict(self, state: dict) -> None:
-        self.env_steps = int(state['env_steps'])
-        self.episodes = int(state['episodes'])
-        self.collect_seconds = float(state.get('collect_seconds', 0.0))

@@ -55,6 +55,7 @@ from gymnasium import spaces
 
 from sparring.config.schema import in_range, of_type
 from sparring.framework.registry import ENV_REGISTRY
+from sparring.worker.env.closeable import Closeable
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import complete_section, import_env_modules
 
@@ -145,7 +146,7 @@ class BattleEnv:
 
 # -- the vectorised API ------------------------------------------------------------------------
 
-class VecBattleEnv:
+class VecBattleEnv(Closeable):
     """What every vectorised battle env shares: argument checks, seeding, action checks, life cycle.
 
     A subclass sets ``observation_space``, ``action_space`` and ``turn_based`` and implements
@@ -205,13 +206,6 @@ class VecBattleEnv:
         self._mask = step.action_mask.copy()
         self._to_move = step.to_move.copy()
 
-    def close(self) -> None:
-        """Release the games; safe to call more than once."""
-        if getattr(self, 'closed', True):
-            return
-        self.closed = True
-        self._close()
-
     def _check_actions(self, actions) -> np.ndarray:
         """``actions`` as an int64 ``[B, 2]`` array, with seats not to move set to 0; raises on illegal ones."""
         batch = np.asarray(actions)
@@ -246,22 +240,6 @@ class VecBattleEnv:
         more = f' ({others} more illegal action{"s" if others != 1 else ""} in this batch)' if others else ''
         raise EnvError(f'{self.label}: env {env}, seat {seat} ({self.agents[seat]}) played {what} action '
                        f'{int(batch[env, seat])}; legal actions there: {legal}{more}')
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise EnvError(f'{self!r} is closed')
-
-    def __enter__(self) -> 'VecBattleEnv':
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # at interpreter shutdown there is no one left to report to
-            pass
 
     def __repr__(self) -> str:
         return f'{type(self).__name__}(num_envs={getattr(self, "num_envs", "?")})'

@@ -23,6 +23,7 @@ import numpy as np
 from sparring.config.compile import compile_section
 from sparring.framework.registry import ENV_MANAGER_REGISTRY
 from sparring.worker.env.env_group import EnvGroup, StepResult
+from sparring.worker.env.closeable import Closeable
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import env_label, import_env_modules
 from sparring.worker.env.spaces import ActionBatch, batch_obs_dtype
@@ -40,7 +41,7 @@ def make_env_manager(env_cfg: Mapping, num_envs: int, seed: Optional[int] = None
     return ENV_MANAGER_REGISTRY.get(kind)(env_cfg, num_envs, seed, import_names)
 
 
-class EnvManager:
+class EnvManager(Closeable):
     """What every manager shares: config, seeding, action checks, reset-before-step, closing.
 
     A subclass builds its envs, calls :meth:`_set_spaces` and implements ``_reset(seeds)``,
@@ -110,29 +111,6 @@ class EnvManager:
             # Some envs may have stepped and others not: only a reset restores a consistent batch.
             self._reset_needed_because = f'an earlier step() failed ({type(err).__name__})'
             raise
-
-    def close(self) -> None:
-        """Close every env and release the workers; safe to call more than once."""
-        if getattr(self, 'closed', True):
-            return
-        self.closed = True
-        self._close()
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise EnvError(f'{self!r} is closed')
-
-    def __enter__(self) -> 'EnvManager':
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # at interpreter shutdown there is no one left to report to
-            pass
 
     def __repr__(self) -> str:
         return f'{type(self).__name__}(num_envs={getattr(self, "num_envs", "?")}, {getattr(self, "label", "")})'

@@ -1,0 +1,176 @@
+"""Any two-player PettingZoo env as a battle env: ``env=dict(type='pettingzoo', env='classic.connect_four_v3')``.
+
+:class:`PettingZooBattleEnv` is one game in sparring's single-game battle shape (the PettingZoo
+parallel API with ``action_mask`` and ``result`` in the infos); :func:`make_battle_env` steps B of
+them in a :class:`~sparring.worker.env.battle.DictBattleVecEnv`, which checks every step.
+
+* AEC envs (the turn-based classic games) become turn-based: only ``agent_selection`` acts in a
+  step, the other seat's action mask is all False.
+* Parallel envs stay simultaneous: both seats act every step.
+* Observations: the ``'observation'`` entry of a dict observation (the whole observation
+  otherwise), flattened to float32 with Gymnasium's ``flatten`` (a Discrete one becomes one-hot).
+* Action masks: the observation's ``'action_mask'`` if it has one, else ``infos[agent]['action_mask']``,
+  else every action.
+* The game ends for both seats when it ends for one; the seat whose rewards sum higher over the
+  game wins, equal sums draw (for zero-sum games: the sign of each seat's own sum).
+
+Options: ``env`` (see :mod:`.loading` for the names), ``kwargs`` (passed to the env's constructor),
+``api`` (``'auto'``, ``'aec'`` or ``'parallel'``).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+import numpy as np
+from gymnasium import spaces
+
+from sparring.config.schema import ConfigError, one_of
+from sparring.dizoo.pettingzoo.loading import APIS, make_pettingzoo_env
+from sparring.framework.registry import ENV_REGISTRY
+from sparring.worker.env.battle import (BATTLE_ENV_CONSTRAINTS, NUM_SEATS, RESULT_NAME, BattleEnv,
+                                        battle_env_defaults)
+from sparring.worker.env.errors import EnvError
+
+OBSERVATION_KEY = 'observation'
+MASK_KEY = 'action_mask'
+
+
+def _env_name(value) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"expected a PettingZoo env such as 'classic.connect_four_v3', got {value!r}")
+
+
+def _observation_part(space: spaces.Space) -> Tuple[spaces.Space, bool]:
+    """The part of an agent's observation space that the policy sees, and whether it is a dict entry."""
+    if isinstance(space, spaces.Dict) and OBSERVATION_KEY in space.spaces:
+        return space.spaces[OBSERVATION_KEY], True
+    return space, False
+
+
+@ENV_REGISTRY.register('pettingzoo')
+class PettingZooBattleEnv(BattleEnv):
+    """One game of a two-player PettingZoo env (see the module docstring)."""
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return dict(battle_env_defaults(), env='', kwargs={}, api='auto')
+
+    config_constraints = dict(BATTLE_ENV_CONSTRAINTS, env=_env_name, api=one_of(*APIS))
+
+    def __init__(self, cfg: Optional[Mapping]) -> None:
+        if cfg is None:
+            raise ConfigError('pettingzoo battle env: expected its config section, e.g. '
+                              "dict(type='pettingzoo', env='classic.connect_four_v3')")
+        super().__init__(cfg)
+        self.env, self.api = make_pettingzoo_env(self.cfg.env, self.cfg.kwargs, self.cfg.api)
+        name = self.cfg.env
+        self.turn_based = self.api == 'aec'
+        agents = list(getattr(self.env, 'possible_agents', []))
+        if len(agents) != NUM_SEATS:
+            raise ConfigError(f'config key "env.env": PettingZoo env {name!r} has agents {agents}; expected '
+                              f'{NUM_SEATS} (one per seat)')
+        self.possible_agents = agents
+        self._parts: Dict[str, Tuple[spaces.Space, bool]] = {}
+        self._flat_spaces: Dict[str, spaces.Box] = {}
+        for agent in agents:
+            part, in_dict = _observation_part(self.env.observation_space(agent))
+            try:
+                flat = spaces.flatten_space(part)
+            except NotImplementedError:
+                raise ConfigError(f'config key "env.env": {name!r} observes {part} for {agent!r}; expected a space '
+                                  f'Gymnasium can flatten (Box, Discrete, MultiDiscrete, Tuple, Dict)') from None
+            self._parts[agent] = part, in_dict
+            self._flat_spaces[agent] = spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32),
+                                                  flat.shape, np.float32)
+        self._num_actions = {agent: int(getattr(self.env.action_space(agent), 'n', 0)) for agent in agents}
+        self._totals = [0.0, 0.0]
+
+    def observation_space(self, agent: str) -> spaces.Box:
+        return self._flat_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self.env.action_space(agent)
+
+    # -- the game --------------------------------------------------------------------------------
+
+    def reset(self, seed: Optional[int] = None, options: Optional[dict] = None):
+        out = self.env.reset() if seed is None else self.env.reset(seed=seed)
+        self._totals = [0.0, 0.0]
+        self.agents = list(self.possible_agents)
+        if self.api == 'aec':
+            return self._aec_view(over=False)
+        observations, infos = out
+        return self._parallel_view(observations, infos, over=False)
+
+    def step(self, actions: Dict[str, int]):
+        if not self.agents:
+            raise EnvError(f'pettingzoo env {self.cfg.env!r}: step() after the game ended; call reset() first')
+        if self.api == 'aec':
+            mover = self.env.agent_selection
+            self.env.step(int(actions[mover]))
+            rewards, terminations, truncations = self.env.rewards, self.env.terminations, self.env.truncations
+        else:
+            observations, rewards, terminations, truncations, infos = self.env.step(
+                {agent: int(actions[agent]) for agent in self.env.agents})
+        rewards = {agent: float(rewards.get(agent, 0.0)) for agent in self.possible_agents}
+        for seat, agent in enumerate(self.possible_agents):
+            self._totals[seat] += rewards[agent]
+        terminated = any(bool(terminations.get(agent, False)) for agent in self.possible_agents)
+        truncated = not terminated and any(bool(truncations.get(agent, False)) for agent in self.possible_agents)
+        over = terminated or truncated
+        if self.api == 'aec':
+            observations, infos = self._aec_view(over)
+        else:
+            observations, infos = self._parallel_view(observations, infos, over)
+        if over:
+            seat_0 = (self._totals[0] > self._totals[1]) - (self._totals[0] < self._totals[1])
+            for seat, agent in enumerate(self.possible_agents):
+                infos[agent]['result'] = RESULT_NAME[seat_0 if seat == 0 else -seat_0]
+            self.agents = []
+        flags = {agent: terminated for agent in self.possible_agents}
+        cut = {agent: truncated for agent in self.possible_agents}
+        return observations, rewards, flags, cut, infos
+
+    def render(self):
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()
+
+    # -- PettingZoo's output in the battle shape -------------------------------------------------
+
+    def _aec_view(self, over: bool):
+        """Every agent's observation; only ``agent_selection`` gets legal actions (none when ``over``)."""
+        mover = None if over else self.env.agent_selection
+        observations, infos = {}, {}
+        for agent in self.possible_agents:
+            raw = self.env.observe(agent)
+            observations[agent] = self._flatten(agent, raw)
+            moves = agent == mover
+            infos[agent] = {MASK_KEY: self._mask(agent, raw, self.env.infos.get(agent, {}), moves)}
+        return observations, infos
+
+    def _parallel_view(self, observations: Mapping, infos: Mapping, over: bool):
+        flat, out_infos = {}, {}
+        for agent in self.possible_agents:
+            if agent not in observations:
+                raise EnvError(f'pettingzoo env {self.cfg.env!r} returned observations for {sorted(observations)}; '
+                               f'expected one for {agent!r} too')
+            raw = observations[agent]
+            flat[agent] = self._flatten(agent, raw)
+            out_infos[agent] = {MASK_KEY: self._mask(agent, raw, infos.get(agent, {}), moves=not over)}
+        return flat, out_infos
+
+    def _flatten(self, agent: str, raw: Any) -> np.ndarray:
+        part, in_dict = self._parts[agent]
+        return np.asarray(spaces.flatten(part, raw[OBSERVATION_KEY] if in_dict else raw), np.float32)
+
+    def _mask(self, agent: str, raw: Any, info: Mapping, moves: bool) -> np.ndarray:
+        n = self._num_actions[agent]
+        if not moves:
+            return np.zeros(n, bool)
+        if isinstance(raw, Mapping) and MASK_KEY in raw:
+            return np.asarray(raw[MASK_KEY]).astype(bool)
+        if MASK_KEY in info:
+            return np.asarray(info[MASK_KEY]).astype(bool)
+        return np.ones(n, bool)

@@ -1,0 +1,38 @@
+"""The closing protocol shared by env managers and vectorised battle envs.
+
+``close()`` is idempotent and calls the subclass's ``_close()`` once; the object is a context
+manager; use after close raises :class:`EnvError`; garbage collection closes it quietly.
+"""
+from __future__ import annotations
+
+from sparring.worker.env.errors import EnvError
+
+
+class Closeable:
+    closed = True  # until a subclass's __init__ opens it
+
+    def _close(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the envs (and any workers); safe to call more than once."""
+        if getattr(self, 'closed', True):
+            return
+        self.closed = True
+        self._close()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise EnvError(f'{self!r} is closed')
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # at interpreter shutdown there is no one left to report to
+            pass
