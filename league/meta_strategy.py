@@ -12,13 +12,16 @@ Both solvers then return the most spread-out one in a precise sense: among the o
 strategies, one that maximises ``sum_i min(x_i, 1/n)``, so equally good strategies share the
 probability (uniform for an all-equal matrix) while a strategy that no equilibrium plays still
 gets 0.
+
+Cost: two linear programs of ``n + m`` variables (one for a symmetric meta-game). Measured here:
+100 players ~0.02 s; 600 players ~0.15 s when the meta-game is nearly transitive (later snapshots
+beat earlier ones), ~2.7 s for a dense random one.
 """
 from __future__ import annotations
 
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
-
 
 
 def _linprog():
