@@ -51,6 +51,8 @@ setup(
     extras_require={
         'test': ['pytest>=7'],
         'league': ['trueskill>=0.4.5', 'matplotlib>=3.7', 'scipy>=1.10'],
+        'openspiel': ['open_spiel>=2.0'],
+        'pettingzoo': ['pettingzoo[classic]>=1.24'],
     },
     entry_points={'console_scripts': ['sparring=sparring.framework.cli:main']},
 )

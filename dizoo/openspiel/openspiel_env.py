@@ -1,4 +1,4 @@
-"""Any two-player, turn-based OpenSpiel game as a vectorised battle env: ``env=dict(type='openspiel', game='kuhn_poker')``.
+"""Any two-player turn-based OpenSpiel game as a vectorised battle env: ``dict(type='openspiel', game='kuhn_poker')``.
 
 The env keeps one ``pyspiel.State`` per game and steps them in a loop (OpenSpiel's C++ does the
 game logic; the loop only moves numbers in and out):

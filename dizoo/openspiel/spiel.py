@@ -5,8 +5,8 @@ that ``sparring.dizoo`` imports (and configs naming ``type='openspiel'`` compile
 installed; the ImportError with the install command comes only when a game is actually loaded.
 
 A seat observes ``information_state_tensor(seat)`` when the game provides one (perfect recall:
-what an imperfect-information game needs) and ``observation_tensor(seat)`` otherwise. The env,
-the bots and the exploitability code all use :class:`SeatView`, so a policy is evaluated on
+what an imperfect-information game needs) and ``observation_tensor(seat)`` otherwise. The env
+and the exploitability code both read it through :class:`SeatView`, so a policy is evaluated on
 exactly the inputs it was trained on.
 """
 from __future__ import annotations
@@ -17,20 +17,17 @@ from typing import Any, Mapping, Optional, Tuple
 import numpy as np
 
 from sparring.config.schema import ConfigError
+from sparring.framework.optional import require
 
 INSTALL_HINT = 'pip install sparring[openspiel]'
 # OpenSpiel game parameters are typed scalars (GameParameter holds bool, int, double or string).
 PARAM_TYPES = (bool, int, float, str)
 
 
+
 def require_pyspiel():
     """The ``pyspiel`` module, or an ImportError that says how to install it."""
-    try:
-        import pyspiel
-    except ImportError as err:
-        raise ImportError(f'OpenSpiel games need the open_spiel package, which is not installed: '
-                          f'{INSTALL_HINT} (or pip install open_spiel)') from err
-    return pyspiel
+    return require('pyspiel', 'OpenSpiel games', 'openspiel', package='open_spiel')
 
 
 def check_game_params(params: Any, label: str) -> dict:

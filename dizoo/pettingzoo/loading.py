@@ -16,6 +16,7 @@ import re
 from typing import Any, List, Mapping, Tuple
 
 from sparring.config.schema import ConfigError
+from sparring.framework.optional import require
 
 INSTALL_HINT = 'pip install sparring[pettingzoo]'
 APIS = ('auto', 'aec', 'parallel')
@@ -23,14 +24,10 @@ _FACTORY_OF_API = {'aec': 'env', 'parallel': 'parallel_env'}
 _VERSIONED = re.compile(r'^[A-Za-z0-9_]+_v[0-9]+$')
 
 
+
 def require_pettingzoo():
     """The ``pettingzoo`` module, or an ImportError that says how to install it."""
-    try:
-        import pettingzoo
-    except ImportError as err:
-        raise ImportError(f'PettingZoo envs need the pettingzoo package, which is not installed: {INSTALL_HINT} '
-                          f'(or pip install "pettingzoo[classic]")') from err
-    return pettingzoo
+    return require('pettingzoo', 'PettingZoo envs', 'pettingzoo', package='pettingzoo[classic]')
 
 
 def make_pettingzoo_env(name: str, kwargs: Mapping[str, Any], api: str = 'auto',
@@ -51,9 +48,13 @@ def make_pettingzoo_env(name: str, kwargs: Mapping[str, Any], api: str = 'auto',
     except TypeError as err:  # most often an unknown keyword argument
         raise ConfigError(f'config key "env.kwargs": building PettingZoo env {name!r} with {dict(kwargs)} raised '
                           f'TypeError: {err}') from err
-    built = 'aec' if isinstance(env, pettingzoo.AECEnv) else 'parallel' if isinstance(env, pettingzoo.ParallelEnv) else None
-    if built is None:
-        raise ConfigError(f'{label}: {name!r} built a {type(env).__name__}; expected a PettingZoo AECEnv or ParallelEnv')
+    if isinstance(env, pettingzoo.AECEnv):
+        built = 'aec'
+    elif isinstance(env, pettingzoo.ParallelEnv):
+        built = 'parallel'
+    else:
+        raise ConfigError(f'{label}: {name!r} built a {type(env).__name__}; expected a PettingZoo AECEnv or '
+                          f'ParallelEnv')
     if api != 'auto' and built != api:
         raise ConfigError(f'config key "env.api": {name!r} built a {built} env; expected {api}')
     return env, built

@@ -94,7 +94,7 @@ class PettingZooBattleEnv(BattleEnv):
     # -- the game --------------------------------------------------------------------------------
 
     def reset(self, seed: Optional[int] = None, options: Optional[dict] = None):
-        out = self.env.reset() if seed is None else self.env.reset(seed=seed)
+        out = self.env.reset(seed=seed, options=options)
         self._totals = [0.0, 0.0]
         self.agents = list(self.possible_agents)
         if self.api == 'aec':

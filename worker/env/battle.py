@@ -55,7 +55,7 @@ from gymnasium import spaces
 
 from sparring.config.schema import in_range, of_type
 from sparring.framework.registry import ENV_REGISTRY
-from sparring.worker.env.closeable import Closeable
+from sparring.worker.env.closeable import Closeable, close_all
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import complete_section, import_env_modules
 
@@ -445,16 +445,8 @@ class DictBattleVecEnv(VecBattleEnv):
         return obs, mask, reported_masks
 
     def _close(self) -> None:
-        first_error = None
         envs, self.envs = getattr(self, 'envs', []), []
-        for env in envs:
-            try:
-                env.close()
-            except Exception as err:  # keep closing the others; reported below
-                first_error = first_error or err
-        if first_error is not None:
-            raise EnvError(f'{self.label}: a game raised {type(first_error).__name__} in close(): '
-                           f'{first_error}') from first_error
+        close_all(envs, self.label)
 
     # -- validation ----------------------------------------------------------------------------
 

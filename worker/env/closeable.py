@@ -36,3 +36,16 @@ class Closeable:
             self.close()
         except Exception:  # at interpreter shutdown there is no one left to report to
             pass
+
+
+def close_all(envs, label: str) -> None:
+    """Close every env, then raise the first error any of them raised while closing."""
+    first_error = None
+    for env in envs:
+        try:
+            env.close()
+        except Exception as err:  # keep closing the others; reported below
+            first_error = first_error or err
+    if first_error is not None:
+        raise EnvError(f'{label}: an env raised {type(first_error).__name__} in close(): {first_error}') \
+            from first_error

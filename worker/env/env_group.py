@@ -12,6 +12,7 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Sequence
 import numpy as np
 
 from sparring.config.schema import ConfigError
+from sparring.worker.env.closeable import close_all
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import env_label, make_env
 from sparring.worker.env.spaces import ActionBatch, batch_obs_dtype, check_batchable
@@ -180,16 +181,8 @@ class EnvGroup:
 
     def close(self) -> None:
         """Close every env, then raise the first error any of them raised while closing."""
-        first_error = None
         envs, self.envs = self.envs, []
-        for env in envs:
-            try:
-                env.close()
-            except Exception as err:  # keep closing the others; reported below
-                first_error = first_error or err
-        if first_error is not None:
-            raise EnvError(f'env ({self.label}) raised {type(first_error).__name__} in close(): {first_error}') \
-                from first_error
+        close_all(envs, f'env ({self.label})')
 
     # -- validation (the slow paths) -----------------------------------------------------------
 
