@@ -151,13 +151,14 @@ class LeagueRun:
         opponents = [(p['player_id'], p['param_ref']) for p in self.league.eval_opponents()]
         opponents += [(ref[len(BOT_PREFIX):] if ref.startswith(BOT_PREFIX) else ref, ref)
                       for ref in self.cfg.battle.eval_opponents]
+        rated = {p.player_id for p in self.league.reference_players}
         report = {}
         for pid in self.player_ids:
             policy = self.learners[pid].policy
             results = self.evaluator.evaluate(policy, [(oid, self.pool.get(ref)) for oid, ref in opponents])
             report[pid] = {}
             for r in results:
-                if r.opponent_id in {p.player_id for p in self.league.reference_players}:
+                if r.opponent_id in rated:
                     self.league.record_eval_result(pid, r.opponent_id, r.outcomes)
                 report[pid][r.opponent_id] = r.summary()
         self.last_eval = report

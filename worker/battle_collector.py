@@ -60,7 +60,7 @@ class BattleCollector(CollectorCounters):
             train_mask=np.empty(shape2, dtype=bool), value_mask=np.empty(shape2, dtype=bool),
         )
         bootstrap = np.zeros(shape2, dtype=np.float32)
-        results, returns = [], []
+        results = []
         version = self.policy.version
         for t in range(T):
             step = arena.step_result
@@ -100,5 +100,4 @@ class BattleCollector(CollectorCounters):
         self.env_steps += T * B
         self.episodes += len(results)
         self.collect_seconds += time.perf_counter() - started
-        return Chunk(data=data, version=version, player_id=self.player_id, results=results,
-                     episode_returns=returns)
+        return Chunk(data=data, version=version, player_id=self.player_id, results=results, env_steps=T * B)

@@ -26,12 +26,14 @@ class Chunk:
     episode_lengths: List[int] = dataclasses.field(default_factory=list)
     # Battle chunks: (opponent_id, 'win' | 'draw' | 'loss' from the home view) per finished game.
     results: List[Tuple[str, str]] = dataclasses.field(default_factory=list)
+    # Env steps the chunk took. None: T * B (one column per env); a battle chunk has a column
+    # per seat, so it says so itself.
+    env_steps: Optional[int] = None
 
-    @property
-    def num_steps(self) -> int:
-        """Env steps in the chunk: T * B."""
-        reward = self.data['reward']
-        return int(reward.shape[0] * reward.shape[1])
+    def __post_init__(self) -> None:
+        if self.env_steps is None:
+            reward = self.data['reward']
+            self.env_steps = int(reward.shape[0] * reward.shape[1])
 
     def validate(self) -> None:
         """Raise ValueError naming the first missing or mis-shaped array."""

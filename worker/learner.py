@@ -19,12 +19,13 @@ class Learner:
         self.policy = policy
         self.max_env_steps = max_env_steps
         self.train_iter = 0
-        self.samples_produced = 0  # env steps received
+        self.env_steps = 0  # env steps behind the chunks received: drives annealing
+        self.samples_produced = 0  # trainable samples received
         self.samples_consumed = 0  # samples passed through gradient steps (epochs count again)
 
     @property
     def progress(self) -> float:
-        return min(1.0, self.samples_produced / self.max_env_steps)
+        return min(1.0, self.env_steps / self.max_env_steps)
 
     @property
     def sample_reuse(self) -> float:
@@ -38,20 +39,23 @@ class Learner:
                              f'learner\'s {self.policy.version}')
         started = time.perf_counter()
         stats = self.policy.learn(chunk.data, progress=self.progress)
-        self.samples_produced += chunk.num_steps
-        # A policy reports how many samples its gradient steps went through (epochs count again).
-        self.samples_consumed += int(stats.get('samples_consumed', chunk.num_steps))
+        self.env_steps += chunk.env_steps
+        # A policy reports the samples it trained on and how many its gradient steps went through
+        # (epochs count again); without the figures, every env step is one sample used once.
+        self.samples_produced += int(stats.get('samples', chunk.env_steps))
+        self.samples_consumed += int(stats.get('samples_consumed', chunk.env_steps))
         self.train_iter += 1
         stats.update(staleness=float(staleness), sample_reuse=self.sample_reuse,
                      train_seconds=time.perf_counter() - started)
         return stats
 
     def state_dict(self) -> dict:
-        return dict(train_iter=self.train_iter, samples_produced=self.samples_produced,
+        return dict(train_iter=self.train_iter, env_steps=self.env_steps, samples_produced=self.samples_produced,
                     samples_consumed=self.samples_consumed, policy=self.policy.state_dict())
 
     def load_state_dict(self, state: dict) -> None:
         self.train_iter = int(state['train_iter'])
+        self.env_steps = int(state['env_steps'])
         self.samples_produced = int(state['samples_produced'])
         self.samples_consumed = int(state['samples_consumed'])
         self.policy.load_state_dict(state['policy'])

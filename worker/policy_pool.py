@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import urllib.parse
+import zlib
 from collections import OrderedDict
 from typing import Dict, Optional
 
@@ -83,7 +84,7 @@ class PolicyPool:
         if ref.startswith(BOT_PREFIX):
             if ref not in self._bots:
                 # Each bot gets its own seeded RNG, derived from the run's seed and its name.
-                seed = (self.seed + sum(map(ord, ref)) * 7919) % 2 ** 31
+                seed = (self.seed + zlib.crc32(ref.encode())) % 2 ** 31
                 self._bots[ref] = BOT_REGISTRY.get(ref[len(BOT_PREFIX):])({}, self.observation_space,
                                                                            self.action_space, seed=seed)
             return self._bots[ref]

@@ -34,6 +34,9 @@ def test_every_game_reaches_the_payoff_exactly_once(tmp_path):
         for _ in range(6):
             run.train_round()
         assert all(c.episodes > 0 for c in run.collectors.values())
+        # 6 rounds of 4 envs x 8 steps each (a chunk has a column per seat: 2 x 4 columns)
+        assert all(learner.env_steps == 6 * 32 for learner in run.learners.values())
+        assert all(learner.sample_reuse > 0 for learner in run.learners.values())
         # each game counted once: the pair's record holds it, seen from either side
         games_as_home = sum(c.episodes for c in run.collectors.values())
         self_play = sum(run.league.get_player(pid).self_play_games for pid in run.player_ids)
@@ -48,6 +51,8 @@ def test_snapshots_freeze_the_parameters_of_their_moment(tmp_path):
     try:
         for _ in range(8):  # one_phase_step=3: snapshots by iteration 6 at the latest
             run.train_round()
+        # annealing follows env steps against the per-player share of the budget
+        assert all(learner.progress == pytest.approx(8 * 32 / 5_000) for learner in run.learners.values())
         snapshots = [p for p in run.league.historical_players if not p.player_id.endswith('_h0')]
         assert snapshots
         first = snapshots[0]

@@ -38,6 +38,7 @@ def test_chunk_layout_masks_and_legal_actions():
     chunk.validate()
     d = chunk.data
     assert d['obs'].shape == (16, 8, 3, 6, 7) and d['reward'].shape == (16, 8)
+    assert chunk.env_steps == 16 * 4  # a column per seat, but one env step moves both seats' game
     # the policy is trained only where it chose an action, and every such action was legal
     assert (d['train_mask'] <= d['value_mask']).all()
     t, c = np.nonzero(d['train_mask'])
