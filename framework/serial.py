@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from typing import Optional
 
 from easydict import EasyDict
 
 from sparring.config import compile_config, load_config, save_config
-from sparring.config.compile import CONFIG_FILENAME
+from sparring.config.compile import CONFIG_FILENAME, to_plain
 from sparring.framework.checkpoint import CheckpointManager
 from sparring.framework.logger import RunLogger, format_stats
 from sparring.framework.registry import POLICY_REGISTRY
@@ -32,17 +33,41 @@ EVAL_SEED_OFFSET = 1_000_003
 
 def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
                    resume: bool = False) -> EasyDict:
-    """Compile a config; on resume, reuse the compiled config saved in the experiment dir."""
+    """Compile a config; on resume, reuse the compiled config saved in the experiment dir.
+
+    A resumed run repeats the saved config; where the config given now differs, a warning names
+    the keys, so a changed value is never dropped unnoticed.
+    """
     cfg = compile_config(config, seed=seed, exp_name=exp_name, save=False)
     saved = os.path.join(cfg.exp_name, CONFIG_FILENAME)
     if resume:
         if not os.path.exists(saved):
             raise FileNotFoundError(f'--resume: no compiled config at {saved}; was the run started with '
                                     f'exp_name={cfg.exp_name!r}?')
+        given = cfg
         cfg = load_config(saved)
+        if given.league is not None or is_battle_env(given.env.type):
+            from sparring.framework.league_pipeline import complete_league_config
+            complete_league_config(given)  # as the saved one was completed
+        changed = config_differences(to_plain(given), to_plain(cfg))
+        if changed:
+            warnings.warn(f'--resume uses the saved config {saved}; the config given now differs at '
+                          f'{", ".join(changed[:8])}{" ..." if len(changed) > 8 else ""}, which is ignored',
+                          stacklevel=2)
     else:
         save_config(cfg, cfg.exp_name)
     return cfg
+
+
+def config_differences(a, b, path: str = '') -> list:
+    """Dotted keys where two plain configs differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(set(a) | set(b)):
+            sub = f'{path}.{key}' if path else key
+            out += [sub] if key not in a or key not in b else config_differences(a[key], b[key], sub)
+        return out
+    return [] if a == b else [path]
 
 
 def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,

@@ -54,6 +54,12 @@ def test_resume_continues_with_the_stopped_runs_counters_and_parameters(tmp_path
         assert torch.equal(tensor, same['learner']['policy']['params'][key])
     assert same['learner']['policy']['version'] == stopped['learner']['policy']['version']
 
+    # A changed config is not applied on resume, and the run says so.
+    changed = _config(exp, max_env_steps=512, tensorboard=False)
+    changed['policy']['learn']['lr'] = 0.5
+    with pytest.warns(UserWarning, match=r'differs at policy\.learn\.lr, which is ignored'):
+        serial_pipeline(changed, seed=1, resume=True)
+
     # A larger budget continues counting from there, with the optimiser state carried over.
     more = serial_pipeline(_config(exp, tensorboard=False), seed=1, resume=True, max_env_steps=1024)
     assert more['env_steps'] == 1024 and more['train_iter'] == 8
