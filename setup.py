@@ -53,6 +53,8 @@ setup(
         'league': ['trueskill>=0.4.5', 'matplotlib>=3.7', 'scipy>=1.10'],
         'openspiel': ['open_spiel>=2.0'],
         'pettingzoo': ['pettingzoo[classic]>=1.24'],
+        'atari': ['gymnasium[atari]'],  # ale-py, which ships the ROMs
+        'mujoco': ['gymnasium[mujoco]'],  # mujoco and what Gymnasium's MuJoCo envs import
     },
     entry_points={'console_scripts': ['sparring=sparring.framework.cli:main']},
 )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import platform
 import statistics
@@ -23,7 +22,8 @@ from sparring.dizoo.classic_control.config.cartpole_ppo import config as cartpol
 from sparring.dizoo.classic_control.config.pendulum_ppo import config as pendulum_config
 from sparring.framework import serial_pipeline
 
-RESULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results', 'ppo_cartpole.json')
+from results_file import merge_results
+
 
 
 def run(config: dict, seed: int, workdir: str, full_budget: bool = False) -> dict:
@@ -66,12 +66,7 @@ def main() -> None:
             for seed, r in runs.items():
                 print(f'Pendulum-v1 seed {seed}: final eval {r["eval_mean"]:.1f} +- {r["eval_std"]:.1f} after '
                       f'{r["env_steps"]} steps, {r["wall_seconds"]:.0f} s')
-    os.makedirs(os.path.dirname(RESULT), exist_ok=True)
-    previous = json.load(open(RESULT)) if os.path.exists(RESULT) else {}
-    previous.update(results)  # --only keeps the other env's last figures
-    with open(RESULT, 'w') as f:
-        json.dump(previous, f, indent=2)
-    print(f'wrote {RESULT}')
+    merge_results('ppo_cartpole', results)  # --only keeps the other env's last figures
 
 
 if __name__ == '__main__':

@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional
 
 from easydict import EasyDict
 
-from sparring.config.schema import ConfigError, in_range, of_type
+from sparring.config.schema import ConfigError, all_of, in_range, of_type, one_of
 from sparring.framework import registry as reg
 
 CONFIG_FILENAME = 'config.json'
@@ -47,6 +47,9 @@ def base_config() -> dict:
             train_both_sides=True,  # in self-play games learn from both seats' moves
             eval_deterministic=False,  # greedy actions in evaluation games (False: sample)
             eval_opponents=[],  # extra evaluation opponents (param refs, e.g. 'bot:random') beside reference players
+            # small zero-sum games (matrix games, Kuhn/Leduc poker): evaluate exploitability exactly and
+            # give the league's ``nash`` branch the exact meta-game instead of win rates
+            exact_analysis=False,
         ),
         train=dict(
             max_env_steps=1_000_000,
@@ -55,6 +58,34 @@ def base_config() -> dict:
             checkpoint_every_iters=50,  # 0 keeps only the final checkpoint
             progress_bar=True,
             tensorboard=True,
+        ),
+        # Parallel mode (sparring.framework.parallel): a commander and worker processes over ZeroMQ.
+        parallel=dict(
+            collectors=2,  # local collector processes
+            evaluators=1,  # local evaluator processes (0: the commander runs the final evaluation itself)
+            local_learners=True,  # start a learner process per active player here (False: join them by hand)
+            chunk_len=None,  # env steps per chunk and env (None: policy.collect.n_steps)
+            publish_every=1,  # a learner publishes its parameters every this many updates
+            max_staleness=8,  # chunks made by parameters this many versions old are dropped (None: keep all)
+            target_sample_reuse=0.0,  # re-train recent chunks while waiting for data, up to this reuse (0: off)
+            replay_chunks=4,  # recent chunks kept for that
+            host='127.0.0.1',  # where the commander and learners listen; another host needs authentication
+            port=0,  # the commander's port (0: any free one)
+            advertise_host=None,  # the name other machines reach this one by (default: host, or the hostname)
+            auth='hmac',  # 'hmac' (shared secret; a local run makes one up), 'curve', or 'none' (loopback only)
+            key_file=None,  # file holding the shared secret when $SPARRING_SECRET is not set
+            curve_dir=None,  # CURVE keys (messaging.create_curve_keys) when auth='curve'
+            heartbeat_seconds=1.0,
+            worker_timeout_seconds=20.0,  # a worker (or the commander) silent this long is gone
+            request_timeout_seconds=30.0,
+            collector_queue=2,  # chunks a collector may queue towards a learner before it blocks
+            learner_queue=4,  # chunks waiting at a learner before its collectors block
+            max_restarts=5,  # restarts of one local worker before the run gives up
+            save_every_seconds=30.0,  # the commander's state snapshot (the journal is written at once)
+            log_every_seconds=10.0,
+            drain_timeout_seconds=60.0,  # at the end, how long a learner waits for chunks still on their way
+            shutdown_seconds=20.0,  # how long workers get to exit before they are killed
+            max_message_mb=1024,
         ),
     )
 
@@ -67,6 +98,29 @@ BASE_CONSTRAINTS = {
     'train.max_wall_seconds': in_range(0.0, None),
     'train.eval_every_iters': in_range(0, None),
     'train.checkpoint_every_iters': in_range(0, None),
+    'parallel.collectors': in_range(0, None),
+    'parallel.evaluators': in_range(0, None),
+    'parallel.chunk_len': all_of(of_type(int, allow_none=True), in_range(1, None, allow_none=True)),
+    'parallel.publish_every': in_range(1, None),
+    'parallel.max_staleness': all_of(of_type(int, allow_none=True), in_range(0, None, allow_none=True)),
+    'parallel.target_sample_reuse': in_range(0.0, None),
+    'parallel.replay_chunks': in_range(1, None),
+    'parallel.port': in_range(0, 65535),
+    'parallel.advertise_host': of_type(str, allow_none=True),
+    'parallel.auth': one_of('hmac', 'curve', 'none'),
+    'parallel.key_file': of_type(str, allow_none=True),
+    'parallel.curve_dir': of_type(str, allow_none=True),
+    'parallel.heartbeat_seconds': in_range(0.0, None, open_lo=True),
+    'parallel.worker_timeout_seconds': in_range(0.0, None, open_lo=True),
+    'parallel.request_timeout_seconds': in_range(0.0, None, open_lo=True),
+    'parallel.collector_queue': in_range(1, None),
+    'parallel.learner_queue': in_range(1, None),
+    'parallel.max_restarts': in_range(0, None),
+    'parallel.save_every_seconds': in_range(0.0, None, open_lo=True),
+    'parallel.log_every_seconds': in_range(0.0, None, open_lo=True),
+    'parallel.drain_timeout_seconds': in_range(0.0, None),
+    'parallel.shutdown_seconds': in_range(0.0, None),
+    'parallel.max_message_mb': in_range(1, None),
 }
 
 

@@ -1,4 +1,6 @@
-"""The ``sparring`` command line: ``sparring train path/to/config.py [--seed N] [--exp-name X] [--resume]``.
+"""The ``sparring`` command line: ``sparring train path/to/config.py [--seed N] [--exp-name X] [--resume]
+[--mode serial|parallel]``, ``sparring worker --role collector --commander tcp://HOST:PORT`` (join a
+parallel run) and ``sparring surgery --checkpoint RUN --config new_config.py --out NEW_RUN``.
 
 A config file is a Python file that defines ``config`` (a plain dict); ``main_config`` is accepted
 too, as DI-engine users name it so.
@@ -38,18 +40,54 @@ def _build_parser() -> argparse.ArgumentParser:
     train.add_argument('--exp-name', default=None, help='override the experiment directory')
     train.add_argument('--resume', action='store_true', help='continue from the newest checkpoint of the run')
     train.add_argument('--max-env-steps', type=int, default=None, help='override train.max_env_steps')
+    train.add_argument('--mode', choices=('serial', 'parallel'), default='serial',
+                       help='serial: one process; parallel: a commander and worker processes over ZeroMQ')
+    worker = sub.add_parser('worker', help='join a parallel run (started elsewhere) as a worker')
+    from sparring.framework.workers import add_worker_arguments
+    add_worker_arguments(worker)
+    surgery = sub.add_parser('surgery', help='turn a checkpoint into one for a new config (wider network, '
+                                             'more observation features or actions), keeping what it computes')
+    surgery.add_argument('--checkpoint', required=True, help='a ckpt/iter_<n>.pt file or an experiment directory')
+    surgery.add_argument('--config', required=True, help='the new config file (a Python file defining `config`)')
+    surgery.add_argument('--out', required=True, help='the new experiment directory (resume training there)')
+    surgery.add_argument('--widen', choices=('zero', 'split'), default=None,
+                         help="new hidden units: 'zero' outgoing weights (default) or Net2Net 'split' copies")
+    surgery.add_argument('--split-jitter', type=float, default=None, help="'split': jitter of the 1/k fractions")
+    surgery.add_argument('--new-action-offset', type=float, default=None,
+                         help='a new action\'s logit = mean old logit + this (default -30)')
+    surgery.add_argument('--new-action-prior', type=float, default=None,
+                         help='instead: each new action\'s mean probability, calibrated on recorded observations')
+    surgery.add_argument('--obs-map', type=json.loads, default=None,
+                         help='JSON list: the old index of each new observation feature (-1: new), where the env '
+                              'has no observation_names')
+    surgery.add_argument('--action-map', type=json.loads, default=None,
+                         help='JSON list: the old index of each new action (-1: new)')
+    surgery.add_argument('--record-steps', type=int, default=64, help='env steps recorded for the report')
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _build_parser().parse_args(argv)
     if args.command == 'train':
-        from sparring.framework.serial import serial_pipeline
+        if args.mode == 'parallel':
+            from sparring.framework.parallel import parallel_pipeline as pipeline
+        else:
+            from sparring.framework.serial import serial_pipeline as pipeline
         config = load_config_file(args.config)
-        summary = serial_pipeline(config, seed=args.seed, exp_name=args.exp_name, resume=args.resume,
-                                  max_env_steps=args.max_env_steps)
+        summary = pipeline(config, seed=args.seed, exp_name=args.exp_name, resume=args.resume,
+                           max_env_steps=args.max_env_steps)
         summary.pop('league_table', None)  # already printed by the run, as a table
         print(json.dumps(summary, indent=2, default=str))
+    elif args.command == 'worker':
+        from sparring.framework.workers import run_worker
+        return run_worker(args)
+    elif args.command == 'surgery':
+        from sparring.framework.surgery import surgery
+        options = {key: getattr(args, key) for key in ('widen', 'split_jitter', 'new_action_offset',
+                                                       'new_action_prior') if getattr(args, key) is not None}
+        surgery(args.checkpoint, load_config_file(args.config), args.out, options=options, obs_map=args.obs_map,
+                act_map=args.action_map, record_steps=args.record_steps)
+        print(f'resume with: sparring train {args.config} --exp-name {args.out} --resume')
     return 0
 
 

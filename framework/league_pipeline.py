@@ -20,10 +20,12 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from sparring.config import save_config
+from sparring.config.schema import ConfigError
 from sparring.framework.checkpoint import CheckpointManager
+from sparring.framework.horizon import log_horizon
 from sparring.framework.logger import RunLogger, format_stats
 from sparring.framework.registry import ENV_REGISTRY, LEAGUE_REGISTRY, POLICY_REGISTRY
 from sparring.framework.runtime import capture_rng, restore_rng
@@ -31,6 +33,7 @@ from sparring.framework.serial import out_of_time
 from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.battle_evaluator import BattleEvaluator
 from sparring.worker.env.battle import make_battle_env
+from sparring.worker.exact_analysis import ProfileCache, exact_analysis_of
 from sparring.worker.learner import Learner
 from sparring.worker.policy_pool import BOT_PREFIX, ParamStore, PolicyPool
 
@@ -96,11 +99,41 @@ class LeagueRun:
         self.evaluator = BattleEvaluator(
             lambda: make_battle_env(cfg.env, cfg.env.evaluator_env_num, cfg.seed + 104_729),
             cfg.env.n_evaluator_episodes, deterministic=cfg.battle.eval_deterministic)
+        self.analysis = None
+        self.last_exact: dict = {}
+        if cfg.battle.exact_analysis:
+            self._use_exact_analysis()
         self.rounds = 0
         self.wall_seconds = 0.0
         self.last_eval: Dict[str, Dict[str, dict]] = {}
         if state is not None:
             self._load(state)
+
+    def _use_exact_analysis(self) -> None:
+        analysis = exact_analysis_of(ENV_REGISTRY.get(self.cfg.env.type), self.cfg.env)
+        if analysis is None:
+            raise ConfigError(f'config key "battle.exact_analysis": env {self.cfg.env.type!r} offers no exact analysis; '
+                              f'expected a small two-player zero-sum game (a matrix game or an OpenSpiel game such '
+                              f'as kuhn_poker)')
+        self.analysis = analysis
+        self.profiles = ProfileCache(analysis)
+        self.league.set_meta_game_source(lambda ids: analysis.meta_game(self._profiles_of(ids)))
+
+    def _profiles_of(self, player_ids: List[str]) -> list:
+        profiles = []
+        for pid in player_ids:
+            player = self.league.get_player(pid)
+            frozen = player.kind != 'active'
+            ref = player.param_ref if frozen else pid
+            profiles.append(self.profiles.profile(ref, self.pool.get, frozen))
+        return profiles
+
+    def exact_report(self) -> dict:
+        """Exploitability of each active player and of the Nash meta-strategy over every learnt player."""
+        ids = [p.player_id for p in self.league.active_players + self.league.historical_players]
+        report = self.analysis.report(dict(zip(ids, self._profiles_of(ids))), self.player_ids)
+        self.last_exact = report
+        return report
 
     # -- the loop -----------------------------------------------------------------------------
     def _opponent_sampler(self, pid: str):
@@ -141,6 +174,8 @@ class LeagueRun:
             ref = verdict['historical_player']['param_ref']
             self.store.put(ref, policy.get_params(), dict(self.cfg.policy), policy.version)
             self.pool.forget(ref)
+            if self.analysis is not None:
+                self.profiles.forget(ref)
         if verdict['reset']:
             # Keep counting versions upward: staleness must stay meaningful across a reset.
             policy.set_params(self.store.get(verdict['reset_param_ref'])['params'], policy.version)
@@ -148,9 +183,7 @@ class LeagueRun:
 
     def evaluate(self) -> Dict[str, Dict[str, dict]]:
         """Every active player against every reference player (and extra evaluation opponents)."""
-        opponents = [(p['player_id'], p['param_ref']) for p in self.league.eval_opponents()]
-        opponents += [(ref[len(BOT_PREFIX):] if ref.startswith(BOT_PREFIX) else ref, ref)
-                      for ref in self.cfg.battle.eval_opponents]
+        opponents = evaluation_opponents(self.league, self.cfg)
         rated = {p.player_id for p in self.league.reference_players}
         report = {}
         for pid in self.player_ids:
@@ -162,6 +195,8 @@ class LeagueRun:
                     self.league.record_eval_result(pid, r.opponent_id, r.outcomes)
                 report[pid][r.opponent_id] = r.summary()
         self.last_eval = report
+        if self.analysis is not None:
+            self.exact_report()
         return report
 
     # -- persistence --------------------------------------------------------------------------
@@ -198,6 +233,7 @@ def league_pipeline(cfg, resume: bool = False) -> dict:
     try:
         with RunLogger(cfg.exp_name, cfg.train.max_env_steps, cfg.train.tensorboard, cfg.train.progress_bar,
                        initial_env_steps=run.env_steps) as log:
+            log_horizon(log, cfg)
             return _loop(cfg, run, ckpt, log)
     finally:
         run.close()
@@ -223,14 +259,20 @@ def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
         line = dict(round=run.rounds, steps=steps, sps=int(steps / max(elapsed, 1e-9)),
                     historical=len(run.league.historical_players),
                     games=sum(s['games'] for s in stats.values()),
-                    kl=sum(s['approx_kl'] for s in stats.values()) / len(stats))
+                    kl=_mean_stat(stats, 'approx_kl'), eps=_mean_stat(stats, 'epsilon'))
         if train.eval_every_iters and run.rounds % train.eval_every_iters == 0:
             report = run.evaluate()
             for pid, per_opponent in report.items():
                 for oid, summary in per_opponent.items():
                     log.scalars(summary, steps, prefix=f'eval/{pid}/vs_{oid}/')
             line['eval'] = ' '.join(f'{oid}:{s["win"]:.2f}/{s["draw"]:.2f}' for oid, s in report[first].items())
-            if cfg.env.stop_value is not None and _min_score(report[first]) >= cfg.env.stop_value:
+            if run.last_exact:
+                exact = run.last_exact
+                line.update(expl=exact['exploitability'][first], meta_expl=exact['meta_exploitability'])
+                log.scalars(dict(meta_exploitability=exact['meta_exploitability'],
+                                 **{f'exploitability/{pid}': e for pid, e in exact['exploitability'].items()}),
+                            steps, prefix='exact/')
+            if cfg.env.stop_value is not None and min_score(report[first]) >= cfg.env.stop_value:
                 reached = (steps, time.perf_counter() - started)
         log.line(format_stats(line))
         if train.checkpoint_every_iters and run.rounds % train.checkpoint_every_iters == 0:
@@ -244,29 +286,52 @@ def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
     if not run.last_eval or train.eval_every_iters == 0 or run.rounds % train.eval_every_iters:
         run.evaluate()
     path = save()
-    pictures = _pictures(run, cfg.exp_name, log)
-    log.line('league table:\n' + run.league.table())
-    for pid, per_opponent in run.last_eval.items():
-        log.line(f'{pid} vs ' + ', '.join(f'{oid}: win {s["win"]:.1%} draw {s["draw"]:.1%} loss {s["loss"]:.1%}'
-                                           for oid, s in per_opponent.items()))
-    for picture in pictures:
-        log.line(f'picture: {picture}')
+    pictures = closing_report(run.league, run.last_eval, cfg.exp_name, log.line)
     log.line(f'checkpoint: {path}')
-    return dict(exp_dir=cfg.exp_name, env_steps=run.env_steps, rounds=run.rounds,
+    if run.last_exact:
+        log.line(f'exact: exploitability {run.last_exact["exploitability"]}, population meta-strategy '
+                 f'{run.last_exact["meta_exploitability"]:.4f}')
+    return dict(exp_dir=cfg.exp_name, env_steps=run.env_steps, rounds=run.rounds, exact=run.last_exact,
                 wall_seconds=time.perf_counter() - started, eval=run.last_eval,
                 reached_stop_value=reached is not None, stop_env_steps=reached[0] if reached else None,
                 stop_seconds=reached[1] if reached else None, pictures=pictures, checkpoint=path,
                 league_table=run.league.table())
 
 
-def _min_score(per_opponent: Dict[str, dict]) -> float:
+def _mean_stat(stats: Dict[str, dict], key: str) -> Optional[float]:
+    """The players' mean of one training figure, None when the policy does not report it."""
+    values = [s[key] for s in stats.values() if key in s]
+    return sum(values) / len(values) if values else None
+
+
+def min_score(per_opponent: Dict[str, dict]) -> float:
+    """The worst score (wins plus half the draws) over an evaluation's opponents."""
     return min(s['win'] + 0.5 * s['draw'] for s in per_opponent.values())
 
 
-def _pictures(run: LeagueRun, exp_dir: str, log: RunLogger) -> List[str]:
+
+def evaluation_opponents(league, cfg) -> List[Tuple[str, str]]:
+    """``(opponent_id, param_ref)`` of every evaluation opponent: the league's reference players,
+    then the config's extra ``battle.eval_opponents`` (shared by the serial and parallel modes)."""
+    opponents = [(p['player_id'], p['param_ref']) for p in league.eval_opponents()]
+    opponents += [(ref[len(BOT_PREFIX):] if ref.startswith(BOT_PREFIX) else ref, ref)
+                  for ref in cfg.battle.eval_opponents]
+    return opponents
+
+
+def closing_report(league, last_eval: Dict[str, Dict[str, dict]], exp_dir: str, line: Callable[[str], None]) -> List[str]:
+    """Draw the payoff and rating pictures, then print the league table, the last evaluation and
+    the pictures' paths; returns the pictures (none without matplotlib)."""
     try:
-        return [run.league.plot_payoff(os.path.join(exp_dir, 'payoff.png')),
-                run.league.plot_ratings(os.path.join(exp_dir, 'ratings.png'))]
+        pictures = [league.plot_payoff(os.path.join(exp_dir, 'payoff.png')),
+                    league.plot_ratings(os.path.join(exp_dir, 'ratings.png'))]
     except ImportError as err:  # matplotlib is an optional extra
-        log.line(f'no pictures: {err}')
-        return []
+        line(f'no pictures: {err}')
+        pictures = []
+    line('league table:\n' + league.table())
+    for pid, per_opponent in last_eval.items():
+        line(f'{pid} vs ' + ', '.join(f'{oid}: win {s["win"]:.1%} draw {s["draw"]:.1%} loss {s["loss"]:.1%}'
+                                      for oid, s in per_opponent.items()))
+    for picture in pictures:
+        line(f'picture: {picture}')
+    return pictures

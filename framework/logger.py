@@ -34,6 +34,12 @@ class RunLogger:
             if isinstance(value, (int, float)) and value == value:  # skip NaN (e.g. explained variance)
                 self._writer.add_scalar(f'{prefix}{key}', value, step)
 
+    def histogram(self, tag: str, values, step: int) -> None:
+        """A distribution (e.g. the staleness of the chunks a learner trained on) at ``step``."""
+        if self._writer is not None and len(values):
+            import numpy as np
+            self._writer.add_histogram(tag, np.asarray(values, dtype=np.float64), step)
+
     def line(self, text: str) -> None:
         if self._bar is not None and not self._bar.disable:
             self._bar.write(text)

@@ -18,11 +18,13 @@ from easydict import EasyDict
 from sparring.config import compile_config, load_config, save_config
 from sparring.config.compile import CONFIG_FILENAME, to_plain
 from sparring.framework.checkpoint import CheckpointManager
+from sparring.framework.horizon import log_horizon
 from sparring.framework.logger import RunLogger, format_stats
 from sparring.framework.registry import POLICY_REGISTRY
 from sparring.framework.runtime import capture_rng, restore_rng, seed_everything, set_torch_threads
 from sparring.worker.collector import SampleCollector
 from sparring.worker.env.battle import is_battle_env
+from sparring.worker.env.gym_env import evaluator_env_config
 from sparring.worker.env.manager import make_env_manager
 from sparring.worker.evaluator import Evaluator
 from sparring.worker.learner import Learner
@@ -93,8 +95,9 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
     # replay the first episodes nor depend on anything but the seed and the checkpoint.
     env_seed = cfg.seed + (state['collector']['env_steps'] if state else 0)
     collector_env = make_env_manager(cfg.env, cfg.env.collector_env_num, env_seed, cfg.import_names)
-    evaluator_env = make_env_manager(cfg.env, cfg.env.evaluator_env_num, env_seed + EVAL_SEED_OFFSET,
-                                     cfg.import_names)
+    # Evaluation envs report raw returns of whole episodes (no reward scaling, no life-loss ends).
+    evaluator_env = make_env_manager(evaluator_env_config(cfg.env, cfg.import_names), cfg.env.evaluator_env_num,
+                                     env_seed + EVAL_SEED_OFFSET, cfg.import_names)
     try:
         policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, collector_env.observation_space,
                                                       collector_env.action_space, seed=cfg.seed)
@@ -108,6 +111,7 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
             restore_rng(state['rng'])
         with RunLogger(exp_dir, cfg.train.max_env_steps, cfg.train.tensorboard, cfg.train.progress_bar,
                        initial_env_steps=collector.env_steps) as log:
+            log_horizon(log, cfg)
             return _train_loop(cfg, collector, learner, evaluator, ckpt, log,
                                elapsed_before=state['wall_seconds'] if state else 0.0)
     finally:
@@ -144,8 +148,9 @@ def _train_loop(cfg, collector, learner, evaluator, ckpt, log, elapsed_before: f
             stats['episode_return'] = sum(recent_returns) / len(recent_returns)
         log.scalars(stats, steps, prefix='train/')
         log.progress(steps)
-        line = dict(it=it, steps=steps, ret=stats.get('episode_return'), vloss=stats['value_loss'],
-                    kl=stats['approx_kl'], ent=stats['entropy'], sps=int(stats['steps_per_second']))
+        line = dict(it=it, steps=steps, ret=stats.get('episode_return'), vloss=stats.get('value_loss'),
+                    kl=stats.get('approx_kl'), ent=stats.get('entropy'), eps=stats.get('epsilon'),
+                    sps=int(stats['steps_per_second']))  # each policy reports the figures it has
         if train.eval_every_iters and it % train.eval_every_iters == 0:
             last_eval = evaluator.evaluate()
             log.scalars(dict(return_mean=last_eval.mean, return_std=last_eval.std), steps, prefix='eval/')

@@ -50,6 +50,7 @@ from easydict import EasyDict
 from sparring.config.schema import ConfigError, in_range
 from sparring.framework.registry import LEAGUE_REGISTRY, PLAYER_REGISTRY, RegistryError
 from sparring.league.config_util import merge_section, to_easydict, to_plain
+from sparring.league.meta_strategy import meta_game
 from sparring.league.errors import LeagueError
 from sparring.league.outcome import REVERSED_CODE, parse_outcomes
 from sparring.league.payoff import BattleSharedPayoff
@@ -90,7 +91,7 @@ class BaseLeague:
                 history_interval=0,  # training steps between two points of a rating curve
                 history_points=1000,  # points kept per curve (thinned by half when full)
             ),
-            reference_players=[],  # fixed evaluation opponents: ReferencePlayer.default_config()
+            reference_players=[],  # fixed opponents (evaluation; training via the reference branch): ReferencePlayer.default_config()
         )
 
     config_constraints = {
@@ -182,6 +183,7 @@ class BaseLeague:
         self.roster = Roster()
         self._job_count = 0
         self._eval_cursor: Dict[str, int] = {}
+        self._meta_game_source = None
 
     def _new_active_players(self) -> List[ActivePlayer]:
         players = []
@@ -242,6 +244,19 @@ class BaseLeague:
             raise LeagueError(f'{where}: {player_id!r} is a {player.kind} player; expected an active player '
                               f'({", ".join(p.player_id for p in self.roster.active().players)})')
         return player
+
+    # ------------------------------------------------------------------------------ meta-game
+    def set_meta_game_source(self, source) -> None:
+        """Where :meth:`meta_game` comes from: ``source(player_ids) -> [n, n]`` antisymmetric matrix (e.g. an
+        exact evaluation of the players' policies), or None for the shared payoff's win rates."""
+        self._meta_game_source = source
+
+    def meta_game(self, player_ids: Sequence[str]) -> np.ndarray:
+        """The zero-sum meta-game of ``player_ids`` (entry i, j: i's advantage against j) that the
+        ``nash`` branch solves: from the configured source, else the payoff's scores minus 1/2."""
+        if self._meta_game_source is None:
+            return meta_game(self.payoff, player_ids)
+        return np.asarray(self._meta_game_source(list(player_ids)), np.float64)
 
     # ------------------------------------------------------------------------------ jobs
     def get_job_info(self, player_id: Optional[str] = None, eval_flag: bool = False) -> dict:

@@ -30,7 +30,7 @@ from sparring.config.schema import ConfigError, in_range
 from sparring.framework.registry import PLAYER_REGISTRY
 from sparring.league.config_util import check_probabilities, merge_section, to_easydict, to_plain
 from sparring.league.errors import LeagueError
-from sparring.league.meta_strategy import meta_game, symmetric_nash
+from sparring.league.meta_strategy import symmetric_nash
 from sparring.league.roster import PlayerGroup
 from sparring.league.sampling import PFSP_WEIGHTINGS, FixedSampler, pfsp_sample, sample_weighted, uniform_sample
 
@@ -240,6 +240,11 @@ class ActivePlayer(Player):
         """PFSP over every historical player of the league."""
         return self._pfsp(self.league.roster.historical())
 
+    def _reference_branch(self) -> Optional[Player]:
+        """PFSP over the league's reference players (fixed bots or pretrained models), e.g. to train
+        against scripted opponents beside self-play, as OpenAI Five began against its scripted bot."""
+        return self._pfsp(self.league.roster.reference())
+
     def win_rates(self, group: PlayerGroup) -> np.ndarray:
         return self.league.payoff.win_rates_by_index(self.index, group.indices)
 
@@ -255,8 +260,8 @@ class ActivePlayer(Player):
 
     def _nash_branch(self) -> Optional[Player]:
         """PSRO's meta-strategy: an opponent drawn from the Nash mixture of the candidates' meta-game
-        (:func:`~sparring.league.meta_strategy.meta_game`: scores from the shared payoff, unplayed pairs
-        even); None without candidates. Needs scipy (``pip install sparring[league]``)."""
+        (``league.meta_game``: by default scores from the shared payoff, unplayed pairs even; an exact
+        evaluation where the run provides one); None without candidates. Needs scipy (``pip install sparring[league]``)."""
         group = self._nash_candidates()
         if not len(group):
             return None
@@ -271,7 +276,7 @@ class ActivePlayer(Player):
         program is far dearer, so it is solved again only when the candidates or their results changed;
         the answer depends on the payoff alone, so a restored league draws the same opponents."""
         ids = tuple(group.ids)
-        game = meta_game(self.league.payoff, ids)
+        game = self.league.meta_game(ids)
         memo = self._nash_memo
         if memo is None or memo[0] != ids or not np.array_equal(memo[1], game):
             memo = self._nash_memo = (ids, game, symmetric_nash(game))

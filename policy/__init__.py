@@ -1,6 +1,7 @@
-"""Policies (the ``Policy`` interface, PPO), their models and pure loss/advantage functions."""
+"""Policies (the ``Policy`` interface, PPO, DQN), their models and pure loss/advantage functions."""
 from sparring.policy.base import ActOutput, Policy
 from sparring.policy.model import MLPActorCritic
 from sparring.policy.normalizer import RunningNormalizer
 from sparring.policy.ppo import PPOPolicy
+from sparring.policy.dqn import DQNPolicy
 from sparring.policy.bot import Bot, RandomBot

@@ -27,6 +27,9 @@ class Policy:
 
     #: feed-forward policies ignore ``state``; recurrent ones return it in ``ActOutput.state``
     recurrent = False
+    #: off-policy learners that bootstrap from the next observation themselves (DQN) set this, and
+    #: collectors then add ``next_obs`` to their chunks (a finished episode's final observation)
+    needs_next_obs = False
 
     @classmethod
     def default_config(cls) -> dict:

@@ -18,7 +18,8 @@ register under ``BOT_REGISTRY``.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+import json
+from typing import Any, Dict, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -126,3 +127,32 @@ class RandomBot(Bot):
 
     def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
         return choose_best(action_mask.astype(np.float32), self.rng)
+
+    def action_probabilities(self, obs: np.ndarray, action_mask: Optional[np.ndarray] = None,
+                             state: Any = None) -> np.ndarray:
+        if action_mask is None:
+            action_mask = np.ones((len(obs), self.num_actions), bool)
+        legal = np.asarray(action_mask, np.float64)
+        return legal / legal.sum(axis=1, keepdims=True)
+
+
+def parse_bot_ref(name_and_options: str) -> Tuple[str, Dict[str, Any]]:
+    """``'connect_four_mcts?num_simulations=1000'`` -> ``('connect_four_mcts', {'num_simulations': 1000})``.
+
+    A bot reference (after ``bot:``) may carry options in query form, so a league or an evaluation
+    can name bots of several strengths. Values are read as JSON (numbers, true/false, quoted strings)
+    and fall back to the raw text; the bot checks them against its ``default_config``.
+    """
+    name, _, query = name_and_options.partition('?')
+    options: Dict[str, Any] = {}
+    if query:
+        for item in query.split('&'):
+            key, sep, text = item.partition('=')
+            if not sep or not key:
+                raise ConfigError(f'bot reference {name_and_options!r}: option {item!r}; expected key=value '
+                                  f'pairs joined by "&", e.g. connect_four_mcts?num_simulations=1000')
+            try:
+                options[key] = json.loads(text)
+            except ValueError:
+                options[key] = text
+    return name, options

@@ -40,6 +40,13 @@ def categorical_entropy(log_probs: torch.Tensor) -> torch.Tensor:
     return -(torch.where(probs > 0, probs * log_probs, torch.zeros_like(probs))).sum(-1)
 
 
+def categorical_kl(old_log_probs: torch.Tensor, new_log_probs: torch.Tensor) -> torch.Tensor:
+    """KL(old || new) per row; actions the old distribution gives p = 0 (masked) contribute nothing."""
+    old_probs = old_log_probs.exp()
+    terms = old_probs * (old_log_probs - new_log_probs)
+    return torch.where(old_probs > 0, terms, torch.zeros_like(terms)).sum(-1)
+
+
 def gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor,
                     generator: torch.Generator | None = None) -> torch.Tensor:
     noise = torch.randn(mean.shape, generator=generator, dtype=mean.dtype, device=mean.device)

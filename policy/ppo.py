@@ -1,10 +1,22 @@
-"""Proximal Policy Optimisation with the clipped surrogate objective.
+"""Proximal Policy Optimisation: the clipped surrogate or the adaptive KL penalty, feed-forward or recurrent.
 
-Clipped surrogate, optionally clipped value loss, entropy bonus, GAE(lambda) with truncated
-episodes bootstrapped, per-minibatch advantage normalisation, minibatch epochs, gradient-norm
-clipping, linear annealing of learning rate and clip range, and optional running observation
-normalisation. Categorical heads for Discrete actions (with action masks), a diagonal Gaussian
-with state-independent log-std for Box actions.
+``learn.objective`` picks the policy loss:
+
+* ``'clip'`` (default): the clipped surrogate, optionally clipped value loss, entropy bonus,
+  optional early stop of the epoch loop once approx-KL exceeds ``target_kl``.
+* ``'kl_penalty'`` (the MuJoCo recipe): ``-surrogate + beta * KL + eta * max(0, KL - 2 kl_target)^2``
+  with KL the exact KL(policy before the update || current policy); the epoch loop stops once the
+  whole batch's KL exceeds ``4 * kl_target``; after the update beta is multiplied or divided by
+  ``kl_adapt_factor`` when the KL left ``[kl_target / 2, 2 kl_target]``, and the learning rate
+  follows when beta leaves ``[1/30, 30]``. The value function is fitted on the previous chunk too.
+
+Shared: GAE(lambda) with truncated episodes bootstrapped, per-minibatch advantage
+normalisation, minibatch epochs, gradient clipping (global norm and/or OpenAI Five's per-element
+clip, ``learn.grad_clip='five'``), linear annealing of learning rate and clip range, optional
+running observation normalisation. Categorical heads for Discrete actions (with action masks),
+a diagonal Gaussian with state-independent log-std for Box actions. A recurrent model (``lstm``)
+makes the policy recurrent: it acts from a state the caller carries, and learns on whole
+truncated-BPTT windows recomputed from the states the collector recorded.
 """
 from __future__ import annotations
 
@@ -14,12 +26,19 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from sparring.config.schema import in_range
+from sparring.config.schema import ConfigError, in_range, of_type, one_of
 from sparring.framework.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.base import ActOutput, Policy
+from sparring.policy.grad_clip import SecondMomentClipper
 from sparring.policy.normalizer import RunningNormalizer
+from sparring.policy.train_batch import TrainBatch, step_batch, window_batch
+
+OBJECTIVES = ('clip', 'kl_penalty')
+GRAD_CLIPS = ('none', 'five')
+# The KL-penalty recipe's multiples of kl_target: the epoch loop stops past the first.
+KL_EARLY_STOP_MULTIPLE = 4.0
 
 
 class _Network(torch.nn.Module):
@@ -45,12 +64,13 @@ class PPOPolicy(Policy):
                 n_steps=128,  # rollout length T per env per iteration
             ),
             learn=dict(
+                objective='clip',  # 'clip': clipped surrogate; 'kl_penalty': adaptive KL penalty
                 epochs=4,
-                num_minibatches=4,
+                num_minibatches=4,  # a recurrent model's minibatches are made of whole windows
                 lr=3e-4,
                 anneal_lr=True,  # linearly to 0 over the run
                 adam_eps=1e-5,
-                clip_range=0.2,
+                clip_range=0.2,  # 'clip' only
                 anneal_clip_range=False,  # linearly to 0 over the run
                 value_clip_range=0.2,  # None: unclipped value loss
                 value_coef=0.5,
@@ -58,13 +78,21 @@ class PPOPolicy(Policy):
                 gamma=0.99,
                 gae_lambda=0.95,
                 normalize_advantage=True,
-                max_grad_norm=0.5,
-                target_kl=None,  # stop the epoch loop early once approx-KL exceeds this
+                max_grad_norm=0.5,  # clip the global gradient norm (None: no norm clip)
+                grad_clip='none',  # 'five': also clip each element to +-grad_clip_sigmas * sqrt(v) first
+                grad_clip_sigmas=5.0,  # 'five': the bound in running RMS of the unclipped gradient
+                target_kl=None,  # 'clip': stop the epoch loop early once approx-KL exceeds this
+                kl_target=0.01,  # 'kl_penalty': the KL per update that beta steers towards
+                beta_init=1.0,  # 'kl_penalty': initial weight beta of the KL term
+                eta=50.0,  # 'kl_penalty': weight of the hinge eta * max(0, KL - 2 kl_target)^2
+                kl_adapt_factor=1.5,  # 'kl_penalty': beta (and at its bounds the lr) moves by this factor
+                value_replay=None,  # also fit the value on the previous chunk; None: only for 'kl_penalty'
             ),
         )
 
     config_constraints = {
         'collect.n_steps': in_range(1, None),
+        'learn.objective': one_of(*OBJECTIVES),
         'learn.epochs': in_range(1, None),
         'learn.num_minibatches': in_range(1, None),
         'learn.lr': in_range(0.0, None, open_lo=True),
@@ -76,8 +104,29 @@ class PPOPolicy(Policy):
         'learn.gamma': in_range(0.0, 1.0),
         'learn.gae_lambda': in_range(0.0, 1.0),
         'learn.max_grad_norm': in_range(0.0, None, open_lo=True, allow_none=True),
+        'learn.grad_clip': one_of(*GRAD_CLIPS),
+        'learn.grad_clip_sigmas': in_range(0.0, None, open_lo=True),
         'learn.target_kl': in_range(0.0, None, open_lo=True, allow_none=True),
+        'learn.kl_target': in_range(0.0, None, open_lo=True),
+        'learn.beta_init': in_range(*F.KL_BETA_BOUNDS),
+        'learn.eta': in_range(0.0, None),
+        'learn.kl_adapt_factor': in_range(1.0, None, open_lo=True),
+        'learn.value_replay': of_type(bool, allow_none=True),
     }
+
+    @classmethod
+    def validate_config(cls, section: dict) -> None:
+        learn = section['learn']
+        if learn['objective'] == 'kl_penalty' and learn['target_kl'] is not None:
+            raise ConfigError('config key "policy.learn.target_kl" is the clip objective\'s early stop; with '
+                              'objective=\'kl_penalty\' the epoch loop stops at 4 * kl_target: set "kl_target" '
+                              'and leave target_kl None')
+        model_cls = MODEL_REGISTRY.get(section['model']['type'])
+        if getattr(model_cls, 'recurrent', False):
+            n_steps, bptt_len = section['collect']['n_steps'], section['model']['bptt_len']
+            if n_steps % bptt_len:
+                raise ConfigError(f'config key "policy.collect.n_steps": {n_steps} is not a multiple of '
+                                  f'"policy.model.bptt_len" = {bptt_len}; a chunk must hold whole BPTT windows')
 
     def __init__(self, cfg: dict, observation_space: gym.Space, action_space: gym.Space, seed: int = 0) -> None:
         super().__init__(cfg, observation_space, action_space, seed)
@@ -90,25 +139,60 @@ class PPOPolicy(Policy):
             normalizer = RunningNormalizer(observation_space.shape)
         self.net = _Network(model, normalizer)
         self.model = model
+        self.recurrent = bool(getattr(model, 'recurrent', False))
+        if self.recurrent:
+            self.bptt_len = int(model.bptt_len)
         self.continuous = isinstance(action_space, gym.spaces.Box)
         learn = cfg['learn']
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=learn['lr'], eps=learn['adam_eps'])
         self.lr_schedule = F.LinearSchedule(learn['lr'], 0.0 if learn['anneal_lr'] else learn['lr'])
         self.clip_schedule = F.LinearSchedule(learn['clip_range'],
                                               0.0 if learn['anneal_clip_range'] else learn['clip_range'])
+        self.grad_clipper = None
+        if learn['grad_clip'] == 'five':
+            self.grad_clipper = SecondMomentClipper(self.net.parameters(), learn['grad_clip_sigmas'],
+                                                    beta2=self.optimizer.defaults['betas'][1])
+        self.kl_penalty = learn['objective'] == 'kl_penalty'
+        replay = learn['value_replay']
+        self.replays_value = self.kl_penalty if replay is None else bool(replay)
+        self._reset_adaptation()
         self.generator = torch.Generator().manual_seed(seed)
         if self.continuous:
             self._action_shape = action_space.shape
 
+    def _reset_adaptation(self) -> None:
+        """beta and the lr multiplier back to their start, and no previous chunk to replay."""
+        self.kl_beta = float(self.cfg['learn']['beta_init'])
+        self.lr_multiplier = 1.0
+        self.value_replay_batch: Optional[TrainBatch] = None
+
     # -- acting -------------------------------------------------------------------------------
+    def initial_state(self, batch_size: int) -> Any:
+        return self.model.initial_state(batch_size) if self.recurrent else None
+
     def _obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
         tensor = torch.as_tensor(obs)
         return tensor.float() if tensor.dtype == torch.float64 else tensor
 
+    def _step(self, obs: np.ndarray, state: Any):
+        """(head, value, next state or None) for one step of a batch of observations."""
+        prepared = self.net.prepare(self._obs_tensor(obs))
+        if not self.recurrent:
+            head, value = self.model(prepared)
+            return head, value, None
+        if state is None:
+            raise ValueError('PPO with a recurrent model: pass state=policy.initial_state(batch) on the first '
+                             'step and the returned ActOutput.state after that')
+        parts = tuple(torch.as_tensor(part) for part in state)
+        if any(part.shape[0] != prepared.shape[0] for part in parts):
+            raise ValueError(f'PPO: recurrent state rows {[tuple(p.shape) for p in parts]} do not match the '
+                             f'{prepared.shape[0]} observations')
+        return self.model.step(prepared, parts)
+
     @torch.inference_mode()
     def act(self, obs: np.ndarray, state: Any = None, deterministic: bool = False,
             action_mask: Optional[np.ndarray] = None) -> ActOutput:
-        head, value = self.model(self.net.prepare(self._obs_tensor(obs)))
+        head, value, next_state = self._step(obs, state)
         if self.continuous:
             if deterministic:
                 action = head
@@ -121,119 +205,195 @@ class PPOPolicy(Policy):
             log_probs = D.categorical_log_probs(head, mask)
             action = log_probs.argmax(-1) if deterministic else D.categorical_sample(log_probs, self.generator)
             log_prob = D.categorical_log_prob(log_probs, action)
-        return ActOutput(action.numpy(), log_prob.numpy(), value.numpy(), None)
+        next_state = None if next_state is None else tuple(part.numpy() for part in next_state)
+        return ActOutput(action.numpy(), log_prob.numpy(), value.numpy(), next_state)
 
     @torch.inference_mode()
     def action_probabilities(self, obs: np.ndarray, action_mask: Optional[np.ndarray] = None,
                              state: Any = None) -> np.ndarray:
         if self.continuous:
             raise TypeError('action_probabilities: the policy has a continuous (Box) action space')
-        head, _ = self.model(self.net.prepare(self._obs_tensor(obs)))
+        head, _, _ = self._step(obs, state)
         mask = None if action_mask is None else torch.as_tensor(action_mask, dtype=torch.bool)
         return D.categorical_log_probs(head, mask).exp().numpy()
 
     @torch.inference_mode()
     def value(self, obs: np.ndarray, state: Any = None) -> np.ndarray:
+        if self.recurrent:
+            return self._step(obs, state)[1].numpy()
         return self.model.value(self.net.prepare(self._obs_tensor(obs))).numpy()
 
-    def _evaluate(self, obs: torch.Tensor, actions: torch.Tensor, mask: Optional[torch.Tensor]):
-        """(log-prob of the taken actions, entropy, value) under the current parameters."""
-        head, value = self.model(self.net.prepare(obs))
+    # -- learning -----------------------------------------------------------------------------
+    def _forward(self, batch: TrainBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(heads, values) laid out like the batch's fields, under the current parameters."""
+        obs = self.net.prepare(batch.fields['obs'])
+        if batch.windowed:
+            head, value, _ = self.model.unroll(obs, batch.state, batch.starts)
+            return head, value
+        return self.model(obs)
+
+    def _policy_terms(self, head: torch.Tensor, actions: torch.Tensor, mask: Optional[torch.Tensor]):
+        """(log-prob of the taken actions, entropy) for flat heads ``[N, ...]``."""
         if self.continuous:
             log_prob = D.gaussian_log_prob(head, self.model.log_std, actions.reshape(head.shape))
-            entropy = D.gaussian_entropy(self.model.log_std, log_prob.shape)
-        else:
-            log_probs = D.categorical_log_probs(head, mask)
-            log_prob = D.categorical_log_prob(log_probs, actions)
-            entropy = D.categorical_entropy(log_probs)
-        return log_prob, entropy, value
+            return log_prob, D.gaussian_entropy(self.model.log_std, log_prob.shape)
+        log_probs = D.categorical_log_probs(head, mask)
+        return D.categorical_log_prob(log_probs, actions), D.categorical_entropy(log_probs)
 
-    # -- learning -----------------------------------------------------------------------------
-    def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
+    def _kl(self, old_head: torch.Tensor, head: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
+        """Per-step KL(policy at the start of the update || current policy)."""
+        if self.continuous:
+            return D.gaussian_kl(old_head, self._old_log_std, head, self.model.log_std)
+        return D.categorical_kl(D.categorical_log_probs(old_head, mask), D.categorical_log_probs(head, mask))
+
+    @staticmethod
+    def _acting_steps(batch: TrainBatch, *tensors: torch.Tensor):
+        """The flat per-step tensors restricted to the steps where an action was chosen."""
+        if 'acts' not in batch.fields:
+            return tensors
+        acts = batch.steps('acts')
+        return tuple(t[acts] for t in tensors)
+
+    @torch.no_grad()
+    def _batch_kl(self, batch: TrainBatch) -> float:
+        head, _ = self._forward(batch)
+        mask = batch.steps('mask') if 'mask' in batch.fields else None
+        kl = self._kl(batch.steps('old_head'), batch.flatten_kept(head), mask)
+        (kl,) = self._acting_steps(batch, kl)
+        return kl.mean().item() if kl.numel() else 0.0
+
+    def _train_batch(self, chunk: Dict[str, np.ndarray]) -> TrainBatch:
         learn = self.cfg['learn']
         advantages, returns = F.gae(chunk['reward'], chunk['value'], chunk['next_value'], chunk['terminated'],
                                     chunk['truncated'], learn['gamma'], learn['gae_lambda'])
-        # ``train_mask``: steps whose action is learnt from (e.g. not where a turn-based player
-        # could not move). ``value_mask`` (a superset; default the same) also fits the value there,
-        # since GAE passes through those steps' values.
-        policy_mask = chunk.get('train_mask')
-        keep = chunk.get('value_mask', policy_mask)
-        flat = lambda x: torch.as_tensor(np.asarray(x)).reshape(-1, *np.shape(x)[2:])  # noqa: E731
-        data = dict(obs=flat(chunk['obs']), action=flat(chunk['action']), log_prob=flat(chunk['log_prob']),
-                    value=flat(chunk['value']), adv=flat(advantages), ret=flat(returns))
-        if 'action_mask' in chunk:
-            data['mask'] = flat(chunk['action_mask']).bool()
-        if policy_mask is not None and keep is not policy_mask:
-            data['acts'] = flat(policy_mask).bool()
-        if keep is not None:
-            index = torch.as_tensor(np.asarray(keep).reshape(-1), dtype=torch.bool)
-            data = {k: v[index] for k, v in data.items()}
-            if 'acts' in data and data['acts'].all():
-                del data['acts']
-        if data['obs'].dtype == torch.float64:
-            data['obs'] = data['obs'].float()
-        n = data['obs'].shape[0]
+        if self.recurrent:
+            return window_batch(chunk, advantages, returns, self.bptt_len)
+        return step_batch(chunk, advantages, returns)
+
+    def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
+        learn = self.cfg['learn']
+        batch = self._train_batch(chunk)
+        n = batch.num_steps
         if n == 0:
             raise ValueError('PPO.learn: the chunk holds no trainable step (train_mask is all False)')
 
-        lr = self.lr_schedule(progress)
+        lr = self.lr_schedule(progress) * self.lr_multiplier
         clip_range = self.clip_schedule(progress)
         # A clip range annealed to exactly 0 would freeze the policy: keep a tiny floor.
         clip_range = max(clip_range, 1e-8)
         for group in self.optimizer.param_groups:
             group['lr'] = lr
-        minibatch = max(1, n // learn['num_minibatches'])
+        if self.kl_penalty:
+            # The trust region is around the parameters this update starts from.
+            with torch.no_grad():
+                batch.fields['old_head'] = self._forward(batch)[0]
+                if self.continuous:
+                    self._old_log_std = self.model.log_std.detach().clone()
+        replay = self.value_replay_batch if self.replays_value else None
+        units = batch.num_units
+        minibatch = max(1, units // learn['num_minibatches'])
+        starts = range(0, units - minibatch + 1, minibatch)
         sums = dict(policy_loss=0.0, value_loss=0.0, entropy=0.0, approx_kl=0.0, clip_fraction=0.0)
-        updates = 0
+        if self.grad_clipper is not None:
+            sums['grad_clip_fraction'] = 0.0
+        updates = consumed = 0
         stopped_early = False
+        batch_kl = None
         for _ in range(learn['epochs']):
-            order = torch.randperm(n, generator=self.generator)
+            order = torch.randperm(units, generator=self.generator)
+            replay_parts = self._replay_minibatches(replay, len(starts)) if replay is not None else None
             epoch_kl, epoch_updates = 0.0, 0
-            for start in range(0, n - minibatch + 1, minibatch):
-                idx = order[start:start + minibatch]
-                log_prob, entropy, value = self._evaluate(data['obs'][idx], data['action'][idx],
-                                                          data['mask'][idx] if 'mask' in data else None)
-                v_loss = F.value_loss(value, data['value'][idx], data['ret'][idx], learn['value_clip_range'])
-                adv, old_log_prob = data['adv'][idx], data['log_prob'][idx]
-                if 'acts' in data:  # the policy terms only where an action was chosen
-                    acts = data['acts'][idx]
-                    log_prob, entropy, adv, old_log_prob = log_prob[acts], entropy[acts], adv[acts], old_log_prob[acts]
-                if log_prob.numel() == 0:  # a minibatch of value-only steps
-                    pg_loss = approx_kl = clip_frac = entropy_mean = value.new_zeros(())
-                else:
-                    if learn['normalize_advantage']:
-                        adv = F.normalize_advantages(adv)
-                    pg_loss, approx_kl, clip_frac = F.clipped_surrogate_loss(log_prob, old_log_prob, adv,
-                                                                             clip_range)
-                    entropy_mean = entropy.mean()
-                loss = pg_loss + learn['value_coef'] * v_loss - learn['entropy_coef'] * entropy_mean
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if learn['max_grad_norm'] is not None:
-                    torch.nn.utils.clip_grad_norm_(self.net.parameters(), learn['max_grad_norm'])
-                self.optimizer.step()
-                for key, val in (('policy_loss', pg_loss), ('value_loss', v_loss), ('entropy', entropy_mean),
-                                 ('approx_kl', approx_kl), ('clip_fraction', clip_frac)):
-                    sums[key] += val.detach().item()
+            for i, start in enumerate(starts):
+                part = batch.take(order[start:start + minibatch])
+                step_stats, steps = self._update(part, replay_parts[i] if replay_parts else None, clip_range)
+                for key, val in step_stats.items():
+                    sums[key] += val
                 updates += 1
-                epoch_kl += approx_kl.item()
+                consumed += steps
+                epoch_kl += step_stats['approx_kl']
                 epoch_updates += 1
-            if learn['target_kl'] is not None and epoch_kl / max(epoch_updates, 1) > learn['target_kl']:
+            if self.kl_penalty:
+                batch_kl = self._batch_kl(batch)
+                if batch_kl > KL_EARLY_STOP_MULTIPLE * learn['kl_target']:
+                    stopped_early = True
+                    break
+            elif learn['target_kl'] is not None and epoch_kl / max(epoch_updates, 1) > learn['target_kl']:
                 stopped_early = True
                 break
         if self.net.normalizer is not None:
             # After the update, so the chunk's log-probs were computed with the statistics it used.
-            self.net.normalizer.update(data['obs'])
+            self.net.normalizer.update(batch.steps('obs'))
         self._version += 1
         stats = {k: v / max(updates, 1) for k, v in sums.items()}
-        stats.update(lr=lr, clip_range=clip_range, gradient_steps=updates, samples=n,
-                     samples_consumed=updates * minibatch,
+        if self.kl_penalty:
+            stats.update(kl=batch_kl, kl_beta=self.kl_beta, lr_multiplier=self.lr_multiplier)
+            self.kl_beta, self.lr_multiplier = F.adapt_kl_penalty(batch_kl, learn['kl_target'], self.kl_beta,
+                                                                  self.lr_multiplier, learn['kl_adapt_factor'])
+        if self.replays_value:
+            batch.fields.pop('old_head', None)
+            self.value_replay_batch = batch
+        stats.update(lr=lr, clip_range=clip_range, gradient_steps=updates, samples=n, samples_consumed=consumed,
                      early_stop=float(stopped_early),
-                     explained_variance=F.explained_variance(data['value'].numpy(), data['ret'].numpy()))
+                     explained_variance=F.explained_variance(batch.steps('value').numpy(), batch.steps('ret').numpy()))
         return stats
+
+    def _replay_minibatches(self, replay: TrainBatch, count: int) -> list:
+        """The previous chunk split into ``count`` random minibatches of units, one per gradient step."""
+        order = torch.randperm(replay.num_units, generator=self.generator)
+        size = max(1, replay.num_units // count)
+        return [replay.take(order[(i * size) % replay.num_units:][:size]) for i in range(count)]
+
+    def _update(self, part: TrainBatch, replay: Optional[TrainBatch], clip_range: float):
+        """One gradient step on a minibatch; returns (its statistics, steps it trained on)."""
+        learn = self.cfg['learn']
+        head, value = self._forward(part)
+        head, value = part.flatten_kept(head), part.flatten_kept(value)
+        mask = part.steps('mask') if 'mask' in part.fields else None
+        log_prob, entropy = self._policy_terms(head, part.steps('action'), mask)
+        values, old_values, targets = value, part.steps('value'), part.steps('ret')
+        if replay is not None:
+            replay_value = replay.flatten_kept(self._forward(replay)[1])
+            values = torch.cat([values, replay_value])
+            old_values = torch.cat([old_values, replay.steps('value')])
+            targets = torch.cat([targets, replay.steps('ret')])
+        v_loss = F.value_loss(values, old_values, targets, learn['value_clip_range'])
+        adv, old_log_prob = part.steps('adv'), part.steps('log_prob')
+        # The policy terms only where an action was chosen.
+        log_prob, entropy, adv, old_log_prob = self._acting_steps(part, log_prob, entropy, adv, old_log_prob)
+        if log_prob.numel() == 0:  # a minibatch of value-only steps
+            pg_loss = approx_kl = clip_frac = entropy_mean = value.new_zeros(())
+        else:
+            if learn['normalize_advantage']:
+                adv = F.normalize_advantages(adv)
+            if self.kl_penalty:
+                old_head, new_head = self._acting_steps(part, part.steps('old_head'), head)
+                kl_mask = None if mask is None else self._acting_steps(part, mask)[0]
+                kl = self._kl(old_head, new_head, kl_mask)
+                pg_loss, _ = F.kl_penalty_loss(log_prob, old_log_prob, adv, kl, self.kl_beta, learn['eta'],
+                                               learn['kl_target'])
+                approx_kl, clip_frac = F.ratio_statistics(log_prob - old_log_prob, clip_range)
+            else:
+                pg_loss, approx_kl, clip_frac = F.clipped_surrogate_loss(log_prob, old_log_prob, adv, clip_range)
+            entropy_mean = entropy.mean()
+        loss = pg_loss + learn['value_coef'] * v_loss - learn['entropy_coef'] * entropy_mean
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        stats = {}
+        if self.grad_clipper is not None:
+            stats['grad_clip_fraction'] = self.grad_clipper.clip_()
+        if learn['max_grad_norm'] is not None:
+            torch.nn.utils.clip_grad_norm_(self.net.parameters(), learn['max_grad_norm'])
+        self.optimizer.step()
+        for key, val in (('policy_loss', pg_loss), ('value_loss', v_loss), ('entropy', entropy_mean),
+                         ('approx_kl', approx_kl), ('clip_fraction', clip_frac)):
+            stats[key] = val.detach().item()
+        return stats, int(head.shape[0])
 
     def reset_optimizer(self) -> None:
         self.optimizer.state.clear()
+        if self.grad_clipper is not None:
+            self.grad_clipper.reset()
+        self._reset_adaptation()
 
     # -- parameters ---------------------------------------------------------------------------
     def get_params(self) -> Dict[str, torch.Tensor]:
@@ -244,10 +404,22 @@ class PPOPolicy(Policy):
         self._version = int(version)
 
     def state_dict(self) -> Dict[str, Any]:
-        return dict(params=self.get_params(), optimizer=self.optimizer.state_dict(), version=self._version,
-                    generator=self.generator.get_state())
+        state = dict(params=self.get_params(), optimizer=self.optimizer.state_dict(), version=self._version,
+                     generator=self.generator.get_state(), kl_beta=self.kl_beta, lr_multiplier=self.lr_multiplier)
+        if self.grad_clipper is not None:
+            state['grad_clipper'] = self.grad_clipper.state_dict()
+        if self.value_replay_batch is not None:
+            state['value_replay_batch'] = self.value_replay_batch.state_dict()
+        return state
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self.set_params(state['params'], state['version'])
         self.optimizer.load_state_dict(state['optimizer'])
         self.generator.set_state(state['generator'])
+        # Checkpoints written before these existed resume with the starting values.
+        self.kl_beta = float(state.get('kl_beta', self.cfg['learn']['beta_init']))
+        self.lr_multiplier = float(state.get('lr_multiplier', 1.0))
+        if self.grad_clipper is not None and 'grad_clipper' in state:
+            self.grad_clipper.load_state_dict(state['grad_clipper'])
+        replay = state.get('value_replay_batch')
+        self.value_replay_batch = None if replay is None else TrainBatch.from_state_dict(replay)

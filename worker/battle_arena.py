@@ -6,15 +6,27 @@ slot (and starts at ``b % 2``), so no player always moves first. Acting is batch
 policy acts once for its seat in every slot (plus the opponent seat where the opponent is the
 home policy itself, i.e. self-play), and every other opponent acts once for the slots it plays
 in (grouped by opponent), only where it is to move.
+
+A team env (``env.team_size`` = N, :mod:`sparring.worker.env.team`) has an agent axis after the
+seat axis; a team's N agents are N rows of its policy's batch (one shared policy), and every
+per-seat array here (actions, the home outputs, recurrent states) carries that axis too.
+
+Recurrent policies get their state from here: the home policy's per (slot, seat), each recurrent
+opponent's per slot. Both are zeroed when a slot's game ends (and an opponent's when it takes a
+slot), and a recurrent opponent acts at every step of its games, also where it is not to move
+(its action is then ignored), just as the home policy does: a snapshot of a learner must see the
+game as it did while learning.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from sparring.policy.base import Policy
 from sparring.worker.env.battle import BattleStep, RESULT_NAME
+from sparring.worker.recurrent_state import (State, initial_state, is_recurrent, put_rows, take_rows,
+                                             zero_rows)
 
 
 class Arena:
@@ -27,6 +39,49 @@ class Arena:
         self.opponents: List[Optional[Policy]] = [None] * B
         self.opponent_ids: List[Optional[str]] = [None] * B
         self.step_result: Optional[BattleStep] = None
+        # Team envs: the agent axis after the seat axis (empty for one agent per seat).
+        team_size = getattr(env, 'team_size', None)
+        self.agent_shape: Tuple[int, ...] = () if team_size is None else (int(team_size),)
+        self.agents_per_seat = int(np.prod(self.agent_shape))
+        # The home policy's recurrent state per (slot, seat): each part [B, 2, ...]; None if feed-forward.
+        self.home_state: State = None
+        # Recurrent opponents' states: id(policy) -> (policy, state with one row per slot).
+        self.opponent_states: Dict[int, Tuple[Policy, State]] = {}
+        self._reset_home_state()
+
+    def _reset_home_state(self) -> None:
+        state = initial_state(self.home, 2 * self.num_envs * self.agents_per_seat)
+        self.home_state = None if state is None else tuple(
+            p.reshape(self.num_envs, 2, *self.agent_shape, *p.shape[1:]) for p in state)
+
+    def as_rows(self, x):
+        """``[M, *agent_shape, ...]`` -> ``[M * agents, ...]`` (an array or a state tuple; None passes)."""
+        if x is None or not self.agent_shape:
+            return x
+        if isinstance(x, tuple):
+            return tuple(self.as_rows(part) for part in x)
+        return x.reshape(-1, *x.shape[1 + len(self.agent_shape):])
+
+    def from_rows(self, x):
+        """The inverse of :meth:`as_rows`."""
+        if x is None or not self.agent_shape:
+            return x
+        if isinstance(x, tuple):
+            return tuple(self.from_rows(part) for part in x)
+        x = np.asarray(x)
+        return x.reshape(-1, *self.agent_shape, *x.shape[1:])
+
+    def columns(self, x):
+        """``[B, 2, *agent_shape, ...]`` -> ``[2 * B * agents, ...]``: a chunk's columns (state tuples too)."""
+        if x is None:
+            return None
+        if isinstance(x, tuple):
+            return tuple(self.columns(part) for part in x)
+        return x.reshape(-1, *x.shape[2 + len(self.agent_shape):])
+
+    def per_agent(self, x: np.ndarray) -> np.ndarray:
+        """A per-seat (or per-game) array with trailing unit axes, to broadcast over a team's agents."""
+        return x.reshape(*x.shape, *(1,) * len(self.agent_shape))
 
     @property
     def num_envs(self) -> int:
@@ -35,18 +90,29 @@ class Arena:
     def set_opponent(self, slot: int, opponent_id: str, policy: Policy) -> None:
         self.opponent_ids[slot] = opponent_id
         self.opponents[slot] = policy
+        if is_recurrent(policy) and policy is not self.home:
+            if id(policy) not in self.opponent_states:
+                self.opponent_states[id(policy)] = (policy, self.from_rows(
+                    initial_state(policy, self.num_envs * self.agents_per_seat)))
+            zero_rows(self.opponent_states[id(policy)][1], slot)  # a new game for it in this slot
+        # Forget the states of opponents no slot plays any more.
+        playing = {id(opp) for opp in self.opponents}
+        self.opponent_states = {k: v for k, v in self.opponent_states.items() if k in playing}
 
     def self_play_slots(self) -> np.ndarray:
         return np.array([opp is self.home for opp in self.opponents], dtype=bool)
 
     def reset(self) -> BattleStep:
         self.step_result = self.env.reset()
+        self._reset_home_state()
+        for _, state in self.opponent_states.values():
+            zero_rows(state, slice(None))
         return self.step_result
 
     def act(self) -> Tuple[np.ndarray, dict]:
-        """Actions ``[B, 2]`` for the current step, and the home policy's outputs.
+        """Actions ``[B, 2]`` (team envs: ``[B, 2, N]``) for the current step, and the home policy's outputs.
 
-        The returned dict holds ``[B, 2]`` arrays ``action, log_prob, value`` and a bool
+        The returned dict holds ``[B, 2]`` (``[B, 2, N]``) arrays ``action, log_prob, value`` and a bool
         ``home_controlled`` for the (slot, seat) pairs the home policy acted for.
         """
         step = self.step_result
@@ -57,26 +123,35 @@ class Arena:
         # The home policy acts for its seat everywhere, and for the other seat in self-play slots.
         h_rows = np.concatenate([rows, rows[selfplay]])
         h_seats = np.concatenate([seats, 1 - seats[selfplay]])
-        out = self.home.act(step.obs[h_rows, h_seats], action_mask=step.action_mask[h_rows, h_seats],
-                            deterministic=self.deterministic)
-        actions = np.zeros((B, 2), dtype=np.int64)
-        actions[h_rows, h_seats] = out.action
-        home = dict(action=np.zeros((B, 2), dtype=np.int64), log_prob=np.zeros((B, 2), dtype=np.float32),
-                    value=np.zeros((B, 2), dtype=np.float32), home_controlled=np.zeros((B, 2), dtype=bool))
-        home['action'][h_rows, h_seats] = out.action
-        home['log_prob'][h_rows, h_seats] = out.log_prob
-        home['value'][h_rows, h_seats] = out.value
+        out = self.home.act(self.as_rows(step.obs[h_rows, h_seats]),
+                            self.as_rows(take_rows(self.home_state, (h_rows, h_seats))),
+                            action_mask=self.as_rows(step.action_mask[h_rows, h_seats]), deterministic=self.deterministic)
+        put_rows(self.home_state, (h_rows, h_seats), self.from_rows(out.state))
+        seats_shape = (B, 2, *self.agent_shape)
+        actions = np.zeros(seats_shape, dtype=np.int64)
+        actions[h_rows, h_seats] = self.from_rows(out.action)
+        home = dict(action=np.zeros(seats_shape, dtype=np.int64), log_prob=np.zeros(seats_shape, dtype=np.float32),
+                    value=np.zeros(seats_shape, dtype=np.float32), home_controlled=np.zeros(seats_shape, dtype=bool))
+        home['action'][h_rows, h_seats] = self.from_rows(out.action)
+        home['log_prob'][h_rows, h_seats] = self.from_rows(out.log_prob)
+        home['value'][h_rows, h_seats] = self.from_rows(out.value)
         home['home_controlled'][h_rows, h_seats] = True
-        # Other opponents: one batched call per distinct opponent, only where it is to move.
+        # Other opponents: one batched call per distinct opponent, only where it is to move (a
+        # recurrent one everywhere it plays, to keep its state in step with the game).
         opp_seats = 1 - seats
         moving = step.to_move[rows, opp_seats] & ~selfplay
-        for policy, idx in _group_by_policy(self.opponents, np.flatnonzero(moving)):
+        acting = moving | (np.array([is_recurrent(opp) for opp in self.opponents], dtype=bool) & ~selfplay)
+        for policy, idx in _group_by_policy(self.opponents, np.flatnonzero(acting)):
             kwargs = {}
             if getattr(policy, 'needs_game_state', False):
                 kwargs['game_states'] = self.env.game_states(idx)
-            o = policy.act(step.obs[idx, opp_seats[idx]], action_mask=step.action_mask[idx, opp_seats[idx]],
+            state = self.opponent_states[id(policy)][1] if id(policy) in self.opponent_states else None
+            o = policy.act(self.as_rows(step.obs[idx, opp_seats[idx]]), self.as_rows(take_rows(state, idx)),
+                           action_mask=self.as_rows(step.action_mask[idx, opp_seats[idx]]),
                            deterministic=self.deterministic, **kwargs)
-            actions[idx, opp_seats[idx]] = o.action
+            put_rows(state, idx, self.from_rows(o.state))
+            moves = moving[idx]
+            actions[idx[moves], opp_seats[idx[moves]]] = self.from_rows(o.action)[moves]
         return actions, home
 
     def step(self, actions: np.ndarray) -> BattleStep:
@@ -89,6 +164,9 @@ class Arena:
         done = np.flatnonzero(step.terminated | step.truncated)
         out = [(int(b), self.opponent_ids[b], RESULT_NAME[int(step.result[b, self.home_seat[b]])]) for b in done]
         self.home_seat[done] = 1 - self.home_seat[done]
+        zero_rows(self.home_state, done)
+        for _, state in self.opponent_states.values():
+            zero_rows(state, done)
         return out
 
 

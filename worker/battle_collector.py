@@ -8,7 +8,11 @@ where it had to move, plus, in self-play games when ``train_both_sides`` is on, 
 seat too. Steps where a seat did not move (turn-based games) stay in the time line, so GAE
 carries the reward back to that seat's previous move; they train the value (``value_mask``)
 but not the policy. Every
-finished game is reported once in ``chunk.results``.
+finished game is reported once in ``chunk.results``. A recurrent home policy's state (kept by the
+arena per slot and seat, zeroed when a game ends) is recorded at the start of every BPTT window
+as ``window_state_<i>`` arrays ``[W, 2B, ...]``, column for column like the rest of the chunk.
+In a team env (``team_size`` N) every agent is a column: chunks are ``[T, 2B * N, ...]``, column
+``(2b + s) * N + i`` being agent i of seat s in slot b.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from sparring.policy.base import Policy
 from sparring.worker.battle_arena import Arena
 from sparring.worker.chunk import Chunk
 from sparring.worker.collector import CollectorCounters
+from sparring.worker.recurrent_state import WindowStates, take_rows
 
 OpponentSampler = Callable[[int], Tuple[str, Policy]]
 
@@ -50,20 +55,25 @@ class BattleCollector(CollectorCounters):
         started = time.perf_counter()
         T, B = self.n_steps, arena.num_envs
         obs0 = arena.step_result.obs
-        shape2 = (T, B, 2)
+        obs_shape = obs0.shape[2 + len(arena.agent_shape):]
+        shape2 = (T, B, 2, *arena.agent_shape)
         buf = dict(
-            obs=np.empty((*shape2, *obs0.shape[2:]), dtype=obs0.dtype),
+            obs=np.empty((*shape2, *obs_shape), dtype=obs0.dtype),
             action_mask=np.empty((*shape2, arena.step_result.action_mask.shape[-1]), dtype=bool),
             action=np.empty(shape2, dtype=np.int64), log_prob=np.empty(shape2, dtype=np.float32),
             value=np.empty(shape2, dtype=np.float32), reward=np.empty(shape2, dtype=np.float32),
             terminated=np.empty(shape2, dtype=bool), truncated=np.empty(shape2, dtype=bool),
             train_mask=np.empty(shape2, dtype=bool), value_mask=np.empty(shape2, dtype=bool),
         )
+        if getattr(self.policy, 'needs_next_obs', False):  # it bootstraps from these itself (DQN)
+            buf['next_obs'] = np.empty_like(buf['obs'])
         bootstrap = np.zeros(shape2, dtype=np.float32)
         results = []
         version = self.policy.version
+        windows = WindowStates(self.policy, T)
         for t in range(T):
             step = arena.step_result
+            windows.record(t, arena.columns(arena.home_state))
             actions, home = arena.act()
             learnable = home['home_controlled'].copy()
             if not self.train_both_sides:
@@ -75,28 +85,33 @@ class BattleCollector(CollectorCounters):
             buf['log_prob'][t] = home['log_prob']
             buf['value'][t] = home['value']
             buf['value_mask'][t] = learnable
-            buf['train_mask'][t] = learnable & step.to_move
+            buf['train_mask'][t] = learnable & arena.per_agent(step.to_move)
             nxt = arena.step(actions)
             buf['reward'][t] = nxt.reward
-            buf['terminated'][t] = nxt.terminated[:, None]
-            buf['truncated'][t] = nxt.truncated[:, None]
+            buf['terminated'][t] = arena.per_agent(nxt.terminated[:, None])
+            buf['truncated'][t] = arena.per_agent(nxt.truncated[:, None])
+            if 'next_obs' in buf:
+                buf['next_obs'][t] = nxt.final_obs  # equal to nxt.obs where the game goes on
             cut = nxt.truncated & ~nxt.terminated
             if cut.any():
                 # A game cut by a step limit is bootstrapped from its last observation.
                 rows = np.flatnonzero(cut)
-                bootstrap[t, rows] = self.policy.value(nxt.final_obs[rows].reshape(-1, *obs0.shape[2:])) \
-                    .reshape(len(rows), 2)
+                bootstrap[t, rows] = self.policy.value(nxt.final_obs[rows].reshape(-1, *obs_shape),
+                                                       arena.columns(take_rows(arena.home_state, rows))) \
+                    .reshape(len(rows), *shape2[2:])
             for slot, opponent_id, outcome in arena.finished(nxt):
                 results.append((opponent_id, outcome))
                 self._assign(slot)
         last_obs = arena.step_result.obs
         next_value = np.empty(shape2, dtype=np.float32)
         next_value[:-1] = buf['value'][1:]
-        next_value[-1] = self.policy.value(last_obs.reshape(-1, *obs0.shape[2:])).reshape(B, 2)
+        next_value[-1] = self.policy.value(last_obs.reshape(-1, *obs_shape),
+                                           arena.columns(arena.home_state)).reshape(B, *shape2[2:])
         done = buf['terminated'] | buf['truncated']
         next_value[done] = bootstrap[done]
         buf['next_value'] = next_value
-        data = {k: v.reshape(T, 2 * B, *v.shape[3:]) for k, v in buf.items()}
+        data = {k: v.reshape(T, -1, *v.shape[len(shape2):]) for k, v in buf.items()}
+        data.update(windows.arrays())
         self.env_steps += T * B
         self.episodes += len(results)
         self.collect_seconds += time.perf_counter() - started

@@ -1,7 +1,10 @@
 """The trajectory chunk: columnar ``[T, B, ...]`` numpy arrays plus the metadata a learner needs.
 
 ``data`` holds ``obs, action, log_prob, value, reward, terminated, truncated, next_value`` (and
-optionally ``action_mask`` and ``train_mask``). ``version`` is the parameter version that
+optionally ``action_mask``, ``train_mask`` and, for policies that set ``needs_next_obs``,
+``next_obs``: the observation after each step, a finished episode's final one). A recurrent
+policy's chunk adds its state at the start of each truncated-BPTT window: ``window_state_<i>`` arrays ``[W, B, ...]`` (component i of
+the state, W windows of T / W steps each). ``version`` is the parameter version that
 produced the chunk (staleness = learner version - version); ``chunk_id`` makes every chunk
 countable exactly once.
 """
@@ -14,6 +17,8 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 REQUIRED_KEYS = ('obs', 'action', 'log_prob', 'value', 'reward', 'terminated', 'truncated', 'next_value')
+# Arrays with one row per BPTT window instead of one per time step.
+WINDOW_PREFIX = 'window_'
 
 
 @dataclasses.dataclass
@@ -43,7 +48,19 @@ class Chunk:
         shape = self.data['reward'].shape
         if len(shape) != 2:
             raise ValueError(f'chunk {self.chunk_id}: reward must be [T, B], got shape {shape}')
+        windows = set()
         for key, arr in self.data.items():
+            if key.startswith(WINDOW_PREFIX) and isinstance(arr, np.ndarray) and arr.ndim >= 2 \
+                    and arr.shape[1] == shape[1] and arr.shape[0] >= 1 and shape[0] % arr.shape[0] == 0:
+                windows.add(arr.shape[0])
+                continue
+            if key.startswith(WINDOW_PREFIX):
+                got = getattr(arr, 'shape', type(arr).__name__)
+                raise ValueError(f'chunk {self.chunk_id}: window array {key!r} must be [W, B, ...] with B = '
+                                 f'{shape[1]} and W dividing T = {shape[0]}, got {got}')
             if not isinstance(arr, np.ndarray) or arr.shape[:2] != shape:
                 got = getattr(arr, 'shape', type(arr).__name__)
                 raise ValueError(f'chunk {self.chunk_id}: array {key!r} must start with [T, B] = {shape}, got {got}')
+        if len(windows) > 1:
+            raise ValueError(f'chunk {self.chunk_id}: window arrays disagree on the number of windows: '
+                             f'{sorted(windows)}')

@@ -2,7 +2,9 @@
 
 Each ``collect()`` runs ``n_steps`` vector steps and returns ``[T, B, ...]`` arrays. Episodes
 continue across calls. ``next_value`` is filled so that GAE bootstraps a truncated episode
-from its final observation and never bootstraps a terminated one.
+from its final observation and never bootstraps a terminated one. A recurrent policy's state is
+carried across calls too, zeroed per env when its episode ends, and recorded at the start of
+every BPTT window into the chunk (``window_state_<i>``) for the learner to recompute from.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import numpy as np
 
 from sparring.policy.base import Policy
 from sparring.worker.chunk import Chunk
+from sparring.worker.recurrent_state import WindowStates, initial_state, take_rows, zero_rows
 
 
 class CollectorCounters:
@@ -42,18 +45,21 @@ class SampleCollector(CollectorCounters):
         self.policy = policy
         self.player_id = player_id
         self._obs: Optional[np.ndarray] = None
+        self._state = None  # the recurrent policy's state per env, carried across chunks
         self.last_steps_per_second = 0.0
 
     def reset(self) -> None:
         """Start fresh episodes in every env (the next ``collect`` would otherwise continue them)."""
         self._obs = self.env.reset()
+        self._state = initial_state(self.policy, self.env.num_envs)
 
     def collect(self) -> Chunk:
         if self._obs is None:
             self.reset()
         started = time.perf_counter()
         T, B = self.n_steps, self.env.num_envs
-        obs = self._obs
+        obs, state = self._obs, self._state
+        windows = WindowStates(self.policy, T)
         buf = {
             'obs': np.empty((T, B, *obs.shape[1:]), dtype=obs.dtype),
             'reward': np.empty((T, B), dtype=np.float32),
@@ -62,12 +68,16 @@ class SampleCollector(CollectorCounters):
             'value': np.empty((T, B), dtype=np.float32),
             'log_prob': np.empty((T, B), dtype=np.float32),
         }
+        if getattr(self.policy, 'needs_next_obs', False):  # it bootstraps from these itself (DQN)
+            buf['next_obs'] = np.empty_like(buf['obs'])
         actions = None
         bootstrap = np.zeros((T, B), dtype=np.float32)
         returns, lengths = [], []
         version = self.policy.version
         for t in range(T):
-            out = self.policy.act(obs)
+            windows.record(t, state)
+            out = self.policy.act(obs, state)
+            state = out.state
             if actions is None:
                 actions = np.empty((T, *out.action.shape), dtype=out.action.dtype)
             buf['obs'][t] = obs
@@ -78,23 +88,27 @@ class SampleCollector(CollectorCounters):
             buf['reward'][t] = step.reward
             buf['terminated'][t] = step.terminated
             buf['truncated'][t] = step.truncated
+            if 'next_obs' in buf:
+                buf['next_obs'][t] = step.final_obs  # equal to step.obs where the episode goes on
             cut = step.truncated & ~step.terminated
             if cut.any():
                 # A time limit is not a death: value the state the episode was cut in.
-                bootstrap[t, cut] = self.policy.value(step.final_obs[cut])
+                bootstrap[t, cut] = self.policy.value(step.final_obs[cut], take_rows(state, cut))
             done = step.terminated | step.truncated
             if done.any():
+                zero_rows(state, done)
                 returns.extend(step.episode_return[done].tolist())
                 lengths.extend(step.episode_length[done].tolist())
             obs = step.obs
-        self._obs = obs
+        self._obs, self._state = obs, state
         next_value = np.empty((T, B), dtype=np.float32)
         next_value[:-1] = buf['value'][1:]
-        next_value[-1] = self.policy.value(obs)
+        next_value[-1] = self.policy.value(obs, state)
         done = buf['terminated'] | buf['truncated']
         next_value[done] = bootstrap[done]
         buf['next_value'] = next_value
         buf['action'] = actions
+        buf.update(windows.arrays())
         self.env_steps += T * B
         self.episodes += len(returns)
         seconds = time.perf_counter() - started

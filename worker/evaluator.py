@@ -1,7 +1,8 @@
 """Evaluator: plays deterministic episodes on its own envs and says when the run may stop.
 
 Episodes are spread evenly over the envs (a fixed quota per env), so short episodes on a fast
-env cannot crowd out long ones and bias the mean.
+env cannot crowd out long ones and bias the mean. A recurrent policy's state is carried per env
+and zeroed when its episode ends.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import List, Optional
 import numpy as np
 
 from sparring.policy.base import Policy
+from sparring.worker.recurrent_state import initial_state, zero_rows
 
 
 @dataclasses.dataclass
@@ -40,11 +42,14 @@ class Evaluator:
         quota[: self.n_episodes % B] += 1
         returns: List[float] = []
         obs = self.env.reset()
+        state = initial_state(self.policy, B)
         env_steps = 0
         while (quota > 0).any():
-            out = self.policy.act(obs, deterministic=True)
+            out = self.policy.act(obs, state, deterministic=True)
+            state = out.state
             step = self.env.step(out.action)
             env_steps += B
+            zero_rows(state, step.terminated | step.truncated)
             finished = np.flatnonzero((step.terminated | step.truncated) & (quota > 0))
             for i in finished:
                 returns.append(float(step.episode_return[i]))

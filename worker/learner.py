@@ -31,7 +31,9 @@ class Learner:
     def sample_reuse(self) -> float:
         return self.samples_consumed / max(self.samples_produced, 1)
 
-    def train(self, chunk: Chunk) -> Dict[str, float]:
+    def train(self, chunk: Chunk, fresh: bool = True) -> Dict[str, float]:
+        """One update on ``chunk``. ``fresh=False`` trains on a chunk seen before (a parallel learner
+        re-using recent data while it waits): its env steps and samples are not counted again."""
         chunk.validate()
         staleness = self.policy.version - chunk.version
         if staleness < 0:
@@ -39,10 +41,11 @@ class Learner:
                              f'learner\'s {self.policy.version}')
         started = time.perf_counter()
         stats = self.policy.learn(chunk.data, progress=self.progress)
-        self.env_steps += chunk.env_steps
-        # A policy reports the samples it trained on and how many its gradient steps went through
-        # (epochs count again); without the figures, every env step is one sample used once.
-        self.samples_produced += int(stats.get('samples', chunk.env_steps))
+        if fresh:
+            self.env_steps += chunk.env_steps
+            # A policy reports the samples it trained on and how many its gradient steps went through
+            # (epochs count again); without the figures, every env step is one sample used once.
+            self.samples_produced += int(stats.get('samples', chunk.env_steps))
         self.samples_consumed += int(stats.get('samples_consumed', chunk.env_steps))
         self.train_iter += 1
         stats.update(staleness=float(staleness), sample_reuse=self.sample_reuse,

@@ -9,8 +9,10 @@ it (so a snapshot stays playable after its parent's network changes shape), in m
 
 * a *live* reference (an active player's own, registered with :meth:`PolicyPool.add_live`) is
   the learner's policy itself, so self-play always uses the newest parameters;
-* ``'bot:<name>'`` is a bot from ``BOT_REGISTRY`` (fixed opponents and reference players);
-* anything else is a frozen policy built from the store, cached.
+* ``'bot:<name>'`` is a bot from ``BOT_REGISTRY`` (fixed opponents and reference players), options
+  in query form: ``'bot:connect_four_mcts?num_simulations=1000'``;
+* anything else is a frozen policy built from the store, cached; one stored before a surgery
+  changed the env's observations or actions plays through its adapter.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import torch
 
 from sparring.framework.registry import BOT_REGISTRY, POLICY_REGISTRY
 from sparring.policy.base import Policy
+from sparring.policy.bot import parse_bot_ref
 
 BOT_PREFIX = 'bot:'
 
@@ -39,10 +42,17 @@ class ParamStore:
     def _path(self, ref: str) -> str:
         return os.path.join(self.directory, urllib.parse.quote(ref, safe='') + '.pt')
 
-    def put(self, ref: str, params: Dict[str, torch.Tensor], policy_cfg: dict, version: int = 0) -> None:
-        """Freeze a copy of ``params`` under ``ref`` (written to disk atomically when backed)."""
+    def put(self, ref: str, params: Dict[str, torch.Tensor], policy_cfg: dict, version: int = 0,
+            adapter: Optional[dict] = None) -> None:
+        """Freeze a copy of ``params`` under ``ref`` (written to disk atomically when backed).
+
+        ``adapter`` (a :class:`~sparring.policy.feature_map.SpaceAdapter` as a dict, written by
+        surgery) marks parameters built for older observation and action spaces than the env's.
+        """
         entry = dict(params={k: v.detach().clone() for k, v in params.items()}, policy_cfg=policy_cfg,
                      version=int(version))
+        if adapter is not None:
+            entry['adapter'] = adapter
         self._entries[ref] = entry
         if self.directory:
             path = self._path(ref)
@@ -85,16 +95,20 @@ class PolicyPool:
             if ref not in self._bots:
                 # Each bot gets its own seeded RNG, derived from the run's seed and its name.
                 seed = (self.seed + zlib.crc32(ref.encode())) % 2 ** 31
-                self._bots[ref] = BOT_REGISTRY.get(ref[len(BOT_PREFIX):])({}, self.observation_space,
-                                                                           self.action_space, seed=seed)
+                name, options = parse_bot_ref(ref[len(BOT_PREFIX):])
+                self._bots[ref] = BOT_REGISTRY.get(name)(options, self.observation_space, self.action_space, seed=seed)
             return self._bots[ref]
         if ref in self._frozen:
             self._frozen.move_to_end(ref)
             return self._frozen[ref]
         entry = self.store.get(ref)
         cfg = entry['policy_cfg']
-        policy = POLICY_REGISTRY.get(cfg['type'])(cfg, self.observation_space, self.action_space, seed=self.seed)
-        policy.set_params(entry['params'], entry['version'])
+        if entry.get('adapter') is not None:  # a snapshot from before a surgery changed the env's spaces
+            from sparring.policy.feature_map import adapted_policy
+            policy = adapted_policy(entry, self.observation_space, self.action_space, seed=self.seed)
+        else:
+            policy = POLICY_REGISTRY.get(cfg['type'])(cfg, self.observation_space, self.action_space, seed=self.seed)
+            policy.set_params(entry['params'], entry['version'])
         self._frozen[ref] = policy
         if len(self._frozen) > self.max_cached:
             self._frozen.popitem(last=False)

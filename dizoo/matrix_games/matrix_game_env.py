@@ -59,6 +59,14 @@ class MatrixGameEnv(NativeVecBattleEnv):
         self.action_space = spaces.Discrete(num_actions)
         self._seat_one_hot = np.eye(2, dtype=np.float32)
 
+    @classmethod
+    def exact_analysis(cls, env_cfg=None):
+        """Exact evaluation of policies (zero-sum games only; see :mod:`.analysis`)."""
+        if not cls.zero_sum:
+            return None
+        from sparring.dizoo.matrix_games.analysis import MatrixGameAnalysis
+        return MatrixGameAnalysis(cls.payoffs, cls.nash)
+
     def _reset_games(self, rows: np.ndarray) -> None:
         pass  # a one-shot game has no state
 

@@ -53,6 +53,12 @@ class OpenSpielBattleEnv(NativeVecBattleEnv):
     config_constraints = dict(BATTLE_ENV_CONSTRAINTS, game=_game_name)
 
     @classmethod
+    def exact_analysis(cls, env_cfg):
+        """Exact evaluation over the whole game tree (small two-player zero-sum games: Kuhn, Leduc, ...)."""
+        from sparring.dizoo.openspiel.exploitability import OpenSpielAnalysis
+        return OpenSpielAnalysis(env_cfg['game'], env_cfg.get('game_params') or None)
+
+    @classmethod
     def validate_config(cls, section: dict) -> None:
         # Only what needs no OpenSpiel: the name itself is checked when the env is built.
         check_game_params(section['game_params'], 'config key "env.game_params"')

@@ -23,9 +23,10 @@ class PongTrackerBot(Bot):
 
     def __init__(self, cfg, observation_space, action_space, seed: int = 0) -> None:
         super().__init__(cfg, observation_space, action_space, seed)
-        if self.obs_shape != (len(OBS_FIELDS),) or self.num_actions != 3:
+        # Extra features (``extra_features=True``) come after OBS_FIELDS, which the bot reads.
+        if len(self.obs_shape) != 1 or self.obs_shape[0] < len(OBS_FIELDS) or self.num_actions != 3:
             raise ValueError(f'bot {self.name!r}: observation shape {self.obs_shape} and {self.num_actions} '
-                             f'actions; expected Pong duel\'s ({len(OBS_FIELDS)},) and 3')
+                             f'actions; expected Pong duel\'s ({len(OBS_FIELDS)},) or longer, and 3')
 
     def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
         gap = obs[:, OBS_INDEX['ball_y']] - obs[:, OBS_INDEX['own_paddle_y']]

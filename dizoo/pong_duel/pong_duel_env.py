@@ -11,6 +11,13 @@ Actions: 0 stay, 1 up, 2 down. Reward per step: own points minus the opponent's 
 that step (zero-sum). The observation (``OBS_FIELDS``, all in about [-1, 1]) is from the seat's
 own perspective: x is mirrored for the right seat, so -1 is always the own goal line and a
 positive x velocity always moves away from it; one policy can play both sides.
+
+``extra_features=True`` appends ``EXTRA_FIELDS``: ``ball_intercept_y``, the height at which the
+ball will cross the goal line it is heading for (wall bounces folded in). It changes nothing
+else (no randomness is drawn for it), so the two variants play the same games from the same
+seed; it exists to show surgery adding an observation feature to a trained player.
+``observation_names`` names every feature; ``seconds_per_step`` (1/30: a court crossing at the
+serve takes about 1.7 s, as in arcade Pong) turns discount horizons into game seconds.
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ from sparring.worker.env.battle import BATTLE_ENV_CONSTRAINTS, NativeVecBattleEn
 
 OBS_FIELDS = ('ball_x', 'ball_y', 'ball_vx', 'ball_vy', 'own_paddle_y', 'opponent_paddle_y', 'score_difference')
 OBS_INDEX = {name: i for i, name in enumerate(OBS_FIELDS)}
+EXTRA_FIELDS = ('ball_intercept_y',)
 STAY, UP, DOWN = 0, 1, 2
 
 BALL_RADIUS = 0.01
@@ -36,6 +44,7 @@ MAX_SERVE_ANGLE = np.deg2rad(30.0)
 class PongDuelEnv(NativeVecBattleEnv):
     turn_based = False
     reference_bots = ('random', 'pong_duel_heuristic')
+    seconds_per_step = 1.0 / 30.0
 
     @classmethod
     def default_config(cls) -> dict:
@@ -47,6 +56,7 @@ class PongDuelEnv(NativeVecBattleEnv):
             paddle_speed=0.04,  # per step
             ball_speed=0.02,  # per step, at the serve
             max_ball_speed=0.04,  # the ball speeds up by 5% per return up to this
+            extra_features=False,  # append EXTRA_FIELDS to the observation
         )
 
     config_constraints = dict(
@@ -67,7 +77,8 @@ class PongDuelEnv(NativeVecBattleEnv):
 
     def __init__(self, cfg: Optional[Mapping], num_envs: int, seed: Optional[int] = None) -> None:
         super().__init__(cfg, num_envs, seed)
-        self.observation_space = spaces.Box(-1.0, 1.0, (len(OBS_FIELDS),), np.float32)
+        self.observation_names = OBS_FIELDS + (EXTRA_FIELDS if self.cfg.extra_features else ())
+        self.observation_space = spaces.Box(-1.0, 1.0, (len(self.observation_names),), np.float32)
         self.action_space = spaces.Discrete(3)
         B = self.num_envs
         self.ball = np.zeros((B, 2))  # x, y
@@ -144,7 +155,7 @@ class PongDuelEnv(NativeVecBattleEnv):
         ball, velocity, paddle_y = self.ball[rows], self.velocity[rows], self.paddle_y[rows]
         score = self.score[rows]
         speed_scale = 1.0 / self.cfg.max_ball_speed
-        obs = np.empty((n, 2, len(OBS_FIELDS)), np.float32)
+        obs = np.empty((n, 2, len(self.observation_names)), np.float32)
         for seat, mirror in ((0, 1.0), (1, -1.0)):
             # x mirrored for the right seat: 2x - 1 becomes 1 - 2x.
             obs[:, seat, 0] = mirror * (2.0 * ball[:, 0] - 1.0)
@@ -154,4 +165,14 @@ class PongDuelEnv(NativeVecBattleEnv):
             obs[:, seat, 4] = 2.0 * paddle_y[:, seat] - 1.0
             obs[:, seat, 5] = 2.0 * paddle_y[:, 1 - seat] - 1.0
             obs[:, seat, 6] = (score[:, seat] - score[:, 1 - seat]) / self.cfg.points_to_win
+        if self.cfg.extra_features:
+            obs[:, :, len(OBS_FIELDS)] = (2.0 * _intercept_y(ball, velocity) - 1.0)[:, None]
         return obs, np.ones((n, 2, 3), bool), np.ones((n, 2), bool)
+
+
+def _intercept_y(ball: np.ndarray, velocity: np.ndarray) -> np.ndarray:
+    """Where (court height, in [0, 1]) each ball crosses the goal line it moves toward, bounces folded."""
+    goal_x = np.where(velocity[:, 0] < 0.0, 0.0, 1.0)
+    steps = (goal_x - ball[:, 0]) / np.where(velocity[:, 0] == 0.0, np.inf, velocity[:, 0])
+    unfolded = np.mod(ball[:, 1] + velocity[:, 1] * steps, 2.0)  # the walls mirror the court every 2 heights
+    return np.where(unfolded > 1.0, 2.0 - unfolded, unfolded)

@@ -41,6 +41,23 @@ def flat_obs_dim(space: gym.Space) -> int:
     raise TypeError(f'MLP model: unsupported observation space {space}; expected Box or Discrete')
 
 
+def encode_observation(obs: torch.Tensor, space: gym.Space) -> torch.Tensor:
+    """``[N, *obs_shape]`` observations as ``[N, features]`` floats: Discrete one-hot, Box flattened."""
+    if isinstance(space, gym.spaces.Discrete):
+        return nn.functional.one_hot(obs.long(), space.n).float()
+    return obs.reshape(obs.shape[0], -1).float()
+
+
+def action_output(action_space: gym.Space, init_log_std: float, who: str) -> tuple[int, nn.Parameter | None]:
+    """Width of the policy head, and the state-independent log-std parameter for Box actions (else None)."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        return int(action_space.n), None
+    if isinstance(action_space, gym.spaces.Box):
+        out_dim = int(np.prod(action_space.shape))
+        return out_dim, nn.Parameter(torch.full((out_dim,), float(init_log_std)))
+    raise TypeError(f'{who}: unsupported action space {action_space}; expected Discrete or Box')
+
+
 @MODEL_REGISTRY.register('mlp')
 class MLPActorCritic(nn.Module):
     @classmethod
@@ -68,22 +85,15 @@ class MLPActorCritic(nn.Module):
         sizes = list(cfg['hidden_sizes'])
         self.actor_trunk = _trunk(in_dim, sizes, cfg['activation'])
         self.critic_trunk = self.actor_trunk if cfg['shared_trunk'] else _trunk(in_dim, sizes, cfg['activation'])
-        if isinstance(action_space, gym.spaces.Discrete):
-            self.continuous = False
-            out_dim = int(action_space.n)
-        elif isinstance(action_space, gym.spaces.Box):
-            self.continuous = True
-            out_dim = int(np.prod(action_space.shape))
-            self.log_std = nn.Parameter(torch.full((out_dim,), float(cfg['init_log_std'])))
-        else:
-            raise TypeError(f'MLP model: unsupported action space {action_space}; expected Discrete or Box')
+        out_dim, log_std = action_output(action_space, cfg['init_log_std'], 'MLP model')
+        self.continuous = log_std is not None
+        if self.continuous:
+            self.log_std = log_std
         self.policy_head = orthogonal_init(nn.Linear(sizes[-1], out_dim), cfg['policy_head_gain'])
         self.value_head = orthogonal_init(nn.Linear(sizes[-1], 1), 1.0)
 
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
-        if self.one_hot_obs:
-            return nn.functional.one_hot(obs.long(), self.observation_space.n).float()
-        return obs.reshape(obs.shape[0], -1).float()
+        return encode_observation(obs, self.observation_space)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns (logits or Gaussian mean, value) for a batch of (normalised) observations."""

@@ -3,6 +3,8 @@
 ``env=dict(type='gym', id='CartPole-v1')`` builds any Gymnasium env by id; an env family under
 ``dizoo/`` subclasses :class:`GymEnv` to preset the id under a short registered name.
 :func:`make_env` is the one place envs are built, in the parent and in env subprocesses alike.
+:func:`evaluator_env_config` gives the section evaluation envs are built from, with what only
+shapes the training signal (``reward_scaling``, and a subclass's own such options) turned off.
 """
 from __future__ import annotations
 
@@ -87,6 +89,10 @@ class GymEnv(gymnasium.Wrapper):
             evaluator_env_num=8,
             n_evaluator_episodes=8,
             stop_value=None,  # an evaluation mean return at which training may stop
+            # Divide training rewards by the running std of the discounted return (the MuJoCo
+            # recipe); evaluation envs always report raw rewards (see ``evaluator_config``).
+            reward_scaling=False,
+            reward_scaling_gamma=0.99,  # the discount of that return: best equal to policy.learn.gamma
             manager=dict(type=cls.default_manager),
         )
 
@@ -97,6 +103,7 @@ class GymEnv(gymnasium.Wrapper):
         'evaluator_env_num': in_range(1, None),
         'n_evaluator_episodes': in_range(1, None),
         'stop_value': of_type(int, float, allow_none=True),
+        'reward_scaling_gamma': in_range(0.0, 1.0),
     }
 
     @classmethod
@@ -112,5 +119,31 @@ class GymEnv(gymnasium.Wrapper):
         make_kwargs = dict(cfg.kwargs)
         if cfg.max_episode_steps is not None:
             make_kwargs['max_episode_steps'] = cfg.max_episode_steps
-        super().__init__(gymnasium.make(cfg.id, **make_kwargs))
+        env = self.wrap(gymnasium.make(cfg.id, **make_kwargs), cfg)
+        if cfg.reward_scaling:
+            # Gymnasium's wrapper divides by the std (not mean-centred) of the discounted return,
+            # per env; its statistics live in the env and are not checkpointed.
+            env = gymnasium.wrappers.NormalizeReward(env, gamma=cfg.reward_scaling_gamma)
+        super().__init__(env)
         self.cfg = cfg
+
+    def wrap(self, env: gymnasium.Env, cfg: Mapping) -> gymnasium.Env:
+        """The env Gymnasium made, wrapped as this env type needs; subclasses add their wrapper stack."""
+        return env
+
+    @classmethod
+    def evaluator_config(cls, section: Mapping) -> dict:
+        """The section evaluation envs are built from: what only shapes the training signal is off."""
+        return {**section, 'reward_scaling': False}
+
+
+def evaluator_env_config(env_cfg: Mapping, import_names: Iterable[str] = ()):
+    """The env section for evaluation envs: the env type's ``evaluator_config`` applied, if it has one.
+
+    Evaluation reports what the task scores (raw rewards, whole games), while training envs may
+    reshape the signal (reward scaling or clipping, a lost life ending an Atari episode).
+    """
+    import_env_modules(import_names)
+    section = compile_section('env', env_cfg)
+    hook = getattr(ENV_REGISTRY.get(section.type), 'evaluator_config', None)
+    return section if hook is None else compile_section('env', hook(section))

@@ -1,0 +1,22 @@
+"""Shared by the benchmark scripts: merge a run's figures into ``benchmarks/results/<name>.json``."""
+from __future__ import annotations
+
+import json
+import os
+
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results')
+
+
+def merge_results(name: str, results: dict) -> str:
+    """Write ``results`` over the file's previous top-level entries (a partial run keeps the others' figures)."""
+    path = os.path.join(RESULTS_DIR, f'{name}.json')
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    previous = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            previous = json.load(f)
+    previous.update(results)
+    with open(path, 'w') as f:
+        json.dump(previous, f, indent=2)
+    print(f'wrote {path}')
+    return path

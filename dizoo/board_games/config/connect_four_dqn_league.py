@@ -1,0 +1,19 @@
+"""A DQN self-play league on connect four: one naive self-play player with its snapshots, evaluated
+against the random bot (the rating anchor) and the heuristic bot."""
+config = dict(
+    exp_name='runs/connect_four_dqn_league',
+    env=dict(type='connect_four', collector_env_num=32, evaluator_env_num=50, n_evaluator_episodes=200,
+             stop_value=None),
+    policy=dict(
+        type='dqn',
+        model=dict(hidden_sizes=[256, 256], dueling=True),
+        collect=dict(n_steps=16, eps_start=1.0, eps_end=0.05, eps_decay_fraction=0.2),
+        learn=dict(lr=3e-4, batch_size=128, updates_per_chunk=16, learning_starts=2_000, gamma=0.99, n_step=1,
+                   double=True, target_update_every=1, target_tau=0.01, loss='huber'),
+        replay=dict(capacity=50_000),
+    ),
+    league=dict(type='one_vs_one', players=dict(naive_sp=dict(one_phase_step=200))),
+    battle=dict(eval_deterministic=True, eval_opponents=['bot:connect_four_heuristic']),
+    train=dict(max_env_steps=1_000_000, max_wall_seconds=1200.0, eval_every_iters=100,
+               checkpoint_every_iters=200),
+)

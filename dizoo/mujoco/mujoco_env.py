@@ -1,0 +1,39 @@
+"""MuJoCo locomotion tasks (Gymnasium + mujoco) under short names: 'hopper', 'halfcheetah', 'walker2d'.
+
+They are :class:`~sparring.worker.env.gym_env.GymEnv` with a preset id, so every GymEnv option
+applies, notably ``reward_scaling`` (divide training rewards by the running std of the
+discounted return). Observation normalisation belongs to the policy (``policy.obs_norm``), where
+its statistics are checkpointed with the model. The physics steps in ~0.15 ms, so the envs run
+in process by default. mujoco is the optional extra ``mujoco``, imported when a config is checked.
+"""
+from __future__ import annotations
+
+from sparring.framework.optional import require
+from sparring.framework.registry import ENV_REGISTRY
+from sparring.worker.env.gym_env import GymEnv
+
+
+class MujocoEnv(GymEnv):
+    """A Gymnasium MuJoCo task; checking its config first checks that mujoco is installed."""
+
+    default_manager = 'base'
+
+    @classmethod
+    def validate_config(cls, section: dict) -> None:
+        require('mujoco', 'MuJoCo envs', 'mujoco')
+        super().validate_config(section)
+
+
+@ENV_REGISTRY.register('hopper')
+class HopperEnv(MujocoEnv):
+    default_id = 'Hopper-v5'
+
+
+@ENV_REGISTRY.register('halfcheetah')
+class HalfCheetahEnv(MujocoEnv):
+    default_id = 'HalfCheetah-v5'
+
+
+@ENV_REGISTRY.register('walker2d')
+class Walker2dEnv(MujocoEnv):
+    default_id = 'Walker2d-v5'

@@ -1,0 +1,339 @@
+"""The parallel entry point: a commander in this process, collector / learner / evaluator processes around it.
+
+``parallel_pipeline(config, seed=None, exp_name=None, resume=False, max_env_steps=None)`` takes
+the same config as :func:`~sparring.framework.serial_pipeline` and
+
+1. compiles it (``resume=True`` reuses the saved one) and builds the
+   :class:`~sparring.framework.commander.Commander`, whose ZeroMQ socket listens on
+   ``parallel.host:parallel.port`` (127.0.0.1 and a free port by default);
+2. starts ``parallel.collectors`` collectors, a learner per active player and
+   ``parallel.evaluators`` evaluators as local processes (``python -m
+   sparring.framework.workers``), each told to die with this process;
+3. serves them until the budget is spent (or the stop value reached), the learners have trained on
+   every chunk sent to them and the final evaluation is in; a local worker that dies is restarted
+   (up to ``parallel.max_restarts`` times), and its unfinished games are abandoned;
+4. stops every worker, kills what does not exit in ``parallel.shutdown_seconds``, saves the
+   league state, prints the league table and returns a summary. Ctrl-C (or SIGTERM) takes the same
+   way out, saving the state so that ``resume=True`` continues the run.
+
+Workers on other machines join with ``sparring worker --role collector --commander
+tcp://HOST:PORT`` (the address is printed at the start and written to
+``<exp_name>/commander/address``); that needs ``parallel.host`` set to a reachable interface and a
+shared secret in ``$SPARRING_SECRET`` (or ``parallel.key_file``) on every machine, or CURVE keys.
+Without a secret, a local run makes one up and hands it only to its own workers.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Dict, List, Optional, Tuple
+
+from sparring.config.schema import ConfigError
+from sparring.framework.commander import Commander
+from sparring.framework.league_pipeline import closing_report, complete_league_config
+from sparring.framework.logger import RunLogger
+from sparring.framework.messaging import (SECRET_ENV, CurveGuard, MessageError, Security, Server, Signer,
+                                          advertised_address, check_bind, is_loopback, load_secret, new_secret)
+from sparring.framework.runtime import seed_everything, set_torch_threads
+
+EXIT_TAIL_LINES = 20
+SERVE_SLICE_SECONDS = 0.05
+
+
+class LocalLauncher:
+    """Worker processes on this machine: started, watched, restarted and stopped by worker id."""
+
+    def __init__(self, exp_dir: str, commander: str, secret: Optional[str], curve_dir: Optional[str],
+                 bind_host: str) -> None:
+        self.exp_dir = exp_dir
+        self.commander = commander
+        self.curve_dir = curve_dir
+        self.bind_host = bind_host
+        self.env = dict(os.environ, PYTHONUNBUFFERED='1', OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
+        if secret is not None:
+            self.env[SECRET_ENV] = secret
+        self.processes: Dict[str, subprocess.Popen] = {}
+        self.roles: Dict[str, Tuple[str, Optional[str]]] = {}
+        self.restarts: Dict[str, int] = {}
+        self.all_pids: List[int] = []
+        # Linux ties a child's parent-death signal to the thread that started it: start all from one.
+        self._thread = threading.get_ident()
+
+    def output_path(self, worker_id: str) -> str:
+        return os.path.join(self.exp_dir, 'workers', worker_id, 'output.log')
+
+    def start(self, worker_id: str, role: str, player_id: Optional[str] = None) -> int:
+        if threading.get_ident() != self._thread:
+            raise RuntimeError('LocalLauncher.start: call it from the thread that created the launcher')
+        command = [sys.executable, '-m', 'sparring.framework.workers', '--role', role, '--commander', self.commander,
+                   '--worker-id', worker_id, '--parent-pid', str(os.getpid()), '--bind-host', self.bind_host]
+        if player_id is not None:
+            command += ['--player-id', player_id]
+        if self.curve_dir:
+            command += ['--curve-dir', self.curve_dir]
+        path = self.output_path(worker_id)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'ab') as output:
+            # A session of its own: a Ctrl-C at the terminal reaches only the launcher, which then
+            # stops the workers in order.
+            process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=self.env,
+                                       start_new_session=True)
+        self.processes[worker_id] = process
+        self.roles[worker_id] = (role, player_id)
+        self.all_pids.append(process.pid)
+        self._write_pids()
+        return process.pid
+
+    def restart(self, worker_id: str) -> int:
+        self.restarts[worker_id] = self.restarts.get(worker_id, 0) + 1
+        role, player_id = self.roles[worker_id]
+        return self.start(worker_id, role, player_id)
+
+    def poll(self) -> List[Tuple[str, int]]:
+        """Workers that exited since the last call, with their exit codes."""
+        exited = [(wid, p.returncode) for wid, p in self.processes.items() if p.poll() is not None]
+        for wid, _ in exited:
+            del self.processes[wid]
+        if exited:
+            self._write_pids()
+        return exited
+
+    def tail(self, worker_id: str) -> str:
+        try:
+            with open(self.output_path(worker_id), 'rb') as f:
+                lines = f.read().decode('utf-8', 'replace').splitlines()
+        except OSError:
+            return ''
+        return '\n'.join(lines[-EXIT_TAIL_LINES:])
+
+    def stop(self, timeout: float) -> None:
+        """SIGTERM what is still running, then SIGKILL what outlives ``timeout``; reap everything."""
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.terminate()
+        deadline = time.monotonic() + timeout
+        for process in self.processes.values():
+            try:
+                process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.processes.clear()
+        self._write_pids()
+
+    def _write_pids(self) -> None:
+        path = os.path.join(self.exp_dir, 'workers', 'pids.json')
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + '.tmp', 'w') as f:
+            json.dump(dict(running={wid: p.pid for wid, p in self.processes.items()}, launcher=os.getpid(),
+                           started=self.all_pids), f)
+        os.replace(path + '.tmp', path)
+
+
+class ParallelRun:
+    """A commander and its local workers, stepped by the caller (``parallel_pipeline`` loops ``step``)."""
+
+    def __init__(self, cfg, resume: bool = False) -> None:
+        import zmq
+        self.cfg = cfg
+        par = cfg.parallel
+        secret = None
+        if par.auth == 'hmac':
+            loaded = load_secret(par.key_file)
+            if loaded is None and not is_loopback(par.host):
+                raise ConfigError(f'config key "parallel.auth": "hmac" on host {par.host!r} needs a shared secret that '
+                                  f'remote workers know: set ${SECRET_ENV} or parallel.key_file')
+            secret = loaded.decode('utf-8') if loaded is not None else new_secret()
+        if par.auth == 'curve' and not par.curve_dir:
+            raise ConfigError('config key "parallel.curve_dir": auth="curve" needs the keys directory '
+                              '(sparring.framework.messaging.create_curve_keys)')
+        self.security = Security(Signer(secret.encode('utf-8') if secret else None),
+                                 par.curve_dir if par.auth == 'curve' else None)
+        check_bind(par.host, self.security.secured)
+        self.context = zmq.Context()
+        self.curve_guard = CurveGuard(self.context, par.curve_dir) if par.auth == 'curve' else None
+        self.logger = RunLogger(cfg.exp_name, cfg.train.max_env_steps, cfg.train.tensorboard, cfg.train.progress_bar)
+        self.commander = Commander(cfg, resume=resume, logger=self.logger)
+        self.logger.progress(self.commander.env_steps)
+        self.server = Server(self.context, f'tcp://{par.host}:{par.port}', self.security,
+                             max_message_bytes=par.max_message_mb << 20)
+        self.address = advertised_address(self.server.address, par.advertise_host)
+        with open(os.path.join(self.commander.dir, 'address'), 'w') as f:
+            f.write(self.address + '\n')
+        self.launcher = LocalLauncher(cfg.exp_name, self.server.address, secret, self.security.curve_dir, par.host)
+        self.logger.line(f'commander at {self.address} ({par.auth} authentication); join a worker from another '
+                         f'machine with: sparring worker --role collector --commander {self.address}')
+        self.failure: Optional[str] = None
+        self.closed = False
+
+    # -- running ------------------------------------------------------------------------------
+    def start(self) -> None:
+        par = self.cfg.parallel
+        if par.local_learners:
+            for pid in self.commander.player_ids:
+                self.launcher.start(f'learner-{pid}', 'learner', pid)
+        for i in range(par.collectors):
+            self.launcher.start(f'collector-{i}', 'collector')
+        for i in range(par.evaluators):
+            self.launcher.start(f'evaluator-{i}', 'evaluator')
+
+    @property
+    def finished(self) -> bool:
+        return self.commander.phase == 'done'
+
+    def step(self, seconds: float = SERVE_SLICE_SECONDS) -> None:
+        """Serve requests for about ``seconds``, then look after the processes and the run's course."""
+        self.serve(seconds)
+        for worker_id, code in self.launcher.poll():
+            self._exited(worker_id, code)
+        self.commander.tick()
+        if self.commander.phase == 'evaluate' and not self.cfg.parallel.evaluators:
+            self._evaluate_here()
+
+    def serve(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while True:
+            got = self.server.recv(max(0.0, deadline - time.monotonic()))
+            if got is None:
+                return
+            peer, message = got
+            try:
+                kind, body, arrays = self.commander.handle(message)
+            except Exception as err:  # a bug must not take the run down with one worker's request
+                self.logger.line(f'commander: {type(err).__name__} handling a {message.kind!r} from '
+                                 f'{message.sender}: {err}')
+                kind, body, arrays = 'error', dict(error=f'commander failed: {err}', reason='internal'), None
+            self.server.reply(peer, message.id, kind, body, arrays)
+
+    def _wanted(self, role: str) -> bool:
+        phase = self.commander.phase
+        if role == 'collector':
+            return phase == 'collect'
+        if role == 'learner':
+            return phase in ('collect', 'drain')
+        return phase != 'done'
+
+    def _exited(self, worker_id: str, code: int) -> None:
+        self.commander.drop_worker_id(worker_id, f'process exited with code {code}')
+        role, _ = self.launcher.roles[worker_id]
+        if not self._wanted(role):
+            return
+        restarts = self.launcher.restarts.get(worker_id, 0)
+        if restarts >= self.cfg.parallel.max_restarts:
+            self.failure = (f'{worker_id} died {restarts + 1} times (last exit code {code}); its last output '
+                            f'({self.launcher.output_path(worker_id)}):\n{self.launcher.tail(worker_id)}')
+            raise RuntimeError(self.failure)
+        pid = self.launcher.restart(worker_id)
+        self.logger.line(f'{worker_id} exited with code {code}; restarted as pid {pid} '
+                         f'(restart {restarts + 1} of at most {self.cfg.parallel.max_restarts})')
+
+    def _evaluate_here(self) -> None:
+        """The final evaluation in this process, for a run without evaluator workers."""
+        from sparring.framework.messaging import arrays_to_params
+        from sparring.framework.registry import POLICY_REGISTRY
+        from sparring.framework.workers import EVALUATOR_SEED_OFFSET, evaluate_against
+        from sparring.worker.battle_evaluator import BattleEvaluator
+        from sparring.worker.env.battle import make_battle_env
+        from sparring.worker.policy_pool import PolicyPool
+        cfg, commander = self.cfg, self.commander
+        pool = PolicyPool(commander.store, commander.observation_space, commander.action_space,
+                          seed=cfg.seed + EVALUATOR_SEED_OFFSET)
+        evaluator = BattleEvaluator(lambda: make_battle_env(cfg.env, cfg.env.evaluator_env_num,
+                                                           cfg.seed + EVALUATOR_SEED_OFFSET),
+                                    cfg.env.n_evaluator_episodes, deterministic=cfg.battle.eval_deterministic)
+        for job in commander.final_evaluations_pending():
+            pid = job['player_id']
+            policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, commander.observation_space,
+                                                          commander.action_space, seed=cfg.seed)
+            live = commander.live[pid]
+            policy.set_params(arrays_to_params(live.arrays), live.version)
+            commander.finish_pending_evaluation(job, evaluate_against(evaluator, policy, commander.eval_opponents,
+                                                                      pool))
+
+    # -- ending -------------------------------------------------------------------------------
+    def close(self, interrupted: bool = False) -> dict:
+        """Stop every worker, save, report; returns the summary."""
+        if self.closed:
+            raise RuntimeError('ParallelRun.close: already closed')
+        self.closed = True
+        commander = self.commander
+        if interrupted and commander.phase != 'done':
+            commander.stop_reason = 'interrupted'
+            self.logger.line('interrupted: stopping the workers and saving the run (resume=True continues it)')
+        commander.phase = 'done'  # every heartbeat and request is now answered with "stop"
+        try:
+            deadline = time.monotonic() + self.cfg.parallel.shutdown_seconds
+            while self.launcher.processes and time.monotonic() < deadline:
+                self.serve(SERVE_SLICE_SECONDS)
+                self.launcher.poll()
+            if self.launcher.processes:
+                self.logger.line(f'workers still running after {self.cfg.parallel.shutdown_seconds:.0f} s: '
+                                 f'{sorted(self.launcher.processes)}; terminating them')
+            self.launcher.stop(timeout=5.0)
+            state_path = commander.save()
+            pictures = [] if interrupted or self.failure else closing_report(commander.league, commander.last_eval,
+                                                                             commander.exp_dir, self.logger.line)
+            summary = commander.summary(pictures, state_path)
+            summary['restarts'] = dict(self.launcher.restarts)
+            summary['rejected_messages'] = dict(self.server.rejected.counts)
+            self.logger.line(f'{summary["env_steps"]} env steps in {summary["wall_seconds"]:.1f} s '
+                             f'({summary["env_steps_per_second"]:.0f} env steps/s); state: {state_path}')
+            return summary
+        finally:
+            commander.close()
+            self.server.close()
+            if self.curve_guard is not None:
+                self.curve_guard.stop()
+            self.context.term()
+            self.logger.close()
+
+
+def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
+                      resume: bool = False, max_env_steps: Optional[int] = None) -> dict:
+    """Train a league with a commander and worker processes; returns a summary dict (see the module)."""
+    from sparring.framework.serial import prepare_config
+    from sparring.config import save_config
+    from sparring.worker.env.battle import is_battle_env
+    cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume)
+    if max_env_steps is not None:
+        cfg.train.max_env_steps = int(max_env_steps)
+    if cfg.league is None and not is_battle_env(cfg.env.type):
+        raise ConfigError(f'parallel mode trains leagues: env {cfg.env.type!r} is not a two-player battle env and the '
+                          f'config has no league section; run it with serial_pipeline (--mode serial)')
+    if complete_league_config(cfg) and not resume:
+        save_config(cfg, cfg.exp_name)
+    set_torch_threads(cfg.torch_threads)
+    seed_everything(cfg.seed)
+    run = ParallelRun(cfg, resume=resume)
+    previous = _terminate_as_interrupt()
+    try:
+        run.start()
+        while not run.finished:
+            run.step()
+    except KeyboardInterrupt:
+        run.close(interrupted=True)
+        raise
+    except BaseException:
+        if not run.closed:
+            run.close(interrupted=True)
+        raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return run.close()
+
+
+def _terminate_as_interrupt():
+    """Let SIGTERM stop a run as Ctrl-C does (workers stopped, state saved); returns the old handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f'signal {signum}')
+
+    return signal.signal(signal.SIGTERM, interrupt)

@@ -1,0 +1,201 @@
+"""ZeroMQ messaging: frames round-trip without copies or pickles, bad frames and unsigned peers are refused."""
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+import zmq
+
+from sparring.framework.messaging import (MAGIC, PROTOCOL, DataPuller, DataPusher, MessageError, ReplayGuard,
+                                          RequestClient, RequestTimeout, Security, Server, Signer, check_bind,
+                                          create_curve_keys, decode, encode, load_secret, make_security)
+
+SECRET = b'0123456789abcdef0123456789abcdef'
+
+
+def _chunk_arrays(T=4, B=3):
+    rng = np.random.default_rng(0)
+    return dict(obs=rng.normal(size=(T, B, 5)).astype(np.float32), action=rng.integers(0, 3, (T, B)),
+                log_prob=np.zeros((T, B), np.float32), value=np.zeros((T, B), np.float32),
+                reward=np.ones((T, B), np.float32), terminated=np.zeros((T, B), bool),
+                truncated=np.zeros((T, B), bool), next_value=np.zeros((T, B), np.float32))
+
+
+CHUNK_BODY = dict(chunk_id='c1', player_id='p', version=3, env_steps=12)
+
+
+def test_arrays_round_trip_as_views_of_the_frames():
+    arrays = _chunk_arrays()
+    signer = Signer(SECRET)
+    frames = encode('chunk', CHUNK_BODY, arrays, signer=signer, sender='collector-0')
+    # the arrays' memory is referenced by the frames, not copied
+    assert np.shares_memory(np.frombuffer(frames[3], dtype=np.float32), arrays['obs'])
+    message = decode([bytes(f) for f in frames], signer=signer)
+    assert message.kind == 'chunk' and message.body == CHUNK_BODY and message.sender == 'collector-0'
+    for name, array in arrays.items():
+        np.testing.assert_array_equal(message.arrays[name], array)
+        assert message.arrays[name].dtype == array.dtype
+    assert not message.arrays['obs'].flags.writeable  # a view of the received bytes
+
+
+def test_every_changed_byte_or_a_missing_key_is_refused():
+    frames = [bytes(f) for f in encode('chunk', CHUNK_BODY, _chunk_arrays(), signer=Signer(SECRET))]
+    tampered = list(frames)
+    tampered[3] = bytes([tampered[3][0] ^ 1]) + tampered[3][1:]
+    with pytest.raises(MessageError, match='bad signature') as err:
+        decode(tampered, signer=Signer(SECRET))
+    assert err.value.reason == 'unauthenticated'
+    with pytest.raises(MessageError, match='bad signature'):
+        decode(frames, signer=Signer(b'another secret, also 32 bytes!!'))
+    unsigned = [bytes(f) for f in encode('chunk', CHUNK_BODY, _chunk_arrays(), signer=Signer(None))]
+    with pytest.raises(MessageError, match='not signed'):
+        decode(unsigned, signer=Signer(SECRET))
+
+
+@pytest.mark.parametrize('frames, match', [
+    ([b'hello'], 'at least 3'),
+    ([b'XXXX', b'{}', b''], 'bad magic'),
+    ([MAGIC, b'\xff\xfe not json', b''], 'not UTF-8 JSON'),
+    ([MAGIC, b'[1, 2]', b''], 'must be an object'),
+    ([MAGIC, json.dumps(dict(kind='rm -rf', body={}, arrays=[])).encode(), b''], 'unknown message kind'),
+    ([MAGIC, json.dumps(dict(kind='chunk', body=CHUNK_BODY, arrays=[['obs', '|O', [1]]])).encode(), b'', b'12345678'],
+     'only bool, integer and float'),
+    ([MAGIC, json.dumps(dict(kind='chunk', body=CHUNK_BODY, arrays=[['obs', '<f4', [4]]])).encode(), b'', b'123'],
+     'needs 16 bytes'),
+    ([MAGIC, json.dumps(dict(kind='goodbye', body={}, arrays=[])).encode(), b''], "missing field 'session'"),
+    ([MAGIC, json.dumps(dict(kind='goodbye', body=dict(session=1), arrays=[])).encode(), b''], 'must be str'),
+    ([MAGIC, json.dumps(dict(kind='goodbye', body=dict(session='s', x=1), arrays=[])).encode(), b''],
+     "unknown field"),
+])
+def test_malformed_frames_raise_a_message_error_naming_the_problem(frames, match):
+    with pytest.raises(MessageError, match=match):
+        decode(frames, signer=Signer(None))
+
+
+def test_a_chunk_without_its_required_arrays_breaks_the_schema():
+    arrays = _chunk_arrays()
+    del arrays['reward']
+    with pytest.raises(MessageError, match="missing arrays \\['reward'\\]"):
+        encode('chunk', CHUNK_BODY, arrays, signer=Signer(None))
+    results = dict(session='s', task_id=1, chunk_id='c', player_id='p', version=0, env_steps=1,
+                   results=[[3, 'victory']])
+    with pytest.raises(MessageError, match='job_id'):
+        encode('chunk_report', results, signer=Signer(None))
+    assert set(PROTOCOL) >= {'register', 'heartbeat', 'chunk_report', 'publish', 'params', 'chunk'}
+
+
+def test_replayed_or_old_messages_are_refused():
+    guard = ReplayGuard(window=60)
+    message = decode(encode('goodbye', dict(session='s'), signer=Signer(SECRET)), signer=Signer(SECRET))
+    guard.check(message)
+    with pytest.raises(MessageError, match='already received'):
+        guard.check(message)
+    message.id, message.time = 'other', time.time() - 3600
+    with pytest.raises(MessageError, match='old'):
+        guard.check(message)
+
+
+def test_secret_from_environment_or_key_file(tmp_path, monkeypatch):
+    monkeypatch.delenv('SPARRING_SECRET', raising=False)
+    assert load_secret(None) is None
+    key = tmp_path / 'key'
+    key.write_text('a-long-enough-shared-secret\n')
+    key.chmod(0o600)
+    assert load_secret(str(key)) == b'a-long-enough-shared-secret'
+    monkeypatch.setenv('SPARRING_SECRET', 'short')
+    with pytest.raises(ValueError, match='at least 16 bytes'):
+        load_secret(str(key))
+    with pytest.raises(ValueError, match='needs a shared secret'):
+        monkeypatch.delenv('SPARRING_SECRET')
+        make_security('hmac')
+    with pytest.raises(ValueError, match='accepts connections from other machines'):
+        check_bind('0.0.0.0', secured=False)
+    check_bind('127.0.0.1', secured=False)
+
+
+def _serve(server, stop, answered):
+    while not stop.is_set():
+        got = server.recv(0.05)
+        if got is not None:
+            peer, message = got
+            answered.append(message.kind)
+            server.reply(peer, message.id, 'ack', dict(state='run'))
+
+
+def test_server_answers_signed_requests_and_drops_others_while_it_keeps_serving():
+    context = zmq.Context()
+    security = Security(Signer(SECRET))
+    server = Server(context, 'tcp://127.0.0.1:0', security)
+    stop, answered = threading.Event(), []
+    thread = threading.Thread(target=_serve, args=(server, stop, answered))
+    thread.start()
+    try:
+        intruder = RequestClient(context, server.address, Security(Signer(b'not the secret, but long enough')),
+                                 'intruder', timeout=0.5)
+        with pytest.raises(RequestTimeout):
+            intruder.request('heartbeat', dict(session='x'))
+        raw = context.socket(zmq.DEALER)
+        raw.connect(server.address)
+        raw.send_multipart([b'garbage'])  # malformed
+        bad_header = b'{"kind": "heartbeat"'
+        raw.send_multipart([MAGIC, bad_header, security.signer.tag([MAGIC, bad_header])])  # signed, malformed
+        raw.send_multipart([MAGIC, b'{}', b'x' * 32])  # a forged signature
+        friend = RequestClient(context, server.address, security, 'friend', timeout=5.0)
+        reply = friend.request('heartbeat', dict(session='s', stats=dict(a=1.0)))
+        assert reply.kind == 'ack' and answered == ['heartbeat']
+        # an authenticated peer that breaks a kind's schema is told why
+        header = json.dumps(dict(kind='heartbeat', id='q1', body=dict(sesion='s'), arrays=[])).encode()
+        raw.send_multipart([MAGIC, header, security.signer.tag([MAGIC, header])])
+        assert raw.poll(5000)
+        error = decode(raw.recv_multipart(), signer=security.signer)
+        assert error.kind == 'error' and error.reply_to == 'q1' and "unknown field(s) ['sesion']" in error.body['error']
+        assert answered == ['heartbeat']
+        assert server.rejected.counts == dict(unauthenticated=2, malformed=2, schema=1)
+    finally:
+        stop.set()
+        thread.join()
+        context.destroy(linger=0)
+
+
+def test_push_blocks_when_the_pulling_side_is_full():
+    context = zmq.Context()
+    security = Security(Signer(SECRET))
+    puller = DataPuller(context, '127.0.0.1', security, 'learner', queue=1)
+    pusher = DataPusher(context, puller.address, security, 'collector', queue=1, linger_seconds=0)
+    arrays = _chunk_arrays(T=64, B=64)
+    try:
+        sent = 0
+        while pusher.send('chunk', dict(CHUNK_BODY, chunk_id=str(sent)), arrays, timeout=0.5):
+            sent += 1
+            assert sent < 50, 'the bounded queues never pushed back'
+        received = [puller.recv(1.0) for _ in range(sent)]
+        assert [m.body['chunk_id'] for m in received] == [str(i) for i in range(sent)]
+        assert pusher.send('chunk', dict(CHUNK_BODY, chunk_id='again'), arrays, timeout=1.0)
+        assert puller.recv(1.0).body['chunk_id'] == 'again'
+    finally:
+        context.destroy(linger=0)
+
+
+@pytest.mark.skipif(not zmq.has('curve'), reason='libzmq without CURVE')
+def test_curve_lets_only_authorised_keys_in(tmp_path):
+    from sparring.framework.messaging import CurveGuard
+    keys = create_curve_keys(str(tmp_path / 'keys'))
+    context = zmq.Context()
+    guard = CurveGuard(context, keys)
+    security = Security(Signer(None), curve_dir=keys)
+    server = Server(context, 'tcp://127.0.0.1:0', security)
+    stop, answered = threading.Event(), []
+    thread = threading.Thread(target=_serve, args=(server, stop, answered))
+    thread.start()
+    try:
+        friend = RequestClient(context, server.address, security, 'friend', timeout=5.0)
+        assert friend.request('heartbeat', dict(session='s')).kind == 'ack'
+        plain = RequestClient(context, server.address, Security(Signer(None)), 'plain', timeout=0.5)
+        with pytest.raises(RequestTimeout):
+            plain.request('heartbeat', dict(session='s'))
+    finally:
+        stop.set()
+        thread.join()
+        guard.stop()
+        context.destroy(linger=0)

@@ -1,0 +1,249 @@
+"""The commander's decisions without processes or sockets: exactly-once games, timeouts, the journal, the run's course."""
+import time
+import uuid
+from collections import deque
+
+import numpy as np
+import pytest
+
+from sparring.config import compile_config
+from sparring.framework.commander import Commander
+from sparring.framework.league_pipeline import complete_league_config
+from sparring.framework.messaging import Message, params_to_arrays
+from sparring.framework.workers import LearnerWorker
+from sparring.worker.chunk import Chunk
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def _cfg(tmp_path, **league):
+    cfg = compile_config(dict(
+        exp_name=str(tmp_path / 'run'),
+        env=dict(type='zero_sum_2x2', collector_env_num=2, evaluator_env_num=2, n_evaluator_episodes=4),
+        policy=dict(type='ppo', model=dict(hidden_sizes=[8]), collect=dict(n_steps=4),
+                    learn=dict(epochs=1, num_minibatches=1)),
+        league=dict(dict(type='one_vs_one', active_players=dict(naive_sp=2), payoff=dict(decay=1.0),
+                         players=dict(naive_sp=dict(one_phase_step=2))), **league),
+        train=dict(max_env_steps=64, eval_every_iters=0, progress_bar=False, tensorboard=False),
+        parallel=dict(worker_timeout_seconds=5.0, save_every_seconds=1e9, log_every_seconds=1e9),
+    ), save=False)
+    complete_league_config(cfg)
+    return cfg
+
+
+def req(kind, **body):
+    return Message(kind, body, body.pop('_arrays', {}), uuid.uuid4().hex, 'test', time.time())
+
+
+def join(commander, role, **extra):
+    session = uuid.uuid4().hex
+    kind, body, _ = commander.handle(req('register', role=role, worker_id=extra.pop('worker_id', None),
+                                         session=session, pid=1, host='here', **extra))
+    assert kind == 'registered', body
+    return session, body
+
+
+def publish(commander, session, pid, version, iteration, final=False):
+    arrays = params_to_arrays(commander.store.get('init')['params'])
+    return commander.handle(req('publish', session=session, player_id=pid, version=version, train_iteration=iteration,
+                                final=final, chunks_received=0, endpoint=f'tcp://127.0.0.1:1{version}',
+                                _arrays=arrays))
+
+
+def start(tmp_path, **league):
+    clock = Clock()
+    commander = Commander(_cfg(tmp_path, **league), clock=clock)
+    learners = {}
+    for pid in commander.player_ids:
+        session, body = join(commander, 'learner', player_id=pid)
+        assert body['player_id'] == pid and not body['restore']
+        learners[pid] = session
+        publish(commander, session, pid, 0, 0)
+    return commander, clock, learners
+
+
+def report(commander, session, pid, results, chunk_id=None, task_id=None, steps=4):
+    return commander.handle(req('chunk_report', session=session, task_id=task_id, chunk_id=chunk_id or uuid.uuid4().hex,
+                                player_id=pid, version=0, env_steps=steps, results=results))
+
+
+def recorded_games(league):
+    return sum(r['games'] for _, _, r in league.payoff.played_pairs()) + \
+        sum(league.get_player(p.player_id).self_play_games for p in league.active_players)
+
+
+def test_each_game_is_recorded_once_and_only_by_the_worker_that_holds_its_job(tmp_path):
+    commander, _, _ = start(tmp_path)
+    a, _ = join(commander, 'collector')
+    b, _ = join(commander, 'collector')
+    kind, task, _ = commander.handle(req('collect_task', session=a))
+    assert kind == 'task' and task['endpoint'].startswith('tcp://')
+    pid = task['player_id']
+    _, batch, _ = commander.handle(req('jobs', session=a, player_id=pid, count=6))
+    jobs = [j['job_id'] for j in batch['jobs']]
+    assert len(set(jobs)) == 6
+    kind, ack, _ = report(commander, a, pid, [[j, 'win'] for j in jobs[:4]], chunk_id='c1', task_id=task['task_id'])
+    assert (ack['accepted'], ack['rejected']) == (4, 0)
+    assert recorded_games(commander.league) == 4
+    # the same chunk again (a retried report): nothing more is recorded
+    _, again, _ = report(commander, a, pid, [[j, 'win'] for j in jobs[:4]], chunk_id='c1')
+    assert again['duplicate']
+    # finished jobs in a new chunk, another worker's jobs, unknown jobs: refused
+    _, other, _ = report(commander, b, pid, [[jobs[4], 'loss'], [99_999, 'draw']])
+    _, twice, _ = report(commander, a, pid, [[jobs[0], 'win'], [jobs[4], 'draw']])
+    assert (other['accepted'], other['rejected']) == (0, 2) and (twice['accepted'], twice['rejected']) == (1, 1)
+    assert recorded_games(commander.league) == 5 == commander.counters['games']
+    assert commander.counters['results_refused'] == 3
+    assert commander.env_steps == 3 * 4  # each of the three distinct chunks counts once
+
+
+def test_a_silent_collector_is_dropped_its_games_abandoned_and_its_task_given_away(tmp_path):
+    commander, clock, learners = start(tmp_path)
+    a, _ = join(commander, 'collector')
+    _, task, _ = commander.handle(req('collect_task', session=a))
+    _, batch, _ = commander.handle(req('jobs', session=a, player_id=task['player_id'], count=3))
+    for session in learners.values():  # the learners keep heartbeating
+        clock.now += 4.0
+        commander.handle(req('heartbeat', session=session))
+    clock.now += 2.0
+    commander.tick()  # 6 s without a word from the collector: timeout 5 s
+    assert a not in commander.workers and commander.counters['jobs_abandoned'] == 3
+    assert not commander.tasks and not commander.outstanding
+    kind, err, _ = report(commander, a, task['player_id'], [[j['job_id'], 'win'] for j in batch['jobs']])
+    assert kind == 'error' and err['reason'] == 'session'
+    assert recorded_games(commander.league) == 0
+    b, _ = join(commander, 'collector')
+    assert commander.handle(req('collect_task', session=b))[0] == 'task'
+
+
+def test_the_budget_is_handed_out_once_then_learners_drain_and_the_final_evaluation_ends_the_run(tmp_path):
+    commander, _, learners = start(tmp_path)
+    a, _ = join(commander, 'collector')
+    chunk_steps = commander.chunk_steps
+    assert chunk_steps == 4 * 2
+    tasks = []
+    while True:
+        kind, body, _ = commander.handle(req('collect_task', session=a))
+        if kind != 'task':
+            break
+        tasks.append(body)
+        report(commander, a, body['player_id'], [], task_id=body['task_id'], steps=chunk_steps)
+    assert len(tasks) == 64 // chunk_steps and commander.env_steps == 64
+    assert {t['player_id'] for t in tasks} == set(commander.player_ids)  # the players share the budget evenly
+    assert commander.phase == 'drain' and kind == 'stop'
+    pid0, pid1 = commander.player_ids
+    _, state, _ = commander.handle(req('heartbeat', session=learners[pid0]))
+    assert state == dict(state='drain', expected_chunks=4)
+    publish(commander, learners[pid0], pid0, 4, 4, final=True)
+    assert commander.phase == 'drain'
+    publish(commander, learners[pid1], pid1, 4, 4, final=True)
+    assert commander.phase == 'evaluate'
+    e, _ = join(commander, 'evaluator')
+    for _ in commander.player_ids:
+        kind, job, _ = commander.handle(req('eval_task', session=e))
+        assert kind == 'eval_job'
+        results = {oid: ['win', 'loss'] for oid, _ in job['opponents']}
+        assert commander.handle(req('eval_report', session=e, task_id=job['task_id'], player_id=job['player_id'],
+                                    version=job['version'], results=results))[0] == 'ack'
+    assert commander.phase == 'done'
+    assert set(commander.last_eval) == set(commander.player_ids)
+    assert commander.handle(req('heartbeat', session=a))[1]['state'] == 'stop'
+
+
+def test_publishing_drives_snapshots_whose_parameters_are_stored(tmp_path):
+    commander, _, learners = start(tmp_path)
+    pid = commander.player_ids[0]
+    before = len(commander.league.historical_players)
+    publish(commander, learners[pid], pid, 5, 5)  # one_phase_step=2, no historical win rates: snapshot at 2 phases
+    snapshots = [p for p in commander.league.historical_players if p.parent_id == pid and p.step == 5]
+    assert len(commander.league.historical_players) == before + 1 and snapshots
+    stored = commander.store.get(snapshots[0].param_ref)
+    assert stored['version'] == 5
+    # a learner may not publish another player's parameters
+    kind, err, _ = publish(commander, learners[pid], commander.player_ids[1], 6, 6)
+    assert kind == 'error' and 'may not publish' in err['error']
+
+
+def test_a_reset_is_passed_back_to_the_learner(tmp_path):
+    commander, _, learners = start(tmp_path, players=dict(naive_sp=dict(one_phase_step=2, mutate_prob=1.0)))
+    pid = commander.player_ids[0]
+    _, ack, _ = publish(commander, learners[pid], pid, 4, 4)
+    assert ack['reset_param_ref'] == 'init'
+
+
+def test_a_restarted_commander_replays_its_journal_to_the_same_league(tmp_path):
+    commander, _, learners = start(tmp_path)
+    a, _ = join(commander, 'collector')
+    pid = commander.player_ids[0]
+
+    def play(n_chunks):
+        for _ in range(n_chunks):
+            _, batch, _ = commander.handle(req('jobs', session=a, player_id=pid, count=3))
+            outcomes = ['win', 'loss', 'draw']
+            report(commander, a, pid, [[j['job_id'], o] for j, o in zip(batch['jobs'][:2], outcomes)])
+
+    play(3)
+    publish(commander, learners[pid], pid, 5, 5)  # a snapshot
+    commander.save()  # snapshot of the state; what follows lives only in the journal
+    play(2)
+    publish(commander, learners[pid], pid, 9, 9)
+    expected = commander.league.state_dict()
+    steps, games, outstanding = commander.env_steps, commander.counters['games'], len(commander.outstanding)
+    assert outstanding == 5  # one unplayed job per chunk
+    commander.close()  # as if killed: no final save
+
+    resumed = Commander(commander.cfg, resume=True, clock=Clock())
+    state = resumed.league.state_dict()
+    np.testing.assert_equal(state['payoff'], expected['payoff'])
+    assert [p['player_id'] for p in state['players']] == [p['player_id'] for p in expected['players']]
+    assert state['job_count'] == expected['job_count'] and state['rng_state'] == expected['rng_state']
+    assert (resumed.env_steps, resumed.counters['games']) == (steps, games)
+    assert resumed.train_iterations[pid] == 9 and resumed.versions[pid] == 9
+    # the old workers died with the old commander: their unfinished games never count
+    assert not resumed.outstanding and resumed.counters['jobs_abandoned'] == outstanding
+    # a learner coming back restores its checkpoint and keeps counting from the league's step
+    _, body = join(resumed, 'learner', player_id=pid)
+    assert body['restore'] and body['train_iteration'] == 9 and body['version'] == 9
+    resumed.close()
+    with pytest.raises(FileNotFoundError, match='parallel run state'):
+        Commander(_cfg(tmp_path / 'elsewhere'), resume=True)
+
+
+def _learner(max_staleness, target_reuse, version):
+    """A learner worker's chunk choice, without its process."""
+    worker = LearnerWorker.__new__(LearnerWorker)
+    worker.par = type('P', (), dict(max_staleness=max_staleness, target_sample_reuse=target_reuse))()
+    worker.policy = type('Policy', (), dict(version=version))()
+    worker.learner = type('L', (), dict(sample_reuse=0.0))()
+    worker.queue, worker.replay = deque(), deque(maxlen=2)
+    worker.counts = dict(dropped_stale=0, replayed=0)
+    return worker
+
+
+def _chunk(version):
+    data = {k: np.zeros((2, 1), np.float32) for k in ('obs', 'action', 'log_prob', 'value', 'reward',
+                                                      'terminated', 'truncated', 'next_value')}
+    return Chunk(data=data, version=version)
+
+
+def test_learner_drops_stale_chunks_and_replays_only_below_the_target_reuse():
+    worker = _learner(max_staleness=3, target_reuse=2.0, version=10)
+    old, fresh = _chunk(6), _chunk(8)
+    worker.queue.extend([old, fresh])
+    assert worker._next_chunk() == (fresh, True) and worker.counts['dropped_stale'] == 1
+    assert worker._next_chunk() is None  # nothing to re-use yet: wait
+    worker.replay.extend([_chunk(5), fresh])
+    assert worker._next_chunk() == (fresh, False)  # the too-stale one left the replay buffer
+    assert list(worker.replay) == [fresh] and worker.counts['replayed'] == 1
+    worker.learner.sample_reuse = 2.0
+    assert worker._next_chunk() is None  # at the target: wait for data
+    assert _learner(None, 0.0, 100)._next_chunk() is None
+    keep_all = _learner(None, 0.0, 100)
+    keep_all.queue.append(old)
+    assert keep_all._next_chunk() == (old, True)

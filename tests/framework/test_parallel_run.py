@@ -1,0 +1,180 @@
+"""Parallel runs with real processes on tiny games: a collector SIGKILLed mid-run, bad frames and an unsigned
+peer refused while the run goes on, a commander killed and resumed, and no process left behind."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+import zmq
+
+from sparring.config import compile_config
+from sparring.framework.league_pipeline import complete_league_config
+from sparring.framework.messaging import MAGIC, DataPusher, RequestClient, RequestTimeout, Security, Signer
+from sparring.framework.parallel import ParallelRun, parallel_pipeline
+
+# Generous: several processes import torch at once on a loaded two-core machine.
+PATIENCE = 120.0
+
+
+def _config(exp_name, max_env_steps, collectors=2, evaluators=1):
+    return dict(
+        exp_name=str(exp_name),
+        env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=4),
+        policy=dict(type='ppo', model=dict(hidden_sizes=[16]), collect=dict(n_steps=8),
+                    learn=dict(epochs=1, num_minibatches=1)),
+        league=dict(type='one_vs_one', active_players=dict(naive_sp=1), payoff=dict(decay=1.0),
+                    players=dict(naive_sp=dict(one_phase_step=4))),
+        battle=dict(eval_opponents=['bot:random']),
+        train=dict(max_env_steps=max_env_steps, eval_every_iters=0, checkpoint_every_iters=5, progress_bar=False,
+                   tensorboard=False),
+        parallel=dict(collectors=collectors, evaluators=evaluators, heartbeat_seconds=0.5,
+                      worker_timeout_seconds=30.0, save_every_seconds=0.5, log_every_seconds=1.0,
+                      drain_timeout_seconds=3.0, shutdown_seconds=30.0, max_restarts=2),
+    )
+
+
+def _alive(pid):
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().split(')')[-1].split()[0] != 'Z'  # a zombie has exited
+    except FileNotFoundError:
+        return False
+
+
+def _wait(condition, what, timeout=PATIENCE, step=None):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f'timed out waiting for {what}')
+        step() if step else time.sleep(0.1)
+
+
+def _journal(exp):
+    with open(os.path.join(exp, 'commander', 'journal.jsonl')) as f:
+        return [json.loads(line) for line in f]
+
+
+def _check_games_counted_once(exp, league):
+    """Payoff game counts equal the games the journal accepted; no job both recorded and abandoned."""
+    entries = _journal(exp)
+    recorded = [job for e in entries if e['op'] == 'games' for _, ids, _ in e['games'] for job in ids]
+    abandoned = {job for e in entries if e['op'] == 'abandon' for job in e['jobs']}
+    assert len(recorded) == len(set(recorded)) and not abandoned & set(recorded)
+    payoff_games = sum(r['games'] for home, away, r in league.payoff.played_pairs()
+                       if league.get_player(home).kind == 'active' or league.get_player(away).kind == 'active')
+    self_play = sum(p.self_play_games for p in league.active_players)
+    eval_games = sum(len(o) for e in entries if e['op'] == 'eval' for o in e['results'].values())
+    assert payoff_games + self_play == len(recorded) + eval_games
+    return recorded, abandoned
+
+
+def test_a_killed_collector_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(tmp_path):
+    exp = tmp_path / 'killed'
+    cfg = compile_config(_config(exp, max_env_steps=2048), save=False)
+    complete_league_config(cfg)
+    run = ParallelRun(cfg)
+    started = []
+    try:
+        run.start()
+        commander = run.commander
+        _wait(lambda: commander.counters['chunks'] >= 4 and any(
+            w.worker_id == 'collector-0' and w.jobs for w in commander.workers.values()), 'the first chunks',
+            step=run.step)
+        # an unsigned peer and a malformed frame at the commander ...
+        context = zmq.Context()
+        try:
+            intruder = RequestClient(context, run.address, Security(Signer(b'not-the-run-secret-at-all')), 'x',
+                                     timeout=0.2)
+            with pytest.raises(RequestTimeout):
+                intruder.request('heartbeat', dict(session='x'))
+            raw = context.socket(zmq.DEALER)
+            raw.connect(run.address)
+            raw.send_multipart([b'not a sparring message'])
+            broken = b'{"kind":'  # signed with the run's secret, as a buggy worker would
+            raw.send_multipart([MAGIC, broken, run.security.signer.tag([MAGIC, broken])])
+            # ... and at the learner: a signed chunk full of NaN, and an unsigned one
+            learner = next(w for w in commander.workers.values() if w.role == 'learner')
+            body = dict(chunk_id='evil', player_id=learner.player_id, version=0, env_steps=4)
+            arrays = {k: np.full((2, 2), np.nan, np.float32) for k in ('obs', 'log_prob', 'value', 'reward',
+                                                                       'next_value')}
+            arrays.update(action=np.zeros((2, 2), np.int64), terminated=np.zeros((2, 2), bool),
+                          truncated=np.zeros((2, 2), bool))
+            for signer in (run.security.signer, Signer(None)):
+                DataPusher(context, learner.endpoint, Security(signer), 'x').send('chunk', body, arrays, timeout=5)
+        finally:
+            context.destroy(linger=1000)
+        victim = run.launcher.processes['collector-0'].pid
+        os.kill(victim, signal.SIGKILL)
+        started = list(run.launcher.all_pids)
+        while not run.finished:
+            run.step()
+        summary = run.close()
+    finally:
+        if not run.closed:
+            run.close(interrupted=True)
+    started = run.launcher.all_pids
+    assert victim in started and len(started) >= 5  # 2 collectors, a learner, an evaluator, the restarted one
+    assert not [pid for pid in started if _alive(pid)], 'worker processes outlived the run'
+    assert summary['restarts'] == {'collector-0': 1}
+    assert summary['env_steps'] >= 2048 and summary['train_iterations'] == {'naive_sp_0': summary['counters']['chunks']}
+    assert summary['rejected_messages'].get('unauthenticated', 0) >= 1
+    assert summary['rejected_messages'].get('malformed', 0) >= 2
+    learner_stats = summary['worker_stats']['learner-naive_sp_0']
+    assert learner_stats['rejected_unauthenticated'] >= 1 and learner_stats['dropped_invalid'] >= 1
+    assert set(summary['eval']['naive_sp_0']) == {'random'}
+    recorded, abandoned = _check_games_counted_once(str(exp), run.commander.league)
+    assert abandoned, 'the killed collector held unfinished games'
+    assert summary['games'] == len(recorded)
+
+
+RUNNER = textwrap.dedent('''
+    import json, sys
+    from sparring.framework import parallel_pipeline
+    parallel_pipeline(json.loads(sys.argv[1]), seed=0)
+''')
+
+
+def test_a_killed_commander_takes_its_workers_along_and_resumes_from_its_saved_state(tmp_path):
+    exp = tmp_path / 'resumed'
+    config = _config(exp, max_env_steps=1_000_000, collectors=1, evaluators=0)
+    commander = subprocess.Popen([sys.executable, '-c', RUNNER, json.dumps(config)], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+    state_file = exp / 'commander' / 'state.json'
+    try:
+        def progressed():
+            if not state_file.exists():
+                return False
+            with open(state_file) as f:
+                state = json.load(f)
+            return state['train_iterations']['naive_sp_0'] >= 6 and state['env_steps'] >= 256
+
+        _wait(progressed, 'the first run to train a little and save its state')
+        time.sleep(0.3)  # a little more goes only into the journal
+    finally:
+        commander.send_signal(signal.SIGKILL)
+        commander.wait()
+    with open(exp / 'workers' / 'pids.json') as f:
+        workers = json.load(f)['started']
+    _wait(lambda: not any(_alive(pid) for pid in workers), 'the orphaned workers to exit', timeout=30)
+    with open(state_file) as f:
+        before = json.load(f)
+    killed_at = sum(e.get('steps', 0) for e in _journal(str(exp)) if e['op'] == 'games')
+    assert killed_at >= before['env_steps']  # the journal holds at least what the state saved
+
+    summary = parallel_pipeline(config, seed=0, resume=True, max_env_steps=killed_at + 512)
+    assert summary['env_steps'] >= killed_at + 512
+    assert summary['train_iterations']['naive_sp_0'] > before['train_iterations']['naive_sp_0']
+    log = (exp / 'log.txt').read_text()
+    assert f'resumed from {exp / "commander"}: {killed_at} env steps' in log
+    learner_log = (exp / 'workers' / 'learner-naive_sp_0' / 'log.txt').read_text()
+    assert 'restored from' in learner_log
+    from sparring.league import BaseLeague
+    league = BaseLeague.load(str(exp / 'commander' / 'league_state.npz'))
+    _check_games_counted_once(str(exp), league)
+    with open(exp / 'workers' / 'pids.json') as f:
+        assert not [pid for pid in json.load(f)['started'] if _alive(pid)]

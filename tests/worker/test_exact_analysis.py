@@ -1,0 +1,77 @@
+"""Exact analysis of the matrix games: seat values, exploitability and the Nash meta-strategy of a population,
+checked against hand computation (Kuhn poker: tests/dizoo/test_openspiel_exploitability.py)."""
+import numpy as np
+import pytest
+
+from sparring.dizoo.matrix_games.matrix_game_env import PrisonersDilemmaEnv, RockPaperScissorsEnv, ZeroSum2x2Env
+from sparring.worker.exact_analysis import ProfileCache
+
+
+class SeatStrategy:
+    """A matrix-game policy: a fixed mixed strategy per seat (its observation is the seat one-hot)."""
+
+    def __init__(self, seat_0, seat_1):
+        self.strategies = np.array([seat_0, seat_1], np.float64)
+        self.calls = 0
+
+    def action_probabilities(self, obs, action_mask):
+        self.calls += 1
+        return self.strategies[np.argmax(obs, axis=1)]
+
+
+def test_matrix_exploitability_by_hand():
+    analysis = ZeroSum2x2Env.exact_analysis()
+    both_first = analysis.profile(SeatStrategy([1, 0], [1, 0]))
+    # Seat 0 already earns its best reply (3); seat 1 earns -3 but could earn 2 by switching: NashConv 5.
+    assert analysis.exploitability(both_first) == pytest.approx(2.5)
+    assert analysis.exploitability(np.array(ZeroSum2x2Env.nash)) == pytest.approx(0.0, abs=1e-12)
+    values = analysis.seat_values([both_first], [analysis.profile(SeatStrategy([0, 1], [0, 1]))])
+    assert values[0, 0] == pytest.approx(-2.0)
+
+
+def test_nash_mixture_of_pure_strategies_recovers_the_equilibrium():
+    analysis = ZeroSum2x2Env.exact_analysis()
+    pure = [(a, b) for a in ([1, 0], [0, 1]) for b in ([1, 0], [0, 1])]
+    profiles = [analysis.profile(SeatStrategy(a, b)) for a, b in pure]
+    meta = analysis.meta_game(profiles)
+    assert np.allclose(meta, -meta.T)
+    weights = analysis.meta_strategy(profiles)
+    mixed = analysis.mixture(profiles, weights)
+    assert np.allclose(mixed, [[0.375, 0.625], [0.375, 0.625]], atol=1e-6)
+    report = analysis.report(dict(zip('abcd', profiles)), ['a'])
+    assert report['meta_exploitability'] == pytest.approx(0.0, abs=1e-9)
+    assert report['meta_distance_to_nash'] == pytest.approx(0.0, abs=1e-6)
+    assert report['exploitability']['a'] == pytest.approx(2.5)
+
+
+def test_rock_paper_scissors_cycle_mixes_to_uniform():
+    analysis = RockPaperScissorsEnv.exact_analysis()
+    eye = np.eye(3)
+    profiles = [analysis.profile(SeatStrategy(eye[i], eye[i])) for i in range(3)]
+    assert np.allclose(analysis.meta_strategy(profiles), 1 / 3, atol=1e-6)
+    assert analysis.exploitability(profiles[0]) == pytest.approx(1.0)
+
+
+def test_general_sum_games_offer_no_exact_analysis():
+    assert PrisonersDilemmaEnv.exact_analysis() is None
+
+
+def test_matrix_profile_rejects_a_non_distribution():
+    analysis = ZeroSum2x2Env.exact_analysis()
+    with pytest.raises(ValueError, match='one distribution over 2 actions per seat'):
+        analysis.profile(SeatStrategy([0.5, 0.6], [1, 0]))
+
+
+def test_profile_cache_evaluates_frozen_snapshots_once():
+    analysis = ZeroSum2x2Env.exact_analysis()
+    policy = SeatStrategy([1, 0], [0, 1])
+    cache = ProfileCache(analysis)
+    for _ in range(3):
+        cache.profile('snap', lambda ref: policy, frozen=True)
+    assert policy.calls == 1
+    cache.profile('live', lambda ref: policy, frozen=False)
+    cache.profile('live', lambda ref: policy, frozen=False)
+    assert policy.calls == 3
+    cache.forget('snap')
+    cache.profile('snap', lambda ref: policy, frozen=True)
+    assert policy.calls == 4

@@ -1,0 +1,87 @@
+"""Exact game-theoretic evaluation of policies in small two-player zero-sum battle games.
+
+A battle env class that can afford it offers ``exact_analysis(env_cfg)``, returning an
+:class:`ExactAnalysis`. It turns a policy into a *profile* (whatever the game needs to evaluate
+it exactly: a matrix game's mixed strategy per seat, a poker game's action probabilities at every
+information state) and from profiles computes, with no sampling noise:
+
+* ``seat_values(rows, cols)`` ``[N, M]``: seat 0's expected return when policy ``rows[i]`` holds
+  seat 0 and ``cols[j]`` seat 1;
+* ``exploitability(profile)``: ``NashConv / 2`` of the policy playing both seats;
+* ``population_exploitability(profiles, weights)``: the same for the meta-strategy "draw policy k
+  with probability ``weights[k]`` before the game and follow it".
+
+From these the base class derives the *exact meta-game* of a population, the antisymmetric
+matrix a player who takes both seats equally often sees (``(V - V^T) / 2``), and its Nash
+mixture: what PSRO calls the meta-strategy. The league can sample opponents from it (its ``nash``
+branch) instead of from the noisier win-rate table, and the evaluator reports how exploitable it is.
+
+Profiles of frozen snapshots never change, so :class:`ProfileCache` keeps them by parameter ref.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Sequence
+
+import numpy as np
+
+from sparring.league.meta_strategy import symmetric_nash
+
+
+class ExactAnalysis:
+    """Exact evaluation of policies in one game (subclasses implement the three abstract methods)."""
+
+    def profile(self, policy) -> Any:
+        raise NotImplementedError
+
+    def seat_values(self, rows: Sequence[Any], cols: Sequence[Any]) -> np.ndarray:
+        raise NotImplementedError
+
+    def exploitability(self, profile: Any) -> float:
+        raise NotImplementedError
+
+    def population_exploitability(self, profiles: Sequence[Any], weights: Sequence[float]) -> float:
+        raise NotImplementedError
+
+    # -- derived -----------------------------------------------------------------------------------
+    def meta_game(self, profiles: Sequence[Any]) -> np.ndarray:
+        """``[N, N]`` antisymmetric: i's expected return against j, averaged over the two seats."""
+        values = self.seat_values(profiles, profiles)
+        return 0.5 * (values - values.T)
+
+    def meta_strategy(self, profiles: Sequence[Any]) -> np.ndarray:
+        """The Nash mixture of :meth:`meta_game` (the most spread-out one when several exist)."""
+        return symmetric_nash(self.meta_game(profiles))
+
+    def report(self, profiles: Dict[str, Any], active: Sequence[str]) -> dict:
+        """Exploitability of each ``active`` player and of the population's Nash meta-strategy over all
+        ``profiles`` (active players included), with the meta-strategy's weights by player id."""
+        ids = list(profiles)
+        population = [profiles[i] for i in ids]
+        weights = self.meta_strategy(population)
+        return dict(exploitability={pid: self.exploitability(profiles[pid]) for pid in active},
+                    meta_exploitability=self.population_exploitability(population, weights),
+                    meta_strategy={pid: float(w) for pid, w in zip(ids, weights)})
+
+
+class ProfileCache:
+    """Profiles by parameter ref: a frozen snapshot is evaluated once; live players every time asked."""
+
+    def __init__(self, analysis: ExactAnalysis) -> None:
+        self.analysis = analysis
+        self._frozen: Dict[str, Any] = {}
+
+    def profile(self, ref: str, policy_of: Callable[[str], Any], frozen: bool) -> Any:
+        if not frozen:
+            return self.analysis.profile(policy_of(ref))
+        if ref not in self._frozen:
+            self._frozen[ref] = self.analysis.profile(policy_of(ref))
+        return self._frozen[ref]
+
+    def forget(self, ref: str) -> None:
+        self._frozen.pop(ref, None)
+
+
+def exact_analysis_of(env_cls, env_cfg) -> Optional[ExactAnalysis]:
+    """The env class's exact analysis for this config, or None where the game offers none."""
+    make = getattr(env_cls, 'exact_analysis', None)
+    return make(env_cfg) if make is not None else None

@@ -1,0 +1,81 @@
+"""Recurrent-state bookkeeping shared by the collectors, the battle arena and the evaluator.
+
+A recurrent policy's state is a tuple of batch-first numpy arrays (``policy.initial_state(B)``,
+zeros); a feed-forward policy's is ``None``, and every helper here passes ``None`` through, so
+callers need no separate code path. The state lives with whoever steps the envs, never in the
+policy: one policy object acts for many env columns, collectors and arenas at once.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+from sparring.worker.chunk import WINDOW_PREFIX
+
+State = Optional[Tuple[np.ndarray, ...]]
+
+
+def is_recurrent(policy) -> bool:
+    return bool(getattr(policy, 'recurrent', False))
+
+
+def initial_state(policy, batch_size: int) -> State:
+    """Zeros for ``batch_size`` columns, or None for a feed-forward policy."""
+    return tuple(policy.initial_state(batch_size)) if is_recurrent(policy) else None
+
+
+def take_rows(state: State, rows) -> State:
+    """The state of the rows (an index, index array or bool mask over the leading axes)."""
+    return None if state is None else tuple(part[rows] for part in state)
+
+
+def put_rows(state: State, rows, values: State) -> None:
+    """Write ``values`` into the rows of ``state`` in place."""
+    if state is None:
+        return
+    if values is None:
+        raise ValueError('a recurrent policy returned no state from act(); expected its next state')
+    for part, value in zip(state, values):
+        part[rows] = value
+
+
+def zero_rows(state: State, rows) -> None:
+    """Start new episodes in the rows: a recurrent state begins every episode at zeros."""
+    if state is not None:
+        for part in state:
+            part[rows] = 0
+
+
+def merge_leading(state: State) -> State:
+    """Each part's first two axes merged into one (``[B, 2, ...]`` -> ``[2B, ...]``: seats as columns)."""
+    return None if state is None else tuple(part.reshape(-1, *part.shape[2:]) for part in state)
+
+
+class WindowStates:
+    """Records the state at the start of every ``bptt_len``-step window while a chunk is collected.
+
+    The learner recomputes each window from its recorded state, so the chunk carries them as
+    ``window_state_<i>`` arrays ``[W, B, ...]``.
+    """
+
+    def __init__(self, policy, n_steps: int) -> None:
+        self.bptt_len = int(getattr(policy, 'bptt_len', n_steps))
+        if n_steps % self.bptt_len:
+            raise ValueError(f'recurrent collection: n_steps = {n_steps} is not a multiple of the policy\'s '
+                             f'bptt_len = {self.bptt_len}; every window must be whole')
+        self.windows = n_steps // self.bptt_len
+        self._parts: Optional[list] = None
+
+    def record(self, t: int, state: State) -> None:
+        """Keep a copy of ``state`` (each part ``[B, ...]``) if step ``t`` opens a window."""
+        if state is None or t % self.bptt_len:
+            return
+        if self._parts is None:
+            self._parts = [np.empty((self.windows, *part.shape), dtype=part.dtype) for part in state]
+        for buffer, part in zip(self._parts, state):
+            buffer[t // self.bptt_len] = part
+
+    def arrays(self) -> Dict[str, np.ndarray]:
+        """The chunk's ``window_state_<i>`` arrays (empty for a feed-forward policy)."""
+        return {f'{WINDOW_PREFIX}state_{i}': part for i, part in enumerate(self._parts or [])}
