@@ -16,7 +16,8 @@ $(STAMP): setup.py
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m sparring.framework.cli train dizoo/classic_control/config/cartpole_ppo.py
+	rm -rf runs/connect_four_demo  # a new run each time (a run refuses a directory holding an earlier one)
+	$(PY) -m sparring.framework.cli train dizoo/board_games/config/connect_four_demo.py
 
 test: $(STAMP)
 	$(PY) -m pytest

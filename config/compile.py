@@ -66,6 +66,7 @@ def base_config() -> dict:
             local_learners=True,  # start a learner process per active player here (False: join them by hand)
             chunk_len=None,  # env steps per chunk and env (None: policy.collect.n_steps)
             publish_every=1,  # a learner publishes its parameters every this many updates
+            max_chunks_ahead=None,  # chunks a player's learner may have waiting before collectors wait (None: collectors)
             max_staleness=8,  # chunks made by parameters this many versions old are dropped (None: keep all)
             target_sample_reuse=0.0,  # re-train recent chunks while waiting for data, up to this reuse (0: off)
             replay_chunks=4,  # recent chunks kept for that
@@ -102,6 +103,7 @@ BASE_CONSTRAINTS = {
     'parallel.evaluators': in_range(0, None),
     'parallel.chunk_len': all_of(of_type(int, allow_none=True), in_range(1, None, allow_none=True)),
     'parallel.publish_every': in_range(1, None),
+    'parallel.max_chunks_ahead': all_of(of_type(int, allow_none=True), in_range(1, None, allow_none=True)),
     'parallel.max_staleness': all_of(of_type(int, allow_none=True), in_range(0, None, allow_none=True)),
     'parallel.target_sample_reuse': in_range(0.0, None),
     'parallel.replay_chunks': in_range(1, None),

@@ -76,7 +76,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         config = load_config_file(args.config)
         summary = pipeline(config, seed=args.seed, exp_name=args.exp_name, resume=args.resume,
                            max_env_steps=args.max_env_steps)
-        summary.pop('league_table', None)  # already printed by the run, as a table
+        for printed in ('league_table', 'history'):  # printed by the run as it went
+            summary.pop(printed, None)
         print(json.dumps(summary, indent=2, default=str))
     elif args.command == 'worker':
         from sparring.framework.workers import run_worker

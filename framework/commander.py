@@ -158,9 +158,15 @@ class Commander:
         self.recent_chunks: 'Deque[str]' = deque()
         self.seen_chunks: Set[str] = set()
         self.workers: Dict[str, WorkerRecord] = {}  # by session
-        self.worker_stats: Dict[str, Dict[str, float]] = {}  # by worker id, kept after it leaves
+        # By worker id, kept after it leaves; an earlier process of a restarted worker as '<id>/<pid>'.
+        self.worker_stats: Dict[str, Dict[str, float]] = {}
         self.live: Dict[str, LiveParams] = {}
         self.tasks: Dict[int, Tuple[str, str]] = {}  # collect task id -> (session, player)
+        # Credit-based back-pressure: chunks reported for a player before its current learner
+        # process joined (they went to an older one), and how many the current one has consumed.
+        self.chunks_before_learner = {pid: 0 for pid in self.player_ids}
+        self.chunks_consumed = {pid: 0 for pid in self.player_ids}
+        self.max_ahead = self.par.max_chunks_ahead or max(1, self.par.collectors)
         self.last_player: Dict[str, str] = {}  # worker id -> player it collected for last
         self.eval_queue: Deque[dict] = deque()
         self.eval_running: Dict[int, Tuple[str, dict]] = {}
@@ -357,8 +363,14 @@ class Commander:
             worker_id = f'{role}-remote{self._worker_counts[role]}'
         for old in [w for w in self.workers.values() if w.worker_id == worker_id]:
             self.drop_worker(old.session, 'registered again')
+        earlier = self.worker_stats.pop(worker_id, None)
+        if earlier is not None:
+            self.worker_stats[f'{worker_id}/{int(earlier["pid"])}'] = earlier
         restore = worker_id in self.known_workers
         self.known_workers.add(worker_id)
+        if player_id is not None:  # a new learner process: chunks sent to its predecessor are gone
+            self.chunks_before_learner[player_id] = self.player_chunks[player_id]
+            self.chunks_consumed[player_id] = 0
         record = WorkerRecord(worker_id, role, body['session'], body['pid'], body['host'], self.clock(),
                               player_id=player_id)
         self.workers[record.session] = record
@@ -381,13 +393,14 @@ class Commander:
 
     def _take_stats(self, worker: WorkerRecord, stats: Dict[str, float]) -> None:
         worker.stats.update(stats)
-        self.worker_stats[worker.worker_id] = dict(worker.stats)
+        self.worker_stats[worker.worker_id] = dict(worker.stats, pid=worker.pid)
 
     def _state_for(self, worker: WorkerRecord) -> dict:
         if self.phase == 'done':
             return dict(state='stop')
         if worker.role == 'learner' and self.phase != 'collect':
-            return dict(state='drain', expected_chunks=self.player_chunks[worker.player_id])
+            pid = worker.player_id
+            return dict(state='drain', expected_chunks=self.player_chunks[pid] - self.chunks_before_learner[pid])
         if worker.role == 'collector' and self.phase != 'collect':
             return dict(state='stop')
         return dict(state='run')
@@ -408,19 +421,28 @@ class Commander:
             return 'wait', dict(seconds=WAIT_SECONDS, reason='the env-step budget is handed out'), None
         busy = defaultdict(int)
         for _, pid in self.tasks.values():
-            busy[pid] += self.chunk_steps
+            busy[pid] += 1
         ready = [pid for pid in self.player_ids if pid in self.live and self._learner_of(pid) is not None]
         if not ready:
             return 'wait', dict(seconds=WAIT_SECONDS, reason='no learner has published parameters yet'), None
+        # Back-pressure: a player whose learner has max_chunks_ahead chunks to go gets no more for now,
+        # so a slow learner holds its collectors back and the data it trains on stays fresh.
+        ready = [pid for pid in ready if self.chunks_ahead(pid) + busy[pid] < self.max_ahead]
+        if not ready:
+            return 'wait', dict(seconds=WAIT_SECONDS / 4, reason='the learners are behind'), None
         previous = self.last_player.get(worker.worker_id)
         # The player furthest behind its share; ties keep the collector on its last player (warm envs).
-        pid = min(ready, key=lambda p: (self.player_env_steps[p] + busy[p], p != previous, p))
+        pid = min(ready, key=lambda p: (self.player_env_steps[p] + busy[p] * self.chunk_steps, p != previous, p))
         self._next_task_id += 1
         task_id = self._next_task_id
         self.tasks[task_id] = (worker.session, pid)
         worker.task_id = task_id
         self.last_player[worker.worker_id] = pid
         return 'task', dict(task_id=task_id, player_id=pid, endpoint=self._learner_of(pid).endpoint), None
+
+    def chunks_ahead(self, pid: str) -> int:
+        """Chunks reported for ``pid`` that its learner has not taken off its queue yet."""
+        return self.player_chunks[pid] - self.chunks_before_learner[pid] - self.chunks_consumed[pid]
 
     def _learner_of(self, pid: str) -> Optional[WorkerRecord]:
         for w in self.workers.values():
@@ -506,6 +528,7 @@ class Commander:
         self.live[pid] = LiveParams(body['version'], dict(message.arrays))
         if 'endpoint' in body:
             worker.endpoint = body['endpoint']
+        self.chunks_consumed[pid] = max(self.chunks_consumed[pid], body['chunks_consumed'])
         self._take_stats(worker, body.get('stats', {}))
         iteration = max(body['train_iteration'], self.train_iterations[pid])
         reset_ref = None

@@ -106,6 +106,7 @@ class LeagueRun:
         self.rounds = 0
         self.wall_seconds = 0.0
         self.last_eval: Dict[str, Dict[str, dict]] = {}
+        self.history: List[dict] = []  # one entry per periodic evaluation: when, and what it found
         if state is not None:
             self._load(state)
 
@@ -205,7 +206,7 @@ class LeagueRun:
         self.league.save(league_path)
         return dict(learners={pid: l.state_dict() for pid, l in self.learners.items()},
                     collectors={pid: c.state_dict() for pid, c in self.collectors.items()},
-                    rounds=self.rounds, wall_seconds=self.wall_seconds, last_eval=self.last_eval,
+                    rounds=self.rounds, wall_seconds=self.wall_seconds, last_eval=self.last_eval, history=self.history,
                     league_state=self.league.state_dict(), rng=capture_rng())
 
     def _load(self, state: dict) -> None:
@@ -216,6 +217,7 @@ class LeagueRun:
         self.rounds = int(state['rounds'])
         self.wall_seconds = float(state['wall_seconds'])
         self.last_eval = state.get('last_eval', {})
+        self.history = list(state.get('history', []))
         restore_rng(state['rng'])
 
     def close(self) -> None:
@@ -266,6 +268,8 @@ def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
                 for oid, summary in per_opponent.items():
                     log.scalars(summary, steps, prefix=f'eval/{pid}/vs_{oid}/')
             line['eval'] = ' '.join(f'{oid}:{s["win"]:.2f}/{s["draw"]:.2f}' for oid, s in report[first].items())
+            run.history.append(dict(env_steps=steps, seconds=round(elapsed, 2), eval=report,
+                                    exact={k: v for k, v in run.last_exact.items() if k != 'meta_strategy'}))
             if run.last_exact:
                 exact = run.last_exact
                 line.update(expl=exact['exploitability'][first], meta_expl=exact['meta_exploitability'])
@@ -292,6 +296,7 @@ def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
         log.line(f'exact: exploitability {run.last_exact["exploitability"]}, population meta-strategy '
                  f'{run.last_exact["meta_exploitability"]:.4f}')
     return dict(exp_dir=cfg.exp_name, env_steps=run.env_steps, rounds=run.rounds, exact=run.last_exact,
+                history=run.history,
                 wall_seconds=time.perf_counter() - started, eval=run.last_eval,
                 reached_stop_value=reached is not None, stop_env_steps=reached[0] if reached else None,
                 stop_seconds=reached[1] if reached else None, pictures=pictures, checkpoint=path,

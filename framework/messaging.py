@@ -259,7 +259,7 @@ PROTOCOL: Dict[str, Schema] = {
     'params_request': Schema(dict(session=field(STR), ref=field(STR), have_version=field(INT, NONE))),
     'publish': Schema(dict(session=field(STR), player_id=field(STR), version=field(INT, check=_non_negative),
                            train_iteration=field(INT, check=_non_negative), final=field(BOOL),
-                           chunks_received=field(INT, check=_non_negative), endpoint=field(STR, optional=True),
+                           chunks_consumed=field(INT, check=_non_negative), endpoint=field(STR, optional=True),
                            stats=field(DICT, optional=True, check=_numbers)), array_names=None),
     'eval_task': Schema(dict(session=field(STR))),
     'eval_report': Schema(dict(session=field(STR), task_id=field(INT), player_id=field(STR),
@@ -556,47 +556,68 @@ def _tune(socket: zmq.Socket, max_message_bytes: int) -> None:
     socket.setsockopt(zmq.LINGER, 0)
 
 
-class Server:
-    """A ROUTER socket bound at ``address``: receives requests, drops bad ones (counted), replies."""
+class _Listener:
+    """A bound socket that takes messages in: binding (a free port for port 0), and a receive loop
+    that drops and counts what fails to decode, is unsigned or is replayed."""
 
-    def __init__(self, context: zmq.Context, address: str, security: Security, name: str = 'commander',
-                 max_message_bytes: int = 1 << 30, queue: int = 1000) -> None:
+    def __init__(self, context: zmq.Context, kind: int, host: str, port: int, security: Security, name: str,
+                 queue: int, max_message_bytes: int) -> None:
         self.security = security
         self.name = name
-        self.socket = context.socket(zmq.ROUTER)
+        self.socket = context.socket(kind)
         _tune(self.socket, max_message_bytes)
         self.socket.setsockopt(zmq.RCVHWM, queue)
         self.socket.setsockopt(zmq.SNDHWM, queue)
         security.server(self.socket)
-        if address.endswith(':0'):
-            port = self.socket.bind_to_random_port(address[:-2])
-            address = f'{address[:-2]}:{port}'
+        if port:
+            self.socket.bind(f'tcp://{host}:{port}')
         else:
-            self.socket.bind(address)
-        self.address = address
+            port = self.socket.bind_to_random_port(f'tcp://{host}')
+        self.address = f'tcp://{host}:{port}'
         self.rejected = RejectCounter(name)
         self._replay = ReplayGuard() if security.signer.enabled else None
 
-    def recv(self, timeout: float) -> Optional[Tuple[bytes, Message]]:
-        """The next valid request as ``(peer, message)``, or None after ``timeout`` seconds."""
+    def _receive(self, timeout: float, routed: bool) -> Optional[Tuple[bytes, Message]]:
+        """``(peer, message)`` of the next valid message (peer ``b''`` unless ``routed``), or None after ``timeout``."""
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
             if not self.socket.poll(max(0, int(remaining * 1000))):
                 return None
             frames = self.socket.recv_multipart(copy=False)
-            peer = frames[0].bytes
+            peer, frames = (frames[0].bytes, frames[1:]) if routed else (b'', frames)
             try:
-                message = decode(frames[1:], signer=self.security.signer)
+                message = decode(frames, signer=self.security.signer)
                 if self._replay is not None:
                     self._replay.check(message)
             except MessageError as err:
                 self.rejected.add(err, peer.hex())
-                if err.reason == 'schema' and err.message_id:
-                    # An authenticated peer sent a message that breaks its kind's schema: tell it why.
-                    self.reply(peer, err.message_id, 'error', dict(error=str(err), reason=err.reason))
+                self._refused(peer, err)
                 continue
             return peer, message
+
+    def _refused(self, peer: bytes, err: MessageError) -> None:
+        """What to do about a dropped message beyond counting it."""
+
+    def close(self) -> None:
+        self.socket.close(linger=0)
+
+
+class Server(_Listener):
+    """A ROUTER socket bound at ``tcp://host:port``: receives requests, drops bad ones (counted), replies."""
+
+    def __init__(self, context: zmq.Context, host: str, port: int, security: Security, name: str = 'commander',
+                 max_message_bytes: int = 1 << 30, queue: int = 1000) -> None:
+        super().__init__(context, zmq.ROUTER, host, port, security, name, queue, max_message_bytes)
+
+    def recv(self, timeout: float) -> Optional[Tuple[bytes, Message]]:
+        """The next valid request as ``(peer, message)``, or None after ``timeout`` seconds."""
+        return self._receive(timeout, routed=True)
+
+    def _refused(self, peer: bytes, err: MessageError) -> None:
+        if err.reason == 'schema' and err.message_id:
+            # An authenticated peer sent a message that breaks its kind's schema: tell it why.
+            self.reply(peer, err.message_id, 'error', dict(error=str(err), reason=err.reason))
 
     def reply(self, peer: bytes, reply_to: Optional[str], kind: str, body: dict,
               arrays: Optional[Mapping[str, np.ndarray]] = None) -> None:
@@ -605,9 +626,6 @@ class Server:
             self.socket.send_multipart([peer, *frames], copy=False, flags=zmq.NOBLOCK)
         except zmq.Again:
             log.warning('%s: reply queue to a peer is full; reply dropped', self.name)
-
-    def close(self) -> None:
-        self.socket.close(linger=0)
 
 
 class RequestClient:
@@ -640,8 +658,8 @@ class RequestClient:
     def request(self, kind: str, body: dict, arrays: Optional[Mapping[str, np.ndarray]] = None,
                 timeout: Optional[float] = None) -> Message:
         timeout = self.timeout if timeout is None else timeout
-        frames = encode(kind, body, arrays, signer=self.security.signer, sender=self.sender)
-        request_id = json.loads(bytes(frames[1]))['id']
+        request_id = uuid.uuid4().hex
+        frames = encode(kind, body, arrays, signer=self.security.signer, sender=self.sender, message_id=request_id)
         if not self.socket.poll(int(timeout * 1000), zmq.POLLOUT):
             self._connect()
             raise RequestTimeout(f'{kind!r} request to {self.address}: cannot send within {timeout:.1f} s')
@@ -698,41 +716,16 @@ class DataPusher:
         self.socket.close(linger=None if linger is None else int(linger * 1000))
 
 
-class DataPuller:
-    """A PULL socket bound on ``host`` (a free port); ``recv`` drops bad messages (counted)."""
+class DataPuller(_Listener):
+    """A PULL socket bound on ``host`` (a free port unless ``port``); ``recv`` drops bad messages (counted)."""
 
     def __init__(self, context: zmq.Context, host: str, security: Security, name: str, queue: int = 4,
                  max_message_bytes: int = 1 << 30, port: int = 0) -> None:
-        self.security = security
-        self.socket = context.socket(zmq.PULL)
-        _tune(self.socket, max_message_bytes)
-        self.socket.setsockopt(zmq.RCVHWM, queue)
-        security.server(self.socket)
-        if port:
-            self.socket.bind(f'tcp://{host}:{port}')
-        else:
-            port = self.socket.bind_to_random_port(f'tcp://{host}')
-        self.address = f'tcp://{host}:{port}'
-        self.rejected = RejectCounter(name)
-        self._replay = ReplayGuard() if security.signer.enabled else None
+        super().__init__(context, zmq.PULL, host, port, security, name, queue, max_message_bytes)
 
     def recv(self, timeout: float) -> Optional[Message]:
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if not self.socket.poll(max(0, int(remaining * 1000))):
-                return None
-            frames = self.socket.recv_multipart(copy=False)
-            try:
-                message = decode(frames, signer=self.security.signer)
-                if self._replay is not None:
-                    self._replay.check(message)
-                return message
-            except MessageError as err:
-                self.rejected.add(err)
-
-    def close(self) -> None:
-        self.socket.close(linger=0)
+        got = self._receive(timeout, routed=False)
+        return None if got is None else got[1]
 
 
 def advertised_address(bound: str, advertise_host: Optional[str] = None) -> str:

@@ -37,7 +37,7 @@ from sparring.config.schema import ConfigError
 from sparring.framework.commander import Commander
 from sparring.framework.league_pipeline import closing_report, complete_league_config
 from sparring.framework.logger import RunLogger
-from sparring.framework.messaging import (SECRET_ENV, CurveGuard, MessageError, Security, Server, Signer,
+from sparring.framework.messaging import (SECRET_ENV, CurveGuard, Security, Server, Signer,
                                           advertised_address, check_bind, is_loopback, load_secret, new_secret)
 from sparring.framework.runtime import seed_everything, set_torch_threads
 
@@ -160,7 +160,7 @@ class ParallelRun:
         self.logger = RunLogger(cfg.exp_name, cfg.train.max_env_steps, cfg.train.tensorboard, cfg.train.progress_bar)
         self.commander = Commander(cfg, resume=resume, logger=self.logger)
         self.logger.progress(self.commander.env_steps)
-        self.server = Server(self.context, f'tcp://{par.host}:{par.port}', self.security,
+        self.server = Server(self.context, par.host, par.port, self.security,
                              max_message_bytes=par.max_message_mb << 20)
         self.address = advertised_address(self.server.address, par.advertise_host)
         with open(os.path.join(self.commander.dir, 'address'), 'w') as f:

@@ -57,6 +57,12 @@ def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[
                           f'{", ".join(changed[:8])}{" ..." if len(changed) > 8 else ""}, which is ignored',
                           stacklevel=2)
     else:
+        earlier = CheckpointManager(cfg.exp_name).latest()
+        if earlier is not None:
+            # A new run would mix with the earlier one's checkpoints and stored parameters.
+            raise FileExistsError(f'experiment dir {cfg.exp_name!r} holds an earlier run (checkpoint {earlier}); '
+                                  f'expected a new directory: pass resume=True (--resume) to continue that run, '
+                                  f'or another exp_name (--exp-name), or delete the directory')
         save_config(cfg, cfg.exp_name)
     return cfg
 

@@ -81,6 +81,7 @@ def surgery(checkpoint: str, new_config: dict, out: str, *, options: Optional[di
         old.load_state_dict(learner_state['policy'])
         recorded = _record_both(old, old_cfg, new_cfg, old_env, new_env, obs_map, act_map, battle, record_steps,
                                 record_envs)
+        old.load_state_dict(learner_state['policy'])  # recording drew from its RNG: the checkpoint's state again
         new = new_env.build(new_cfg.policy, new_cfg.seed + index)
         result = transplant(old, new, obs_map, act_map, opts, observations=recorded.old.flat_obs,
                             action_mask=recorded.old.flat_mask, new_observations=recorded.new.flat_obs,
@@ -201,8 +202,9 @@ class Recording:
 
 def record(cfg, policy: Policy, battle: bool, steps: int, num_envs: int, seed: int) -> Recording:
     """Play ``policy`` (against itself in a battle env) for ``steps`` vector steps; record what it saw."""
-    env = make_battle_env(cfg.env, num_envs, seed) if battle else make_env_manager(cfg.env, num_envs, seed,
-                                                                                    cfg.import_names)
+    # In process: a few steps do not pay for starting env subprocesses.
+    env = make_battle_env(cfg.env, num_envs, seed) if battle else make_env_manager(
+        dict(cfg.env, manager=dict(type='base')), num_envs, seed, cfg.import_names)
     try:
         observed = env.reset()
         obs_shape = env.observation_space.shape
@@ -307,6 +309,8 @@ def _carry_param_store(old_exp: str, out: str, old_cfg, new_cfg, old_env: EnvSpa
     from sparring.framework.league_pipeline import INIT_REF
     from sparring.worker.policy_pool import ParamStore
     source_dir = os.path.join(old_exp, 'params')
+    if not os.path.isdir(source_dir):
+        return {}
     old_store, new_store = ParamStore(source_dir), ParamStore(os.path.join(out, 'params'))
     refs = sorted(urllib.parse.unquote(name[:-len('.pt')]) for name in os.listdir(source_dir) if name.endswith('.pt'))
     spaces_changed = not (obs_map.is_identity and act_map.is_identity)

@@ -198,6 +198,9 @@ class Worker:
                     if err.reason == 'session':
                         self.expired = True
                     continue
+                except Exception:  # the heartbeat must outlive any surprise, or the worker is timed out
+                    log.exception('%s: heartbeat failed', self.worker_id)
+                    continue
                 self.last_contact = time.monotonic()
                 self.directive = reply.body['state']
                 if 'expected_chunks' in reply.body:
@@ -237,9 +240,6 @@ class RemoteParamStore:
             self._cache.put(ref, arrays_to_params(reply.arrays), EasyDict(reply.body['policy_cfg']),
                             reply.body['version'])
         return self._cache.get(ref)
-
-    def __contains__(self, ref: str) -> bool:
-        return True
 
 
 class PlayerPolicies:
@@ -291,7 +291,7 @@ class JobFeed:
         self.worker = worker
         self.player_id = player_id
         self.policy_of = policy_of
-        self.batch = batch
+        self.batch = self.min_batch = batch
         self.queue: Deque[dict] = deque()
         self.playing: Dict[int, dict] = {}
         self.finished: List[dict] = []
@@ -322,8 +322,9 @@ class JobFeed:
                 job['opponent_id'] != oid for job, (oid, _) in zip(finished, chunk.results)):
             raise RuntimeError(f'collector for {self.player_id}: {len(chunk.results)} finished games but '
                                f'{len(finished)} finished jobs; games and league jobs are out of step')
-        # Games per chunk vary; keep about a chunk's worth of jobs in hand.
-        self.batch = max(self.batch, int(1.25 * len(finished)) + 1)
+        # Keep about a chunk's worth of jobs in hand (games per chunk change as play changes); jobs
+        # drawn long in advance would follow the league's opponent choice late.
+        self.batch = max(self.min_batch, int(1.25 * len(finished)) + 1)
         return [[job['job_id'], outcome] for job, (_, outcome) in zip(finished, chunk.results)]
 
 
@@ -388,21 +389,23 @@ class CollectorWorker(Worker):
         self._push(task['endpoint'], pid, chunk)
 
     def _push(self, endpoint: str, pid: str, chunk) -> None:
-        pusher = self.pushers.get(endpoint)
-        if pusher is None:
-            pusher = self.pushers[endpoint] = DataPusher(self.context, endpoint, self.security, self.worker_id,
-                                                         queue=self.par.collector_queue)
+        current = self.pushers.get(pid)
+        if current is None or current.address != endpoint:
+            if current is not None:  # the player's learner was restarted and listens elsewhere now
+                current.close(linger=0)
+            current = self.pushers[pid] = DataPusher(self.context, endpoint, self.security, self.worker_id,
+                                                     queue=self.par.collector_queue)
         body = dict(chunk_id=chunk.chunk_id, player_id=pid, version=chunk.version, env_steps=chunk.env_steps)
         deadline = time.monotonic() + self.par.worker_timeout_seconds
         # Blocks while the learner's queue is full: a slow learner slows its collectors down.
-        while not pusher.send('chunk', body, chunk.data, timeout=min(1.0, self.par.heartbeat_seconds)):
+        while not current.send('chunk', body, chunk.data, timeout=min(1.0, self.par.heartbeat_seconds)):
             self.check_alive()
             if self.directive == 'stop' or time.monotonic() > deadline:
                 self.undelivered += 1
-                log.warning('%s: learner at %s took no chunk for %.0f s; chunk %s dropped', self.worker_id, endpoint,
-                            self.par.worker_timeout_seconds, chunk.chunk_id)
-                pusher.close(linger=0)
-                del self.pushers[endpoint]  # a restarted learner listens elsewhere; the next task says where
+                log.warning('%s: the learner at %s took no chunk for %.0f s; chunk %s dropped', self.worker_id,
+                            endpoint, self.par.worker_timeout_seconds, chunk.chunk_id)
+                current.close(linger=0)
+                del self.pushers[pid]
                 return
 
     def stats(self) -> Dict[str, float]:
@@ -437,6 +440,7 @@ class LearnerWorker(Worker):
         self.staleness_window: List[float] = []
         self.counts = dict(chunks_received=0, dropped_stale=0, dropped_duplicate=0, dropped_invalid=0, replayed=0)
         self.wait_seconds = 0.0
+        self.arrived = 0  # chunks this process took in (the commander's credit counts per learner process)
         restored = info['restore'] and self.ckpt.latest() is not None
         if restored:
             state = self.ckpt.load_latest()
@@ -473,7 +477,7 @@ class LearnerWorker(Worker):
         par = self.par
         drain_since: Optional[float] = None
         last_chunk_at = time.monotonic()
-        while True:
+        while self.directive != 'stop':
             self.check_alive()
             waited = time.perf_counter()
             got = self._receive(timeout=0.0 if self.queue or self._may_replay() else 0.1)
@@ -482,13 +486,11 @@ class LearnerWorker(Worker):
             picked = self._next_chunk()
             if picked is None:
                 self.wait_seconds += time.perf_counter() - waited
-                if self.directive == 'stop':
-                    return
                 if self.directive == 'drain':
                     drain_since = drain_since or time.monotonic()
                     expected = self.expected_chunks
                     idle = time.monotonic() - max(last_chunk_at, drain_since)
-                    if (expected is not None and self.counts['chunks_received'] >= expected) \
+                    if (expected is not None and self.arrived >= expected) \
                             or idle >= par.drain_timeout_seconds:
                         return
                 continue
@@ -504,13 +506,21 @@ class LearnerWorker(Worker):
             if message is None:
                 return got
             body = message.body
+            if message.kind != 'chunk':
+                self.counts['dropped_invalid'] += 1
+                log.warning('%s: a %r message came on the chunk socket; dropped', self.worker_id, message.kind)
+                continue
             if body['chunk_id'] in self.seen_set:
                 self.counts['dropped_duplicate'] += 1
                 continue
+            self.arrived += 1
             try:
-                if message.kind != 'chunk' or body['player_id'] != self.player_id:
-                    raise ValueError(f'a {message.kind!r} message for player {body.get("player_id")!r} reached the '
-                                     f'learner of {self.player_id!r}')
+                if body['player_id'] != self.player_id:
+                    raise ValueError(f'a chunk of player {body["player_id"]!r} reached the learner of '
+                                     f'{self.player_id!r}')
+                if body['version'] > self.policy.version:
+                    raise ValueError(f'it claims parameter version {body["version"]}, newer than the learner\'s '
+                                     f'{self.policy.version}')
                 data = {name: np.array(a) for name, a in message.arrays.items()}  # owned, writable copies
                 check_chunk_values(data, self.action_space)
                 chunk = Chunk(data=data, version=body['version'], player_id=self.player_id,
@@ -573,7 +583,7 @@ class LearnerWorker(Worker):
 
     def publish(self, final: bool, stats: Optional[dict] = None) -> None:
         body = dict(player_id=self.player_id, version=self.policy.version, train_iteration=self.learner.train_iter,
-                    final=final, chunks_received=self.counts['chunks_received'], endpoint=self.endpoint,
+                    final=final, chunks_consumed=self.arrived - len(self.queue), endpoint=self.endpoint,
                     stats=dict(stats or {}, **{k: float(v) for k, v in self.counts.items()},
                                sample_reuse=self.learner.sample_reuse))
         reply = self.request('publish', body, params_to_arrays(self.policy.get_params()))
@@ -592,10 +602,11 @@ class LearnerWorker(Worker):
         return self.ckpt.save(dict(learner=self.learner.state_dict(), counts=self.counts), self.learner.train_iter)
 
     def stats(self) -> Dict[str, float]:
-        out = {k: float(v) for k, v in getattr(self, 'counts', {}).items()}
+        # Called from the heartbeat thread: copy the dicts the main thread updates before reading them.
+        out = {k: float(v) for k, v in dict(getattr(self, 'counts', {})).items()}
         puller = getattr(self, 'puller', None)
         if puller is not None:
-            out.update({f'rejected_{reason}': float(n) for reason, n in puller.rejected.counts.items()})
+            out.update({f'rejected_{reason}': float(n) for reason, n in dict(puller.rejected.counts).items()})
         return out
 
 

@@ -104,3 +104,26 @@ def test_pong_tracker_moves_toward_the_ball_at_its_reaction_rate():
     slow = BOT_REGISTRY.get('pong_duel_heuristic')({'reaction': 0.3}, space, spaces.Discrete(3), seed=1)
     moves = np.array([slow.act(obs[:1]).action[0] for _ in range(1000)])
     assert set(moves.tolist()) == {UP, STAY} and abs((moves == UP).mean() - 0.3) < 0.06
+
+
+def test_bot_references_carry_options_in_query_form():
+    from sparring.config.schema import ConfigError
+    from sparring.policy.bot import parse_bot_ref
+    assert parse_bot_ref('connect_four_mcts?num_simulations=1000&exploration=0.5') == (
+        'connect_four_mcts', dict(num_simulations=1000, exploration=0.5))
+    assert parse_bot_ref('random') == ('random', {})
+    assert parse_bot_ref('x?name=abc') == ('x', dict(name='abc'))
+    with pytest.raises(ConfigError, match='key=value'):
+        parse_bot_ref('connect_four_mcts?num_simulations')
+
+
+def test_policy_pool_builds_bots_with_their_options(tmp_path):
+    from sparring.dizoo.board_games.board_game_env import ConnectFourEnv
+    from sparring.config.schema import ConfigError
+    from sparring.worker.policy_pool import ParamStore, PolicyPool
+    env = ConnectFourEnv({}, 1)
+    pool = PolicyPool(ParamStore(str(tmp_path)), env.observation_space, env.action_space)
+    assert pool.get('bot:connect_four_mcts?num_simulations=7').cfg['num_simulations'] == 7
+    assert pool.get('bot:connect_four_mcts').cfg['num_simulations'] == 200
+    with pytest.raises(ConfigError, match='num_simulations'):
+        pool.get('bot:connect_four_mcts?num_simulations=0')

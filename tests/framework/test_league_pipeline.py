@@ -98,3 +98,35 @@ def test_battle_config_without_league_gets_naive_self_play_and_bot_opponents(tmp
     assert set(summary['eval']['naive_sp_0']) == {'random', 'tictactoe_heuristic', 'tictactoe_mcts'}
     assert 'naive_sp_0' in summary['league_table']
     assert all(p.endswith('.png') for p in summary['pictures'])
+
+
+def _matrix_config(tmp_path, env_type='zero_sum_2x2', **battle):
+    return dict(
+        exp_name=str(tmp_path / 'exact'), seed=0,
+        env=dict(type=env_type, collector_env_num=8, evaluator_env_num=4, n_evaluator_episodes=8),
+        policy=dict(type='ppo', model=dict(hidden_sizes=[8]), collect=dict(n_steps=2),
+                    learn=dict(epochs=1, num_minibatches=1, gamma=0.0, gae_lambda=0.0)),
+        league=dict(type='one_vs_one', players=dict(naive_sp=dict(one_phase_step=2, branch_probs=dict(nash=1.0),
+                                                                  mutate_prob=1.0))),
+        battle=dict(exact_analysis=True, **battle),
+        train=dict(max_env_steps=8 * 2 * 6, eval_every_iters=3, checkpoint_every_iters=0, progress_bar=False,
+                   tensorboard=False))
+
+
+def test_exact_analysis_reports_exploitability_and_drives_the_nash_branch(tmp_path):
+    summary = serial_pipeline(_matrix_config(tmp_path))
+    exact = summary['exact']
+    assert set(exact['exploitability']) == {'naive_sp_0'}
+    weights = exact['meta_strategy']
+    assert {'naive_sp_0', 'naive_sp_0_h0', 'naive_sp_0_h1'} <= set(weights)
+    assert sum(weights.values()) == pytest.approx(1.0)
+    assert 0.0 <= exact['meta_exploitability'] <= max(exact['exploitability'].values()) + 2.5
+    np.testing.assert_allclose(np.sum(exact['meta_strategy_actions'], axis=1), 1.0)
+    log = (tmp_path / 'exact' / 'log.txt').read_text()
+    assert 'meta_expl=' in log and 'population meta-strategy' in log
+
+
+def test_exact_analysis_on_a_game_without_one_is_a_config_error(tmp_path):
+    from sparring.config.schema import ConfigError
+    with pytest.raises(ConfigError, match='battle.exact_analysis'):
+        serial_pipeline(_matrix_config(tmp_path, env_type='prisoners_dilemma'))

@@ -126,7 +126,7 @@ def _serve(server, stop, answered):
 def test_server_answers_signed_requests_and_drops_others_while_it_keeps_serving():
     context = zmq.Context()
     security = Security(Signer(SECRET))
-    server = Server(context, 'tcp://127.0.0.1:0', security)
+    server = Server(context, '127.0.0.1', 0, security)
     stop, answered = threading.Event(), []
     thread = threading.Thread(target=_serve, args=(server, stop, answered))
     thread.start()
@@ -184,7 +184,7 @@ def test_curve_lets_only_authorised_keys_in(tmp_path):
     context = zmq.Context()
     guard = CurveGuard(context, keys)
     security = Security(Signer(None), curve_dir=keys)
-    server = Server(context, 'tcp://127.0.0.1:0', security)
+    server = Server(context, '127.0.0.1', 0, security)
     stop, answered = threading.Event(), []
     thread = threading.Thread(target=_serve, args=(server, stop, answered))
     thread.start()

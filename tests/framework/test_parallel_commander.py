@@ -49,10 +49,10 @@ def join(commander, role, **extra):
     return session, body
 
 
-def publish(commander, session, pid, version, iteration, final=False):
+def publish(commander, session, pid, version, iteration, final=False, consumed=0):
     arrays = params_to_arrays(commander.store.get('init')['params'])
     return commander.handle(req('publish', session=session, player_id=pid, version=version, train_iteration=iteration,
-                                final=final, chunks_received=0, endpoint=f'tcp://127.0.0.1:1{version}',
+                                final=final, chunks_consumed=consumed, endpoint=f'tcp://127.0.0.1:1{version}',
                                 _arrays=arrays))
 
 
@@ -133,16 +133,19 @@ def test_the_budget_is_handed_out_once_then_learners_drain_and_the_final_evaluat
         if kind != 'task':
             break
         tasks.append(body)
-        report(commander, a, body['player_id'], [], task_id=body['task_id'], steps=chunk_steps)
+        pid = body['player_id']
+        report(commander, a, pid, [], task_id=body['task_id'], steps=chunk_steps)
+        n = sum(t['player_id'] == pid for t in tasks)
+        publish(commander, learners[pid], pid, n, n, consumed=n)  # the learner keeps up
     assert len(tasks) == 64 // chunk_steps and commander.env_steps == 64
     assert {t['player_id'] for t in tasks} == set(commander.player_ids)  # the players share the budget evenly
     assert commander.phase == 'drain' and kind == 'stop'
     pid0, pid1 = commander.player_ids
     _, state, _ = commander.handle(req('heartbeat', session=learners[pid0]))
     assert state == dict(state='drain', expected_chunks=4)
-    publish(commander, learners[pid0], pid0, 4, 4, final=True)
+    publish(commander, learners[pid0], pid0, 4, 4, final=True, consumed=4)
     assert commander.phase == 'drain'
-    publish(commander, learners[pid1], pid1, 4, 4, final=True)
+    publish(commander, learners[pid1], pid1, 4, 4, final=True, consumed=4)
     assert commander.phase == 'evaluate'
     e, _ = join(commander, 'evaluator')
     for _ in commander.player_ids:
@@ -247,3 +250,23 @@ def test_learner_drops_stale_chunks_and_replays_only_below_the_target_reuse():
     keep_all = _learner(None, 0.0, 100)
     keep_all.queue.append(old)
     assert keep_all._next_chunk() == (old, True)
+
+
+def test_collectors_wait_while_a_learner_is_behind(tmp_path):
+    commander, _, learners = start(tmp_path, active_players=dict(naive_sp=1))
+    pid = commander.player_ids[0]
+    collectors = [join(commander, 'collector')[0] for _ in range(3)]
+    assert commander.max_ahead == 2  # parallel.max_chunks_ahead None: one per configured collector
+    first = commander.handle(req('collect_task', session=collectors[0]))
+    second = commander.handle(req('collect_task', session=collectors[1]))
+    assert first[0] == second[0] == 'task'
+    assert commander.handle(req('collect_task', session=collectors[2]))[0] == 'wait'  # two chunks on their way
+    report(commander, collectors[0], pid, [], task_id=first[1]['task_id'])
+    assert commander.handle(req('collect_task', session=collectors[2]))[0] == 'wait'  # reported, not consumed
+    publish(commander, learners[pid], pid, 1, 1, consumed=1)
+    assert commander.handle(req('collect_task', session=collectors[2]))[0] == 'task'
+    # a restarted learner starts afresh: what its predecessor never took is not waited for
+    report(commander, collectors[1], pid, [], task_id=second[1]['task_id'])
+    assert commander.chunks_ahead(pid) == 1
+    session, _ = join(commander, 'learner', player_id=pid, worker_id=f'learner-{pid}')
+    assert commander.chunks_ahead(pid) == 0 and learners[pid] not in commander.workers

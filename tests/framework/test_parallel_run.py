@@ -73,12 +73,11 @@ def _check_games_counted_once(exp, league):
     return recorded, abandoned
 
 
-def test_a_killed_collector_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(tmp_path):
+def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(tmp_path):
     exp = tmp_path / 'killed'
     cfg = compile_config(_config(exp, max_env_steps=2048), save=False)
     complete_league_config(cfg)
     run = ParallelRun(cfg)
-    started = []
     try:
         run.start()
         commander = run.commander
@@ -110,7 +109,10 @@ def test_a_killed_collector_and_bad_peers_do_not_stop_the_run_or_count_a_game_tw
             context.destroy(linger=1000)
         victim = run.launcher.processes['collector-0'].pid
         os.kill(victim, signal.SIGKILL)
-        started = list(run.launcher.all_pids)
+        # the learner too, once it has a checkpoint to restart from
+        ckpt = exp / 'workers' / 'learner-naive_sp_0' / 'ckpt'
+        _wait(lambda: ckpt.exists() and any(ckpt.iterdir()), 'a learner checkpoint', step=run.step)
+        os.kill(run.launcher.processes['learner-naive_sp_0'].pid, signal.SIGKILL)
         while not run.finished:
             run.step()
         summary = run.close()
@@ -118,14 +120,15 @@ def test_a_killed_collector_and_bad_peers_do_not_stop_the_run_or_count_a_game_tw
         if not run.closed:
             run.close(interrupted=True)
     started = run.launcher.all_pids
-    assert victim in started and len(started) >= 5  # 2 collectors, a learner, an evaluator, the restarted one
+    assert victim in started and len(started) == 6  # 2 collectors, a learner, an evaluator, 2 restarted
     assert not [pid for pid in started if _alive(pid)], 'worker processes outlived the run'
-    assert summary['restarts'] == {'collector-0': 1}
-    assert summary['env_steps'] >= 2048 and summary['train_iterations'] == {'naive_sp_0': summary['counters']['chunks']}
+    assert summary['restarts'] == {'collector-0': 1, 'learner-naive_sp_0': 1}
+    assert summary['env_steps'] >= 2048 and summary['train_iterations']['naive_sp_0'] >= 5
+    assert 'restored from' in (exp / 'workers' / 'learner-naive_sp_0' / 'log.txt').read_text()
     assert summary['rejected_messages'].get('unauthenticated', 0) >= 1
     assert summary['rejected_messages'].get('malformed', 0) >= 2
-    learner_stats = summary['worker_stats']['learner-naive_sp_0']
-    assert learner_stats['rejected_unauthenticated'] >= 1 and learner_stats['dropped_invalid'] >= 1
+    first_learner = next(s for wid, s in summary['worker_stats'].items() if wid.startswith('learner-naive_sp_0/'))
+    assert first_learner['rejected_unauthenticated'] >= 1 and first_learner['dropped_invalid'] >= 1
     assert set(summary['eval']['naive_sp_0']) == {'random'}
     recorded, abandoned = _check_games_counted_once(str(exp), run.commander.league)
     assert abandoned, 'the killed collector held unfinished games'

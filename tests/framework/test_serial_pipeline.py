@@ -95,3 +95,13 @@ def test_cli_train_and_config_file_errors(tmp_path, capsys):
         load_config_file(str(bad))
     with pytest.raises(FileNotFoundError):
         load_config_file(str(tmp_path / 'missing.py'))
+
+
+def test_a_new_run_refuses_a_directory_holding_an_earlier_run(tmp_path):
+    from sparring.framework.serial import prepare_config
+    config = dict(exp_name=str(tmp_path / 'run'), env=dict(type='gym', id='CartPole-v1'))
+    prepare_config(config)
+    os.makedirs(tmp_path / 'run' / 'ckpt')
+    (tmp_path / 'run' / 'ckpt' / 'iter_00000003.pt').write_bytes(b'')
+    with pytest.raises(FileExistsError, match='--resume'):
+        prepare_config(config)

@@ -66,9 +66,14 @@ def test_league_surgery_widens_adds_a_feature_and_the_league_goes_on(tmp_path):
     assert any(c.startswith('actor.0: 16 -> 32') for c in report['changes'])
     sets = report['players']['naive_sp_0']
     assert sets['old_env']['observations'] == sets['new_env']['observations'] == 16 * 16 * 2
-    before_ids = {p['player_id'] for p in CheckpointManager.load(first['checkpoint'])['league_state']['players']
-                  if p['kind'] == 'historical'}
+    old_state, new_state = CheckpointManager.load(first['checkpoint']), CheckpointManager.load(report['new_checkpoint'])
+    before_ids = {p['player_id'] for p in old_state['league_state']['players'] if p['kind'] == 'historical'}
     assert len(before_ids) >= 3
+    # counters and the sampling RNG as they were: the player makes the very moves it would have made
+    old_learner, new_learner = old_state['learners']['naive_sp_0'], new_state['learners']['naive_sp_0']
+    assert torch.equal(new_learner['policy']['generator'], old_learner['policy']['generator'])
+    assert new_learner['env_steps'] == old_learner['env_steps']
+    assert torch.equal(new_state['rng']['torch'], old_state['rng']['torch'])
 
     # the store: snapshots keep their networks behind adapters; resets go to the transplanted init
     store = ParamStore(str(new_dir / 'params'))
@@ -95,7 +100,8 @@ def test_league_surgery_widens_adds_a_feature_and_the_league_goes_on(tmp_path):
 
 def test_single_agent_surgery_splits_units_and_resumes(tmp_path):
     config = dict(exp_name=str(tmp_path / 'cp'), env=dict(type='gym', id='CartPole-v1', collector_env_num=4,
-                                                          evaluator_env_num=2, n_evaluator_episodes=2),
+                                                          evaluator_env_num=2, n_evaluator_episodes=2,
+                                                          manager=dict(type='base')),
                   policy=dict(type='ppo', obs_norm=True, model=dict(hidden_sizes=[8, 8]), collect=dict(n_steps=16),
                               learn=dict(epochs=1, num_minibatches=2)),
                   train=dict(max_env_steps=128, **QUIET))

@@ -1,5 +1,6 @@
 """Meta-strategies: the zero-sum LP solver, the league's meta-game and its Nash mixture, and the ``nash`` branch."""
 import sys
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -190,3 +191,25 @@ def test_nash_branch_draws_the_same_opponents_after_save_and_load(tmp_path):
     expected = [player.get_opponent()[0].player_id for _ in range(200)]
     got = [restored.get_player('naive_sp_0').get_opponent()[0].player_id for _ in range(200)]
     assert got == expected
+
+
+def test_nash_branch_solves_the_meta_game_source_when_one_is_set():
+    league, h = cyclic_league(extra_snapshots=2)
+    seen = []
+
+    def exact(ids):  # h[4] beats everyone: the whole Nash mixture goes to it
+        seen.append(list(ids))
+        game = np.zeros((len(ids), len(ids)))
+        strong = ids.index(h[4])
+        game[strong, :], game[:, strong] = 1.0, -1.0
+        game[strong, strong] = 0.0
+        return game
+
+    league.set_meta_game_source(exact)
+    player = league.get_player('naive_sp_0')
+    picks = Counter(player._nash_branch().player_id for _ in range(200))
+    assert picks == Counter({h[4]: 200})
+    assert sorted(seen[0]) == sorted(h)
+    league.set_meta_game_source(None)  # back to win rates: the cycle is mixed again
+    picks = Counter(player._nash_branch().player_id for _ in range(3000))
+    assert set(picks) == set(h[1:4])

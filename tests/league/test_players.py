@@ -326,7 +326,7 @@ def test_unknown_branch_names_the_branch_and_lists_the_available_ones():
             test_newest_snapshot_sp=dict(branch_probs=dict(sp=0.5, newst=0.5)))))
     message = str(err.value)
     assert "'newst'" in message and 'league.players.test_newest_snapshot_sp.branch_probs' in message
-    assert 'newest, pfsp, sp' in message
+    assert 'nash, newest, pfsp, reference, sp' in message
 
 
 @pytest.mark.parametrize('probs, message', [
@@ -345,3 +345,21 @@ def test_player_outside_a_league_says_so():
     assert player.cfg.branch_probs == dict(pfsp=0.5, sp=0.5)
     with pytest.raises(LeagueError, match='not in a league'):
         player.get_opponent()
+
+
+def test_reference_branch_draws_reference_players_by_pfsp(helpers):
+    league = OneVsOneLeague(dict(payoff=EXACT, players=dict(naive_sp=dict(branch_probs=dict(reference=1.0))),
+                                 reference_players=[dict(player_id='random', param_ref='bot:random'),
+                                                    dict(player_id='heuristic', param_ref='bot:heuristic')]))
+    league.payoff.record('naive_sp_0', 'random', ['win'] * 9 + ['loss'])
+    league.payoff.record('naive_sp_0', 'heuristic', ['win'] * 5 + ['loss'] * 5)
+    by_opponent, by_branch = opponents(league, 'naive_sp_0')
+    assert set(by_opponent) == {'random', 'heuristic'} and by_branch == Counter(reference=N)
+    # squared PFSP: weights (1 - 0.9)^2 and (1 - 0.5)^2
+    helpers.assert_frequency(by_opponent['heuristic'], N, 0.25 / 0.26, 'heuristic')
+
+
+def test_reference_branch_without_reference_players_falls_back_to_self_play():
+    league = OneVsOneLeague(dict(players=dict(naive_sp=dict(branch_probs=dict(reference=1.0)))))
+    by_opponent, by_branch = opponents(league, 'naive_sp_0', n=50)
+    assert by_opponent == Counter(naive_sp_0=50) and by_branch == Counter(sp=50)

@@ -1,0 +1,93 @@
+"""Parallel against serial league training on connect four: strength after the same env-step budget, and throughput.
+
+Both modes run the ready config ``dizoo/board_games/config/connect_four_league.py`` with the same
+seed and env-step budget; the parallel run has a commander, 2 collectors, 1 learner per active
+player and 1 evaluator. Periodic evaluation is off in both (it would cost the two modes
+differently); the final evaluation plays 400 games against each bot with sampled actions, which
+measures strength more finely than greedy play against a near-deterministic bot. Reported: win /
+draw / loss against the heuristic and random bots, wall seconds and env steps per second (start-up
+and the final evaluation included), and the parallel run's data-quality figures. Prints a table and
+writes ``benchmarks/results/parallel_league.json``.
+
+    .venv/bin/python benchmarks/parallel_league.py [--env-steps 600000] [--seeds 0] [--only serial|parallel]
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import platform
+import tempfile
+import time
+
+import torch
+
+from sparring.dizoo.board_games.config.connect_four_league import config as league_config
+from sparring.framework import parallel_pipeline, serial_pipeline
+
+RESULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results', 'parallel_league.json')
+
+
+def bench_config(env_steps: int) -> dict:
+    config = copy.deepcopy(league_config)
+    config['env'] = dict(config['env'], n_evaluator_episodes=400)
+    config['battle'] = dict(config['battle'], eval_deterministic=False)
+    config['train'] = dict(config['train'], max_env_steps=env_steps, max_wall_seconds=0.0, eval_every_iters=0,
+                           progress_bar=False, tensorboard=False)
+    config['parallel'] = dict(collectors=2, evaluators=1)
+    return config
+
+
+def run(mode: str, seed: int, env_steps: int, workdir: str) -> dict:
+    pipeline = parallel_pipeline if mode == 'parallel' else serial_pipeline
+    started = time.perf_counter()
+    summary = pipeline(bench_config(env_steps), seed=seed, exp_name=os.path.join(workdir, f'{mode}_seed{seed}'))
+    seconds = time.perf_counter() - started
+    per_player = next(iter(summary['eval'].values()))
+    heuristic = next(oid for oid in per_player if 'heuristic' in oid)
+    out = dict(env_steps=summary['env_steps'], wall_seconds=round(seconds, 1),
+               env_steps_per_second=round(summary['env_steps'] / seconds, 1),
+               vs_heuristic=per_player[heuristic], vs_random=per_player['random'], eval=per_player)
+    if mode == 'parallel':
+        learners = {wid: s for wid, s in summary['worker_stats'].items() if wid.startswith('learner')}
+        out.update(train_iterations=summary['train_iterations'], restarts=summary['restarts'],
+                   learners={wid: {k: s.get(k) for k in ('chunks_received', 'dropped_stale', 'sample_reuse',
+                                                           'staleness')} for wid, s in learners.items()})
+    else:
+        out.update(rounds=summary['rounds'])
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--env-steps', type=int, default=600_000)
+    parser.add_argument('--seeds', type=int, nargs='+', default=[0])
+    parser.add_argument('--only', choices=['serial', 'parallel'], default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    modes = [args.only] if args.only else ['serial', 'parallel']
+    results = dict(machine=dict(cpus=os.cpu_count(), python=platform.python_version(), torch=torch.__version__,
+                                load_average_at_start=os.getloadavg()),
+                   started=time.strftime('%Y-%m-%d %H:%M:%S'), env_steps=args.env_steps, runs={})
+    with tempfile.TemporaryDirectory() as workdir:
+        for seed in args.seeds:
+            for mode in modes:
+                r = run(mode, seed, args.env_steps, workdir)
+                results['runs'][f'{mode}_seed{seed}'] = r
+                h = r['vs_heuristic']
+                print(f'{mode:8s} seed {seed}: {r["env_steps"]} env steps in {r["wall_seconds"]:.0f} s '
+                      f'({r["env_steps_per_second"]:.0f}/s); vs heuristic win {h["win"]:.1%} draw {h["draw"]:.1%} '
+                      f'loss {h["loss"]:.1%}; vs random win {r["vs_random"]["win"]:.1%}', flush=True)
+    results['load_average_at_end'] = os.getloadavg()
+    os.makedirs(os.path.dirname(RESULT), exist_ok=True)
+    previous = json.load(open(RESULT)) if os.path.exists(RESULT) else {}
+    if args.only and 'runs' in previous:  # --only keeps the other mode's last figures
+        results['runs'] = dict(previous['runs'], **results['runs'])
+    with open(RESULT, 'w') as f:
+        json.dump(results, f, indent=2)
+    print(f'wrote {RESULT}')
+
+
+if __name__ == '__main__':
+    main()
