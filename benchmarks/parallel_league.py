@@ -9,7 +9,9 @@ draw / loss against the heuristic and random bots, wall seconds and env steps pe
 and the final evaluation included), and the parallel run's data-quality figures. Prints a table and
 writes ``benchmarks/results/parallel_league.json``.
 
-    .venv/bin/python benchmarks/parallel_league.py [--env-steps 600000] [--seeds 0] [--only serial|parallel]
+    .venv/bin/python benchmarks/parallel_league.py [--env-steps 600000] [--seeds 0 1 2] [--only serial|parallel]
+
+Runs of earlier invocations (other seeds) stay in the JSON, and the summary averages over all of them.
 """
 from __future__ import annotations
 
@@ -53,16 +55,30 @@ def run(mode: str, seed: int, env_steps: int, workdir: str) -> dict:
         learners = {wid: s for wid, s in summary['worker_stats'].items() if wid.startswith('learner')}
         out.update(train_iterations=summary['train_iterations'], restarts=summary['restarts'],
                    learners={wid: {k: s.get(k) for k in ('chunks_received', 'dropped_stale', 'sample_reuse',
-                                                           'staleness')} for wid, s in learners.items()})
+                                                           'staleness', 'wait_seconds')} for wid, s in learners.items()})
     else:
         out.update(rounds=summary['rounds'])
+    return out
+
+
+def summarise(runs: dict) -> dict:
+    """Per mode: the seeds run, the win rate against the heuristic bot per seed and its mean, the mean env steps/s."""
+    out = {}
+    for mode in ('serial', 'parallel'):
+        mine = {int(key.rsplit('seed', 1)[1]): r for key, r in runs.items() if key.startswith(mode + '_')}
+        if not mine:
+            continue
+        seeds = sorted(mine)
+        wins = [mine[s]['vs_heuristic']['win'] for s in seeds]
+        out[mode] = dict(seeds=seeds, win_vs_heuristic=wins, win_vs_heuristic_mean=sum(wins) / len(wins),
+                         env_steps_per_second_mean=sum(mine[s]['env_steps_per_second'] for s in seeds) / len(seeds))
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--env-steps', type=int, default=600_000)
-    parser.add_argument('--seeds', type=int, nargs='+', default=[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument('--only', choices=['serial', 'parallel'], default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -82,8 +98,13 @@ def main() -> None:
     results['load_average_at_end'] = os.getloadavg()
     os.makedirs(os.path.dirname(RESULT), exist_ok=True)
     previous = json.load(open(RESULT)) if os.path.exists(RESULT) else {}
-    if args.only and 'runs' in previous:  # --only keeps the other mode's last figures
-        results['runs'] = dict(previous['runs'], **results['runs'])
+    # Runs of other seeds or modes from earlier invocations are kept; the summary covers them all.
+    results['runs'] = dict(previous.get('runs', {}), **results['runs'])
+    results['summary'] = summarise(results['runs'])
+    for mode, s in results['summary'].items():
+        print(f'{mode:8s} over seeds {s["seeds"]}: vs heuristic win {s["win_vs_heuristic_mean"]:.1%} '
+              f'(per seed {", ".join(f"{w:.1%}" for w in s["win_vs_heuristic"])}), '
+              f'{s["env_steps_per_second_mean"]:.0f} env steps/s')
     with open(RESULT, 'w') as f:
         json.dump(results, f, indent=2)
     print(f'wrote {RESULT}')

@@ -99,17 +99,19 @@ def main() -> None:
     parser.add_argument('--jobs', type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    results = dict(machine=dict(cpus=os.cpu_count(), python=platform.python_version(), torch=torch.__version__,
-                                load_average_at_start=os.getloadavg()),
-                   started=time.strftime('%Y-%m-%d %H:%M:%S'))
+    results = dict(machine=dict(cpus=os.cpu_count(), python=platform.python_version(), torch=torch.__version__))
+    sections = dict(pendulum_kl=lambda workdir: pendulum('pendulum_kl', pendulum_kl_config, args.seeds, workdir,
+                                                         args.jobs),
+                    pendulum_five=lambda workdir: pendulum('pendulum_five', five_clip_config(), args.seeds, workdir,
+                                                           args.jobs),
+                    memory=lambda workdir: memory(args.seeds, workdir, args.jobs))
     with tempfile.TemporaryDirectory() as workdir:
-        if args.only in (None, 'pendulum_kl'):
-            results['pendulum_kl'] = pendulum('pendulum_kl', pendulum_kl_config, args.seeds, workdir, args.jobs)
-        if args.only in (None, 'pendulum_five'):
-            results['pendulum_five'] = pendulum('pendulum_five', five_clip_config(), args.seeds, workdir, args.jobs)
-        if args.only in (None, 'memory'):
-            results['memory'] = memory(args.seeds, workdir, args.jobs)
-    results['load_average_at_end'] = os.getloadavg()
+        for name, measure in sections.items():
+            if args.only in (None, name):
+                # Wall times depend on what else the machine runs: the load is kept beside them.
+                started, load = time.strftime('%Y-%m-%d %H:%M:%S'), os.getloadavg()
+                results[name] = dict(measure(workdir), started=started, jobs=args.jobs,
+                                     load_average_at_start=load, load_average_at_end=os.getloadavg())
     os.makedirs(os.path.dirname(RESULT), exist_ok=True)
     previous = json.load(open(RESULT)) if os.path.exists(RESULT) else {}
     previous.update(results)  # --only keeps the other sections' last figures

@@ -76,7 +76,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         config = load_config_file(args.config)
         summary = pipeline(config, seed=args.seed, exp_name=args.exp_name, resume=args.resume,
                            max_env_steps=args.max_env_steps)
-        for printed in ('league_table', 'history'):  # printed by the run as it went
+        for printed in ('league_table', 'history', 'eval', 'exact'):  # the run printed these as it went
             summary.pop(printed, None)
         print(json.dumps(summary, indent=2, default=str))
     elif args.command == 'worker':

@@ -19,8 +19,8 @@ whose local process died, is dropped: its outstanding jobs are abandoned (a game
 or not at all), its collect task goes to another collector, its evaluation job back to the queue.
 
 Persistence: every league change is applied, then appended to ``commander/journal.jsonl`` (the
-commit point); ``commander/league_state.npz`` and ``commander/state.json`` snapshot everything
-every ``parallel.save_every_seconds``. Resuming loads the snapshot and replays the journal's
+commit point); ``commander/state.npz`` snapshots the league and the bookkeeping together (one
+atomic file) every ``parallel.save_every_seconds``. Resuming loads the snapshot and replays the journal's
 tail, so a commander killed at any moment comes back with exactly the games, iterations and
 snapshots it had committed.
 """
@@ -40,15 +40,19 @@ import numpy as np
 
 from sparring.config.compile import to_plain
 from sparring.framework.league_pipeline import INIT_REF, evaluation_opponents, min_score
+from sparring.framework.logger import format_stats
 from sparring.framework.messaging import Message, MessageError, arrays_to_params, params_to_arrays
 from sparring.framework.registry import LEAGUE_REGISTRY, POLICY_REGISTRY
+from sparring.framework.workers import env_spaces
+from sparring.league.persistence import load_state, save_state
 from sparring.worker.battle_evaluator import BattleEvalResult
-from sparring.worker.env.battle import make_battle_env
 from sparring.worker.policy_pool import ParamStore
 
 log = logging.getLogger(__name__)
 
 COMMANDER_DIR = 'commander'
+STATE_FILE = 'state.npz'
+SINGLE_AGENT = 'agent'  # the one player of a single-agent run
 ROLES = ('collector', 'learner', 'evaluator')
 MAX_JOBS_PER_REQUEST = 4096
 RECENT_CHUNK_IDS = 200_000  # chunk ids remembered to refuse a repeated report
@@ -129,14 +133,14 @@ class Commander:
         self.logger = logger
         self.exp_dir = cfg.exp_name
         self.dir = os.path.join(self.exp_dir, COMMANDER_DIR)
-        self.league = LEAGUE_REGISTRY.get(cfg.league.type)(cfg.league)
-        self.player_ids = [p.player_id for p in self.league.active_players]
-        self.rated = {p.player_id for p in self.league.reference_players}
-        self.eval_opponents = evaluation_opponents(self.league, cfg)
+        # A single-agent config has no league: one player, no games, evaluation by episode return.
+        self.league = LEAGUE_REGISTRY.get(cfg.league.type)(cfg.league) if cfg.league is not None else None
+        self.player_ids = [p.player_id for p in self.league.active_players] if self.league else [SINGLE_AGENT]
+        self.rated = {p.player_id for p in self.league.reference_players} if self.league else set()
+        self.eval_opponents = evaluation_opponents(self.league, cfg) if self.league else []
         self.store = ParamStore(os.path.join(self.exp_dir, 'params'))
-        probe = make_battle_env(cfg.env, 1, cfg.seed)
-        self.observation_space, self.action_space = probe.observation_space, probe.action_space
-        probe.close()
+        self.observation_space, self.action_space = env_spaces(cfg)
+        self.recent_returns: Deque[float] = deque(maxlen=100)
         self.chunk_len = self.par.chunk_len or cfg.policy.collect.n_steps
         self.chunk_steps = self.chunk_len * cfg.env.collector_env_num
         self.policy_cfg = to_plain(cfg.policy)
@@ -190,7 +194,7 @@ class Commander:
     def _start_fresh(self) -> None:
         # A previous run under the same name: its state and its learners' checkpoints must not be
         # mistaken for this run's.
-        for name in ('journal.jsonl', 'state.json', 'league_state.npz'):
+        for name in ('journal.jsonl', STATE_FILE):
             path = os.path.join(self.dir, name)
             if os.path.exists(path):
                 os.remove(path)
@@ -202,17 +206,18 @@ class Commander:
         self.store.put(INIT_REF, policy.get_params(), self.policy_cfg, 0)
 
     def _restore(self) -> None:
-        state_path = os.path.join(self.dir, 'state.json')
+        state_path = os.path.join(self.dir, STATE_FILE)
         journal_entries = self.journal.read()
         if not os.path.exists(state_path) and not journal_entries:
-            raise FileNotFoundError(f'--resume: no parallel run state under {self.dir} (neither state.json nor '
+            raise FileNotFoundError(f'--resume: no parallel run state under {self.dir} (neither {STATE_FILE} nor '
                                     f'journal.jsonl); was {self.exp_dir!r} run in parallel mode?')
         saved_seq = 0
         if os.path.exists(state_path):
-            with open(state_path) as f:
-                state = json.load(f)
+            saved = load_state(state_path)
+            if self.league is not None:
+                self.league.load_state_dict(saved['league'])
+            state = saved['commander']
             saved_seq = int(state['seq'])
-            self.league.restore(os.path.join(self.dir, 'league_state.npz'))
             self.env_steps = int(state['env_steps'])
             self.player_env_steps.update(state['player_env_steps'])
             self.player_chunks.update(state['player_chunks'])
@@ -229,7 +234,7 @@ class Commander:
         replayed = 0
         for entry in journal_entries:
             if entry['seq'] > saved_seq:
-                self._apply(entry, replay=True)
+                self._apply(entry)
                 replayed += 1
         self.journal.open(journal_entries[-1]['seq'] if journal_entries else saved_seq)
         # The workers that held outstanding jobs died with the old commander: those games never end.
@@ -240,9 +245,7 @@ class Commander:
                   f'iterations {self.train_iterations}')
 
     def save(self) -> str:
-        """Snapshot the league and the bookkeeping (atomic files); returns the state path."""
-        os.makedirs(self.dir, exist_ok=True)
-        self.league.save(os.path.join(self.dir, 'league_state.npz'))
+        """Snapshot the league and the bookkeeping in one atomic file (with the journal's position); returns its path."""
         state = dict(seq=self.journal.seq, env_steps=self.env_steps, player_env_steps=self.player_env_steps,
                      player_chunks=self.player_chunks, train_iterations=self.train_iterations,
                      versions=self.versions, next_eval=self.next_eval, counters=dict(self.counters),
@@ -250,10 +253,8 @@ class Commander:
                      known_workers=sorted(self.known_workers),
                      outstanding={str(k): list(v) for k, v in self.outstanding.items()},
                      recent_chunks=list(self.recent_chunks))
-        path = os.path.join(self.dir, 'state.json')
-        with open(path + '.tmp', 'w') as f:
-            json.dump(to_plain(state), f)
-        os.replace(path + '.tmp', path)
+        path = save_state(dict(league=self.league.state_dict() if self.league else None, commander=to_plain(state)),
+                          os.path.join(self.dir, STATE_FILE))
         self._last_save = self.clock()
         return path
 
@@ -264,11 +265,11 @@ class Commander:
     # ------------------------------------------------------------------------------ the journal
     def _commit(self, entry: dict):
         """Apply one league operation, then write it to the journal: the journal holds exactly what was applied."""
-        result = self._apply(entry, replay=False)
+        result = self._apply(entry)
         self.journal.append(entry)
         return result
 
-    def _apply(self, entry: dict, replay: bool):
+    def _apply(self, entry: dict):
         op = entry['op']
         if op == 'jobs':
             infos = [self.league.get_job_info(entry['player']) for _ in range(entry['n'])]
@@ -297,9 +298,11 @@ class Commander:
             return None
         if op == 'progress':
             pid = entry['player']
-            self.league.update_active_player(dict(player_id=pid, train_iteration=entry['iteration']))
             self.train_iterations[pid] = entry['iteration']
             self.versions[pid] = max(self.versions[pid], entry['version'])
+            if self.league is None:
+                return dict(snapshot=False, reset=False)
+            self.league.update_active_player(dict(player_id=pid, train_iteration=entry['iteration']))
             verdict = self.league.judge_snapshot(pid)
             summary = [verdict['snapshot'], verdict['reset']]
             if entry.setdefault('verdict', summary) != summary:
@@ -453,6 +456,8 @@ class Commander:
     def _on_jobs(self, worker: WorkerRecord, message: Message):
         pid, count = message.body['player_id'], message.body['count']
         self._check_player(pid)
+        if self.league is None:
+            raise MessageError('schema', 'jobs: a single-agent run has no league jobs')
         count = min(count, MAX_JOBS_PER_REQUEST)
         infos = self._commit(dict(op='jobs', player=pid, n=count, session=worker.session)) if count else []
         worker.jobs.update(info['job_id'] for info in infos)
@@ -468,6 +473,8 @@ class Commander:
         body = message.body
         pid = body['player_id']
         self._check_player(pid)
+        if self.league is None and body['results']:
+            raise MessageError('schema', 'chunk_report: a single-agent run has no games to report')
         if body['task_id'] is not None and worker.task_id == body['task_id']:
             self.tasks.pop(body['task_id'], None)
             worker.task_id = None
@@ -487,6 +494,7 @@ class Commander:
             outcomes.append(outcome)
         self.counters['results_refused'] += rejected
         games = [[away, ids, outcomes] for away, (ids, outcomes) in groups.items()]
+        self.recent_returns.extend(body.get('episode_returns', []))
         self._commit(dict(op='games', chunk=body['chunk_id'], player=pid, steps=body['env_steps'], games=games))
         self._check_budget()
         return 'ack', dict(state=self._state_for(worker)['state'], duplicate=False,
@@ -533,10 +541,8 @@ class Commander:
         iteration = max(body['train_iteration'], self.train_iterations[pid])
         reset_ref = None
         if iteration > self.train_iterations[pid] or body['version'] > self.versions[pid]:
-            verdict = self._apply(dict(op='progress', player=pid, iteration=iteration, version=body['version']),
-                                  replay=False)
-            entry = dict(op='progress', player=pid, iteration=iteration, version=body['version'],
-                         verdict=[verdict['snapshot'], verdict['reset']])
+            entry = dict(op='progress', player=pid, iteration=iteration, version=body['version'])
+            verdict = self._apply(entry)
             if verdict['snapshot']:
                 ref = verdict['historical_player']['param_ref']
                 # Stored before the journal commits the snapshot, so a replayed snapshot finds its parameters.
@@ -599,28 +605,39 @@ class Commander:
         if body['player_id'] != pid or set(body['results']) != known:
             raise MessageError('schema', f'eval_report: expected results of {pid!r} against {sorted(known)}, got '
                                          f'{body["player_id"]!r} against {sorted(body["results"])}')
+        if self.league is None and not body.get('returns'):
+            raise MessageError('schema', 'eval_report: a single-agent evaluation reports its episode returns')
         del self.eval_running[body['task_id']]
         worker.eval_task_id = None
-        self.record_evaluation(pid, body['results'])
+        self.record_evaluation(pid, body['results'], body.get('returns', []))
         if job['final']:
             self._check_evaluated()
         return 'ack', dict(state=self._state_for(worker)['state']), None
 
-    def record_evaluation(self, pid: str, results: Dict[str, List[str]]) -> None:
-        """One player's evaluation games: rated ones go to the league, all are summarised and logged."""
-        rated = {oid: outcomes for oid, outcomes in results.items() if oid in self.rated}
-        if rated:
-            self._commit(dict(op='eval', player=pid, results=rated))
-        report = {oid: BattleEvalResult(oid, outcomes).summary() for oid, outcomes in results.items()}
+    def record_evaluation(self, pid: str, results: Dict[str, List[str]], returns: List[float] = ()) -> None:
+        """One player's evaluation: a league player's games (the rated ones go to the league), or a
+        single-agent policy's episode returns; summarised, logged, checked against the stop value."""
+        if self.league is None:
+            report = dict(return_mean=float(np.mean(returns)), return_std=float(np.std(returns)), episodes=len(returns))
+            score = report['return_mean']
+            text = f'return {report["return_mean"]:.2f} +- {report["return_std"]:.2f}'
+        else:
+            rated = {oid: outcomes for oid, outcomes in results.items() if oid in self.rated}
+            if rated:
+                self._commit(dict(op='eval', player=pid, results=rated))
+            report = {oid: BattleEvalResult(oid, outcomes).summary() for oid, outcomes in results.items()}
+            score = min_score(report) if report else None
+            text = ' '.join(f'{oid}:{s["win"]:.2f}/{s["draw"]:.2f}' for oid, s in report.items())
         self.last_eval[pid] = report
         if self.logger is not None:
-            for oid, summary in report.items():
+            if self.league is None:
+                self.logger.scalars(report, self.env_steps, prefix='eval/')
+            for oid, summary in report.items() if self.league is not None else ():
                 self.logger.scalars(summary, self.env_steps, prefix=f'eval/{pid}/vs_{oid}/')
-            self._say(f'eval {pid} (iteration {self.train_iterations[pid]}): ' +
-                      ' '.join(f'{oid}:{s["win"]:.2f}/{s["draw"]:.2f}' for oid, s in report.items()))
+            self._say(f'eval {pid} (iteration {self.train_iterations[pid]}): {text}')
         stop_value = self.cfg.env.stop_value
-        if (stop_value is not None and pid == self.player_ids[0] and self.reached is None and report
-                and min_score(report) >= stop_value):
+        if (stop_value is not None and pid == self.player_ids[0] and self.reached is None and score is not None
+                and score >= stop_value):
             self.reached = (self.env_steps, self.wall_seconds)
             self._say(f'stop value {stop_value} reached by {pid} after {self.env_steps} env steps')
             self.begin_drain('stop value reached')
@@ -659,9 +676,9 @@ class Commander:
         """Final evaluation jobs nobody took (a run without evaluator workers evaluates them itself)."""
         return [job for job in self.eval_queue if job['final']]
 
-    def finish_pending_evaluation(self, job: dict, results: Dict[str, List[str]]) -> None:
+    def finish_pending_evaluation(self, job: dict, results: Dict[str, List[str]], returns: List[float] = ()) -> None:
         self.eval_queue.remove(job)
-        self.record_evaluation(job['player_id'], results)
+        self.record_evaluation(job['player_id'], results, returns)
         self._check_evaluated()
 
     def tick(self) -> None:
@@ -714,19 +731,23 @@ class Commander:
         self._last_line, self._last_line_steps = now, self.env_steps
         self.logger.progress(self.env_steps)
         staleness = [w.stats.get('staleness_mean') for w in self.workers.values() if w.role == 'learner']
-        self.logger.scalars(dict(env_steps_per_second=rate, games=self.counters['games'],
-                                 historical=len(self.league.historical_players),
-                                 jobs_abandoned=self.counters['jobs_abandoned']), self.env_steps, prefix='run/')
-        from sparring.framework.logger import format_stats
+        historical = len(self.league.historical_players) if self.league else None
+        ret = float(np.mean(self.recent_returns)) if self.recent_returns else None
+        self.logger.scalars(dict(env_steps_per_second=rate, games=self.counters['games'], historical=historical,
+                                 episode_return=ret, jobs_abandoned=self.counters['jobs_abandoned']),
+                            self.env_steps, prefix='run/')
         self.logger.line(format_stats(dict(
-            phase=self.phase, steps=self.env_steps, sps=int(rate), games=self.counters['games'],
-            iters='/'.join(str(self.train_iterations[p]) for p in self.player_ids),
-            historical=len(self.league.historical_players),
+            phase=self.phase, steps=self.env_steps, sps=int(rate), games=self.counters['games'] if self.league else None,
+            ret=ret, iters='/'.join(str(self.train_iterations[p]) for p in self.player_ids), historical=historical,
             workers=len(self.workers), stale=float(np.mean([s for s in staleness if s is not None]))
             if any(s is not None for s in staleness) else None)))
 
     def summary(self, pictures: List[str], state_path: str) -> dict:
-        return dict(exp_dir=self.exp_dir, env_steps=self.env_steps, wall_seconds=self.wall_seconds,
+        extra = {}
+        if self.league is None and self.last_eval:  # the keys a serial single-agent run reports
+            extra = dict(eval_mean=self.last_eval[SINGLE_AGENT]['return_mean'],
+                         eval_std=self.last_eval[SINGLE_AGENT]['return_std'])
+        return dict(extra, exp_dir=self.exp_dir, env_steps=self.env_steps, wall_seconds=self.wall_seconds,
                     env_steps_per_second=self.env_steps / max(self.wall_seconds, 1e-9),
                     train_iterations=dict(self.train_iterations), eval=self.last_eval,
                     reached_stop_value=self.reached is not None,
@@ -734,8 +755,7 @@ class Commander:
                     stop_seconds=self.reached[1] if self.reached else None,
                     stop_reason=self.stop_reason, games=self.counters['games'],
                     counters=dict(self.counters), worker_stats=dict(self.worker_stats), pictures=pictures,
-                    checkpoint=state_path,
-                    league_table=self.league.table())
+                    checkpoint=state_path, league_table=self.league.table() if self.league else None)
 
     def close(self) -> None:
         self.journal.close()

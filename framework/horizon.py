@@ -22,6 +22,8 @@ def discount_horizon(gamma: float, seconds_per_step: Optional[float] = None) -> 
 
 def env_seconds_per_step(env_cfg: Mapping) -> Optional[float]:
     """The game time one step of the env ``env_cfg`` names takes, or None if it does not say."""
+    from sparring.worker.env.gym_env import import_env_modules
+    import_env_modules()
     try:
         cls = ENV_REGISTRY.get(env_cfg['type'])
     except (KeyError, LookupError):

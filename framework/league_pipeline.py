@@ -57,7 +57,7 @@ def complete_league_config(cfg) -> bool:
         # The random bot anchors the rating scale: a fixed point every run shares.
         anchor = 'random' if 'random' in bots else bots[0]
         cfg.league.reference_players = [dict(player_id=anchor, param_ref=BOT_PREFIX + anchor, model={}, elo=None,
-                                             trueskill=None)]
+                                             trueskill=None, anchor=True)]
         changed = True
     if not cfg.battle.eval_opponents:
         # The game's other bots are evaluation opponents too (reported, not rated).

@@ -263,7 +263,8 @@ PROTOCOL: Dict[str, Schema] = {
                            stats=field(DICT, optional=True, check=_numbers)), array_names=None),
     'eval_task': Schema(dict(session=field(STR))),
     'eval_report': Schema(dict(session=field(STR), task_id=field(INT), player_id=field(STR),
-                               version=field(INT), results=field(DICT, check=_outcome_lists))),
+                               version=field(INT), results=field(DICT, check=_outcome_lists),
+                               returns=field(LIST, optional=True, items=(float,)))),
     # -- replies ----------------------------------------------------------------------------
     'registered': Schema(dict(worker_id=field(STR), session=field(STR), config=field(DICT),
                               index=field(INT), player_id=field(STR, NONE), train_iteration=field(INT),
@@ -289,6 +290,8 @@ PROTOCOL: Dict[str, Schema] = {
 
 # -- encoding -----------------------------------------------------------------------------------
 
+_JSON = json.JSONEncoder(separators=(',', ':'), allow_nan=False)  # NaN is not JSON: refuse it at the sender
+
 @dataclasses.dataclass
 class Message:
     kind: str
@@ -304,15 +307,18 @@ def encode(kind: str, body: dict, arrays: Optional[Mapping[str, np.ndarray]] = N
            sender: str = '', reply_to: Optional[str] = None, schemas: Mapping[str, Schema] = PROTOCOL,
            message_id: Optional[str] = None) -> List:
     """The frames of a message; arrays are referenced, not copied (keep them alive until sent)."""
-    arrays = {name: np.ascontiguousarray(a) for name, a in (arrays or {}).items()}
+    arrays = {name: a if a.flags.c_contiguous else np.ascontiguousarray(a) for name, a in (arrays or {}).items()}
     if kind not in schemas:
         raise MessageError('schema', f'unknown message kind {kind!r}; known kinds: {", ".join(sorted(schemas))}')
     schemas[kind].validate(kind, body, arrays)
+    descriptors = []
     for name, a in arrays.items():
-        _check_dtype(a.dtype, name, kind)
-    header = dict(kind=kind, id=message_id or uuid.uuid4().hex, time=time.time(), sender=sender, reply_to=reply_to,
-                  body=body, arrays=[[name, a.dtype.str, list(a.shape)] for name, a in arrays.items()])
-    head = json.dumps(header, separators=(',', ':'), allow_nan=False).encode('utf-8')
+        text = a.dtype.str
+        _dtype(text, name, kind)
+        descriptors.append([name, text, list(a.shape)])
+    header = dict(kind=kind, id=message_id or os.urandom(16).hex(), time=time.time(), sender=sender,
+                  reply_to=reply_to, body=body, arrays=descriptors)
+    head = _JSON.encode(header).encode('utf-8')
     buffers = [memoryview(a).cast('B') if a.nbytes else b'' for a in arrays.values()]
     tag = signer.tag([MAGIC, head, *buffers])
     return [MAGIC, head, tag, *buffers]
@@ -321,7 +327,7 @@ def encode(kind: str, body: dict, arrays: Optional[Mapping[str, np.ndarray]] = N
 def decode(frames: Sequence, *, signer: Signer, schemas: Mapping[str, Schema] = PROTOCOL) -> Message:
     """A :class:`Message` from received frames (``bytes`` or ``zmq.Frame``); arrays are read-only
     views of the frames. Raises :class:`MessageError`."""
-    views = [_view(f) for f in frames]
+    views = [f.buffer if type(f) is zmq.Frame else memoryview(f) for f in frames]
     if len(views) < 3:
         raise MessageError('malformed', f'message has {len(views)} frame(s); expected at least 3 '
                                         f'(magic, header, signature)')
@@ -332,7 +338,7 @@ def decode(frames: Sequence, *, signer: Signer, schemas: Mapping[str, Schema] = 
     if views[1].nbytes > MAX_HEADER_BYTES:
         raise MessageError('malformed', f'header of {views[1].nbytes} bytes exceeds {MAX_HEADER_BYTES}')
     try:
-        header = json.loads(bytes(views[1]).decode('utf-8'))
+        header = json.loads(bytes(views[1]))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise MessageError('malformed', f'header is not UTF-8 JSON ({err})') from None
     if not isinstance(header, dict) or not HEADER_KEYS.issuperset(header) or not {'kind', 'body', 'arrays'} <= set(header):
@@ -369,35 +375,43 @@ def decode(frames: Sequence, *, signer: Signer, schemas: Mapping[str, Schema] = 
     return Message(kind, header['body'], arrays, header.get('id', ''), header.get('sender', ''), float(stamp), reply_to)
 
 
-def _view(frame) -> memoryview:
-    if isinstance(frame, zmq.Frame):
-        return frame.buffer
-    return memoryview(frame)
-
-
 def _check_dtype(dtype: np.dtype, name: str, kind: str) -> None:
     if dtype.kind not in ALLOWED_DTYPE_KINDS or dtype.fields is not None or dtype.subdtype is not None:
         raise MessageError('malformed', f'{kind!r} message: array {name!r} has dtype {dtype.str!r}; only bool, '
                                         f'integer and float arrays may travel')
 
 
+_DTYPES: Dict[str, np.dtype] = {}  # dtype text -> checked dtype: parsing one is dear on the hot path
+
+
+def _dtype(text: str, name: str, kind: str) -> np.dtype:
+    dtype = _DTYPES.get(text)
+    if dtype is None:
+        if len(text) > 8:
+            raise MessageError('malformed', f'{kind!r} message: array {name!r}: bad dtype {_short(text)}')
+        try:
+            dtype = np.dtype(text)
+        except TypeError:
+            raise MessageError('malformed', f'{kind!r} message: array {name!r}: unknown dtype {text!r}') from None
+        _check_dtype(dtype, name, kind)
+        _DTYPES[text] = dtype
+    return dtype
+
+
 def _array(descriptor: Any, buffer: memoryview, kind: str) -> Tuple[str, np.ndarray]:
-    if not (isinstance(descriptor, list) and len(descriptor) == 3 and isinstance(descriptor[0], str)
-            and isinstance(descriptor[1], str) and isinstance(descriptor[2], list)):
+    if not (type(descriptor) is list and len(descriptor) == 3 and type(descriptor[0]) is str
+            and type(descriptor[1]) is str and type(descriptor[2]) is list):
         raise MessageError('malformed', f'{kind!r} message: array descriptor must be [name, dtype, shape], got '
                                         f'{_short(descriptor)}')
     name, dtype_text, shape = descriptor
-    if len(dtype_text) > 8:
-        raise MessageError('malformed', f'{kind!r} message: array {name!r}: bad dtype {_short(dtype_text)}')
-    try:
-        dtype = np.dtype(dtype_text)
-    except TypeError:
-        raise MessageError('malformed', f'{kind!r} message: array {name!r}: unknown dtype {dtype_text!r}') from None
-    _check_dtype(dtype, name, kind)
-    if len(shape) > 32 or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in shape):
-        raise MessageError('malformed', f'{kind!r} message: array {name!r}: shape must be a list of ints >= 0, '
-                                        f'got {_short(shape)}')
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    dtype = _dtype(dtype_text, name, kind)
+    count = 1
+    for d in shape:
+        if type(d) is not int or d < 0 or len(shape) > 32:
+            raise MessageError('malformed', f'{kind!r} message: array {name!r}: shape must be a list of ints >= 0, '
+                                            f'got {_short(shape)}')
+        count *= d
+    expected = count * dtype.itemsize
     if expected != buffer.nbytes:
         raise MessageError('malformed', f'{kind!r} message: array {name!r} {dtype.str}{tuple(shape)} needs '
                                         f'{expected} bytes, its frame has {buffer.nbytes}')

@@ -1,14 +1,17 @@
 """The parallel entry point: a commander in this process, collector / learner / evaluator processes around it.
 
 ``parallel_pipeline(config, seed=None, exp_name=None, resume=False, max_env_steps=None)`` takes
-the same config as :func:`~sparring.framework.serial_pipeline` and
+the same config as :func:`~sparring.framework.serial_pipeline` (a league, or a single-agent env
+trained as one player) and
 
 1. compiles it (``resume=True`` reuses the saved one) and builds the
    :class:`~sparring.framework.commander.Commander`, whose ZeroMQ socket listens on
    ``parallel.host:parallel.port`` (127.0.0.1 and a free port by default);
 2. starts ``parallel.collectors`` collectors, a learner per active player and
-   ``parallel.evaluators`` evaluators as local processes (``python -m
-   sparring.framework.workers``), each told to die with this process;
+   ``parallel.evaluators`` evaluators as local processes, forked by a multiprocessing fork server
+   that has torch and sparring imported already (a worker starts in milliseconds, a restarted one
+   too), each in a session of its own and told to die with the fork server, which dies with this
+   process;
 3. serves them until the budget is spent (or the stop value reached), the learners have trained on
    every chunk sent to them and the final evaluation is in; a local worker that dies is restarted
    (up to ``parallel.max_restarts`` times), and its unfinished games are abandoned;
@@ -27,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -35,7 +37,7 @@ from typing import Dict, List, Optional, Tuple
 
 from sparring.config.schema import ConfigError
 from sparring.framework.commander import Commander
-from sparring.framework.league_pipeline import closing_report, complete_league_config
+from sparring.framework.league_pipeline import LEAGUE_STATE_FILE, closing_report, complete_league_config
 from sparring.framework.logger import RunLogger
 from sparring.framework.messaging import (SECRET_ENV, CurveGuard, Security, Server, Signer,
                                           advertised_address, check_bind, is_loopback, load_secret, new_secret)
@@ -43,6 +45,54 @@ from sparring.framework.runtime import seed_everything, set_torch_threads
 
 EXIT_TAIL_LINES = 20
 SERVE_SLICE_SECONDS = 0.05
+
+
+# What a worker imports before it can work: loaded once by the fork server, so a worker (or a
+# restarted one) starts in milliseconds instead of importing torch again on a busy machine.
+WORKER_PRELOAD = ['torch', 'sparring.framework.workers', 'sparring.policy', 'sparring.league', 'sparring.dizoo',
+                  'sparring.worker.battle_collector', 'sparring.worker.collector', 'sparring.worker.learner',
+                  'sparring.worker.battle_evaluator', 'sparring.framework.checkpoint']
+# Thread pools started at import (OpenBLAS) would not survive a fork; the fork server starts with one thread each.
+SINGLE_THREAD_ENV = dict(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1', OPENBLAS_NUM_THREADS='1')
+
+
+def worker_process(argv: List[str], output_path: str, env: Dict[str, str]) -> None:
+    """A local worker's process: its own session (a Ctrl-C at the terminal reaches only the launcher,
+    which stops the workers in order), its output appended to its log file, then the worker's run."""
+    os.setsid()
+    fd = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.reconfigure(line_buffering=True)
+    os.environ.update(env)
+    from sparring.framework.workers import build_parser, run_worker
+    # The fork server is the parent: the worker dies with it, and it dies with the launcher.
+    sys.exit(run_worker(build_parser().parse_args(argv + ['--parent-pid', str(os.getppid())])))
+
+
+def worker_context():
+    """The multiprocessing context that starts local workers: a fork server with the workers' imports
+    preloaded where the platform has one, else spawn."""
+    import multiprocessing as mp
+    if 'forkserver' not in mp.get_all_start_methods():
+        return mp.get_context('spawn')
+    import multiprocessing.forkserver
+    context = mp.get_context('forkserver')
+    context.set_forkserver_preload(WORKER_PRELOAD)
+    saved = {key: os.environ.get(key) for key in SINGLE_THREAD_ENV}
+    os.environ.update(SINGLE_THREAD_ENV)
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return context
 
 
 class LocalLauncher:
@@ -54,35 +104,28 @@ class LocalLauncher:
         self.commander = commander
         self.curve_dir = curve_dir
         self.bind_host = bind_host
-        self.env = dict(os.environ, PYTHONUNBUFFERED='1', OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
+        self.env = dict(SINGLE_THREAD_ENV)
         if secret is not None:
             self.env[SECRET_ENV] = secret
-        self.processes: Dict[str, subprocess.Popen] = {}
+        self.context = worker_context()
+        self.processes: Dict[str, object] = {}
         self.roles: Dict[str, Tuple[str, Optional[str]]] = {}
         self.restarts: Dict[str, int] = {}
         self.all_pids: List[int] = []
-        # Linux ties a child's parent-death signal to the thread that started it: start all from one.
-        self._thread = threading.get_ident()
 
     def output_path(self, worker_id: str) -> str:
         return os.path.join(self.exp_dir, 'workers', worker_id, 'output.log')
 
     def start(self, worker_id: str, role: str, player_id: Optional[str] = None) -> int:
-        if threading.get_ident() != self._thread:
-            raise RuntimeError('LocalLauncher.start: call it from the thread that created the launcher')
-        command = [sys.executable, '-m', 'sparring.framework.workers', '--role', role, '--commander', self.commander,
-                   '--worker-id', worker_id, '--parent-pid', str(os.getpid()), '--bind-host', self.bind_host]
+        argv = ['--role', role, '--commander', self.commander, '--worker-id', worker_id, '--bind-host', self.bind_host]
         if player_id is not None:
-            command += ['--player-id', player_id]
+            argv += ['--player-id', player_id]
         if self.curve_dir:
-            command += ['--curve-dir', self.curve_dir]
+            argv += ['--curve-dir', self.curve_dir]
         path = self.output_path(worker_id)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, 'ab') as output:
-            # A session of its own: a Ctrl-C at the terminal reaches only the launcher, which then
-            # stops the workers in order.
-            process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=self.env,
-                                       start_new_session=True)
+        process = self.context.Process(target=worker_process, args=(argv, path, self.env), name=worker_id)
+        process.start()
         self.processes[worker_id] = process
         self.roles[worker_id] = (role, player_id)
         self.all_pids.append(process.pid)
@@ -95,10 +138,10 @@ class LocalLauncher:
         return self.start(worker_id, role, player_id)
 
     def poll(self) -> List[Tuple[str, int]]:
-        """Workers that exited since the last call, with their exit codes."""
-        exited = [(wid, p.returncode) for wid, p in self.processes.items() if p.poll() is not None]
+        """Workers that exited since the last call, with their exit codes (negative: killed by that signal)."""
+        exited = [(wid, p.exitcode) for wid, p in self.processes.items() if p.exitcode is not None]
         for wid, _ in exited:
-            del self.processes[wid]
+            self.processes.pop(wid).join()
         if exited:
             self._write_pids()
         return exited
@@ -114,24 +157,25 @@ class LocalLauncher:
     def stop(self, timeout: float) -> None:
         """SIGTERM what is still running, then SIGKILL what outlives ``timeout``; reap everything."""
         for process in self.processes.values():
-            if process.poll() is None:
+            if process.exitcode is None:
                 process.terminate()
         deadline = time.monotonic() + timeout
         for process in self.processes.values():
-            try:
-                process.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.exitcode is None:
                 process.kill()
-                process.wait()
+                process.join()
         self.processes.clear()
         self._write_pids()
 
     def _write_pids(self) -> None:
+        import multiprocessing.forkserver
         path = os.path.join(self.exp_dir, 'workers', 'pids.json')
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        server = getattr(getattr(multiprocessing.forkserver, '_forkserver', None), '_forkserver_pid', None)
         with open(path + '.tmp', 'w') as f:
             json.dump(dict(running={wid: p.pid for wid, p in self.processes.items()}, launcher=os.getpid(),
-                           started=self.all_pids), f)
+                           fork_server=server, started=self.all_pids), f)
         os.replace(path + '.tmp', path)
 
 
@@ -168,7 +212,6 @@ class ParallelRun:
         self.launcher = LocalLauncher(cfg.exp_name, self.server.address, secret, self.security.curve_dir, par.host)
         self.logger.line(f'commander at {self.address} ({par.auth} authentication); join a worker from another '
                          f'machine with: sparring worker --role collector --commander {self.address}')
-        self.failure: Optional[str] = None
         self.closed = False
 
     # -- running ------------------------------------------------------------------------------
@@ -225,9 +268,8 @@ class ParallelRun:
             return
         restarts = self.launcher.restarts.get(worker_id, 0)
         if restarts >= self.cfg.parallel.max_restarts:
-            self.failure = (f'{worker_id} died {restarts + 1} times (last exit code {code}); its last output '
-                            f'({self.launcher.output_path(worker_id)}):\n{self.launcher.tail(worker_id)}')
-            raise RuntimeError(self.failure)
+            raise RuntimeError(f'{worker_id} died {restarts + 1} times (last exit code {code}); its last output '
+                               f'({self.launcher.output_path(worker_id)}):\n{self.launcher.tail(worker_id)}')
         pid = self.launcher.restart(worker_id)
         self.logger.line(f'{worker_id} exited with code {code}; restarted as pid {pid} '
                          f'(restart {restarts + 1} of at most {self.cfg.parallel.max_restarts})')
@@ -236,35 +278,33 @@ class ParallelRun:
         """The final evaluation in this process, for a run without evaluator workers."""
         from sparring.framework.messaging import arrays_to_params
         from sparring.framework.registry import POLICY_REGISTRY
-        from sparring.framework.workers import EVALUATOR_SEED_OFFSET, evaluate_against
-        from sparring.worker.battle_evaluator import BattleEvaluator
-        from sparring.worker.env.battle import make_battle_env
+        from sparring.framework.workers import EVALUATOR_SEED_OFFSET, Evaluation
         from sparring.worker.policy_pool import PolicyPool
         cfg, commander = self.cfg, self.commander
         pool = PolicyPool(commander.store, commander.observation_space, commander.action_space,
                           seed=cfg.seed + EVALUATOR_SEED_OFFSET)
-        evaluator = BattleEvaluator(lambda: make_battle_env(cfg.env, cfg.env.evaluator_env_num,
-                                                           cfg.seed + EVALUATOR_SEED_OFFSET),
-                                    cfg.env.n_evaluator_episodes, deterministic=cfg.battle.eval_deterministic)
-        for job in commander.final_evaluations_pending():
-            pid = job['player_id']
-            policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, commander.observation_space,
-                                                          commander.action_space, seed=cfg.seed)
-            live = commander.live[pid]
-            policy.set_params(arrays_to_params(live.arrays), live.version)
-            commander.finish_pending_evaluation(job, evaluate_against(evaluator, policy, commander.eval_opponents,
-                                                                      pool))
+        evaluation = Evaluation(cfg)
+        try:
+            for job in commander.final_evaluations_pending():
+                live = commander.live[job['player_id']]
+                policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, commander.observation_space,
+                                                              commander.action_space, seed=cfg.seed)
+                policy.set_params(arrays_to_params(live.arrays), live.version)
+                commander.finish_pending_evaluation(job, *evaluation(policy, commander.eval_opponents, pool))
+        finally:
+            evaluation.close()
 
     # -- ending -------------------------------------------------------------------------------
-    def close(self, interrupted: bool = False) -> dict:
-        """Stop every worker, save, report; returns the summary."""
+    def close(self, abort: Optional[str] = None) -> dict:
+        """Stop every worker, save, report; returns the summary. ``abort`` (why: 'interrupted', an
+        error) ends the run early: the state is saved for a resume, without the closing report."""
         if self.closed:
             raise RuntimeError('ParallelRun.close: already closed')
         self.closed = True
         commander = self.commander
-        if interrupted and commander.phase != 'done':
-            commander.stop_reason = 'interrupted'
-            self.logger.line('interrupted: stopping the workers and saving the run (resume=True continues it)')
+        if abort and commander.phase != 'done':
+            commander.stop_reason = abort
+            self.logger.line(f'{abort}: stopping the workers and saving the run (resume=True continues it)')
         commander.phase = 'done'  # every heartbeat and request is now answered with "stop"
         try:
             deadline = time.monotonic() + self.cfg.parallel.shutdown_seconds
@@ -276,8 +316,12 @@ class ParallelRun:
                                  f'{sorted(self.launcher.processes)}; terminating them')
             self.launcher.stop(timeout=5.0)
             state_path = commander.save()
-            pictures = [] if interrupted or self.failure else closing_report(commander.league, commander.last_eval,
-                                                                             commander.exp_dir, self.logger.line)
+            pictures = []
+            if commander.league is not None:
+                commander.league.save(os.path.join(commander.exp_dir, LEAGUE_STATE_FILE))  # where a serial run keeps it
+                if not abort:
+                    pictures = closing_report(commander.league, commander.last_eval, commander.exp_dir,
+                                              self.logger.line)
             summary = commander.summary(pictures, state_path)
             summary['restarts'] = dict(self.launcher.restarts)
             summary['rejected_messages'] = dict(self.server.rejected.counts)
@@ -295,17 +339,14 @@ class ParallelRun:
 
 def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
                       resume: bool = False, max_env_steps: Optional[int] = None) -> dict:
-    """Train a league with a commander and worker processes; returns a summary dict (see the module)."""
+    """Train with a commander and worker processes; returns a summary dict (see the module)."""
     from sparring.framework.serial import prepare_config
     from sparring.config import save_config
     from sparring.worker.env.battle import is_battle_env
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume)
     if max_env_steps is not None:
         cfg.train.max_env_steps = int(max_env_steps)
-    if cfg.league is None and not is_battle_env(cfg.env.type):
-        raise ConfigError(f'parallel mode trains leagues: env {cfg.env.type!r} is not a two-player battle env and the '
-                          f'config has no league section; run it with serial_pipeline (--mode serial)')
-    if complete_league_config(cfg) and not resume:
+    if (cfg.league is not None or is_battle_env(cfg.env.type)) and complete_league_config(cfg) and not resume:
         save_config(cfg, cfg.exp_name)
     set_torch_threads(cfg.torch_threads)
     seed_everything(cfg.seed)
@@ -316,11 +357,11 @@ def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Option
         while not run.finished:
             run.step()
     except KeyboardInterrupt:
-        run.close(interrupted=True)
+        run.close(abort='interrupted')
         raise
-    except BaseException:
+    except BaseException as err:
         if not run.closed:
-            run.close(interrupted=True)
+            run.close(abort=f'failed ({type(err).__name__})')
         raise
     finally:
         if previous is not None:

@@ -7,13 +7,15 @@ torch threads, and runs its role with the serial mode's own classes:
 
 * **collector**: asks which player to collect for, plays a chunk with that player's
   :class:`~sparring.worker.battle_collector.BattleCollector` (one opponent per game, drawn by the
-  league and fetched in batches of jobs), reports the chunk's games to the commander and streams
-  the chunk straight to the player's learner. Parameters are fetched by version and cached.
+  league and fetched in batches of jobs; a single-agent run uses a
+  :class:`~sparring.worker.collector.SampleCollector`), reports the chunk's games to the commander
+  and streams the chunk straight to the player's learner. Parameters are fetched by version and cached.
 * **learner**: receives chunks for one player, drops repeated and too stale ones (counted), trains
   with :class:`~sparring.worker.learner.Learner`, optionally re-trains recent chunks while it
   waits for data up to a target sample reuse, publishes parameters every ``publish_every``
   updates and checkpoints; a restarted learner continues from its last checkpoint.
-* **evaluator**: plays evaluation jobs with :class:`~sparring.worker.battle_evaluator.BattleEvaluator`.
+* **evaluator**: plays evaluation jobs with :class:`~sparring.worker.battle_evaluator.BattleEvaluator`
+  (a single-agent run: :class:`~sparring.worker.evaluator.Evaluator`).
 
 A background thread heartbeats. A worker exits when the commander says so, when the commander
 stays silent for ``parallel.worker_timeout_seconds``, or when the process that launched it dies.
@@ -87,15 +89,14 @@ class Worker:
         self._heartbeat_thread: Optional[threading.Thread] = None
 
     # -- joining -----------------------------------------------------------------------------
-    def register(self, endpoint: Optional[str] = None) -> dict:
+    def register(self) -> dict:
+        """Join the commander; take the compiled config, the worker id and index it gives; start heartbeats."""
         from easydict import EasyDict
 
         from sparring.framework import registry as reg
         from sparring.framework.runtime import seed_everything, set_torch_threads
         body = dict(role=self.role, worker_id=self.requested_id, session=self.session, pid=os.getpid(),
                     host=socket.gethostname())
-        if endpoint is not None:
-            body['endpoint'] = endpoint
         if self.requested_player is not None:
             body['player_id'] = self.requested_player
         try:
@@ -113,6 +114,7 @@ class Worker:
         reg.ensure_builtins()
         reg.import_modules(self.cfg.import_names)
         set_torch_threads(self.cfg.torch_threads)
+        # Global RNGs differ per worker (and from the commander's); the envs and policies get their own seeds.
         seed_everything(self.cfg.seed + 1000 * self.index + 17)
         self.workdir = self.workdir_override or os.path.join(self.cfg.exp_name, 'workers', self.worker_id)
         os.makedirs(self.workdir, exist_ok=True)
@@ -122,12 +124,7 @@ class Worker:
         return info
 
     def spaces(self):
-        from sparring.worker.env.battle import make_battle_env
-        probe = make_battle_env(self.cfg.env, 1, self.cfg.seed)
-        try:
-            return probe.observation_space, probe.action_space
-        finally:
-            probe.close()
+        return env_spaces(self.cfg)
 
     def new_policy(self, seed: int):
         from sparring.framework.registry import POLICY_REGISTRY
@@ -155,6 +152,17 @@ class Worker:
                     self.expired = True
                     raise SessionExpired(str(err)) from None
                 raise
+
+    def work_on(self, kind: str, do: Callable[[dict], None]) -> None:
+        """Ask for tasks (``collect_task``, ``eval_task``) and do each, until the commander says stop."""
+        while self.directive != 'stop':
+            reply = self.request(kind)
+            if reply.kind == 'stop':
+                return
+            if reply.kind == 'wait':
+                time.sleep(reply.body['seconds'])
+                continue
+            do(reply.body)
 
     def request_until_given(self, kind: str, body: Optional[dict] = None):
         """The first reply that is not ``wait`` (the commander asks to come back later)."""
@@ -274,11 +282,52 @@ class PlayerPolicies:
             policy.set_params(arrays_to_params(reply.arrays), reply.body['version'])
 
 
-def evaluate_against(evaluator, policy, opponents: Sequence[Sequence[str]], pool) -> Dict[str, List[str]]:
-    """Outcomes of ``policy`` against each ``(opponent_id, param_ref)`` (the evaluator worker's job,
-    and the commander's when it has no evaluator)."""
-    results = evaluator.evaluate(policy, [(oid, pool.get(ref)) for oid, ref in opponents])
-    return {r.opponent_id: list(r.outcomes) for r in results}
+def env_spaces(cfg):
+    """(observation space, action space) of the run's env: a battle env's seat, or a single-agent env."""
+    if cfg.league is not None:
+        from sparring.worker.env.battle import make_battle_env
+        probe = make_battle_env(cfg.env, 1, cfg.seed)
+    else:
+        from sparring.worker.env.manager import make_env_manager
+        probe = make_env_manager(cfg.env, 1, cfg.seed, cfg.import_names)
+    try:
+        return probe.observation_space, probe.action_space
+    finally:
+        probe.close()
+
+
+class Evaluation:
+    """How a run evaluates a player, as the serial mode does: a league player plays the evaluation
+    opponents (:class:`BattleEvaluator`); a single-agent policy plays greedy episodes
+    (:class:`Evaluator`). Shared by the evaluator worker and a commander without one."""
+
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg
+        if cfg.league is not None:
+            from sparring.worker.battle_evaluator import BattleEvaluator
+            from sparring.worker.env.battle import make_battle_env
+            self.battle = BattleEvaluator(lambda: make_battle_env(cfg.env, cfg.env.evaluator_env_num,
+                                                                 cfg.seed + EVALUATOR_SEED_OFFSET),
+                                          cfg.env.n_evaluator_episodes, deterministic=cfg.battle.eval_deterministic)
+        else:
+            from sparring.framework.serial import EVAL_SEED_OFFSET
+            from sparring.worker.env.gym_env import evaluator_env_config
+            from sparring.worker.env.manager import make_env_manager
+            self.battle = None
+            self.env = make_env_manager(evaluator_env_config(cfg.env, cfg.import_names), cfg.env.evaluator_env_num,
+                                        cfg.seed + EVAL_SEED_OFFSET, cfg.import_names)
+
+    def __call__(self, policy, opponents: Sequence[Sequence[str]], pool) -> Tuple[Dict[str, List[str]], List[float]]:
+        """``(outcomes per opponent id, episode returns)``: the first for a league, the second otherwise."""
+        if self.battle is not None:
+            results = self.battle.evaluate(policy, [(oid, pool.get(ref)) for oid, ref in opponents])
+            return {r.opponent_id: list(r.outcomes) for r in results}, []
+        from sparring.worker.evaluator import Evaluator
+        return {}, Evaluator(self.env, policy, self.cfg.env.n_evaluator_episodes).evaluate().returns
+
+    def close(self) -> None:
+        if self.battle is None:
+            self.env.close()
 
 
 # -- collector ----------------------------------------------------------------------------------
@@ -332,43 +381,44 @@ class CollectorWorker(Worker):
     role = 'collector'
 
     def run(self) -> None:
-        info = self.register()
+        self.register()
         self.observation_space, self.action_space = self.spaces()
         self.seed = self.cfg.seed + COLLECTOR_SEED_STRIDE * self.index
         self.players = PlayerPolicies(self, self.seed)
         self.chunk_len = self.par.chunk_len or self.cfg.policy.collect.n_steps
-        self.games: Dict[str, Tuple[object, JobFeed]] = {}
+        self.games: Dict[str, Tuple[object, Optional[JobFeed]]] = {}
         self.pushers: Dict[str, DataPusher] = {}
         self.env_steps = 0
         self.undelivered = 0
-        log.info('%s: registered (%s)', self.worker_id, info['worker_id'])
+        log.info('%s: registered with %s', self.worker_id, self.commander)
         try:
-            while self.directive != 'stop':
-                reply = self.request('collect_task')
-                if reply.kind == 'stop':
-                    break
-                if reply.kind == 'wait':
-                    time.sleep(reply.body['seconds'])
-                    continue
-                self._collect(reply.body)
+            self.work_on('collect_task', self._collect)
         finally:
             for pusher in self.pushers.values():
                 pusher.close()
-            for collector, _ in self.games.values():
-                collector.arena.env.close()
+            for collector, feed in self.games.values():
+                (collector.arena.env if feed is not None else collector.env).close()
         self.goodbye()
 
     def _home(self, player_id: str):
+        """The collector (and, in a league, the job feed) of ``player_id``, made on first use."""
         if player_id not in self.games:
-            from sparring.worker.battle_collector import BattleCollector
-            from sparring.worker.env.battle import make_battle_env
-            index = self.player_ids.index(player_id)
+            cfg = self.cfg
             policy = self.players.get(player_id)
-            env = make_battle_env(self.cfg.env, self.cfg.env.collector_env_num, self.seed + 7919 * (index + 1))
-            feed = JobFeed(self, player_id, self._opponent_policy, batch=self.cfg.env.collector_env_num)
-            collector = BattleCollector(env, policy, self.chunk_len, feed.sample, player_id=player_id,
-                                        train_both_sides=self.cfg.battle.train_both_sides)
-            self.games[player_id] = (collector, feed)
+            if cfg.league is None:  # single-agent: no opponents, no games to report
+                from sparring.worker.collector import SampleCollector
+                from sparring.worker.env.manager import make_env_manager
+                env = make_env_manager(cfg.env, cfg.env.collector_env_num, self.seed, cfg.import_names)
+                self.games[player_id] = (SampleCollector(env, policy, self.chunk_len, player_id=player_id), None)
+            else:
+                from sparring.worker.battle_collector import BattleCollector
+                from sparring.worker.env.battle import make_battle_env
+                index = self.player_ids.index(player_id)
+                env = make_battle_env(cfg.env, cfg.env.collector_env_num, self.seed + 7919 * (index + 1))
+                feed = JobFeed(self, player_id, self._opponent_policy, batch=cfg.env.collector_env_num)
+                collector = BattleCollector(env, policy, self.chunk_len, feed.sample, player_id=player_id,
+                                            train_both_sides=cfg.battle.train_both_sides)
+                self.games[player_id] = (collector, feed)
         return self.games[player_id]
 
     def _opponent_policy(self, job: dict):
@@ -380,12 +430,14 @@ class CollectorWorker(Worker):
         pid = task['player_id']
         collector, feed = self._home(pid)
         self.players.refresh()
-        feed.top_up()
+        if feed is not None:
+            feed.top_up()
         chunk = collector.collect()
-        results = feed.results_of(chunk)
+        results = feed.results_of(chunk) if feed is not None else []
         self.env_steps += chunk.env_steps
         self.request('chunk_report', dict(task_id=task['task_id'], chunk_id=chunk.chunk_id, player_id=pid,
-                                          version=chunk.version, env_steps=chunk.env_steps, results=results))
+                                          version=chunk.version, env_steps=chunk.env_steps, results=results,
+                                          episode_returns=[float(r) for r in chunk.episode_returns]))
         self._push(task['endpoint'], pid, chunk)
 
     def _push(self, endpoint: str, pid: str, chunk) -> None:
@@ -585,7 +637,7 @@ class LearnerWorker(Worker):
         body = dict(player_id=self.player_id, version=self.policy.version, train_iteration=self.learner.train_iter,
                     final=final, chunks_consumed=self.arrived - len(self.queue), endpoint=self.endpoint,
                     stats=dict(stats or {}, **{k: float(v) for k, v in self.counts.items()},
-                               sample_reuse=self.learner.sample_reuse))
+                               sample_reuse=self.learner.sample_reuse, wait_seconds=self.wait_seconds))
         reply = self.request('publish', body, params_to_arrays(self.policy.get_params()))
         reset_ref = reply.body.get('reset_param_ref')
         if reset_ref:
@@ -634,30 +686,25 @@ class EvaluatorWorker(Worker):
     role = 'evaluator'
 
     def run(self) -> None:
-        from sparring.worker.battle_evaluator import BattleEvaluator
-        from sparring.worker.env.battle import make_battle_env
         self.register()
         self.observation_space, self.action_space = self.spaces()
         self.players = PlayerPolicies(self, self.cfg.seed + EVALUATOR_SEED_OFFSET)
-        cfg = self.cfg
-        evaluator = BattleEvaluator(lambda: make_battle_env(cfg.env, cfg.env.evaluator_env_num,
-                                                           cfg.seed + EVALUATOR_SEED_OFFSET),
-                                    cfg.env.n_evaluator_episodes, deterministic=cfg.battle.eval_deterministic)
+        self.evaluation = Evaluation(self.cfg)
         self.evaluated = 0
-        while self.directive != 'stop':
-            reply = self.request('eval_task')
-            if reply.kind == 'stop':
-                break
-            if reply.kind == 'wait':
-                time.sleep(reply.body['seconds'])
-                continue
-            job = reply.body
-            policy = self.players.get(job['player_id'], refresh=True)
-            results = evaluate_against(evaluator, policy, job['opponents'], self.players.pool)
-            self.request('eval_report', dict(task_id=job['task_id'], player_id=job['player_id'],
-                                             version=policy.version, results=results))
-            self.evaluated += 1
+        try:
+            self.work_on('eval_task', self._evaluate)
+        finally:
+            self.evaluation.close()
         self.goodbye()
+
+    def _evaluate(self, job: dict) -> None:
+        policy = self.players.get(job['player_id'], refresh=True)
+        results, returns = self.evaluation(policy, job['opponents'], self.players.pool)
+        body = dict(task_id=job['task_id'], player_id=job['player_id'], version=policy.version, results=results)
+        if returns:
+            body['returns'] = returns
+        self.request('eval_report', body)
+        self.evaluated += 1
 
     def stats(self) -> Dict[str, float]:
         return dict(evaluated=float(getattr(self, 'evaluated', 0)))

@@ -202,7 +202,7 @@ class BaseLeague:
         for player in active:
             self._add_player(player)
         for reference, entry in zip(self._new_reference_players(), self.cfg.reference_players):
-            self._add_player(reference, fixed=True, elo=entry.elo, trueskill=entry.trueskill)
+            self._add_player(reference, fixed=entry.anchor, elo=entry.elo, trueskill=entry.trueskill)
         if self.cfg.initial_snapshots:
             for player in active:
                 self._add_snapshot(player, param_ref=self.cfg.init_param_ref)

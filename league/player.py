@@ -99,7 +99,7 @@ class HistoricalPlayer(Player):
 
 
 class ReferencePlayer(Player):
-    """A fixed, evaluation-only opponent (e.g. a random bot) whose ratings anchor the scale."""
+    """A fixed opponent (e.g. a bot) for evaluation and the ``reference`` branch; by default its ratings anchor the scale."""
 
     kind = 'reference'
 
@@ -111,6 +111,7 @@ class ReferencePlayer(Player):
             model={},
             elo=None,  # its fixed Elo; None = the league's initial Elo
             trueskill=None,  # its fixed (mu, sigma); None = the league's initial TrueSkill rating
+            anchor=True,  # its ratings stay fixed (anchor the scale); False: rated like any player, from the above
         )
 
     @classmethod
@@ -127,6 +128,8 @@ class ReferencePlayer(Player):
         if ts is not None and not (isinstance(ts, (list, tuple)) and len(ts) == 2 and all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) for v in ts) and ts[1] > 0):
             raise ConfigError(f'config key "{path}.trueskill": expected [mu, sigma] with sigma > 0 or None, got {ts!r}')
+        if not isinstance(merged['anchor'], bool):
+            raise ConfigError(f'config key "{path}.anchor": expected True or False, got {merged["anchor"]!r}')
         return merged
 
 

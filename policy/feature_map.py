@@ -151,7 +151,9 @@ class FeatureMap:
         split = int(np.sum(self.source >= 0)) - (self.old_size - len(removed))
         if len(added):
             label = f' ({", ".join(names[i] for i in added)})' if names is not None else ''
-            parts.append(f'+{len(added)} at {added.tolist()}{label}')
+            contiguous = len(added) > 2 and added[-1] - added[0] == len(added) - 1
+            where = f'[{added[0]}..{added[-1]}]' if contiguous else str(added.tolist())
+            parts.append(f'+{len(added)} at {where}{label}')
         if split:
             parts.append(f'{split} split')
         if len(removed):

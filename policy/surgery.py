@@ -3,14 +3,14 @@
 OpenAI Five trained one model for ten months while its network and observations changed: each
 change was an offline *surgery* turning the old parameters into new ones for the new shape,
 computing the same function where the change allows. :func:`transplant` does it for PPO with
-the MLP actor-critic, all changes at once, from a policy of the old config and spaces into a
-freshly built policy of the new ones:
+the MLP or the LSTM actor-critic, all changes at once, from a policy of the old config and spaces
+into a freshly built policy of the new ones:
 
 ==========================  ============================================================  ======
 change                      how                                                           result
 ==========================  ============================================================  ======
-widen a hidden layer        ``widen='zero'``: new units with random incoming and zero     exact
-                            outgoing weights; ``'split'`` (Net2WiderNet): copies of old
+widen a hidden layer or     ``widen='zero'``: new units with random incoming and zero     exact
+the LSTM core               outgoing weights; ``'split'`` (Net2WiderNet): copies of old
                             units sharing their outgoing weights (halves, or jittered
                             fractions summing to 1 so the copies can drift apart)
 add observation features    zero input weights; observation-normaliser statistics for     exact
@@ -20,7 +20,7 @@ add actions                 logits = the mean of the old logits + ``new_action_o
                             so each new action's probability is at most e^offset; or a
                             ``new_action_prior`` probability, calibrated on observations  measured
 remove observation features replaced by their mean on recorded observations, folded into  measured
-                            the first layers' biases
+                            the first layer's biases
 remove actions              their logits are dropped; the others renormalise              measured
 ==========================  ============================================================  ======
 
@@ -233,8 +233,8 @@ def transplant(old: Policy, new: Policy, obs_map: Optional[FeatureMap] = None, a
         _move_normalizer(old_params, params, obs_map, new.observation_space, new_observations)
     # Through the policy's own state dict, so whatever else it keeps (KL-penalty beta, lr
     # multiplier ...) carries over; what depends on the parameters' shapes is moved.
-    state = dict(old.state_dict(), params=params)
     old_state, fresh_state = old.state_dict(), new.state_dict()
+    state = dict(old_state, params=params)
     state['optimizer'] = _moved_optimizer_state(old, new, maps, layers, old_state['optimizer'],
                                                 fresh_state['optimizer'])
     if 'grad_clipper' in old_state and 'grad_clipper' in fresh_state:

@@ -270,3 +270,35 @@ def test_collectors_wait_while_a_learner_is_behind(tmp_path):
     assert commander.chunks_ahead(pid) == 1
     session, _ = join(commander, 'learner', player_id=pid, worker_id=f'learner-{pid}')
     assert commander.chunks_ahead(pid) == 0 and learners[pid] not in commander.workers
+
+
+def test_a_single_agent_run_has_one_player_no_games_and_stops_on_the_evaluated_return(tmp_path):
+    cfg = compile_config(dict(
+        exp_name=str(tmp_path / 'cartpole'),
+        env=dict(type='gym', id='CartPole-v1', collector_env_num=2, evaluator_env_num=2, n_evaluator_episodes=2,
+                 stop_value=100.0),
+        policy=dict(type='ppo', collect=dict(n_steps=4)),
+        train=dict(max_env_steps=1000, eval_every_iters=1, progress_bar=False, tensorboard=False),
+        parallel=dict(save_every_seconds=1e9, log_every_seconds=1e9)), save=False)
+    commander = Commander(cfg, clock=Clock())
+    assert commander.player_ids == ['agent'] and commander.league is None
+    learner, _ = join(commander, 'learner')
+    publish(commander, learner, 'agent', 0, 0)
+    collector, _ = join(commander, 'collector')
+    kind, task, _ = commander.handle(req('collect_task', session=collector))
+    assert kind == 'task' and task['player_id'] == 'agent'
+    assert commander.handle(req('jobs', session=collector, player_id='agent', count=2))[0] == 'error'
+    assert commander.handle(req('chunk_report', session=collector, task_id=task['task_id'], chunk_id='c',
+                                player_id='agent', version=0, env_steps=8, results=[[1, 'win']]))[0] == 'error'
+    report(commander, collector, 'agent', [], task_id=task['task_id'], steps=8)
+    publish(commander, learner, 'agent', 1, 1, consumed=1)  # eval_every_iters=1: an evaluation is due
+    evaluator, _ = join(commander, 'evaluator')
+    kind, job, _ = commander.handle(req('eval_task', session=evaluator))
+    assert kind == 'eval_job' and job['opponents'] == []
+    commander.handle(req('eval_report', session=evaluator, task_id=job['task_id'], player_id='agent', version=1,
+                         results={}, returns=[120.0, 140.0]))
+    assert commander.last_eval['agent']['return_mean'] == 130.0
+    assert commander.reached == (8, commander.wall_seconds) and commander.phase == 'drain'
+    path = commander.save()
+    commander.close()
+    assert Commander(cfg, resume=True).env_steps == 8 and path.endswith('state.npz')

@@ -16,6 +16,7 @@ from sparring.config import compile_config
 from sparring.framework.league_pipeline import complete_league_config
 from sparring.framework.messaging import MAGIC, DataPusher, RequestClient, RequestTimeout, Security, Signer
 from sparring.framework.parallel import ParallelRun, parallel_pipeline
+from sparring.league.persistence import load_state
 
 # Generous: several processes import torch at once on a loaded two-core machine.
 PATIENCE = 120.0
@@ -118,7 +119,7 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
         summary = run.close()
     finally:
         if not run.closed:
-            run.close(interrupted=True)
+            run.close(abort='test failed')
     started = run.launcher.all_pids
     assert victim in started and len(started) == 6  # 2 collectors, a learner, an evaluator, 2 restarted
     assert not [pid for pid in started if _alive(pid)], 'worker processes outlived the run'
@@ -147,13 +148,16 @@ def test_a_killed_commander_takes_its_workers_along_and_resumes_from_its_saved_s
     config = _config(exp, max_env_steps=1_000_000, collectors=1, evaluators=0)
     commander = subprocess.Popen([sys.executable, '-c', RUNNER, json.dumps(config)], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, start_new_session=True)
-    state_file = exp / 'commander' / 'state.json'
+    state_file = exp / 'commander' / 'state.npz'
+
+    def saved():
+        return load_state(str(state_file))['commander']
+
     try:
         def progressed():
             if not state_file.exists():
                 return False
-            with open(state_file) as f:
-                state = json.load(f)
+            state = saved()
             return state['train_iterations']['naive_sp_0'] >= 6 and state['env_steps'] >= 256
 
         _wait(progressed, 'the first run to train a little and save its state')
@@ -164,8 +168,7 @@ def test_a_killed_commander_takes_its_workers_along_and_resumes_from_its_saved_s
     with open(exp / 'workers' / 'pids.json') as f:
         workers = json.load(f)['started']
     _wait(lambda: not any(_alive(pid) for pid in workers), 'the orphaned workers to exit', timeout=30)
-    with open(state_file) as f:
-        before = json.load(f)
+    before = saved()
     killed_at = sum(e.get('steps', 0) for e in _journal(str(exp)) if e['op'] == 'games')
     assert killed_at >= before['env_steps']  # the journal holds at least what the state saved
 
@@ -177,7 +180,7 @@ def test_a_killed_commander_takes_its_workers_along_and_resumes_from_its_saved_s
     learner_log = (exp / 'workers' / 'learner-naive_sp_0' / 'log.txt').read_text()
     assert 'restored from' in learner_log
     from sparring.league import BaseLeague
-    league = BaseLeague.load(str(exp / 'commander' / 'league_state.npz'))
+    league = BaseLeague.load(str(exp / 'league_state.npz'))
     _check_games_counted_once(str(exp), league)
     with open(exp / 'workers' / 'pids.json') as f:
         assert not [pid for pid in json.load(f)['started'] if _alive(pid)]

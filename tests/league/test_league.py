@@ -135,8 +135,20 @@ def test_reference_players_for_evaluation_anchor_the_ratings():
     assert (summary['elo'], summary['trueskill_mu'], summary['trueskill_sigma']) == (0.0, 0.0, 1.0)
     assert league.ratings.summary('scripted_bot')['elo'] == 1200.0  # None: the initial rating, still fixed
     assert league.ratings.elo['naive_sp_0'] > 1200
-    # Reference players are never training opponents.
+    # Reference players are training opponents only through the reference branch.
     assert all(o.kind != 'reference' for o, _ in (league.get_player('naive_sp_0').get_opponent() for _ in range(200)))
+
+
+def test_a_reference_player_that_is_not_an_anchor_is_rated():
+    league = OneVsOneLeague(dict(reference_players=[
+        dict(player_id='random_bot', param_ref='bot:random'),
+        dict(player_id='heuristic', param_ref='bot:heuristic', anchor=False)]))
+    for _ in range(5):
+        league.record_eval_result('naive_sp_0', 'random_bot', ['win', 'win'])
+        league.record_eval_result('naive_sp_0', 'heuristic', ['win', 'win'])
+    assert league.ratings.elo['random_bot'] == 1200.0 and league.ratings.elo['heuristic'] < 1200.0
+    with pytest.raises(ConfigError, match='anchor'):
+        OneVsOneLeague(dict(reference_players=[dict(player_id='b', param_ref='bot:random', anchor='yes')]))
 
 
 def test_eval_without_reference_players_says_what_to_add():

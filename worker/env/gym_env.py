@@ -134,7 +134,7 @@ class GymEnv(gymnasium.Wrapper):
     @classmethod
     def evaluator_config(cls, section: Mapping) -> dict:
         """The section evaluation envs are built from: what only shapes the training signal is off."""
-        return {**section, 'reward_scaling': False}
+        return {**section, 'reward_scaling': False} if 'reward_scaling' in section else dict(section)
 
 
 def evaluator_env_config(env_cfg: Mapping, import_names: Iterable[str] = ()):

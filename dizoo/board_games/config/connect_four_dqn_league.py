@@ -7,13 +7,13 @@ config = dict(
     policy=dict(
         type='dqn',
         model=dict(hidden_sizes=[256, 256], dueling=True),
-        collect=dict(n_steps=16, eps_start=1.0, eps_end=0.05, eps_decay_fraction=0.2),
-        learn=dict(lr=3e-4, batch_size=128, updates_per_chunk=16, learning_starts=2_000, gamma=0.99, n_step=1,
-                   double=True, target_update_every=1, target_tau=0.01, loss='huber'),
-        replay=dict(capacity=50_000),
+        collect=dict(n_steps=16, eps_start=1.0, eps_end=0.05, eps_decay_fraction=0.3),
+        learn=dict(lr=3e-4, anneal_lr=True, batch_size=128, updates_per_chunk=16, learning_starts=2_000,
+                   gamma=0.99, n_step=3, double=True, target_update_every=1, target_tau=0.01, loss='huber'),
+        replay=dict(capacity=100_000),
     ),
     league=dict(type='one_vs_one', players=dict(naive_sp=dict(one_phase_step=200))),
     battle=dict(eval_deterministic=True, eval_opponents=['bot:connect_four_heuristic']),
-    train=dict(max_env_steps=1_000_000, max_wall_seconds=1200.0, eval_every_iters=100,
+    train=dict(max_env_steps=600_000, max_wall_seconds=1500.0, eval_every_iters=100,
                checkpoint_every_iters=200),
 )

@@ -21,7 +21,7 @@ config = dict(
         players=dict(naive_sp=dict(one_phase_step=100, branch_probs=dict(sp=0.4, pfsp=0.3, reference=0.3))),
         reference_players=[
             dict(player_id='random', param_ref='bot:random'),
-            dict(player_id='heuristic', param_ref='bot:connect_four_heuristic'),
+            dict(player_id='heuristic', param_ref='bot:connect_four_heuristic', anchor=False),  # rated
         ],
     ),
     battle=dict(eval_deterministic=True, eval_opponents=['bot:connect_four_mcts?num_simulations=100']),
