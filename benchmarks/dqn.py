@@ -1,10 +1,10 @@
-"""DQN benchmark: CartPole-v1 time-to-475, and a DQN self-play league on connect four against the random bot.
+"""DQN benchmark: CartPole-v1 time-to-475, and a DQN league on connect four against the random bot.
 
 CartPole-v1 (``dizoo/classic_control/config/cartpole_dqn.py``): env steps and wall seconds until
 the evaluation mean (8 greedy episodes) reaches 475, per seed. Connect four
 (``dizoo/board_games/config/connect_four_dqn_league.py``): the league's player after its budget,
-its win/draw/loss rates against the random bot (the target is >= 95 % wins) and the heuristic
-bot, in greedy games with the seats alternating. Prints the figures and writes
+its win/draw/loss rates against the random bot (the target is >= 95 % wins), the heuristic bot
+and a 10-simulation MCTS bot, in greedy games with the seats alternating. Prints the figures and writes
 ``benchmarks/results/dqn.json``.
 
     .venv/bin/python benchmarks/dqn.py [--seeds 0 1 2] [--only cartpole|league] [--league-seconds 1200]

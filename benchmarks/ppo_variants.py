@@ -48,8 +48,9 @@ def run(config: dict, seed: int, workdir: str, name: str, full_budget: bool = Fa
     config['train'] = dict(config.get('train', {}), progress_bar=False, tensorboard=False)
     summary = serial_pipeline(config, seed=seed, exp_name=os.path.join(workdir, f'{name}_seed{seed}'))
     out = {k: summary[k] for k in SUMMARY_KEYS}
-    policy = CheckpointManager.load(summary['checkpoint'])['learner']['policy']
-    out.update(final_kl_beta=policy.get('kl_beta'), final_lr_multiplier=policy.get('lr_multiplier'))
+    if config['policy']['learn'].get('objective') == 'kl_penalty':
+        policy = CheckpointManager.load(summary['checkpoint'])['learner']['policy']
+        out.update(final_kl_beta=policy['kl_beta'], final_lr_multiplier=policy['lr_multiplier'])
     return out
 
 
@@ -72,8 +73,9 @@ def run_seeds(config: dict, seeds, workdir: str, name: str, jobs: int, full_budg
 def pendulum(name: str, config: dict, seeds, workdir: str, jobs: int) -> dict:
     runs = run_seeds(config, seeds, workdir, name, jobs, full_budget=True)
     for seed, r in runs.items():
+        adapted = f'; beta {r["final_kl_beta"]:.3g}, lr x {r["final_lr_multiplier"]:.3g}' if 'final_kl_beta' in r else ''
         print(f'{name} seed {seed}: final eval {r["eval_mean"]:.1f} +- {r["eval_std"]:.1f} after {r["env_steps"]} '
-              f'steps, {r["wall_seconds"]:.0f} s; beta {r["final_kl_beta"]}, lr x {r["final_lr_multiplier"]}')
+              f'steps, {r["wall_seconds"]:.0f} s{adapted}')
     return dict(per_seed=runs, seeds_at_least_minus_250=sum(r['eval_mean'] >= -250 for r in runs.values()),
                 mean_final_eval=sum(r['eval_mean'] for r in runs.values()) / len(runs))
 

@@ -7,7 +7,9 @@ A message travels as one multipart ZeroMQ message::
 * ``header`` is UTF-8 JSON: ``{"kind", "id", "time", "sender", "reply_to", "body", "arrays"}``
   where ``arrays`` lists ``[name, dtype, shape]`` for each buffer;
 * each ``buffer_i`` is the raw memory of one numpy array: sent without a copy, and read back as a
-  numpy view of the received frame (never pickled);
+  numpy view of the received frame (never pickled); arrays under 64 kB share the first buffer
+  (``packed``: how many, each at an 8-byte aligned offset), since a frame of their own costs more
+  than copying them;
 * ``tag`` is the HMAC-SHA256 of the magic, the header and every buffer (each preceded by its
   length) under a shared secret, or empty when authentication is off.
 
@@ -52,7 +54,11 @@ MAX_ARRAYS = 4096
 # Numeric kinds only: bool, signed and unsigned integers, floats. Object, string, void
 # (structured) and datetime dtypes could smuggle in anything but numbers.
 ALLOWED_DTYPE_KINDS = frozenset('biuf')
-HEADER_KEYS = frozenset({'kind', 'id', 'time', 'sender', 'reply_to', 'body', 'arrays'})
+HEADER_KEYS = frozenset({'kind', 'id', 'time', 'sender', 'reply_to', 'body', 'arrays', 'packed'})
+# Arrays smaller than this travel together in one frame (a copy of a few kB costs less than a frame
+# of its own); larger ones each get a frame that is sent and received without a copy.
+PACK_BYTES = 1 << 16
+ALIGN = 8
 
 log = logging.getLogger(__name__)
 
@@ -306,22 +312,34 @@ class Message:
 def encode(kind: str, body: dict, arrays: Optional[Mapping[str, np.ndarray]] = None, *, signer: Signer,
            sender: str = '', reply_to: Optional[str] = None, schemas: Mapping[str, Schema] = PROTOCOL,
            message_id: Optional[str] = None) -> List:
-    """The frames of a message; arrays are referenced, not copied (keep them alive until sent)."""
+    """The frames of a message; large arrays are referenced, not copied (keep them alive until sent)."""
     arrays = {name: a if a.flags.c_contiguous else np.ascontiguousarray(a) for name, a in (arrays or {}).items()}
     if kind not in schemas:
         raise MessageError('schema', f'unknown message kind {kind!r}; known kinds: {", ".join(sorted(schemas))}')
     schemas[kind].validate(kind, body, arrays)
+    small = [(name, a) for name, a in arrays.items() if a.nbytes < PACK_BYTES]
+    large = [(name, a) for name, a in arrays.items() if a.nbytes >= PACK_BYTES]
+    packed = len(small) if len(small) > 1 else 0
     descriptors = []
-    for name, a in arrays.items():
+    for name, a in small + large:
         text = a.dtype.str
         _dtype(text, name, kind)
         descriptors.append([name, text, list(a.shape)])
     header = dict(kind=kind, id=message_id or os.urandom(16).hex(), time=time.time(), sender=sender,
-                  reply_to=reply_to, body=body, arrays=descriptors)
+                  reply_to=reply_to, body=body, arrays=descriptors, packed=packed)
     head = _JSON.encode(header).encode('utf-8')
-    buffers = [memoryview(a).cast('B') if a.nbytes else b'' for a in arrays.values()]
+    buffers = [_raw(a) for _, a in (large if packed else small + large)]
+    if packed:
+        parts = []
+        for _, a in small:
+            parts += [_raw(a), bytes(-a.nbytes % ALIGN)]
+        buffers.insert(0, b''.join(parts))
     tag = signer.tag([MAGIC, head, *buffers])
     return [MAGIC, head, tag, *buffers]
+
+
+def _raw(a: np.ndarray):
+    return memoryview(a.reshape(-1).view(np.uint8)) if a.nbytes else b''
 
 
 def decode(frames: Sequence, *, signer: Signer, schemas: Mapping[str, Schema] = PROTOCOL) -> Message:
@@ -348,16 +366,30 @@ def decode(frames: Sequence, *, signer: Signer, schemas: Mapping[str, Schema] = 
     if kind not in schemas:
         raise MessageError('malformed', f'unknown message kind {_short(kind)}; known kinds: {", ".join(sorted(schemas))}')
     descriptors = header['arrays']
+    packed = header.get('packed', 0)
     buffers = views[3:]
-    if not isinstance(descriptors, list) or len(descriptors) > MAX_ARRAYS or len(descriptors) != len(buffers):
-        raise MessageError('malformed', f'{kind!r} message: header lists {_short(descriptors)} arrays but '
-                                        f'{len(buffers)} buffer frame(s) came')
+    if not isinstance(descriptors, list) or len(descriptors) > MAX_ARRAYS or type(packed) is not int \
+            or not 0 <= packed <= len(descriptors) or len(buffers) != (packed > 0) + len(descriptors) - packed:
+        raise MessageError('malformed', f'{kind!r} message: header lists {_short(descriptors)} arrays ({packed!r} '
+                                        f'packed) but {len(buffers)} buffer frame(s) came')
+    specs = [_array_spec(d, kind) for d in descriptors]
+    if packed:
+        block, offset, own = buffers[0], 0, []
+        for _, _, _, nbytes in specs[:packed]:
+            own.append(block[offset:offset + nbytes])
+            offset += nbytes + (-nbytes % ALIGN)
+        if offset != block.nbytes:
+            raise MessageError('malformed', f'{kind!r} message: the packed arrays need {offset} bytes, their frame '
+                                            f'has {block.nbytes}')
+        buffers = own + list(buffers[1:])
     arrays = {}
-    for descriptor, buffer in zip(descriptors, buffers):
-        name, array = _array(descriptor, buffer, kind)
+    for (name, dtype, shape, nbytes), buffer in zip(specs, buffers):
+        if nbytes != buffer.nbytes:
+            raise MessageError('malformed', f'{kind!r} message: array {name!r} {dtype.str}{tuple(shape)} needs '
+                                            f'{nbytes} bytes, its frame has {buffer.nbytes}')
         if name in arrays:
             raise MessageError('malformed', f'{kind!r} message: array {name!r} twice')
-        arrays[name] = array
+        arrays[name] = np.frombuffer(buffer, dtype=dtype).reshape(shape)
     try:
         schemas[kind].validate(kind, header['body'], arrays)
     except MessageError as err:
@@ -398,7 +430,8 @@ def _dtype(text: str, name: str, kind: str) -> np.dtype:
     return dtype
 
 
-def _array(descriptor: Any, buffer: memoryview, kind: str) -> Tuple[str, np.ndarray]:
+def _array_spec(descriptor: Any, kind: str) -> Tuple[str, np.dtype, list, int]:
+    """``(name, dtype, shape, byte size)`` of an array descriptor, checked."""
     if not (type(descriptor) is list and len(descriptor) == 3 and type(descriptor[0]) is str
             and type(descriptor[1]) is str and type(descriptor[2]) is list):
         raise MessageError('malformed', f'{kind!r} message: array descriptor must be [name, dtype, shape], got '
@@ -411,11 +444,7 @@ def _array(descriptor: Any, buffer: memoryview, kind: str) -> Tuple[str, np.ndar
             raise MessageError('malformed', f'{kind!r} message: array {name!r}: shape must be a list of ints >= 0, '
                                             f'got {_short(shape)}')
         count *= d
-    expected = count * dtype.itemsize
-    if expected != buffer.nbytes:
-        raise MessageError('malformed', f'{kind!r} message: array {name!r} {dtype.str}{tuple(shape)} needs '
-                                        f'{expected} bytes, its frame has {buffer.nbytes}')
-    return name, np.frombuffer(buffer, dtype=dtype).reshape(shape)
+    return name, dtype, shape, count * dtype.itemsize
 
 
 # -- parameters as arrays ----------------------------------------------------------------------

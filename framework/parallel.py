@@ -10,8 +10,7 @@ trained as one player) and
 2. starts ``parallel.collectors`` collectors, a learner per active player and
    ``parallel.evaluators`` evaluators as local processes, forked by a multiprocessing fork server
    that has torch and sparring imported already (a worker starts in milliseconds, a restarted one
-   too), each in a session of its own and told to die with the fork server, which dies with this
-   process;
+   too), each in a session of its own and exiting when this process does;
 3. serves them until the budget is spent (or the stop value reached), the learners have trained on
    every chunk sent to them and the final evaluation is in; a local worker that dies is restarted
    (up to ``parallel.max_restarts`` times), and its unfinished games are abandoned;
@@ -27,6 +26,7 @@ Without a secret, a local run makes one up and hands it only to its own workers.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -69,8 +69,23 @@ def worker_process(argv: List[str], output_path: str, env: Dict[str, str]) -> No
             stream.reconfigure(line_buffering=True)
     os.environ.update(env)
     from sparring.framework.workers import build_parser, run_worker
-    # The fork server is the parent: the worker dies with it, and it dies with the launcher.
-    sys.exit(run_worker(build_parser().parse_args(argv + ['--parent-pid', str(os.getppid())])))
+    sys.exit(run_worker(build_parser().parse_args(argv)))
+
+
+@contextlib.contextmanager
+def main_script_hidden():
+    """Hide the main script from multiprocessing while a worker starts. A worker gets everything from
+    the commander, so it must not run the user's script again (which it would, by default, before its
+    target, and which an unguarded ``parallel_pipeline(config)`` at a script's top level cannot take)."""
+    main = sys.modules['__main__']
+    saved = {key: main.__dict__[key] for key in ('__file__', '__spec__') if key in main.__dict__}
+    main.__dict__.pop('__file__', None)
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop('__spec__', None)
+        main.__dict__.update(saved)
 
 
 def worker_context():
@@ -85,7 +100,8 @@ def worker_context():
     saved = {key: os.environ.get(key) for key in SINGLE_THREAD_ENV}
     os.environ.update(SINGLE_THREAD_ENV)
     try:
-        multiprocessing.forkserver.ensure_running()
+        with main_script_hidden():
+            multiprocessing.forkserver.ensure_running()
     finally:
         for key, value in saved.items():
             if value is None:
@@ -117,7 +133,9 @@ class LocalLauncher:
         return os.path.join(self.exp_dir, 'workers', worker_id, 'output.log')
 
     def start(self, worker_id: str, role: str, player_id: Optional[str] = None) -> int:
-        argv = ['--role', role, '--commander', self.commander, '--worker-id', worker_id, '--bind-host', self.bind_host]
+        # The worker exits when this process does (its direct parent is the fork server).
+        argv = ['--role', role, '--commander', self.commander, '--worker-id', worker_id, '--bind-host', self.bind_host,
+                '--parent-pid', str(os.getpid())]
         if player_id is not None:
             argv += ['--player-id', player_id]
         if self.curve_dir:
@@ -125,7 +143,8 @@ class LocalLauncher:
         path = self.output_path(worker_id)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         process = self.context.Process(target=worker_process, args=(argv, path, self.env), name=worker_id)
-        process.start()
+        with main_script_hidden():
+            process.start()
         self.processes[worker_id] = process
         self.roles[worker_id] = (role, player_id)
         self.all_pids.append(process.pid)

@@ -193,7 +193,7 @@ class Worker:
                                timeout=max(self.par.heartbeat_seconds * 2, 1.0))
         try:
             while not self._stop_heartbeat.wait(self.par.heartbeat_seconds):
-                if self.parent_pid is not None and os.getppid() != self.parent_pid:
+                if self.parent_pid is not None and process_gone(self.parent_pid):
                     log.error('%s: the launcher (pid %d) is gone; exiting', self.worker_id, self.parent_pid)
                     os._exit(EXIT_ORPHANED)
                 try:
@@ -715,16 +715,32 @@ ROLES = {'collector': CollectorWorker, 'learner': LearnerWorker, 'evaluator': Ev
 
 # -- process entry ------------------------------------------------------------------------------
 
-def die_with_parent(parent_pid: int) -> None:
-    """Ask Linux to SIGTERM this process when its launcher dies (a SIGKILLed launcher cannot clean
-    up), and exit at once if that already happened."""
+def process_gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie waiting to be reaped counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[-1].split()[0] == 'Z'
+    except OSError:
+        return False
+
+
+def die_with_parent(launcher_pid: int) -> None:
+    """Exit with the launcher: at once if it is gone already, by the heartbeat thread's check if it
+    dies later, and by Linux's parent-death signal when the direct parent (the launcher's fork
+    server, which lives exactly as long as the launcher and its workers) goes."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         PR_SET_PDEATHSIG = 1
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
-        pass  # not Linux: the heartbeat thread's parent check still ends an orphan
-    if os.getppid() != parent_pid:
+        pass  # not Linux: the heartbeat thread's check still ends an orphan
+    if process_gone(launcher_pid):
         sys.exit(EXIT_ORPHANED)
 
 

@@ -39,9 +39,112 @@ BALL_RADIUS = 0.01
 MAX_BOUNCE_ANGLE = np.deg2rad(60.0)
 MAX_SERVE_ANGLE = np.deg2rad(30.0)
 
+# The court every Pong game here shares (Pong duel, Team Pong): its options, their checks, its physics.
+COURT_DEFAULTS = dict(
+    points_to_win=5,
+    max_steps=1000,  # then the game is truncated and the score decides
+    paddle_half_height=0.1,  # court height 1
+    paddle_speed=0.04,  # per step
+    ball_speed=0.02,  # per step, at the serve
+    max_ball_speed=0.04,  # the ball speeds up by 5% per return up to this
+)
+COURT_CONSTRAINTS = dict(
+    points_to_win=in_range(1, None),
+    max_steps=in_range(1, None),
+    paddle_half_height=in_range(0.0, 0.5, open_lo=True),
+    paddle_speed=in_range(0.0, 1.0, open_lo=True),
+    ball_speed=in_range(0.0, 0.5, open_lo=True),
+    max_ball_speed=in_range(0.0, 0.5, open_lo=True),
+)
+
+
+def check_ball_speeds(section: dict) -> None:
+    if section['max_ball_speed'] < section['ball_speed']:
+        raise ConfigError(f'config key "env.max_ball_speed": {section["max_ball_speed"]} is below '
+                          f'env.ball_speed {section["ball_speed"]}; expected max_ball_speed >= ball_speed')
+
+
+def serve(rng: np.random.Generator, ball: np.ndarray, velocity: np.ndarray, rows: np.ndarray, speed: float) -> None:
+    """A new ball from the centre of the courts ``rows``, toward a random side, up to MAX_SERVE_ANGLE off level."""
+    n = len(rows)
+    direction = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    angle = rng.uniform(-MAX_SERVE_ANGLE, MAX_SERVE_ANGLE, n)
+    ball[rows] = 0.5
+    velocity[rows, 0] = direction * speed * np.cos(angle)
+    velocity[rows, 1] = speed * np.sin(angle)
+
+
+def move_ball(ball: np.ndarray, velocity: np.ndarray) -> None:
+    """One step of every ball; the walls reflect the part of the step that went past them."""
+    ball += velocity
+    off_wall = (ball[:, 1] < 0.0) | (ball[:, 1] > 1.0)
+    if off_wall.any():
+        y = ball[:, 1]
+        ball[:, 1] = np.where(y < 0.0, -y, np.where(y > 1.0, 2.0 - y, y))
+        velocity[off_wall, 1] *= -1.0
+
+
+def return_ball(ball: np.ndarray, velocity: np.ndarray, rows: np.ndarray, seat: int, paddle_y: np.ndarray,
+                reach: float, max_speed: float) -> None:
+    """Bounce the balls of ``rows`` off ``seat``'s paddles at heights ``paddle_y`` (one per row), at an
+    angle set by where they hit, 5% faster up to ``max_speed``."""
+    offset = np.clip((ball[rows, 1] - paddle_y) / reach, -1.0, 1.0)
+    angle = offset * MAX_BOUNCE_ANGLE
+    speed = np.minimum(np.hypot(velocity[rows, 0], velocity[rows, 1]) * 1.05, max_speed)
+    away = 1.0 if seat == 0 else -1.0
+    velocity[rows, 0] = away * speed * np.cos(angle)
+    velocity[rows, 1] = speed * np.sin(angle)
+    # Mirror the overshoot back into the court.
+    ball[rows, 0] = -ball[rows, 0] if seat == 0 else 2.0 - ball[rows, 0]
+
+
+class PongCourt:
+    """State and motion of B Pong courts, for a vectorised battle env that mixes it in: balls,
+    paddles (``paddle_y`` ``[B, 2, *paddles_per_seat]``, each within its bounds), scores, steps."""
+
+    def _init_court(self, paddles_per_seat: tuple, lowest, highest) -> None:
+        B = self.num_envs
+        self.ball = np.zeros((B, 2))  # x, y
+        self.velocity = np.zeros((B, 2))
+        self.paddle_y = np.zeros((B, 2, *paddles_per_seat))
+        self.score = np.zeros((B, 2), np.int64)
+        self.steps = np.zeros(B, np.int64)
+        self._lowest, self._highest = lowest, highest  # where the paddles' centres may go
+        self._reach = self.cfg.paddle_half_height + BALL_RADIUS  # ball centre to paddle centre, for a hit
+
+    def _reset_games(self, rows: np.ndarray) -> None:
+        self.paddle_y[rows] = 0.5 * (np.asarray(self._lowest) + self._highest)
+        self.score[rows] = 0
+        self.steps[rows] = 0
+        self._serve(rows)
+
+    def _serve(self, rows: np.ndarray) -> None:
+        serve(self.np_random, self.ball, self.velocity, rows, self.cfg.ball_speed)
+
+    def _move(self, actions: np.ndarray) -> None:
+        """The paddles by ``actions`` (shaped like ``paddle_y``), then the balls."""
+        moves = (actions == UP).astype(np.float64) - (actions == DOWN)
+        np.clip(self.paddle_y + self.cfg.paddle_speed * moves, self._lowest, self._highest, out=self.paddle_y)
+        move_ball(self.ball, self.velocity)
+
+    def _count(self, points: np.ndarray) -> tuple:
+        """Add this step's ``points`` [B, 2] (a new ball where one was scored) and count the step;
+        returns (terminated, truncated, result [B, 2])."""
+        scored = np.flatnonzero(points.any(axis=1))
+        if scored.size:
+            self.score += points
+            self._serve(scored)
+        self.steps += 1
+        terminated = self.score.max(axis=1) >= self.cfg.points_to_win
+        truncated = (self.steps >= self.cfg.max_steps) & ~terminated
+        seat_0_result = np.sign(self.score[:, 0] - self.score[:, 1]) * (terminated | truncated)
+        return terminated, truncated, np.stack([seat_0_result, -seat_0_result], axis=1).astype(np.int8)
+
+
+
 
 @ENV_REGISTRY.register('pong_duel')
-class PongDuelEnv(NativeVecBattleEnv):
+class PongDuelEnv(PongCourt, NativeVecBattleEnv):
     turn_based = False
     reference_bots = ('random', 'pong_duel_heuristic')
     seconds_per_step = 1.0 / 30.0
@@ -50,72 +153,28 @@ class PongDuelEnv(NativeVecBattleEnv):
     def default_config(cls) -> dict:
         return dict(
             super().default_config(),
-            points_to_win=5,
-            max_steps=1000,  # then the game is truncated and the score decides
-            paddle_half_height=0.1,  # court height 1
-            paddle_speed=0.04,  # per step
-            ball_speed=0.02,  # per step, at the serve
-            max_ball_speed=0.04,  # the ball speeds up by 5% per return up to this
+            **COURT_DEFAULTS,
             extra_features=False,  # append EXTRA_FIELDS to the observation
         )
 
-    config_constraints = dict(
-        BATTLE_ENV_CONSTRAINTS,
-        points_to_win=in_range(1, None),
-        max_steps=in_range(1, None),
-        paddle_half_height=in_range(0.0, 0.5, open_lo=True),
-        paddle_speed=in_range(0.0, 1.0, open_lo=True),
-        ball_speed=in_range(0.0, 0.5, open_lo=True),
-        max_ball_speed=in_range(0.0, 0.5, open_lo=True),
-    )
+    config_constraints = dict(BATTLE_ENV_CONSTRAINTS, **COURT_CONSTRAINTS)
 
     @classmethod
     def validate_config(cls, section: dict) -> None:
-        if section['max_ball_speed'] < section['ball_speed']:
-            raise ConfigError(f'config key "env.max_ball_speed": {section["max_ball_speed"]} is below '
-                              f'env.ball_speed {section["ball_speed"]}; expected max_ball_speed >= ball_speed')
+        check_ball_speeds(section)
 
     def __init__(self, cfg: Optional[Mapping], num_envs: int, seed: Optional[int] = None) -> None:
         super().__init__(cfg, num_envs, seed)
         self.observation_names = OBS_FIELDS + (EXTRA_FIELDS if self.cfg.extra_features else ())
         self.observation_space = spaces.Box(-1.0, 1.0, (len(self.observation_names),), np.float32)
         self.action_space = spaces.Discrete(3)
-        B = self.num_envs
-        self.ball = np.zeros((B, 2))  # x, y
-        self.velocity = np.zeros((B, 2))
-        self.paddle_y = np.zeros((B, 2))  # per seat
-        self.score = np.zeros((B, 2), np.int64)
-        self.steps = np.zeros(B, np.int64)
-        self._reach = self.cfg.paddle_half_height + BALL_RADIUS  # ball centre to paddle centre, for a hit
-
-    def _reset_games(self, rows: np.ndarray) -> None:
-        self.paddle_y[rows] = 0.5
-        self.score[rows] = 0
-        self.steps[rows] = 0
-        self._serve(rows)
-
-    def _serve(self, rows: np.ndarray) -> None:
-        n = len(rows)
-        direction = np.where(self.np_random.random(n) < 0.5, -1.0, 1.0)
-        angle = self.np_random.uniform(-MAX_SERVE_ANGLE, MAX_SERVE_ANGLE, n)
-        self.ball[rows] = 0.5
-        self.velocity[rows, 0] = direction * self.cfg.ball_speed * np.cos(angle)
-        self.velocity[rows, 1] = self.cfg.ball_speed * np.sin(angle)
+        half = self.cfg.paddle_half_height
+        self._init_court((), half, 1.0 - half)  # one paddle per seat
 
     def _advance(self, actions: np.ndarray):
         cfg = self.cfg
-        half = cfg.paddle_half_height
-        moves = (actions == UP).astype(np.float64) - (actions == DOWN)
-        np.clip(self.paddle_y + cfg.paddle_speed * moves, half, 1.0 - half, out=self.paddle_y)
-
-        ball, velocity = self.ball, self.velocity
-        ball += velocity
-        # Walls: reflect the part of the step that went past them.
-        off_wall = (ball[:, 1] < 0.0) | (ball[:, 1] > 1.0)
-        if off_wall.any():
-            y = ball[:, 1]
-            ball[:, 1] = np.where(y < 0.0, -y, np.where(y > 1.0, 2.0 - y, y))
-            velocity[off_wall, 1] *= -1.0
+        self._move(actions)
+        ball = self.ball
 
         points = np.zeros((self.num_envs, 2), np.int64)
         for seat, past_line in ((0, ball[:, 0] < 0.0), (1, ball[:, 0] > 1.0)):
@@ -123,32 +182,14 @@ class PongDuelEnv(NativeVecBattleEnv):
                 continue
             returned = past_line & (np.abs(ball[:, 1] - self.paddle_y[:, seat]) <= self._reach)
             if returned.any():
-                self._return_ball(np.flatnonzero(returned), seat)
+                rows = np.flatnonzero(returned)
+                return_ball(ball, self.velocity, rows, seat, self.paddle_y[rows, seat], self._reach,
+                            cfg.max_ball_speed)
             missed = past_line & ~returned
             points[missed, 1 - seat] = 1
-        scored = np.flatnonzero(points.any(axis=1))
-        if scored.size:
-            self.score += points
-            self._serve(scored)
-
-        self.steps += 1
-        terminated = self.score.max(axis=1) >= cfg.points_to_win
-        truncated = (self.steps >= cfg.max_steps) & ~terminated
+        terminated, truncated, result = self._count(points)
         reward = (points - points[:, ::-1]).astype(np.float32)
-        seat_0_result = np.sign(self.score[:, 0] - self.score[:, 1]) * (terminated | truncated)
-        result = np.stack([seat_0_result, -seat_0_result], axis=1).astype(np.int8)
         return reward, terminated, truncated, result
-
-    def _return_ball(self, rows: np.ndarray, seat: int) -> None:
-        """Bounce the ball off ``seat``'s paddle, at an angle set by where it hit."""
-        offset = np.clip((self.ball[rows, 1] - self.paddle_y[rows, seat]) / self._reach, -1.0, 1.0)
-        angle = offset * MAX_BOUNCE_ANGLE
-        speed = np.minimum(np.hypot(self.velocity[rows, 0], self.velocity[rows, 1]) * 1.05, self.cfg.max_ball_speed)
-        away = 1.0 if seat == 0 else -1.0
-        self.velocity[rows, 0] = away * speed * np.cos(angle)
-        self.velocity[rows, 1] = speed * np.sin(angle)
-        # Mirror the overshoot back into the court.
-        self.ball[rows, 0] = -self.ball[rows, 0] if seat == 0 else 2.0 - self.ball[rows, 0]
 
     def _observe(self, rows: np.ndarray):
         n = len(rows)

@@ -24,16 +24,18 @@ from typing import Mapping, Optional
 import numpy as np
 from gymnasium import spaces
 
-from sparring.config.schema import in_range
-from sparring.dizoo.pong_duel.pong_duel_env import BALL_RADIUS, DOWN, MAX_BOUNCE_ANGLE, MAX_SERVE_ANGLE, UP
+from sparring.config.schema import ConfigError, in_range
+from sparring.dizoo.pong_duel.pong_duel_env import (COURT_CONSTRAINTS, COURT_DEFAULTS, OBS_FIELDS, PongCourt,
+                                                    check_ball_speeds, return_ball)
 from sparring.framework.registry import ENV_REGISTRY
 from sparring.worker.env.team import TeamVecBattleEnv
 
-AGENT_FIELDS = ('ball_x', 'ball_y', 'ball_vx', 'ball_vy', 'own_paddle_y')
+# An agent's first features are Pong duel's (so its tracker bot reads them too): the ball, its own paddle.
+AGENT_FIELDS = OBS_FIELDS[:5]
 
 
 @ENV_REGISTRY.register('team_pong')
-class TeamPongEnv(TeamVecBattleEnv):
+class TeamPongEnv(PongCourt, TeamVecBattleEnv):
     turn_based = False
     reference_bots = ('random', 'team_pong_heuristic')
     seconds_per_step = 1.0 / 30.0  # as Pong duel: a serve crosses the court in about 1.7 s
@@ -42,25 +44,20 @@ class TeamPongEnv(TeamVecBattleEnv):
     def default_config(cls) -> dict:
         return dict(
             super().default_config(),
-            points_to_win=3,
-            max_steps=600,  # then the game is truncated and the score decides
-            paddle_half_height=0.08,  # court height 1; a lane is 1 / team_size high
-            paddle_speed=0.04,  # per step
-            ball_speed=0.02,  # per step, at the serve
-            max_ball_speed=0.04,  # the ball speeds up by 5% per return up to this
+            **dict(COURT_DEFAULTS, points_to_win=3, max_steps=600,
+                   paddle_half_height=0.08),  # a lane is 1 / team_size of the court's height
             hit_reward=0.0,  # individual reward for returning the ball
         )
 
-    config_constraints = dict(
-        TeamVecBattleEnv.config_constraints,
-        points_to_win=in_range(1, None),
-        max_steps=in_range(1, None),
-        paddle_half_height=in_range(0.0, 0.5, open_lo=True),
-        paddle_speed=in_range(0.0, 1.0, open_lo=True),
-        ball_speed=in_range(0.0, 0.5, open_lo=True),
-        max_ball_speed=in_range(0.0, 0.5, open_lo=True),
-        hit_reward=in_range(0.0, None),
-    )
+    config_constraints = dict(TeamVecBattleEnv.config_constraints, **COURT_CONSTRAINTS, hit_reward=in_range(0.0, None))
+
+    @classmethod
+    def validate_config(cls, section: dict) -> None:
+        check_ball_speeds(section)
+        lane = 1.0 / section['team_size']
+        if section['paddle_half_height'] > lane / 2:
+            raise ConfigError(f'config key "env.paddle_half_height": {section["paddle_half_height"]} does not fit a '
+                              f'lane of height 1/{section["team_size"]}; expected at most {lane / 2:.4g}')
 
     def __init__(self, cfg: Optional[Mapping], num_envs: int, seed: Optional[int] = None) -> None:
         super().__init__(cfg, num_envs, seed)
@@ -68,45 +65,14 @@ class TeamPongEnv(TeamVecBattleEnv):
         self._set_agent_features(AGENT_FIELDS + tuple(f'team_paddle_{i}' for i in range(n))
                                  + tuple(f'opponent_paddle_{i}' for i in range(n)) + ('score_difference',))
         self.action_space = spaces.Discrete(3)
-        B = self.num_envs
-        lane = 1.0 / n
-        half = min(self.cfg.paddle_half_height, lane / 2)
+        lane, half = 1.0 / n, self.cfg.paddle_half_height
         # Each paddle's centre stays in its lane.
-        self._lowest = np.arange(n) * lane + half
-        self._highest = (np.arange(n) + 1) * lane - half
-        self.ball = np.zeros((B, 2))
-        self.velocity = np.zeros((B, 2))
-        self.paddle_y = np.zeros((B, 2, n))
-        self.score = np.zeros((B, 2), np.int64)
-        self.steps = np.zeros(B, np.int64)
-        self._reach = half + BALL_RADIUS
-
-    def _reset_games(self, rows: np.ndarray) -> None:
-        self.paddle_y[rows] = 0.5 * (self._lowest + self._highest)
-        self.score[rows] = 0
-        self.steps[rows] = 0
-        self._serve(rows)
-
-    def _serve(self, rows: np.ndarray) -> None:
-        n = len(rows)
-        direction = np.where(self.np_random.random(n) < 0.5, -1.0, 1.0)
-        angle = self.np_random.uniform(-MAX_SERVE_ANGLE, MAX_SERVE_ANGLE, n)
-        self.ball[rows] = 0.5
-        self.velocity[rows, 0] = direction * self.cfg.ball_speed * np.cos(angle)
-        self.velocity[rows, 1] = self.cfg.ball_speed * np.sin(angle)
+        self._init_court((n,), np.arange(n) * lane + half, (np.arange(n) + 1) * lane - half)
 
     def _advance(self, actions: np.ndarray):
         cfg = self.cfg
-        moves = (actions == UP).astype(np.float64) - (actions == DOWN)
-        np.clip(self.paddle_y + cfg.paddle_speed * moves, self._lowest, self._highest, out=self.paddle_y)
-        ball, velocity = self.ball, self.velocity
-        ball += velocity
-        y = ball[:, 1]
-        off_wall = (y < 0.0) | (y > 1.0)
-        if off_wall.any():
-            ball[:, 1] = np.where(y < 0.0, -y, np.where(y > 1.0, 2.0 - y, y))
-            velocity[off_wall, 1] *= -1.0
-
+        self._move(actions)
+        ball = self.ball
         individual = np.zeros((self.num_envs, 2, self.team_size))
         points = np.zeros((self.num_envs, 2), np.int64)
         for seat, past_line in ((0, ball[:, 0] < 0.0), (1, ball[:, 0] > 1.0)):
@@ -118,33 +84,15 @@ class TeamPongEnv(TeamVecBattleEnv):
             returned = gaps[np.arange(len(rows)), hitter] <= self._reach
             if returned.any():
                 hit_rows = rows[returned]
-                self._return_ball(hit_rows, seat, hitter[returned])
+                return_ball(ball, self.velocity, hit_rows, seat, self.paddle_y[hit_rows, seat, hitter[returned]],
+                            self._reach, cfg.max_ball_speed)
                 individual[hit_rows, seat, hitter[returned]] += cfg.hit_reward
             missed = rows[~returned]
             lane = np.minimum((ball[missed, 1] * self.team_size).astype(np.int64), self.team_size - 1)
             individual[missed, seat, lane] -= 1.0
             points[missed, 1 - seat] = 1
-        scored = np.flatnonzero(points.any(axis=1))
-        if scored.size:
-            self.score += points
-            self._serve(scored)
-
-        self.steps += 1
-        terminated = self.score.max(axis=1) >= cfg.points_to_win
-        truncated = (self.steps >= cfg.max_steps) & ~terminated
-        seat_0_result = np.sign(self.score[:, 0] - self.score[:, 1]) * (terminated | truncated)
-        result = np.stack([seat_0_result, -seat_0_result], axis=1).astype(np.int8)
+        terminated, truncated, result = self._count(points)
         return individual, terminated, truncated, result
-
-    def _return_ball(self, rows: np.ndarray, seat: int, paddle: np.ndarray) -> None:
-        """Bounce the ball off ``paddle`` of ``seat``, at an angle set by where it hit."""
-        offset = np.clip((self.ball[rows, 1] - self.paddle_y[rows, seat, paddle]) / self._reach, -1.0, 1.0)
-        angle = offset * MAX_BOUNCE_ANGLE
-        speed = np.minimum(np.hypot(self.velocity[rows, 0], self.velocity[rows, 1]) * 1.05, self.cfg.max_ball_speed)
-        away = 1.0 if seat == 0 else -1.0
-        self.velocity[rows, 0] = away * speed * np.cos(angle)
-        self.velocity[rows, 1] = speed * np.sin(angle)
-        self.ball[rows, 0] = -self.ball[rows, 0] if seat == 0 else 2.0 - self.ball[rows, 0]
 
     def _observe_agents(self, rows: np.ndarray):
         n, N = len(rows), self.team_size

@@ -95,6 +95,8 @@ def test_team_actions_are_checked():
         env.step(actions)
     with pytest.raises(ConfigError, match='team_spirit'):
         compile_section('env', dict(type='team_pong', team_spirit=1.5))
+    with pytest.raises(ConfigError, match='paddle_half_height.*lane of height 1/8'):
+        compile_section('env', dict(type='team_pong', team_size=8))
 
 
 def ppo(env, seed=0, model=None):

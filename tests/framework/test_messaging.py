@@ -26,11 +26,12 @@ CHUNK_BODY = dict(chunk_id='c1', player_id='p', version=3, env_steps=12)
 
 
 def test_arrays_round_trip_as_views_of_the_frames():
-    arrays = _chunk_arrays()
+    arrays = _chunk_arrays(T=64, B=64)  # obs: 80 kB, the other arrays a few kB each
     signer = Signer(SECRET)
     frames = encode('chunk', CHUNK_BODY, arrays, signer=signer, sender='collector-0')
-    # the arrays' memory is referenced by the frames, not copied
-    assert np.shares_memory(np.frombuffer(frames[3], dtype=np.float32), arrays['obs'])
+    # magic, header, signature, the small arrays packed together, obs in a frame of its own, not copied
+    assert len(frames) == 5
+    assert np.shares_memory(np.frombuffer(frames[4], dtype=np.float32), arrays['obs'])
     message = decode([bytes(f) for f in frames], signer=signer)
     assert message.kind == 'chunk' and message.body == CHUNK_BODY and message.sender == 'collector-0'
     for name, array in arrays.items():
@@ -63,6 +64,10 @@ def test_every_changed_byte_or_a_missing_key_is_refused():
      'only bool, integer and float'),
     ([MAGIC, json.dumps(dict(kind='chunk', body=CHUNK_BODY, arrays=[['obs', '<f4', [4]]])).encode(), b'', b'123'],
      'needs 16 bytes'),
+    ([MAGIC, json.dumps(dict(kind='chunk', body=CHUNK_BODY, packed=2, arrays=[['a', '<f4', [1]], ['b', '|b1', [2]]])
+                        ).encode(), b'', b'12345678'], 'packed arrays need 16 bytes'),
+    ([MAGIC, json.dumps(dict(kind='chunk', body=CHUNK_BODY, packed=3, arrays=[['a', '<f4', [1]]])).encode(), b''],
+     '3 packed'),
     ([MAGIC, json.dumps(dict(kind='goodbye', body={}, arrays=[])).encode(), b''], "missing field 'session'"),
     ([MAGIC, json.dumps(dict(kind='goodbye', body=dict(session=1), arrays=[])).encode(), b''], 'must be str'),
     ([MAGIC, json.dumps(dict(kind='goodbye', body=dict(session='s', x=1), arrays=[])).encode(), b''],

@@ -110,6 +110,12 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
             context.destroy(linger=1000)
         victim = run.launcher.processes['collector-0'].pid
         os.kill(victim, signal.SIGKILL)
+
+        def learner_refused_both():
+            stats = commander.worker_stats.get('learner-naive_sp_0', {})
+            return stats.get('rejected_unauthenticated', 0) >= 1 and stats.get('dropped_invalid', 0) >= 1
+
+        _wait(learner_refused_both, 'the learner to report the refused chunks', step=run.step)
         # the learner too, once it has a checkpoint to restart from
         ckpt = exp / 'workers' / 'learner-naive_sp_0' / 'ckpt'
         _wait(lambda: ckpt.exists() and any(ckpt.iterdir()), 'a learner checkpoint', step=run.step)
@@ -166,8 +172,9 @@ def test_a_killed_commander_takes_its_workers_along_and_resumes_from_its_saved_s
         commander.send_signal(signal.SIGKILL)
         commander.wait()
     with open(exp / 'workers' / 'pids.json') as f:
-        workers = json.load(f)['started']
-    _wait(lambda: not any(_alive(pid) for pid in workers), 'the orphaned workers to exit', timeout=30)
+        pids = json.load(f)
+    orphans = pids['started'] + [pids['fork_server']]  # the launcher's fork server goes with it too
+    _wait(lambda: not any(_alive(pid) for pid in orphans), 'the orphaned processes to exit', timeout=30)
     before = saved()
     killed_at = sum(e.get('steps', 0) for e in _journal(str(exp)) if e['op'] == 'games')
     assert killed_at >= before['env_steps']  # the journal holds at least what the state saved

@@ -26,7 +26,9 @@ def test_run_writes_config_log_tensorboard_and_checkpoint(tmp_path):
     exp = tmp_path / 'run'
     assert json.load(open(exp / 'config.json'))['seed'] == 3
     lines = open(exp / 'log.txt').read().splitlines()
-    assert lines[0].startswith('it=1 steps=128') and any('eval=' in line for line in lines)
+    # the discount horizon first (CartPole steps are its tau = 0.02 s), then one line per iteration
+    assert lines[0] == 'discount horizon: gamma 0.99 -> 100 steps = 2 game seconds (0.02 s per step)'
+    assert lines[1].startswith('it=1 steps=128') and any('eval=' in line for line in lines)
     assert os.listdir(exp / 'tb')
     state = CheckpointManager.load(summary['checkpoint'])
     assert state['learner']['train_iter'] == 4 and state['collector']['env_steps'] == 512

@@ -134,4 +134,4 @@ def test_surgery_refuses_to_overwrite_or_to_change_the_league(tmp_path):
     surgery(str(old_dir), pong_league(tmp_path / 'y', hidden=24), str(tmp_path / 'y'), **quiet)
     with pytest.raises(FileExistsError, match='already holds a checkpoint'):
         surgery(str(old_dir), pong_league(tmp_path / 'y', hidden=24), str(tmp_path / 'y'), **quiet)
-    assert os.path.exists(tmp_path / 'y' / 'config.json') and torch.load  # the first surgery's run is intact
+    assert os.path.exists(tmp_path / 'y' / 'config.json')  # the first surgery's run is intact
