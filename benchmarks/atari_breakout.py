@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import platform
 import statistics
@@ -35,7 +34,8 @@ from sparring.worker.env.gym_env import evaluator_env_config
 from sparring.worker.env.manager import make_env_manager
 from sparring.worker.evaluator import Evaluator
 
-RESULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results', 'atari_breakout.json')
+from results_file import merge_results
+
 EVAL_SEED = 12_345
 
 
@@ -108,10 +108,7 @@ def main() -> None:
               f'({4 * r["overall_agent_steps_per_second"]:.0f} frames/s); whole-game score greedy '
               f'{r["greedy"]["mean"]:.2f} +- {r["greedy"]["std"]:.2f}, sampled {r["sampled"]["mean"]:.2f} +- '
               f'{r["sampled"]["std"]:.2f} (random {results["random_policy"]["mean"]:.2f})')
-    os.makedirs(os.path.dirname(RESULT), exist_ok=True)
-    with open(RESULT, 'w') as f:
-        json.dump(results, f, indent=2)
-    print(f'wrote {RESULT}')
+    merge_results('atari_breakout', results)
 
 
 if __name__ == '__main__':
