@@ -74,8 +74,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         else:
             from sparring.framework.serial import serial_pipeline as pipeline
         config = load_config_file(args.config)
-        summary = pipeline(config, seed=args.seed, exp_name=args.exp_name, resume=args.resume,
-                           max_env_steps=args.max_env_steps)
+        try:
+            summary = pipeline(config, seed=args.seed, exp_name=args.exp_name, resume=args.resume,
+                               max_env_steps=args.max_env_steps)
+        except KeyboardInterrupt:
+            # A parallel run has stopped its workers and saved its state by now; say so, without a traceback.
+            print(f'interrupted; continue with: sparring train {args.config} --mode {args.mode} --resume'
+                  + (f' --exp-name {args.exp_name}' if args.exp_name else ''), file=sys.stderr)
+            return 130
         for printed in ('league_table', 'history', 'eval', 'exact'):  # the run printed these as it went
             summary.pop(printed, None)
         print(json.dumps(summary, indent=2, default=str))

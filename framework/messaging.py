@@ -624,10 +624,13 @@ class _Listener:
         """``(peer, message)`` of the next valid message (peer ``b''`` unless ``routed``), or None after ``timeout``."""
         deadline = time.monotonic() + timeout
         while True:
-            remaining = deadline - time.monotonic()
-            if not self.socket.poll(max(0, int(remaining * 1000))):
-                return None
-            frames = self.socket.recv_multipart(copy=False)
+            try:  # what is waiting already is taken without a poll (a system call per message saved)
+                frames = self.socket.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                remaining = deadline - time.monotonic()
+                if not self.socket.poll(max(0, int(remaining * 1000))):
+                    return None
+                frames = self.socket.recv_multipart(copy=False)
             peer, frames = (frames[0].bytes, frames[1:]) if routed else (b'', frames)
             try:
                 message = decode(frames, signer=self.security.signer)
@@ -732,6 +735,16 @@ class RequestClient:
             self.socket = None
 
 
+def send_frames(socket: zmq.Socket, frames: Sequence, flags: int = 0) -> None:
+    """Send a message's frames: array memory without a copy, our own small byte strings copied
+    (handing those to ZeroMQ without a copy costs more than the copy, as its release goes through
+    pyzmq's garbage thread)."""
+    last = len(frames) - 1
+    for i, frame in enumerate(frames):
+        socket.send(frame, (flags if i == 0 else 0) | (zmq.SNDMORE if i < last else 0),
+                    copy=not isinstance(frame, memoryview))
+
+
 class DataPusher:
     """A PUSH socket to one receiver; ``send`` waits for room (the receiver's back-pressure) up to a timeout."""
 
@@ -750,9 +763,14 @@ class DataPusher:
     def send(self, kind: str, body: dict, arrays: Mapping[str, np.ndarray], timeout: float) -> bool:
         """True once queued; False if the receiver took nothing for ``timeout`` seconds."""
         frames = encode(kind, body, arrays, signer=self.security.signer, sender=self.sender)
+        try:  # room in the queue: no poll needed (a multipart message is refused, if at all, at its first frame)
+            send_frames(self.socket, frames, zmq.NOBLOCK)
+            return True
+        except zmq.Again:
+            pass
         if not self.socket.poll(int(timeout * 1000), zmq.POLLOUT):
             return False
-        self.socket.send_multipart(frames, copy=False)
+        send_frames(self.socket, frames)
         return True
 
     def close(self, linger: Optional[float] = None) -> None:

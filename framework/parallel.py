@@ -49,7 +49,8 @@ SERVE_SLICE_SECONDS = 0.05
 
 # What a worker imports before it can work: loaded once by the fork server, so a worker (or a
 # restarted one) starts in milliseconds instead of importing torch again on a busy machine.
-WORKER_PRELOAD = ['torch', 'sparring.framework.workers', 'sparring.policy', 'sparring.league', 'sparring.dizoo',
+WORKER_PRELOAD = ['torch', 'torch._dynamo',  # a torch optimizer's first construction imports _dynamo (about 1 s)
+                  'sparring.framework.workers', 'sparring.policy', 'sparring.league', 'sparring.dizoo',
                   'sparring.worker.battle_collector', 'sparring.worker.collector', 'sparring.worker.learner',
                   'sparring.worker.battle_evaluator', 'sparring.framework.checkpoint']
 # Thread pools started at import (OpenBLAS) would not survive a fork; the fork server starts with one thread each.
@@ -203,6 +204,8 @@ class ParallelRun:
 
     def __init__(self, cfg, resume: bool = False) -> None:
         import zmq
+        # The fork server imports the workers' modules while this process builds the commander.
+        worker_context()
         self.cfg = cfg
         par = cfg.parallel
         secret = None

@@ -302,3 +302,15 @@ def test_a_single_agent_run_has_one_player_no_games_and_stops_on_the_evaluated_r
     path = commander.save()
     commander.close()
     assert Commander(cfg, resume=True).env_steps == 8 and path.endswith('state.npz')
+
+
+@pytest.mark.parametrize('parallel, match', [
+    (dict(auth='plain'), 'parallel.auth'),
+    (dict(collectors=-1), 'parallel.collectors'),
+    (dict(max_staleness='old'), 'parallel.max_staleness'),
+    (dict(colectors=2), "Did you mean 'collectors'"),
+])
+def test_bad_parallel_settings_name_the_key(tmp_path, parallel, match):
+    from sparring.config.schema import ConfigError
+    with pytest.raises(ConfigError, match=match):
+        compile_config(dict(env=dict(type='zero_sum_2x2'), parallel=parallel), save=False)
