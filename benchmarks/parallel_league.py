@@ -25,10 +25,11 @@ import time
 
 import torch
 
+from results_file import RESULTS_DIR, merge_results
 from sparring.dizoo.board_games.config.connect_four_league import config as league_config
 from sparring.framework import parallel_pipeline, serial_pipeline
 
-RESULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results', 'parallel_league.json')
+RESULT = os.path.join(RESULTS_DIR, 'parallel_league.json')
 
 
 def bench_config(env_steps: int) -> dict:
@@ -96,8 +97,10 @@ def main() -> None:
                       f'({r["env_steps_per_second"]:.0f}/s); vs heuristic win {h["win"]:.1%} draw {h["draw"]:.1%} '
                       f'loss {h["loss"]:.1%}; vs random win {r["vs_random"]["win"]:.1%}', flush=True)
     results['load_average_at_end'] = os.getloadavg()
-    os.makedirs(os.path.dirname(RESULT), exist_ok=True)
-    previous = json.load(open(RESULT)) if os.path.exists(RESULT) else {}
+    previous = {}
+    if os.path.exists(RESULT):
+        with open(RESULT) as f:
+            previous = json.load(f)
     # Runs of other seeds or modes from earlier invocations are kept; the summary covers them all.
     results['runs'] = dict(previous.get('runs', {}), **results['runs'])
     results['summary'] = summarise(results['runs'])
@@ -105,9 +108,7 @@ def main() -> None:
         print(f'{mode:8s} over seeds {s["seeds"]}: vs heuristic win {s["win_vs_heuristic_mean"]:.1%} '
               f'(per seed {", ".join(f"{w:.1%}" for w in s["win_vs_heuristic"])}), '
               f'{s["env_steps_per_second_mean"]:.0f} env steps/s')
-    with open(RESULT, 'w') as f:
-        json.dump(results, f, indent=2)
-    print(f'wrote {RESULT}')
+    merge_results('parallel_league', results)
 
 
 if __name__ == '__main__':

@@ -18,7 +18,6 @@ where the per-message overhead dominates. Writes ``benchmarks/results/transport.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import os
 import platform
@@ -29,9 +28,9 @@ import time
 import numpy as np
 import zmq
 
+from results_file import merge_results
 from sparring.framework.messaging import CurveGuard, DataPuller, DataPusher, Security, Signer, create_curve_keys
 
-RESULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results', 'transport.json')
 SECRET = b'transport-benchmark-shared-secret'
 QUEUE = 4
 WARMUP = 20
@@ -161,10 +160,7 @@ def main() -> None:
                 print(f'  {mode:13s} {s["chunks_per_second"]:9.0f} chunks/s {s["mb_per_second"]:8.0f} MB/s '
                       f'{s["share_of_bare"]:6.1%} of bare')
     results['load_average_at_end'] = os.getloadavg()
-    os.makedirs(os.path.dirname(RESULT), exist_ok=True)
-    with open(RESULT, 'w') as f:
-        json.dump(results, f, indent=2)
-    print(f'wrote {RESULT}')
+    merge_results('transport', results)
 
 
 if __name__ == '__main__':

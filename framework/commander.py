@@ -18,11 +18,18 @@ abandoned job is refused and counted. A worker silent for ``parallel.worker_time
 whose local process died, is dropped: its outstanding jobs are abandoned (a game is recorded whole
 or not at all), its collect task goes to another collector, its evaluation job back to the queue.
 
+Back-pressure: a player gets no new collect task while its learner has ``parallel.max_chunks_ahead``
+chunks reported but not yet taken (learners say how many they took with each publish), so a slow
+learner holds its collectors back instead of training on stale data.
+
 Persistence: every league change is applied, then appended to ``commander/journal.jsonl`` (the
 commit point); ``commander/state.npz`` snapshots the league and the bookkeeping together (one
-atomic file) every ``parallel.save_every_seconds``. Resuming loads the snapshot and replays the journal's
-tail, so a commander killed at any moment comes back with exactly the games, iterations and
-snapshots it had committed.
+atomic file) every ``parallel.save_every_seconds``. Resuming loads the snapshot and replays the
+journal's tail, so a commander killed at any moment comes back with exactly the games, iterations
+and snapshots it had committed.
+
+A single-agent config (no league) has one player, ``'agent'``, no jobs or games, and is evaluated
+by episode return.
 """
 from __future__ import annotations
 

@@ -669,7 +669,7 @@ class Server(_Listener):
               arrays: Optional[Mapping[str, np.ndarray]] = None) -> None:
         frames = encode(kind, body, arrays, signer=self.security.signer, sender=self.name, reply_to=reply_to)
         try:
-            self.socket.send_multipart([peer, *frames], copy=False, flags=zmq.NOBLOCK)
+            send_frames(self.socket, [peer, *frames], zmq.NOBLOCK)
         except zmq.Again:
             log.warning('%s: reply queue to a peer is full; reply dropped', self.name)
 
@@ -709,7 +709,7 @@ class RequestClient:
         if not self.socket.poll(int(timeout * 1000), zmq.POLLOUT):
             self._connect()
             raise RequestTimeout(f'{kind!r} request to {self.address}: cannot send within {timeout:.1f} s')
-        self.socket.send_multipart(frames, copy=False)
+        send_frames(self.socket, frames)
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()

@@ -222,12 +222,23 @@ class ParallelRun:
                                  par.curve_dir if par.auth == 'curve' else None)
         check_bind(par.host, self.security.secured)
         self.context = zmq.Context()
-        self.curve_guard = CurveGuard(self.context, par.curve_dir) if par.auth == 'curve' else None
+        self.curve_guard = None
         self.logger = RunLogger(cfg.exp_name, cfg.train.max_env_steps, cfg.train.tensorboard, cfg.train.progress_bar)
-        self.commander = Commander(cfg, resume=resume, logger=self.logger)
-        self.logger.progress(self.commander.env_steps)
-        self.server = Server(self.context, par.host, par.port, self.security,
-                             max_message_bytes=par.max_message_mb << 20)
+        try:
+            if par.auth == 'curve':
+                self.curve_guard = CurveGuard(self.context, par.curve_dir)
+            self.commander = Commander(cfg, resume=resume, logger=self.logger)
+            self.logger.progress(self.commander.env_steps)
+            self.server = Server(self.context, par.host, par.port, self.security,
+                                 max_message_bytes=par.max_message_mb << 20)
+        except BaseException:  # e.g. nothing to resume, or the port is taken
+            if hasattr(self, 'commander'):
+                self.commander.close()
+            if self.curve_guard is not None:
+                self.curve_guard.stop()
+            self.context.destroy(linger=0)
+            self.logger.close()
+            raise
         self.address = advertised_address(self.server.address, par.advertise_host)
         with open(os.path.join(self.commander.dir, 'address'), 'w') as f:
             f.write(self.address + '\n')
