@@ -118,9 +118,22 @@ class LeagueRun:
                               f'as kuhn_poker)')
         self.analysis = analysis
         self.profiles = ProfileCache(analysis)
-        self.league.set_meta_game_source(lambda ids: analysis.meta_game(self._profiles_of(ids)))
+        self._frozen_meta_game = None  # (ids, matrix) of the last all-frozen group asked for
+        self.league.set_meta_game_source(self._exact_meta_game)
 
-    def _profiles_of(self, player_ids: List[str]) -> list:
+    def _exact_meta_game(self, player_ids: List[str]):
+        # The nash branch asks once per game; a group of snapshots only changes when one is added,
+        # so its matrix is kept rather than recomputed on every job.
+        ids = tuple(player_ids)
+        frozen = all(self.league.get_player(pid).kind != 'active' for pid in ids)
+        if frozen and self._frozen_meta_game is not None and self._frozen_meta_game[0] == ids:
+            return self._frozen_meta_game[1]
+        matrix = self.analysis.meta_game(self._profiles_of(ids))
+        if frozen:
+            self._frozen_meta_game = (ids, matrix)
+        return matrix
+
+    def _profiles_of(self, player_ids) -> list:
         profiles = []
         for pid in player_ids:
             player = self.league.get_player(pid)
@@ -177,6 +190,7 @@ class LeagueRun:
             self.pool.forget(ref)
             if self.analysis is not None:
                 self.profiles.forget(ref)
+                self._frozen_meta_game = None
         if verdict['reset']:
             # Keep counting versions upward: staleness must stay meaningful across a reset.
             policy.set_params(self.store.get(verdict['reset_param_ref'])['params'], policy.version)
