@@ -6,7 +6,11 @@ back into bitboards, so they play either seat and any board size the env is conf
 
 * Heuristic (vectorised over the batch): win now if possible, else block the opponent's
   immediate win, else prefer the cell with most winning lines through it (the centre); seeded
-  random tie-breaks.
+  random tie-breaks. Options turn parts off, for sparring partners of graded strength: with
+  ``positional=false`` it plays uniformly at random whenever neither a win nor a block is on (a
+  varied partner, where the positional bot repeats the same few games and a learner can beat it
+  with one memorised trap); adding ``block=false`` leaves a random player that takes every
+  immediate win, so it reaches the positions random play reaches and punishes each missed block.
 * MCTS: UCT (UCB1 selection, exploration ``exploration``) with uniformly random rollouts,
   ``num_simulations`` per move, on Python-int bitboards; one search per game in the batch.
 """
@@ -17,7 +21,7 @@ import random
 
 import numpy as np
 
-from sparring.config.schema import in_range
+from sparring.config.schema import in_range, of_type
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.framework.registry import BOT_REGISTRY
 from sparring.policy.bot import Bot, choose_best
@@ -50,10 +54,17 @@ class LineGameBot(Bot):
 
 
 class LineGameHeuristicBot(LineGameBot):
-    """Win now, else block, else the cell with most lines through it; vectorised over the batch."""
+    """Win now, else block (if ``block``), else the cell with most lines through it (if ``positional``)."""
 
     # Priorities are far apart so that a lower one can never outweigh a higher one.
     WIN, BLOCK = 1e6, 1e3
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return dict(super().default_config(), positional=True, block=True)
+
+    config_constraints = dict(LineGameBot.config_constraints, positional=of_type(bool),
+                              block=of_type(bool))
 
     def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
         g = self.geometry
@@ -61,8 +72,8 @@ class LineGameHeuristicBot(LineGameBot):
         occupied = own | opp
         landing = g.move_bits(occupied[:, None], np.arange(g.num_actions)[None, :])  # [N, A]
         wins = g.has_line(own[:, None] | landing)
-        blocks = g.has_line(opp[:, None] | landing)
-        position = g.cell_line_counts.ravel()[g.cell_of_bits(landing)]
+        blocks = g.has_line(opp[:, None] | landing) if self.cfg['block'] else 0.0
+        position = g.cell_line_counts.ravel()[g.cell_of_bits(landing)] if self.cfg['positional'] else 0.0
         scores = self.WIN * wins + self.BLOCK * blocks + position
         return choose_best(np.where(action_mask, scores, -np.inf), self.rng)
 

