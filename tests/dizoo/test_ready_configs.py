@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CONFIGS = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, 'dizoo', '*', 'config', '*.py'))
                  if not p.endswith('__init__.py'))
 # The optional extra each env family needs; its configs are skipped without it.
-NEEDS = dict(atari='ale_py', mujoco='mujoco', openspiel='pyspiel', pettingzoo='pettingzoo')
+NEEDS = dict(atari='ale_py', mujoco='mujoco', openspiel='pyspiel')
 
 
 @pytest.mark.parametrize('path', CONFIGS)

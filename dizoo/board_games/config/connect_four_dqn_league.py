@@ -1,12 +1,14 @@
 """A DQN league on connect four: self-play, PFSP over its snapshots, and bots of graded strength as
 sparring partners (``reference`` branch; they also anchor and rate the Elo scale): the random and
-the heuristic bot, and the tactical ``punisher`` and ``blocker`` of ``connect_four_league.py``,
-which punish missed blocks (with the first two only, the player reached 91.8 % against random
-after 600k steps; with all four, 96-99 % from 1M steps on).
+the heuristic bot, and the tactical ``punisher`` and ``blocker``, which punish missed blocks (see
+:func:`connect_four_sparring_partners`). With the first two only, the player reached 91.8 % against
+random after 600k steps; with all four, 96-99 % from 1M steps on.
 
 Evaluation plays the reference players and an MCTS bot with 10 simulations per move, greedily
 (no exploration), the seats alternating.
 """
+from sparring.dizoo.board_games.config import connect_four_sparring_partners
+
 config = dict(
     exp_name='runs/connect_four_dqn_league',
     env=dict(type='connect_four', collector_env_num=32, evaluator_env_num=50, n_evaluator_episodes=200,
@@ -22,13 +24,7 @@ config = dict(
     league=dict(
         type='one_vs_one',
         players=dict(naive_sp=dict(one_phase_step=200, branch_probs=dict(sp=0.3, pfsp=0.2, reference=0.5))),
-        reference_players=[
-            dict(player_id='random', param_ref='bot:random'),
-            dict(player_id='heuristic', param_ref='bot:connect_four_heuristic', anchor=False),  # rated
-            dict(player_id='blocker', param_ref='bot:connect_four_heuristic?positional=false', anchor=False),
-            dict(player_id='punisher', param_ref='bot:connect_four_heuristic?positional=false&block=false',
-                 anchor=False),
-        ],
+        reference_players=connect_four_sparring_partners(),
     ),
     battle=dict(eval_deterministic=True, eval_opponents=['bot:connect_four_mcts?num_simulations=10']),
     train=dict(max_env_steps=3_000_000, max_wall_seconds=1500.0, eval_every_iters=100,

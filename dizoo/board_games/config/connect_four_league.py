@@ -1,11 +1,9 @@
 """A PPO league on connect four: self-play, PFSP over its snapshots, and bots of graded strength as sparring partners.
 
 The player's opponents: itself (``sp``), its past snapshots by PFSP (``pfsp``: the ones it
-beats least most often) and the reference players by PFSP (``reference``). Self-play alone
-learns to build lines but hardly to defend: a self that rarely completes a line never punishes
-a missed block. So two of the sparring partners are tactical: ``punisher`` plays at random but
-takes every immediate win, ``blocker`` also blocks every immediate threat; beside them the
-random and the heuristic bot (which also anchor and rate the Elo scale).
+beats least most often) and the reference players by PFSP (``reference``): the random and the
+heuristic bot, and the tactical ``punisher`` and ``blocker`` that punish missed blocks (see
+:func:`connect_four_sparring_partners`).
 
 The model is a small CNN whose one 4x4 convolution sees every line of four on the board; with
 a learning rate of 1e-3 it learns tactics several times faster than the 256-256 MLP at 3e-4
@@ -13,6 +11,8 @@ a learning rate of 1e-3 it learns tactics several times faster than the 256-256 
 Evaluation plays the reference players and the MCTS bot; ``benchmarks/league_games.py`` adds
 MCTS with 100 and 1000 simulations.
 """
+from sparring.dizoo.board_games.config import connect_four_sparring_partners
+
 config = dict(
     exp_name='runs/connect_four_league',
     env=dict(type='connect_four', collector_env_num=64, evaluator_env_num=50, n_evaluator_episodes=200,
@@ -27,13 +27,7 @@ config = dict(
     league=dict(
         type='one_vs_one',
         players=dict(naive_sp=dict(one_phase_step=100, branch_probs=dict(sp=0.4, pfsp=0.3, reference=0.3))),
-        reference_players=[
-            dict(player_id='random', param_ref='bot:random'),
-            dict(player_id='heuristic', param_ref='bot:connect_four_heuristic', anchor=False),  # rated
-            dict(player_id='blocker', param_ref='bot:connect_four_heuristic?positional=false', anchor=False),
-            dict(player_id='punisher', param_ref='bot:connect_four_heuristic?positional=false&block=false',
-                 anchor=False),
-        ],
+        reference_players=connect_four_sparring_partners(),
     ),
     battle=dict(eval_deterministic=True, eval_opponents=['bot:connect_four_mcts?num_simulations=100']),
     train=dict(max_env_steps=20_000_000, max_wall_seconds=1800.0, eval_every_iters=25,
