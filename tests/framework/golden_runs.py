@@ -1,0 +1,141 @@
+"""Seeded serial runs whose every number is kept, to prove a refactor changes nothing.
+
+``python tests/framework/golden_runs.py`` (from the repository root) runs each case and writes
+``tests/framework/golden/<case>.npz``; ``test_golden_runs.py`` runs the cases again and compares
+every number bit for bit: the last checkpoint (parameters, optimiser state, counters, league
+state, payoff arrays, ratings, RNG states), the saved league state and the run's summary. Only
+wall-clock figures are left out. Regenerate only when a change of behaviour is intended.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sys
+from typing import Any, Dict
+
+import numpy as np
+import torch
+
+GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'golden')
+TEXT_KEY = '__text__'
+# Wall-clock figures differ from run to run; everything else must not.
+TIMING_WORDS = ('second', 'wall', 'sps', 'time')
+
+
+def league_config(exp_name: str) -> dict:
+    """Tic-tac-toe: a main player and a main exploiter (snapshots, resets), the random bot rated, evaluation."""
+    return dict(
+        exp_name=exp_name, seed=3,
+        env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=8),
+        policy=dict(type='ppo', model=dict(hidden_sizes=[32]), collect=dict(n_steps=8),
+                    learn=dict(epochs=2, num_minibatches=2, lr=1e-3)),
+        league=dict(type='one_vs_one', active_players=dict(main_player=1, main_exploiter=1),
+                    players=dict(main_player=dict(one_phase_step=2), main_exploiter=dict(one_phase_step=3))),
+        train=dict(max_env_steps=1024, eval_every_iters=3, checkpoint_every_iters=4, progress_bar=False,
+                   tensorboard=False),
+    )
+
+
+def matrix_config(exp_name: str) -> dict:
+    """Rock-paper-scissors PSRO-style: the nash branch on the exact meta-game, exploitability reported."""
+    return dict(
+        exp_name=exp_name, seed=5,
+        env=dict(type='rock_paper_scissors', collector_env_num=8, evaluator_env_num=4, n_evaluator_episodes=8),
+        policy=dict(type='ppo', model=dict(hidden_sizes=[8]), collect=dict(n_steps=4),
+                    learn=dict(epochs=2, num_minibatches=2, lr=3e-3, anneal_lr=False, gamma=0.0, gae_lambda=0.0)),
+        league=dict(type='one_vs_one',
+                    players=dict(naive_sp=dict(one_phase_step=3, branch_probs=dict(nash=1.0), mutate_prob=1.0))),
+        battle=dict(exact_analysis=True),
+        train=dict(max_env_steps=640, eval_every_iters=4, checkpoint_every_iters=0, progress_bar=False,
+                   tensorboard=False),
+    )
+
+
+def cartpole_config(exp_name: str) -> dict:
+    """CartPole, one PPO agent: periodic evaluation and checkpoints."""
+    return dict(
+        exp_name=exp_name, seed=11,
+        env=dict(type='gym', id='CartPole-v1', collector_env_num=4, evaluator_env_num=2, n_evaluator_episodes=2,
+                 manager=dict(type='base')),
+        policy=dict(type='ppo', model=dict(hidden_sizes=[32, 32]), collect=dict(n_steps=32),
+                    learn=dict(epochs=2, num_minibatches=2)),
+        train=dict(max_env_steps=1024, eval_every_iters=3, checkpoint_every_iters=4, progress_bar=False,
+                   tensorboard=False),
+    )
+
+
+CASES = dict(tictactoe_league=league_config, rps_exact=matrix_config, cartpole=cartpole_config)
+
+
+def flatten(value: Any, path: str, arrays: Dict[str, np.ndarray], text: Dict[str, Any]) -> None:
+    """Every number under ``value`` as an array keyed by its dotted path; other leaves as JSON text."""
+    if isinstance(value, dict):
+        for key in sorted(value, key=str):
+            if any(word in str(key).lower() for word in TIMING_WORDS):
+                continue
+            flatten(value[key], f'{path}.{key}' if path else str(key), arrays, text)
+    elif isinstance(value, (list, tuple)) and not all(isinstance(v, (int, float, bool)) for v in value):
+        for i, item in enumerate(value):
+            flatten(item, f'{path}[{i}]', arrays, text)
+    elif isinstance(value, torch.Tensor):
+        arrays[path] = value.detach().cpu().numpy()
+    elif isinstance(value, np.ndarray):
+        arrays[path] = value if value.dtype != object else np.asarray(value.tolist())
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2 ** 63:
+        text[path] = str(value)  # e.g. a PCG64 state: too wide for an integer array
+    elif isinstance(value, (bool, np.bool_)) or value is None or isinstance(value, str):
+        text[path] = value if not isinstance(value, np.bool_) else bool(value)
+    elif isinstance(value, (int, float, np.integer, np.floating)) or (
+            isinstance(value, (list, tuple))):
+        arrays[path] = np.asarray(value)
+    else:
+        text[path] = repr(value)
+
+
+def run_case(name: str, workdir: str) -> Dict[str, np.ndarray]:
+    """Run one case in ``workdir``; every number it leaves behind, flat."""
+    from sparring.framework import serial_pipeline
+    from sparring.framework.checkpoint import CheckpointManager
+    from sparring.league.persistence import load_state
+    exp = os.path.join(workdir, name)
+    before = torch.get_num_threads()
+    try:
+        summary = serial_pipeline(CASES[name](exp))
+    finally:
+        torch.set_num_threads(before)
+    arrays: Dict[str, np.ndarray] = {}
+    text: Dict[str, Any] = {}
+    summary = {k: v for k, v in summary.items() if k not in ('exp_dir', 'checkpoint', 'pictures')}
+    flatten(summary, 'summary', arrays, text)
+    ckpt = CheckpointManager(exp)
+    flatten(CheckpointManager.load(ckpt.latest()), 'checkpoint', arrays, text)
+    text['checkpoint_files'] = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ckpt.dir, '*.pt')))
+    for path in sorted(glob.glob(os.path.join(exp, 'params', '*.pt'))):
+        flatten(torch.load(path, weights_only=False), 'params.' + os.path.basename(path), arrays, text)
+    with open(os.path.join(exp, 'config.json')) as f:
+        config = json.load(f)
+    config.pop('exp_name')
+    flatten(config, 'config', arrays, text)
+    league_file = os.path.join(exp, 'league_state.npz')
+    if os.path.exists(league_file):
+        flatten(load_state(league_file), 'league_state_file', arrays, text)
+    arrays[TEXT_KEY] = np.frombuffer(json.dumps(text, sort_keys=True, default=repr).encode('utf-8'), dtype=np.uint8)
+    return arrays
+
+
+def golden_path(name: str) -> str:
+    return os.path.join(GOLDEN_DIR, f'{name}.npz')
+
+
+def main(workdir: str) -> None:
+    os.makedirs(GOLDEN_DIR, exist_ok=True)
+    for name in CASES:
+        arrays = run_case(name, workdir)
+        np.savez_compressed(golden_path(name), **arrays)
+        print(f'{name}: {len(arrays) - 1} arrays -> {golden_path(name)}')
+
+
+if __name__ == '__main__':
+    import tempfile
+    main(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix='golden_'))
