@@ -34,7 +34,7 @@ from sparring.config import load_config
 from sparring.dizoo.atari.config.breakout_ppo import config as breakout_config
 from sparring.framework import serial_pipeline
 from sparring.framework.checkpoint import CheckpointManager
-from sparring.framework.registry import POLICY_REGISTRY
+from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.runtime import set_torch_threads
 from sparring.policy.bot import RandomBot
 from sparring.worker.env.gym_env import evaluator_env_config

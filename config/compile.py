@@ -17,7 +17,7 @@ from typing import Any, Dict, Optional
 from easydict import EasyDict
 
 from sparring.config.schema import ConfigError, all_of, in_range, of_type, one_of
-from sparring.framework import registry as reg
+from sparring.config import registry as reg
 
 CONFIG_FILENAME = 'config.json'
 

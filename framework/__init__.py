@@ -1,9 +1,8 @@
-"""Framework: registries, the serial and parallel entry points, checkpoints, logging and the CLI.
-
-Entry points are imported lazily so that ``import sparring.framework.registry`` (needed by every
-other package) does not pull in the workers and policies.
+"""Framework, the top floor: the run coordinator, the serial and parallel entry points, the commander,
+launchers and the CLI. The registries live on the ground floor (:mod:`sparring.config.registry`) and are
+re-exported here. Entry points are imported lazily, so ``import sparring.framework`` stays cheap.
 """
-from sparring.framework.registry import (BOT_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEAGUE_REGISTRY, MODEL_REGISTRY,
+from sparring.config.registry import (BOT_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEAGUE_REGISTRY, MODEL_REGISTRY,
                                          PLAYER_REGISTRY, POLICY_REGISTRY, Registry, RegistryError)
 
 

@@ -49,7 +49,7 @@ from sparring.config.compile import to_plain
 from sparring.framework.league_pipeline import INIT_REF, evaluation_opponents, min_score
 from sparring.framework.logger import format_stats
 from sparring.framework.messaging import Message, MessageError, arrays_to_params, params_to_arrays
-from sparring.framework.registry import LEAGUE_REGISTRY, POLICY_REGISTRY
+from sparring.config.registry import LEAGUE_REGISTRY, POLICY_REGISTRY
 from sparring.framework.workers import env_spaces
 from sparring.league.persistence import load_state, save_state
 from sparring.worker.battle_evaluator import BattleEvalResult

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from sparring.framework.registry import ENV_REGISTRY
+from sparring.config.registry import ENV_REGISTRY
 
 
 def discount_horizon(gamma: float, seconds_per_step: Optional[float] = None) -> dict:

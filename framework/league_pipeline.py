@@ -27,13 +27,13 @@ from sparring.config.schema import ConfigError
 from sparring.framework.checkpoint import CheckpointManager
 from sparring.framework.horizon import log_horizon
 from sparring.framework.logger import RunLogger, format_stats
-from sparring.framework.registry import ENV_REGISTRY, LEAGUE_REGISTRY, POLICY_REGISTRY
+from sparring.config.registry import ENV_REGISTRY, LEAGUE_REGISTRY, POLICY_REGISTRY
 from sparring.framework.runtime import capture_rng, restore_rng
 from sparring.framework.serial import out_of_time
 from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.battle_evaluator import BattleEvaluator
 from sparring.worker.env.battle import make_battle_env
-from sparring.worker.exact_analysis import ProfileCache, exact_analysis_of
+from sparring.league.exact_analysis import ProfileCache, exact_analysis_of
 from sparring.worker.learner import Learner
 from sparring.worker.policy_pool import BOT_PREFIX, ParamStore, PolicyPool
 

@@ -310,7 +310,7 @@ class ParallelRun:
     def _evaluate_here(self) -> None:
         """The final evaluation in this process, for a run without evaluator workers."""
         from sparring.framework.messaging import arrays_to_params
-        from sparring.framework.registry import POLICY_REGISTRY
+        from sparring.config.registry import POLICY_REGISTRY
         from sparring.framework.workers import EVALUATOR_SEED_OFFSET, Evaluation
         from sparring.worker.policy_pool import PolicyPool
         cfg, commander = self.cfg, self.commander

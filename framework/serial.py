@@ -20,7 +20,7 @@ from sparring.config.compile import CONFIG_FILENAME, to_plain
 from sparring.framework.checkpoint import CheckpointManager
 from sparring.framework.horizon import log_horizon
 from sparring.framework.logger import RunLogger, format_stats
-from sparring.framework.registry import POLICY_REGISTRY
+from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.runtime import capture_rng, restore_rng, seed_everything, set_torch_threads
 from sparring.worker.collector import SampleCollector
 from sparring.worker.env.battle import is_battle_env

@@ -93,7 +93,7 @@ class Worker:
         """Join the commander; take the compiled config, the worker id and index it gives; start heartbeats."""
         from easydict import EasyDict
 
-        from sparring.framework import registry as reg
+        from sparring.config import registry as reg
         from sparring.framework.runtime import seed_everything, set_torch_threads
         body = dict(role=self.role, worker_id=self.requested_id, session=self.session, pid=os.getpid(),
                     host=socket.gethostname())
@@ -127,7 +127,7 @@ class Worker:
         return env_spaces(self.cfg)
 
     def new_policy(self, seed: int):
-        from sparring.framework.registry import POLICY_REGISTRY
+        from sparring.config.registry import POLICY_REGISTRY
         return POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, self.observation_space, self.action_space,
                                                          seed=seed)
 

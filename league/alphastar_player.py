@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 
 from sparring.config.schema import in_range
-from sparring.framework.registry import PLAYER_REGISTRY
+from sparring.config.registry import PLAYER_REGISTRY
 from sparring.league.player import ActivePlayer, Player
 from sparring.league.roster import PlayerGroup
 

@@ -48,7 +48,7 @@ import numpy as np
 from easydict import EasyDict
 
 from sparring.config.schema import ConfigError, in_range
-from sparring.framework.registry import LEAGUE_REGISTRY, PLAYER_REGISTRY, RegistryError
+from sparring.config.registry import LEAGUE_REGISTRY, PLAYER_REGISTRY, RegistryError
 from sparring.league.config_util import merge_section, to_easydict, to_plain
 from sparring.league.meta_strategy import meta_game
 from sparring.league.errors import LeagueError

@@ -12,7 +12,7 @@ default roster and defaults:
 """
 from __future__ import annotations
 
-from sparring.framework.registry import LEAGUE_REGISTRY
+from sparring.config.registry import LEAGUE_REGISTRY
 from sparring.league.base_league import BaseLeague
 
 

@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from sparring.config.schema import ConfigError, in_range
-from sparring.framework.registry import PLAYER_REGISTRY
+from sparring.config.registry import PLAYER_REGISTRY
 from sparring.league.config_util import check_probabilities, merge_section, to_easydict, to_plain
 from sparring.league.errors import LeagueError
 from sparring.league.meta_strategy import symmetric_nash

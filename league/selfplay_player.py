@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from sparring.config.schema import in_range
-from sparring.framework.registry import PLAYER_REGISTRY
+from sparring.config.registry import PLAYER_REGISTRY
 from sparring.league.errors import LeagueError
 from sparring.league.outcome import WIN
 from sparring.league.player import ActivePlayer, HistoricalPlayer, Player

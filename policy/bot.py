@@ -26,7 +26,7 @@ import numpy as np
 
 from sparring.config.compile import merge_class_section
 from sparring.config.schema import ConfigError
-from sparring.framework.registry import BOT_REGISTRY
+from sparring.config.registry import BOT_REGISTRY
 from sparring.policy.base import ActOutput, Policy
 
 

@@ -24,11 +24,11 @@ import numpy as np
 import torch
 
 from sparring.config.schema import ConfigError, in_range, one_of
-from sparring.framework.registry import MODEL_REGISTRY, POLICY_REGISTRY
+from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.base import ActOutput, Policy
-from sparring.worker.replay_buffer import make_replay_buffer
+from sparring.policy.replay_buffer import make_replay_buffer
 
 
 class _QNetwork(torch.nn.Module):

@@ -358,7 +358,7 @@ class AdaptedPolicy(Policy):
 def adapted_policy(entry: Dict[str, Any], observation_space: gym.Space, action_space: gym.Space,
                    seed: int = 0) -> AdaptedPolicy:
     """The frozen policy of a parameter-store entry with an ``adapter``, playing the current spaces."""
-    from sparring.framework.registry import POLICY_REGISTRY
+    from sparring.config.registry import POLICY_REGISTRY
     adapter = SpaceAdapter.from_dict(entry['adapter'])
     cfg = entry['policy_cfg']
     inner = POLICY_REGISTRY.get(cfg['type'])(cfg, adapter.observation_space, adapter.action_space, seed=seed)

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from sparring.config.schema import ConfigError, in_range, of_type, one_of
-from sparring.framework.registry import MODEL_REGISTRY, POLICY_REGISTRY
+from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.base import ActOutput, Policy

@@ -16,8 +16,9 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import torch
 
-from sparring.worker.chunk import WINDOW_PREFIX
 
+# Chunk arrays under this prefix have one row per BPTT window (recurrent state) instead of one per time step.
+WINDOW_PREFIX = 'window_'
 STATE_PREFIX = WINDOW_PREFIX + 'state_'
 
 

@@ -16,9 +16,9 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from sparring.policy.train_batch import WINDOW_PREFIX
+
 REQUIRED_KEYS = ('obs', 'action', 'log_prob', 'value', 'reward', 'terminated', 'truncated', 'next_value')
-# Arrays with one row per BPTT window instead of one per time step.
-WINDOW_PREFIX = 'window_'
 
 
 @dataclasses.dataclass

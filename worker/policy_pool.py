@@ -25,7 +25,7 @@ from typing import Dict, Optional
 import gymnasium as gym
 import torch
 
-from sparring.framework.registry import BOT_REGISTRY, POLICY_REGISTRY
+from sparring.config.registry import BOT_REGISTRY, POLICY_REGISTRY
 from sparring.policy.base import Policy
 from sparring.policy.bot import parse_bot_ref
 

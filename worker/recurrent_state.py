@@ -11,7 +11,7 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from sparring.worker.chunk import WINDOW_PREFIX
+from sparring.policy.train_batch import WINDOW_PREFIX
 
 State = Optional[Tuple[np.ndarray, ...]]
 

@@ -14,8 +14,8 @@ import gymnasium
 
 from sparring.config.schema import ConfigError, in_range
 from sparring.dizoo.atari.wrappers import wrap_atari
-from sparring.framework.optional import require
-from sparring.framework.registry import ENV_REGISTRY
+from sparring.config.optional import require
+from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.gym_env import GymEnv, check_gym_id
 
 # Options of the wrapper stack, passed through to ``wrap_atari`` by name.

@@ -17,7 +17,7 @@ from gymnasium import spaces
 
 from sparring.config.schema import ConfigError, in_range
 from sparring.dizoo.board_games.bitboard import BoardGeometry
-from sparring.framework.registry import ENV_REGISTRY
+from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.battle import BATTLE_ENV_CONSTRAINTS, NativeVecBattleEnv
 
 # obs[:, seat, :2] = stones[:, PLANE_SEATS[seat]]: own stones first, then the opponent's.

@@ -23,7 +23,7 @@ import numpy as np
 
 from sparring.config.schema import in_range, of_type
 from sparring.dizoo.board_games.bitboard import BoardGeometry
-from sparring.framework.registry import BOT_REGISTRY
+from sparring.config.registry import BOT_REGISTRY
 from sparring.policy.bot import Bot, choose_best
 
 

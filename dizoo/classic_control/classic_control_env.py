@@ -3,7 +3,7 @@
 They are cheap to step (CartPole runs ~100k steps/s in process but ~14k/s as 8 subprocess
 envs), so they run in process by default.
 """
-from sparring.framework.registry import ENV_REGISTRY
+from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.gym_env import GymEnv
 
 

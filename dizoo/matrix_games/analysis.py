@@ -1,4 +1,4 @@
-"""Exact analysis of policies in the zero-sum matrix games (see :mod:`sparring.worker.exact_analysis`).
+"""Exact analysis of policies in the zero-sum matrix games (see :mod:`sparring.league.exact_analysis`).
 
 A policy's profile is its mixed strategy in each seat, ``[2, A]``: its action probabilities on
 the seat's observation (the seat one-hot). Everything else is linear algebra on the game's
@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from sparring.worker.exact_analysis import ExactAnalysis
+from sparring.league.exact_analysis import ExactAnalysis
 
 
 class MatrixGameAnalysis(ExactAnalysis):

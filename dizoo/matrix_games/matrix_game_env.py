@@ -25,7 +25,7 @@ from typing import Mapping, Optional
 import numpy as np
 from gymnasium import spaces
 
-from sparring.framework.registry import ENV_REGISTRY
+from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.battle import NativeVecBattleEnv
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from sparring.config.compile import compile_section
 from sparring.config.schema import in_range, of_type
-from sparring.framework.registry import ENV_REGISTRY
+from sparring.config.registry import ENV_REGISTRY
 
 
 @ENV_REGISTRY.register('cue_recall')

@@ -8,8 +8,8 @@ in process by default. mujoco is the optional extra ``mujoco``, imported when a 
 """
 from __future__ import annotations
 
-from sparring.framework.optional import require
-from sparring.framework.registry import ENV_REGISTRY
+from sparring.config.optional import require
+from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.gym_env import GymEnv
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from sparring.config.schema import in_range
 from sparring.dizoo.openspiel.spiel import require_pyspiel
-from sparring.framework.registry import BOT_REGISTRY
+from sparring.config.registry import BOT_REGISTRY
 from sparring.policy.base import ActOutput
 from sparring.policy.bot import Bot
 

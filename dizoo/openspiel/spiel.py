@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional, Tuple
 import numpy as np
 
 from sparring.config.schema import ConfigError
-from sparring.framework.optional import require
+from sparring.config.optional import require
 
 INSTALL_HINT = 'pip install sparring[openspiel]'
 # OpenSpiel game parameters are typed scalars (GameParameter holds bool, int, double or string).

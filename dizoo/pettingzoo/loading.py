@@ -16,7 +16,7 @@ import re
 from typing import Any, List, Mapping, Tuple
 
 from sparring.config.schema import ConfigError
-from sparring.framework.optional import require
+from sparring.config.optional import require
 
 INSTALL_HINT = 'pip install sparring[pettingzoo]'
 APIS = ('auto', 'aec', 'parallel')

@@ -27,7 +27,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sparring.config.schema import ConfigError, in_range
-from sparring.framework.registry import ENV_REGISTRY
+from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.battle import BATTLE_ENV_CONSTRAINTS, NativeVecBattleEnv
 
 OBS_FIELDS = ('ball_x', 'ball_y', 'ball_vx', 'ball_vy', 'own_paddle_y', 'opponent_paddle_y', 'score_difference')

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from sparring.dizoo.pong_duel.bots import PongTrackerBot
-from sparring.framework.registry import BOT_REGISTRY
+from sparring.config.registry import BOT_REGISTRY
 
 
 @BOT_REGISTRY.register('team_pong_heuristic')

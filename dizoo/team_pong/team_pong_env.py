@@ -27,7 +27,7 @@ from gymnasium import spaces
 from sparring.config.schema import ConfigError, in_range
 from sparring.dizoo.pong_duel.pong_duel_env import (COURT_CONSTRAINTS, COURT_DEFAULTS, OBS_FIELDS, PongCourt,
                                                     check_ball_speeds, return_ball)
-from sparring.framework.registry import ENV_REGISTRY
+from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.team import TeamVecBattleEnv
 
 # An agent's first features are Pong duel's (so its tracker bot reads them too): the ball, its own paddle.

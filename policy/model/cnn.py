@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from sparring.config.schema import ConfigError, in_range, sequence_of
-from sparring.framework.registry import MODEL_REGISTRY
+from sparring.config.registry import MODEL_REGISTRY
 from sparring.policy.model.mlp import action_output, orthogonal_init
 
 

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from sparring.config.schema import in_range, one_of, sequence_of
-from sparring.framework.registry import MODEL_REGISTRY
+from sparring.config.registry import MODEL_REGISTRY
 from sparring.policy.model.mlp import (ACTIVATIONS, _trunk, action_output, encode_observation, flat_obs_dim,
                                        orthogonal_init)
 

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from sparring.config.schema import in_range, one_of, sequence_of
-from sparring.framework.registry import MODEL_REGISTRY
+from sparring.config.registry import MODEL_REGISTRY
 
 ACTIVATIONS = {'tanh': nn.Tanh, 'relu': nn.ReLU, 'elu': nn.ELU, 'gelu': nn.GELU}
 

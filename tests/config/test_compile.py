@@ -6,7 +6,7 @@ import pytest
 
 from sparring.config import ConfigError, compile_config, load_config
 from sparring.config.schema import in_range
-from sparring.framework.registry import ENV_REGISTRY
+from sparring.config.registry import ENV_REGISTRY
 
 
 @ENV_REGISTRY.register('config_test_env')

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import sparring.dizoo  # noqa: F401  (registers the games and their bots)
-from sparring.framework.registry import BOT_REGISTRY
+from sparring.config.registry import BOT_REGISTRY
 from sparring.worker.env.battle import make_battle_env
 
 

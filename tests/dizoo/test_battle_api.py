@@ -6,7 +6,7 @@ from gymnasium import spaces
 
 from sparring.config.compile import compile_config
 from sparring.config.schema import ConfigError
-from sparring.framework.registry import ENV_REGISTRY
+from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.battle import (BattleEnv, BattleStep, DictBattleVecEnv, SingleGameView, VecBattleEnv,
                                         is_battle_env, make_battle_env)
 from sparring.worker.env.errors import EnvError

@@ -6,7 +6,7 @@ import pytest
 
 from sparring.config.schema import ConfigError
 from sparring.dizoo.board_games.bitboard import BoardGeometry
-from sparring.framework.registry import BOT_REGISTRY
+from sparring.config.registry import BOT_REGISTRY
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.env.errors import EnvError
 

@@ -5,7 +5,7 @@ from gymnasium import spaces
 
 from sparring.config.schema import ConfigError
 from sparring.dizoo.pong_duel.pong_duel_env import DOWN, OBS_FIELDS, OBS_INDEX, STAY, UP
-from sparring.framework.registry import BOT_REGISTRY
+from sparring.config.registry import BOT_REGISTRY
 from sparring.policy.base import ActOutput, Policy
 from sparring.policy.bot import Bot, RandomBot
 

@@ -7,7 +7,7 @@ import pytest
 
 from sparring.config.compile import compile_config
 from sparring.config.schema import ConfigError
-from sparring.framework.registry import BOT_REGISTRY, ENV_REGISTRY
+from sparring.config.registry import BOT_REGISTRY, ENV_REGISTRY
 from sparring.worker.env.battle import is_battle_env, make_battle_env
 from sparring.worker.env.errors import EnvError
 

@@ -10,7 +10,7 @@ SCRIPT = textwrap.dedent('''
         sys.modules[name] = None  # "import name" now raises ImportError, as if it were not installed
     import sparring.dizoo
     from sparring.config.compile import compile_config
-    from sparring.framework.registry import BOT_REGISTRY
+    from sparring.config.registry import BOT_REGISTRY
     from sparring.worker.env.battle import make_battle_env
     assert 'openspiel_mcts' in BOT_REGISTRY
     for env in (dict(type='openspiel', game='kuhn_poker'), dict(type='pettingzoo', env='classic.connect_four_v3')):

@@ -8,7 +8,7 @@ from sparring.config import compile_config, compile_section
 from sparring.config.schema import ConfigError
 from sparring.dizoo.team_pong.config.team_pong_league import config as ready_config
 from sparring.framework import serial_pipeline
-from sparring.framework.registry import BOT_REGISTRY, POLICY_REGISTRY
+from sparring.config.registry import BOT_REGISTRY, POLICY_REGISTRY
 from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.battle_evaluator import BattleEvaluator
 from sparring.worker.env.battle import make_battle_env

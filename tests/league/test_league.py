@@ -6,7 +6,7 @@ import pytest
 
 from sparring.config.compile import _merge_typed_section
 from sparring.config.schema import ConfigError
-from sparring.framework.registry import LEAGUE_REGISTRY, PLAYER_REGISTRY
+from sparring.config.registry import LEAGUE_REGISTRY, PLAYER_REGISTRY
 from sparring.league import (AlphaStarLeague, BattleRecordDict, LeagueError, OneVsOneLeague, UnknownPlayerError,
                              build_league)
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from sparring.config.schema import ConfigError
-from sparring.framework.registry import PLAYER_REGISTRY
+from sparring.config.registry import PLAYER_REGISTRY
 from sparring.league import (AlphaStarLeague, LeagueError, NaiveSpPlayer, OneVsOneLeague, pfsp_probabilities)
 from sparring.league.alphastar_player import forgotten_prefix_length
 

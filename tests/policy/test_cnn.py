@@ -6,7 +6,7 @@ import torch
 
 from sparring.config.compile import compile_section
 from sparring.config.schema import ConfigError
-from sparring.framework.registry import MODEL_REGISTRY
+from sparring.config.registry import MODEL_REGISTRY
 from sparring.policy import PPOPolicy
 from sparring.policy.model.cnn import NatureCNNActorCritic
 

@@ -12,7 +12,7 @@ from sparring.config import compile_config
 from sparring.config.compile import compile_section
 from sparring.config.schema import ConfigError
 from sparring.framework import serial_pipeline
-from sparring.framework.registry import POLICY_REGISTRY
+from sparring.config.registry import POLICY_REGISTRY
 from sparring.policy import functional as F
 from sparring.policy.dqn import DQNPolicy
 

@@ -7,7 +7,7 @@ import torch
 import sparring.dizoo  # noqa: F401  (registers the envs)
 from sparring.config import compile_section
 from sparring.config.schema import ConfigError
-from sparring.framework.registry import MODEL_REGISTRY, POLICY_REGISTRY
+from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.policy.train_batch import window_batch
 
 pytestmark = pytest.mark.usefixtures('one_torch_thread')

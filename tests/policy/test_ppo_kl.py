@@ -8,7 +8,7 @@ import torch
 import sparring.dizoo  # noqa: F401  (registers the envs)
 from sparring.config import compile_section
 from sparring.config.schema import ConfigError
-from sparring.framework.registry import POLICY_REGISTRY
+from sparring.config.registry import POLICY_REGISTRY
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.grad_clip import SecondMomentClipper, clip_to_second_moment

@@ -4,7 +4,7 @@ import pytest
 
 import sparring.dizoo  # noqa: F401  (registers the games and bots)
 from sparring.config import compile_section
-from sparring.framework.registry import BOT_REGISTRY, POLICY_REGISTRY
+from sparring.config.registry import BOT_REGISTRY, POLICY_REGISTRY
 from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.battle_evaluator import BattleEvaluator
 from sparring.worker.env.battle import make_battle_env

@@ -14,7 +14,7 @@ import time
 import gymnasium
 import numpy as np
 
-from sparring.framework.registry import ENV_REGISTRY
+from sparring.config.registry import ENV_REGISTRY
 
 FAULTS = ('', 'obs_shape', 'nan_obs', 'nan_reward', 'reward_not_scalar', 'int_terminated', 'truncated_none',
           'four_tuple', 'info_not_dict', 'raise', 'sleep')

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sparring.config.schema import ConfigError
-from sparring.framework.registry import ENV_MANAGER_REGISTRY, ENV_REGISTRY
+from sparring.config.registry import ENV_MANAGER_REGISTRY, ENV_REGISTRY
 from sparring.worker.env import GymEnv, make_env
 from sparring.config.compile import compile_section
 

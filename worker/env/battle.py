@@ -54,7 +54,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sparring.config.schema import in_range, of_type
-from sparring.framework.registry import ENV_REGISTRY
+from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.closeable import Closeable, close_all
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import complete_section, import_env_modules

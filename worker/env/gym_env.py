@@ -16,7 +16,7 @@ import gymnasium
 
 from sparring.config.compile import compile_section
 from sparring.config.schema import ConfigError, all_of, in_range, of_type
-from sparring.framework.registry import ENV_REGISTRY, import_modules
+from sparring.config.registry import ENV_REGISTRY, import_modules
 
 # The compiler's rule for completing one config section, under the name the env modules use.
 complete_section = compile_section

@@ -21,7 +21,7 @@ from typing import List, Mapping, Optional, Sequence
 import numpy as np
 
 from sparring.config.compile import compile_section
-from sparring.framework.registry import ENV_MANAGER_REGISTRY
+from sparring.config.registry import ENV_MANAGER_REGISTRY
 from sparring.worker.env.env_group import EnvGroup, StepResult
 from sparring.worker.env.closeable import Closeable
 from sparring.worker.env.errors import EnvError

@@ -22,7 +22,7 @@ from typing import Any, List, Mapping, Optional, Sequence
 import numpy as np
 
 from sparring.config.schema import in_range, one_of
-from sparring.framework.registry import ENV_MANAGER_REGISTRY, ENV_REGISTRY
+from sparring.config.registry import ENV_MANAGER_REGISTRY, ENV_REGISTRY
 from sparring.worker.env.env_group import EnvGroup, StepResult
 from sparring.worker.env.errors import EnvError, EnvWorkerDiedError
 from sparring.worker.env.gym_env import import_env_modules

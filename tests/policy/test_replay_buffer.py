@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sparring.worker.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer, SumTree, make_replay_buffer
+from sparring.policy.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer, SumTree, make_replay_buffer
 
 
 def _batch(values, width=2):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sparring.dizoo.matrix_games.matrix_game_env import PrisonersDilemmaEnv, RockPaperScissorsEnv, ZeroSum2x2Env
-from sparring.worker.exact_analysis import ProfileCache
+from sparring.league.exact_analysis import ProfileCache
 
 
 class SeatStrategy:
