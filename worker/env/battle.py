@@ -1,316 +1,32 @@
-"""Two-player (battle) environments: the single-game API, the vectorised API and the bridge between them.
+"""Battle environments built from a config section, and the bridges between single games and the vectorised API.
 
-Single game, :class:`BattleEnv` (the PettingZoo *parallel* shape)
------------------------------------------------------------------
-* ``possible_agents``, e.g. ``['player_0', 'player_1']``; ``agents`` are the agents still playing.
-* ``observation_space(agent)`` and ``action_space(agent)`` (``Discrete``).
-* ``reset(seed=None) -> (obs, infos)`` and ``step(actions) -> (obs, rewards, terminations,
-  truncations, infos)``: dicts keyed by agent. ``infos[agent]['action_mask']`` (``np.bool_``
-  ``[A]``) comes with every observation; in turn-based games the agent not to move has an
-  all-False mask. When the game ends, ``infos[agent]['result']`` is ``'win'``, ``'draw'`` or
-  ``'loss'``; both agents' terminations (and truncations) are equal: the game ends for both.
+* :class:`DictBattleVecEnv` steps ``num_envs`` single games (:class:`BattleEnv` or any PettingZoo
+  parallel env with the same conventions) behind the :class:`VecBattleEnv` API, checking every step.
+* :class:`SingleGameView` shows one game of a vectorised env through the single-game API.
+* :func:`make_battle_env` builds either kind of registered battle env; :func:`is_battle_env` tells
+  battle envs from single-agent ones.
 
-Vectorised, :class:`VecBattleEnv` (the fast path; B = ``num_envs`` games)
-----------------------------------------------------------------------
-* Attributes: ``num_envs``, ``num_seats`` (2), ``agents`` (seat i is ``agents[i]``),
-  ``observation_space`` and ``action_space`` (the same for both seats: observations are always
-  from the seat's own perspective, so one policy can play either seat), ``turn_based``.
-* ``reset(seed=None) -> BattleStep``: a new game in every env. ``seed`` reseeds the env's numpy
-  Generator; without it the first reset uses the constructor's seed and later resets continue
-  the Generator (so do the automatic resets).
-* ``step(actions) -> BattleStep``: ``actions`` is an integer array ``[B, 2]`` (column = seat).
-  Actions of seats not to move are ignored (send 0). An illegal action of a seat to move, or a
-  wrong shape or dtype, raises :class:`EnvError` (naming env, seat, action and the legal
-  actions) before any game changes. Finished games restart automatically.
-* ``close()``; envs are context managers.
-* :class:`BattleStep` fields, all numpy:
-
-  ================  ===================  ===============================================================
-  ``obs``           [B, 2, *obs_shape]   float32, seat's own perspective (a new game's where one ended)
-  ``action_mask``   [B, 2, A] bool       all True in simultaneous games; all False for a seat not to move
-  ``to_move``       [B, 2] bool          seats that act next step (both in simultaneous games)
-  ``reward``        [B, 2] float32       this step's reward per seat
-  ``terminated``    [B] bool             the game ended by its rules
-  ``truncated``     [B] bool             the game was cut (step limit); bootstrap from ``final_obs``
-  ``result``        [B, 2] int8          +1 win, 0 draw, -1 loss where ``terminated | truncated``
-                                         (0 elsewhere); a win for one seat is a loss for the other
-  ``final_obs``     [B, 2, *obs_shape]   the finished game's last obs; equal to ``obs`` elsewhere
-  ================  ===================  ===============================================================
-
-Two kinds of battle env are registered in ``ENV_REGISTRY`` and told apart by the class
-attribute ``is_vectorised``: natively vectorised games (:class:`NativeVecBattleEnv`, built as
-``Cls(cfg, num_envs, seed)``) and single games (:class:`BattleEnv`, built as ``Cls(cfg)``), which
-:class:`DictBattleVecEnv` steps in a loop. :func:`make_battle_env` builds either from a config
-section; :func:`is_battle_env` tells battle envs from single-agent ones. Their ``default_config()``
-holds :func:`battle_env_defaults` plus the game's options, and ``reference_bots`` names the
-``BOT_REGISTRY`` bots that play the game (evaluation opponents).
+The two APIs and their base classes are described and defined in :mod:`sparring.worker.env.battle_api`;
+every name there is importable from here too.
 """
 from __future__ import annotations
 
 import reprlib
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 from gymnasium import spaces
 
-from sparring.config.schema import in_range, of_type
 from sparring.config.registry import ENV_REGISTRY
-from sparring.worker.env.closeable import Closeable, close_all
+from sparring.worker.env.battle_api import (  # noqa: F401 (re-exported: the API's names stay importable from here)
+    AGENTS, BATTLE_ENV_CONSTRAINTS, NUM_SEATS, RESULT_CODE, RESULT_NAME, BattleEnv, BattleStep, NativeVecBattleEnv,
+    VecBattleEnv, battle_env_defaults)
+from sparring.worker.env.closeable import close_all
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import complete_section, import_env_modules
 
-AGENTS = ('player_0', 'player_1')
-NUM_SEATS = 2
-RESULT_CODE = {'win': 1, 'draw': 0, 'loss': -1}
-RESULT_NAME = {code: name for name, code in RESULT_CODE.items()}
-
 _short = reprlib.Repr()
 _short.maxstring = _short.maxother = 80
-
-
-class BattleStep(NamedTuple):
-    """One vectorised step of B two-seat games (see the module docstring for each field)."""
-    obs: np.ndarray
-    action_mask: np.ndarray
-    to_move: np.ndarray
-    reward: np.ndarray
-    terminated: np.ndarray
-    truncated: np.ndarray
-    result: np.ndarray
-    final_obs: np.ndarray
-
-
-# -- config ------------------------------------------------------------------------------------
-
-def battle_env_defaults() -> dict:
-    """The ``env`` config keys every battle env has; a game adds its own options to them."""
-    return dict(
-        collector_env_num=8,
-        evaluator_env_num=8,
-        n_evaluator_episodes=8,
-        stop_value=None,  # an evaluation measure at which training may stop (the pipeline defines it)
-        # Battle envs are stepped in process by the battle collector; the key keeps the env section
-        # the same shape as a single-agent one for the config compiler.
-        manager=dict(type='base'),
-    )
-
-
-BATTLE_ENV_CONSTRAINTS = {
-    'collector_env_num': in_range(1, None),
-    'evaluator_env_num': in_range(1, None),
-    'n_evaluator_episodes': in_range(1, None),
-    'stop_value': of_type(int, float, allow_none=True),
-}
-
-
-# -- the single-game API -----------------------------------------------------------------------
-
-class BattleEnv:
-    """Base class of single two-player games in the PettingZoo parallel shape.
-
-    A registered subclass is built as ``Cls(cfg)`` and implements ``observation_space``,
-    ``action_space``, ``reset`` and ``step`` as the module docstring describes.
-    """
-
-    is_vectorised = False
-    turn_based = False
-    possible_agents: List[str] = list(AGENTS)
-    #: BOT_REGISTRY names of the bots that play this game (e.g. evaluation opponents)
-    reference_bots: Tuple[str, ...] = ('random',)
-    config_constraints = BATTLE_ENV_CONSTRAINTS
-
-    @classmethod
-    def default_config(cls) -> dict:
-        return battle_env_defaults()
-
-    def __init__(self, cfg: Optional[Mapping] = None) -> None:
-        registered = getattr(type(self), 'registry_name', None)
-        self.cfg = complete_section('env', {'type': registered, **cfg}) if registered and cfg is not None else cfg
-        self.agents: List[str] = []
-
-    def observation_space(self, agent: str) -> spaces.Space:
-        raise NotImplementedError
-
-    def action_space(self, agent: str) -> spaces.Discrete:
-        raise NotImplementedError
-
-    def reset(self, seed: Optional[int] = None, options: Optional[dict] = None) -> Tuple[dict, dict]:
-        raise NotImplementedError
-
-    def step(self, actions: Dict[str, int]) -> Tuple[dict, dict, dict, dict, dict]:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-
-# -- the vectorised API ------------------------------------------------------------------------
-
-class VecBattleEnv(Closeable):
-    """What every vectorised battle env shares: argument checks, seeding, action checks, life cycle.
-
-    A subclass sets ``observation_space``, ``action_space`` and ``turn_based`` and implements
-    ``_reset(seed, reseed) -> BattleStep`` and ``_step(checked_actions) -> BattleStep``.
-    """
-
-    is_vectorised = True
-    num_seats = NUM_SEATS
-    turn_based = False
-
-    def __init__(self, num_envs: int, seed: Optional[int] = None, label: Optional[str] = None) -> None:
-        self.closed = False
-        self.label = label or type(self).__name__
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise EnvError(f'{self.label}: num_envs must be an int >= 1, got {num_envs!r}')
-        _check_seed(seed, self.label, 'seed')
-        self.num_envs = int(num_envs)
-        self.seed = None if seed is None else int(seed)
-        self.agents = list(AGENTS)
-        self._seeded = False
-        self._reset_needed_because: Optional[str] = 'reset() was not called yet'
-        # Index grids for the one fancy-index legality check per step.
-        self._env_index = np.arange(self.num_envs)[:, None]
-        self._seat_index = np.arange(NUM_SEATS)[None, :]
-
-    def reset(self, seed: Optional[int] = None) -> BattleStep:
-        """Start a new game in every env (see the module docstring for how ``seed`` is used)."""
-        self._check_open()
-        _check_seed(seed, self.label, 'reset(seed)')
-        reseed = seed is not None or not self._seeded
-        if seed is None and not self._seeded:
-            seed = self.seed
-        self._reset_needed_because = 'the last reset() failed'
-        step = self._reset(seed, reseed)
-        self._remember(step)
-        self._seeded = True
-        self._reset_needed_because = None
-        return step
-
-    def step(self, actions: np.ndarray) -> BattleStep:
-        """Play one move (or one simultaneous round) in every game; finished games restart."""
-        self._check_open()
-        if self._reset_needed_because is not None:
-            raise EnvError(f'{self!r}: call reset() before step(): {self._reset_needed_because}')
-        checked = self._check_actions(actions)
-        try:
-            step = self._step(checked)
-        except BaseException as err:
-            # Some games may have moved and others not: only a reset restores a consistent batch.
-            self._reset_needed_because = f'an earlier step() failed ({type(err).__name__})'
-            raise
-        self._remember(step)
-        return step
-
-    def _remember(self, step: BattleStep) -> None:
-        """Keep what the next actions are checked against; copies, as the caller owns ``step``."""
-        self._mask = step.action_mask.copy()
-        self._to_move = step.to_move.copy()
-
-    def _check_actions(self, actions) -> np.ndarray:
-        """``actions`` as an int64 ``[B, 2]`` array, with seats not to move set to 0; raises on illegal ones."""
-        batch = np.asarray(actions)
-        expected_shape = (self.num_envs, NUM_SEATS)
-        if batch.shape != expected_shape:
-            raise EnvError(f'{self.label}: actions of shape {batch.shape}; expected shape {expected_shape} '
-                           f'(num_envs, seats) with one action per seat (0 for a seat not to move)')
-        if batch.dtype.kind not in 'iu':
-            raise EnvError(f'{self.label}: actions of dtype {batch.dtype}; expected integers '
-                           f'(indices into {self.action_space!r})')
-        mask, to_move = self._mask, self._to_move
-        num_actions = int(self.action_space.n)
-        batch = batch.astype(np.int64)  # a copy: the caller may reuse its array
-        if batch.min() < 0 or batch.max() >= num_actions:
-            # Out of range only matters for a seat to move; the others' actions are ignored.
-            out_of_range = to_move & ((batch < 0) | (batch >= num_actions))
-            if out_of_range.any():
-                self._raise_illegal(batch, out_of_range, 'out of range')
-            batch *= to_move
-        legal = mask[self._env_index, self._seat_index, batch]
-        if not legal.all():  # always so in turn-based games: the seat not to move has no legal action
-            illegal = to_move & ~legal
-            if illegal.any():
-                self._raise_illegal(batch, illegal, 'illegal')
-            batch *= to_move  # the games never see the ignored actions of seats not to move
-        return batch
-
-    def _raise_illegal(self, batch: np.ndarray, bad: np.ndarray, what: str) -> None:
-        env, seat = (int(i) for i in np.argwhere(bad)[0])
-        legal = np.flatnonzero(self._mask[env, seat]).tolist()
-        others = int(bad.sum()) - 1
-        more = f' ({others} more illegal action{"s" if others != 1 else ""} in this batch)' if others else ''
-        raise EnvError(f'{self.label}: env {env}, seat {seat} ({self.agents[seat]}) played {what} action '
-                       f'{int(batch[env, seat])}; legal actions there: {legal}{more}')
-
-    def __repr__(self) -> str:
-        return f'{type(self).__name__}(num_envs={getattr(self, "num_envs", "?")})'
-
-    def _reset(self, seed: Optional[int], reseed: bool) -> BattleStep:
-        raise NotImplementedError
-
-    def _step(self, actions: np.ndarray) -> BattleStep:
-        raise NotImplementedError
-
-    def _close(self) -> None:
-        pass
-
-
-class NativeVecBattleEnv(VecBattleEnv):
-    """Base of games vectorised in numpy: the game state lives in arrays with one row per game.
-
-    A registered subclass is built as ``Cls(cfg, num_envs, seed)``, keeps its randomness in
-    ``self.np_random`` and implements three array functions:
-
-    * ``_reset_games(rows)``: a new game in the games ``rows`` (an int array);
-    * ``_advance(actions) -> (reward, terminated, truncated, result)``: one step of every game;
-    * ``_observe(rows) -> (obs, action_mask, to_move)`` of the games ``rows``.
-    """
-
-    #: BOT_REGISTRY names of the bots that play this game (e.g. evaluation opponents)
-    reference_bots: Tuple[str, ...] = ('random',)
-    config_constraints = BATTLE_ENV_CONSTRAINTS
-
-    @classmethod
-    def default_config(cls) -> dict:
-        return battle_env_defaults()
-
-    def __init__(self, cfg: Mapping, num_envs: int, seed: Optional[int] = None) -> None:
-        name = getattr(type(self), 'registry_name', type(self).__name__)
-        super().__init__(num_envs, seed, label=f'battle env {name!r}')
-        self.cfg = complete_section('env', {'type': name, **(cfg or {})})
-        self.np_random = np.random.default_rng(seed)
-        self._all_games = np.arange(self.num_envs)
-
-    def _reset(self, seed: Optional[int], reseed: bool) -> BattleStep:
-        if reseed:
-            self.np_random = np.random.default_rng(seed)
-        self._reset_games(self._all_games)
-        obs, mask, to_move = self._observe(self._all_games)
-        zeros = np.zeros((self.num_envs, NUM_SEATS), np.float32)
-        no_game_over = np.zeros(self.num_envs, bool)
-        return BattleStep(obs, mask, to_move, zeros, no_game_over, no_game_over.copy(),
-                          np.zeros((self.num_envs, NUM_SEATS), np.int8), obs.copy())
-
-    def _step(self, actions: np.ndarray) -> BattleStep:
-        reward, terminated, truncated, result = self._advance(actions)
-        obs, mask, to_move = self._observe(self._all_games)
-        final_obs = obs.copy()
-        finished = np.flatnonzero(terminated | truncated)
-        if finished.size:
-            self._reset_games(finished)
-            obs[finished], mask[finished], to_move[finished] = self._observe(finished)
-        return BattleStep(obs, mask, to_move, reward, terminated, truncated, result, final_obs)
-
-    def _reset_games(self, rows: np.ndarray) -> None:
-        raise NotImplementedError
-
-    def _advance(self, actions: np.ndarray):
-        raise NotImplementedError
-
-    def _observe(self, rows: np.ndarray):
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return f'{type(self).__name__}(num_envs={getattr(self, "num_envs", "?")}, {getattr(self, "label", "")})'
 
 
 # -- single games in a loop --------------------------------------------------------------------
@@ -623,8 +339,3 @@ def make_battle_env(env_cfg: Mapping, num_envs: int, seed: Optional[int] = None)
     if cls.is_vectorised:
         return cls(section, num_envs, seed)
     return DictBattleVecEnv(lambda: cls(section), num_envs, seed)
-
-
-def _check_seed(seed, label: str, what: str) -> None:
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-        raise EnvError(f'{label}: {what} must be an int >= 0 or None, got {seed!r}')
