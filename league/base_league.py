@@ -13,15 +13,20 @@ The training pipeline talks to a league through four calls and plain dicts:
 
 ``finish_job(job_result) -> None``
     ``{'player_ids': [home, away], 'result': ['win', 'draw', 'loss', ...]}``, outcomes from the
-    home player's view in episode order; optional ``job_id`` and ``launch_player`` (echoed from
-    the job info) and ``info`` (free-form, not read). The games update the payoff (both sides:
+    home player's view in episode order (DI-engine's ``'wins'``, ``'draws'``, ``'losses'`` too);
+    optionally the other keys of the job info it answers (``dict(job, result=...)``: ``job_id``,
+    ``launch_player``, ``branch``, ``eval_flag``, ``episode_num``, ``players``: echoes, checked
+    against ``player_ids`` where they name players, otherwise not read) and ``info`` (free-form,
+    not read). The games update the payoff (both sides:
     a win for home is a loss for away), the ratings and the players' hooks. A self-play game
     (home == away) only counts toward the player's ``self_play_games``. A malformed result
     raises :class:`LeagueError` and records nothing.
 
 ``update_active_player(player_info) -> None``
-    ``{'player_id': str, 'train_iteration': int}`` plus optional ``param_ref`` (where the
-    player's current parameters are) and ``model`` (its model config, e.g. after surgery).
+    ``{'player_id': str, 'train_iteration': int}`` plus optional ``agent_steps`` (the agent steps
+    the player has trained on, every agent of a team counted: ML-Agents' trainer steps, which
+    ``mlagents_sp`` players count and so require), ``param_ref`` (where the player's current
+    parameters are) and ``model`` (its model config, e.g. after surgery).
 
 ``judge_snapshot(player_id) -> dict``
     ``{'player_id', 'snapshot': bool, 'historical_player': info | None,
@@ -59,8 +64,10 @@ from sparring.league.player import ActivePlayer, HistoricalPlayer, Player, Refer
 from sparring.league.rating import LeagueRatings
 from sparring.league.roster import Roster
 
-JOB_RESULT_KEYS = frozenset({'job_id', 'launch_player', 'player_ids', 'result', 'info'})
-PLAYER_INFO_KEYS = frozenset({'player_id', 'train_iteration', 'param_ref', 'model'})
+# A job result is the job info get_job_info returned plus its ``result`` (as DI-engine's commander sends it).
+JOB_INFO_KEYS = frozenset({'job_id', 'launch_player', 'player_ids', 'branch', 'eval_flag', 'episode_num', 'players'})
+JOB_RESULT_KEYS = JOB_INFO_KEYS | {'result', 'info'}
+PLAYER_INFO_KEYS = frozenset({'player_id', 'train_iteration', 'agent_steps', 'param_ref', 'model'})
 SNAPSHOT_REF_FIELDS = dict(player_id='p_h1', parent_id='p', step=0, index=1)
 
 
@@ -319,6 +326,13 @@ class BaseLeague(LeagueStateMixin):
         launch = job_result.get('launch_player')
         if launch is not None and launch not in ids:
             raise LeagueError(f'finish_job: launch_player {launch!r} is not one of player_ids {list(ids)}')
+        echoed = job_result.get('players')
+        if echoed is not None:
+            echoed_ids = [p.get('player_id') if isinstance(p, Mapping) else p for p in echoed] \
+                if isinstance(echoed, (list, tuple)) else echoed
+            if echoed_ids != list(ids):
+                raise LeagueError(f'finish_job: "players" (from the job info) are {echoed_ids!r}, but player_ids are '
+                                  f'{list(ids)}; expected the infos of the same two players, in the same order')
         return home, away, codes
 
     def _record_games(self, home: Player, away: Player, codes: Sequence[int]) -> None:
@@ -350,6 +364,7 @@ class BaseLeague(LeagueStateMixin):
             if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < player.step:
                 raise LeagueError(f'update_active_player: "train_iteration" of {player.player_id!r} must be an int '
                                   f'>= its current step {player.step}, got {step!r}')
+            self._check_agent_steps(player, player_info)
             if 'param_ref' in player_info and not isinstance(player_info['param_ref'], str):
                 raise LeagueError(f'update_active_player: "param_ref" must be a str, got {player_info["param_ref"]!r}')
             if 'model' in player_info and not isinstance(player_info['model'], dict):
@@ -357,8 +372,23 @@ class BaseLeague(LeagueStateMixin):
             self._update_player(player, player_info)
             self.ratings.record_history(player.player_id, player.step)
 
+    @staticmethod
+    def _check_agent_steps(player: ActivePlayer, player_info: dict) -> None:
+        if 'agent_steps' not in player_info:
+            if player.counts_agent_steps:
+                raise LeagueError(f'update_active_player: {player.player_id!r} ({player.player_type}) counts its steps in '
+                                  f'agent steps, as ML-Agents\' self-play does; report "agent_steps" (the agent steps '
+                                  f'the player has trained on, every agent of a team counted) with "train_iteration"')
+            return
+        steps = player_info['agent_steps']
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < player.agent_steps:
+            raise LeagueError(f'update_active_player: "agent_steps" of {player.player_id!r} must be an int >= its '
+                              f'current count {player.agent_steps}, got {steps!r}')
+
     def _update_player(self, player: ActivePlayer, player_info: dict) -> None:
         player.step = int(player_info['train_iteration'])
+        if 'agent_steps' in player_info:
+            player.agent_steps = int(player_info['agent_steps'])
         if 'param_ref' in player_info:
             player.param_ref = player_info['param_ref']
         if 'model' in player_info:

@@ -145,6 +145,9 @@ class ActivePlayer(Player):
     kind = 'active'
     # Player types that must also be in the league (e.g. a main exploiter needs a main player).
     requires: Tuple[type, ...] = ()
+    # Whether this player's rules count the agent steps it trained on (ML-Agents' trainer steps), so
+    # every ``update_active_player`` report must carry ``agent_steps``; others count train iterations.
+    counts_agent_steps = False
 
     @classmethod
     def default_config(cls) -> dict:
@@ -210,6 +213,9 @@ class ActivePlayer(Player):
         self._branch_methods = tuple(getattr(self, f'_{b}_branch') for b in self._branch_names)
         self._branch_sampler = FixedSampler(probs.values())
         self.last_snapshot_step = 0
+        # Agent steps trained on, as reported (0 when the pipeline does not report them); saved with the
+        # state of the players that count them (``counts_agent_steps``).
+        self.agent_steps = 0
         self.snapshot_count = 0
         self.reset_count = 0
         self.self_play_games = 0

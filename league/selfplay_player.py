@@ -1,24 +1,32 @@
 """Self-play schedules from ML-Agents and OpenAI Five, as active players.
 
-Both snapshot every ``save_steps`` training steps and play their *latest* self (the live
-network) with a fixed probability; they differ in how they pick a *past* self:
+Both snapshot every ``save_steps`` and play their *latest* self (the live network) with a fixed
+probability; they differ in what they count and in how they pick a *past* self:
 
-* :class:`MLAgentsSelfPlayPlayer` (``mlagents_sp``) — uniformly among its last ``window``
-  snapshots (older ones leave the window, not the league), and it keeps an opponent for
-  ``swap_steps`` training steps before drawing the next one, with probability
-  ``play_against_latest_model_ratio`` of the latest self.
-* :class:`OpenAIFiveSelfPlayPlayer` (``openai_five_sp``) — the latest self with probability
-  ``latest_prob`` (0.8), else a past snapshot drawn by softmax over *quality scores*: a new
-  snapshot enters at the highest current score, and each win against snapshot ``i`` lowers
-  its score by ``quality_lr / (N p_i)`` (N snapshots, p_i its current probability).
+* :class:`MLAgentsSelfPlayPlayer` (``mlagents_sp``) — counts *agent steps* as ML-Agents' trainer
+  does (every step of every agent the player controls, reported by the pipeline as
+  ``agent_steps``), so the guide's defaults (``save_steps`` 20,000, ``swap_steps`` 10,000) mean
+  what they mean there. Uniformly among its last ``window`` snapshots (older ones leave the
+  window, not the league), and it keeps an opponent for ``swap_steps`` agent steps before drawing
+  the next one, with probability ``play_against_latest_model_ratio`` (the guide also calls it
+  ``play_against_current_self_ratio``; either name is accepted) of the latest self.
+* :class:`OpenAIFiveSelfPlayPlayer` (``openai_five_sp``) — counts training iterations; the latest
+  self with probability ``latest_prob`` (0.8), else a past snapshot drawn by softmax over *quality
+  scores*: a new snapshot enters at the highest current score, and each win against snapshot ``i``
+  lowers its score by ``quality_lr / (N p_i)`` (N snapshots, p_i its current probability). In that
+  step ``N p_i`` is floored at ``min_relative_prob``, so each win lowers a score by at most
+  ``quality_lr / min_relative_prob`` and the scores stay finite however long a winning streak: a
+  snapshot beaten again and again becomes rare, not impossible to draw ever again. Where
+  ``N p_i >= min_relative_prob`` this is the paper's update.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from sparring.config.schema import in_range
+from sparring.config.schema import ConfigError, in_range
 from sparring.config.registry import PLAYER_REGISTRY
 from sparring.league.errors import LeagueError
 from sparring.league.outcome import WIN
@@ -51,14 +59,17 @@ class MLAgentsSelfPlayPlayer(PeriodicSelfPlayPlayer):
 
     latest_key = 'play_against_latest_model_ratio'
     past_branch = 'window'
+    counts_agent_steps = True
+    # The self-play guide's name for the same knob (older ML-Agents configs use the other one).
+    LATEST_RATIO_SYNONYM = 'play_against_current_self_ratio'
 
     @classmethod
     def default_config(cls) -> dict:
         return dict(
-            save_steps=20000,  # training steps between snapshots
-            swap_steps=10000,  # training steps an opponent is kept before the next draw
+            save_steps=20000,  # agent steps between snapshots
+            swap_steps=10000,  # agent steps an opponent is kept before the next draw
             window=10,  # how many of the latest snapshots can be drawn
-            play_against_latest_model_ratio=0.5,
+            play_against_latest_model_ratio=0.5,  # also accepted as play_against_current_self_ratio
         )
 
     config_constraints = {
@@ -68,15 +79,34 @@ class MLAgentsSelfPlayPlayer(PeriodicSelfPlayPlayer):
         'play_against_latest_model_ratio': in_range(0.0, 1.0),
     }
 
+    @classmethod
+    def resolve_config(cls, user=None, path: str = 'player') -> dict:
+        if isinstance(user, Mapping) and cls.LATEST_RATIO_SYNONYM in user:
+            user = dict(user)
+            ratio = user.pop(cls.LATEST_RATIO_SYNONYM)
+            if cls.latest_key in user and user[cls.latest_key] != ratio:
+                raise ConfigError(f'config keys "{path}.{cls.LATEST_RATIO_SYNONYM}" ({ratio!r}) and '
+                                  f'"{path}.{cls.latest_key}" ({user[cls.latest_key]!r}) name the same setting with '
+                                  f'different values; expected only one of them')
+            user[cls.latest_key] = ratio
+        return super().resolve_config(user, path)
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._opponent: Optional[Tuple[Player, str]] = None
-        self._last_swap_step = 0
+        self._last_swap_agent_steps = 0
+        self._last_snapshot_agent_steps = 0
+
+    def is_trained_enough(self) -> bool:
+        return self.agent_steps - self._last_snapshot_agent_steps >= self.cfg.save_steps
+
+    def on_snapshot(self, historical: HistoricalPlayer) -> None:
+        self._last_snapshot_agent_steps = self.agent_steps
 
     def get_opponent(self) -> Tuple[Player, str]:
-        if self._opponent is None or self.step - self._last_swap_step >= self.cfg.swap_steps:
+        if self._opponent is None or self.agent_steps - self._last_swap_agent_steps >= self.cfg.swap_steps:
             self._opponent = super().get_opponent()
-            self._last_swap_step = self.step
+            self._last_swap_agent_steps = self.agent_steps
         return self._opponent
 
     def _window_branch(self) -> Optional[Player]:
@@ -84,13 +114,17 @@ class MLAgentsSelfPlayPlayer(PeriodicSelfPlayPlayer):
 
     def _extra_state(self) -> dict:
         opponent = None if self._opponent is None else [self._opponent[0].player_id, self._opponent[1]]
-        return dict(opponent=opponent, last_swap_step=self._last_swap_step)
+        return dict(opponent=opponent, agent_steps=self.agent_steps, last_swap_agent_steps=self._last_swap_agent_steps,
+                    last_snapshot_agent_steps=self._last_snapshot_agent_steps)
 
     def _load_extra_state(self, extra: dict) -> None:
         try:
-            opponent, self._last_swap_step = extra['opponent'], int(extra['last_swap_step'])
+            opponent, self.agent_steps = extra['opponent'], int(extra['agent_steps'])
+            self._last_swap_agent_steps = int(extra['last_swap_agent_steps'])
+            self._last_snapshot_agent_steps = int(extra['last_snapshot_agent_steps'])
         except KeyError as err:
-            raise LeagueError(f'player {self.player_id!r} state: missing key {err.args[0]!r}') from None
+            raise LeagueError(f'player {self.player_id!r} state: missing key {err.args[0]!r} (a state saved before '
+                              f'mlagents_sp counted agent steps cannot be resumed)') from None
         self._opponent = None if opponent is None else (self.league.roster.get(opponent[0]), opponent[1])
 
 
@@ -107,12 +141,16 @@ class OpenAIFiveSelfPlayPlayer(PeriodicSelfPlayPlayer):
             save_steps=10,  # OpenAI Five added a snapshot every 10 iterations
             latest_prob=0.8,
             quality_lr=0.01,
+            # The floor of N p_i in the score update: a win lowers a score by at most quality_lr / this, so
+            # scores stay finite however long a streak; the paper's update wherever p_i >= this / N.
+            min_relative_prob=0.01,
         )
 
     config_constraints = {
         'save_steps': in_range(1, None),
         'latest_prob': in_range(0.0, 1.0),
         'quality_lr': in_range(0.0, None),
+        'min_relative_prob': in_range(0.0, 1.0, open_lo=True),
     }
 
     def __init__(self, *args, **kwargs) -> None:
@@ -140,9 +178,11 @@ class OpenAIFiveSelfPlayPlayer(PeriodicSelfPlayPlayer):
         if i is None:
             return  # not one of its own past selves: quality scores only rank those
         n = len(self._quality)
+        floor = self.cfg.min_relative_prob
         for code in codes:
             if code == WIN:
-                self._quality[i] -= self.cfg.quality_lr / (n * softmax(self._quality)[i])
+                # n p_i floored: as p_i shrinks towards 0 the paper's step lr / (n p_i) grows without bound.
+                self._quality[i] -= self.cfg.quality_lr / max(n * softmax(self._quality)[i], floor)
 
     def _past_branch(self) -> Optional[Player]:
         if not self._past_ids:

@@ -44,9 +44,13 @@ def assert_states_equal(a, b, path='state'):
         assert a == b, f'{path}: {a!r} != {b!r}'
 
 
-def advance(league, player_id: str, step: int) -> dict:
-    """Report ``step`` for a player and judge a snapshot; returns judge_snapshot's answer."""
-    league.update_active_player(dict(player_id=player_id, train_iteration=step))
+def advance(league, player_id: str, step: int, agent_steps=None) -> dict:
+    """Report ``step`` (and ``agent_steps`` if given) for a player and judge a snapshot; returns
+    judge_snapshot's answer."""
+    info = dict(player_id=player_id, train_iteration=step)
+    if agent_steps is not None:
+        info['agent_steps'] = agent_steps
+    league.update_active_player(info)
     return league.judge_snapshot(player_id)
 
 

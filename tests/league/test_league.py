@@ -45,6 +45,22 @@ def test_finish_job_records_both_sides_and_ratings():
     assert league.ratings.elo['main_player_0'] + league.ratings.elo['league_exploiter_1'] == pytest.approx(2400)
 
 
+def test_finish_job_takes_the_job_info_back_with_its_result_as_di_engine_sends_it():
+    """DI-engine's commander answers a job with the job dict plus its result; its outcome spellings are plural."""
+    league = OneVsOneLeague(dict(payoff=EXACT))
+    job = league.get_job_info('naive_sp_0')
+    league.finish_job(dict(job, result=['wins', 'draws', 'losses', 'win']))
+    home, away = job['player_ids']
+    if home != away:  # self-play games are only counted
+        assert league.payoff.get_record(home, away) == BattleRecordDict(2, 1, 1)
+    else:
+        assert league.get_player(home).self_play_games == 4
+    league.finish_job(dict(league.get_job_info('naive_sp_0', eval_flag=False), result=np.array(['losses'])))
+    with pytest.raises(LeagueError, match='"players" .* expected the infos of the same two players'):
+        league.finish_job(dict(job, player_ids=['naive_sp_0_h0', 'naive_sp_0'], launch_player='naive_sp_0',
+                               result=['win']))
+
+
 def test_outcomes_may_come_as_a_numpy_array():
     league = OneVsOneLeague(dict(payoff=EXACT))
     league.finish_job(dict(player_ids=['naive_sp_0', 'naive_sp_0_h0'], result=np.array(['win', 'draw'])))
@@ -62,7 +78,7 @@ def test_self_play_games_are_counted_but_not_rated():
     (dict(player_ids=['main_player_0', 'nobody'], result=['win']), UnknownPlayerError, "unknown player id 'nobody'"),
     (dict(player_ids=['ghost', 'main_player_0'], result=['win']), UnknownPlayerError, "'ghost'"),
     (dict(player_ids=['main_player_0', 'main_player_0_h0'], result=['win', 'victory']), LeagueError,
-     r"result\[1\]: expected one of 'win', 'draw', 'loss', got 'victory'"),
+     r"result\[1\]: expected one of 'win', 'draw', 'loss' \(or DI-engine's 'wins', 'draws', 'losses'\), got 'victory'"),
     (dict(player_ids=['main_player_0', 'main_player_0_h0'], result=[['win', 'loss'], ['draw']]), LeagueError,
      'nested per-env lists'),
     (dict(player_ids=['main_player_0', 'main_player_0_h0'], result='win'), LeagueError, 'flat list'),

@@ -35,7 +35,7 @@ def drive(league, n_jobs, outcome_seed, start_step):
         if k % len(actives) == len(actives) - 1:
             step = start_step + k // len(actives)
             for pid in actives:
-                league.update_active_player(dict(player_id=pid, train_iteration=step))
+                league.update_active_player(dict(player_id=pid, train_iteration=step, agent_steps=step))
                 judged = league.judge_snapshot(pid)
                 choices.append((pid, judged['snapshot'], judged['reset']))
     choices.append(league.get_job_info()['launch_player'])

@@ -231,7 +231,7 @@ def mlagents_league(**cfg):
 def test_mlagents_window_and_latest_ratio(helpers):
     league = mlagents_league(save_steps=1, swap_steps=0, window=3, play_against_latest_model_ratio=0.3)
     for step in range(1, 6):
-        assert helpers.advance(league, 'mlagents_sp_0', step)['snapshot']
+        assert helpers.advance(league, 'mlagents_sp_0', step, agent_steps=step)['snapshot']
     by_opponent, by_branch = opponents(league, 'mlagents_sp_0')
     helpers.assert_frequency(by_branch['latest'], N, 0.3, 'latest')
     assert by_opponent['mlagents_sp_0'] == by_branch['latest']
@@ -241,24 +241,69 @@ def test_mlagents_window_and_latest_ratio(helpers):
         helpers.assert_frequency(by_opponent[snapshot], N, 0.7 / 3, snapshot)
 
 
+def report(league, agent_steps, train_iteration=1, pid='mlagents_sp_0'):
+    league.update_active_player(dict(player_id=pid, train_iteration=train_iteration, agent_steps=agent_steps))
+
+
 def test_mlagents_keeps_an_opponent_for_swap_steps(helpers):
-    league = mlagents_league(save_steps=1000, swap_steps=10, window=5)
+    league = mlagents_league(save_steps=10 ** 6, swap_steps=10, window=5)
     first = {league.get_job_info('mlagents_sp_0')['player_ids'][1] for _ in range(50)}
     assert len(first) == 1
-    league.update_active_player(dict(player_id='mlagents_sp_0', train_iteration=9))
+    report(league, 9)
     assert {league.get_job_info('mlagents_sp_0')['player_ids'][1] for _ in range(50)} == first
     seen = set()
-    for step in range(10, 400, 10):  # every 10 steps: a new draw (latest or the initial snapshot)
-        league.update_active_player(dict(player_id='mlagents_sp_0', train_iteration=step))
+    for steps in range(10, 400, 10):  # every 10 agent steps: a new draw (latest or the initial snapshot)
+        report(league, steps)
         seen.add(league.get_job_info('mlagents_sp_0')['player_ids'][1])
     assert seen == {'mlagents_sp_0', 'mlagents_sp_0_h0'}
 
 
 def test_mlagents_save_steps():
     league = mlagents_league(save_steps=5)
-    results = [(step, league.update_active_player(dict(player_id='mlagents_sp_0', train_iteration=step))
-                or league.judge_snapshot('mlagents_sp_0')['snapshot']) for step in (4, 5, 9, 10)]
+    results = [(steps, report(league, steps) or league.judge_snapshot('mlagents_sp_0')['snapshot'])
+               for steps in (4, 5, 9, 10)]
     assert results == [(4, False), (5, True), (9, False), (10, True)]
+
+
+def test_mlagents_counts_agent_steps_as_the_guide_does():
+    """The guide's defaults (save 20,000 / swap 10,000 trainer steps) in an ordinary run: 34,816 agent
+    steps in 68 learner iterations give a snapshot and a new opponent, not none."""
+    league = mlagents_league()  # the guide's defaults
+    player = league.get_player('mlagents_sp_0')
+    first = player.get_opponent()
+    report(league, 9_999, train_iteration=20)
+    assert player.get_opponent() == first and not league.judge_snapshot('mlagents_sp_0')['snapshot']
+    report(league, 34_816, train_iteration=68)
+    assert league.judge_snapshot('mlagents_sp_0')['snapshot']
+    assert player._last_swap_agent_steps == 9_999 or player.get_opponent() is not None
+    player.get_opponent()
+    assert player._last_swap_agent_steps == 34_816  # swapped after 10,000 agent steps
+    report(league, 54_815, train_iteration=100)
+    assert not league.judge_snapshot('mlagents_sp_0')['snapshot']  # 19,999 agent steps since the snapshot
+    report(league, 54_816, train_iteration=100)
+    assert league.judge_snapshot('mlagents_sp_0')['snapshot']
+
+
+def test_mlagents_needs_agent_steps_in_reports():
+    league = mlagents_league()
+    with pytest.raises(LeagueError, match='agent_steps'):
+        league.update_active_player(dict(player_id='mlagents_sp_0', train_iteration=3))
+    report(league, 100)
+    with pytest.raises(LeagueError, match='"agent_steps" of .* >= its current count 100, got 99'):
+        report(league, 99)
+
+
+def test_mlagents_accepts_the_guides_name_for_the_latest_ratio(helpers):
+    league = mlagents_league(save_steps=1, swap_steps=0, play_against_current_self_ratio=0.3)
+    assert league.cfg.players.mlagents_sp.play_against_latest_model_ratio == 0.3
+    assert 'play_against_current_self_ratio' not in league.cfg.players.mlagents_sp
+    helpers.advance(league, 'mlagents_sp_0', 1, agent_steps=1)
+    _, by_branch = opponents(league, 'mlagents_sp_0')
+    helpers.assert_frequency(by_branch['latest'], N, 0.3, 'latest')
+    same = mlagents_league(play_against_current_self_ratio=0.3, play_against_latest_model_ratio=0.3)
+    assert same.cfg.players.mlagents_sp.play_against_latest_model_ratio == 0.3
+    with pytest.raises(ConfigError, match='play_against_current_self_ratio.*play_against_latest_model_ratio'):
+        mlagents_league(play_against_current_self_ratio=0.3, play_against_latest_model_ratio=0.5)
 
 
 def openai_five_league(**cfg):
@@ -296,6 +341,25 @@ def test_openai_five_quality_scores(helpers):
     assert by_branch == Counter(past=N)
     for i, p in enumerate(probs):
         helpers.assert_frequency(by_opponent[f'{pid}_h{i}'], N, p, f'h{i}')
+
+
+@pytest.mark.parametrize('quality_lr, streak, per_job', [(0.01, 1000, 1), (0.05, 300, 30)])
+def test_openai_five_quality_scores_stay_finite_in_a_winning_streak(helpers, quality_lr, streak, per_job):
+    """Beating one snapshot again and again: the paper's step lr / (N p) grows as p shrinks and once overflowed
+    to -inf (never drawn again); with N p floored each win lowers the score by at most lr / min_relative_prob."""
+    league = openai_five_league(save_steps=1, latest_prob=0.0, quality_lr=quality_lr)
+    pid = 'openai_five_sp_0'
+    player = league.get_player(pid)
+    helpers.advance(league, pid, 1)
+    with np.errstate(divide='raise', over='raise', invalid='raise'):  # no division by zero, no overflow
+        for _ in range(streak // per_job):
+            league.finish_job(dict(player_ids=[pid, f'{pid}_h0'], result=['win'] * per_job))
+        probabilities = player.past_probabilities()
+    scores = player.quality_scores
+    assert np.isfinite(list(scores.values())).all() and np.isfinite(probabilities).all()
+    assert scores[f'{pid}_h0'] >= -streak * quality_lr / player.cfg.min_relative_prob
+    assert scores[f'{pid}_h0'] < scores[f'{pid}_h1'] == 0.0  # still the paper's direction: the beaten one sinks
+    assert probabilities.sum() == pytest.approx(1.0)
 
 
 # ---------------------------------------------------------------------------------- custom players
