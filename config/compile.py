@@ -17,6 +17,7 @@ from typing import Any, Dict, Optional
 from easydict import EasyDict
 
 from sparring.config.schema import ConfigError, all_of, in_range, of_type, one_of
+from sparring.config.synonyms import synonym_hint
 from sparring.config import registry as reg
 
 CONFIG_FILENAME = 'config.json'
@@ -285,8 +286,9 @@ def _unknown_key_message(key: Any, known: dict, path: str) -> str:
     where = f'"{path}"' if path else 'the top level'
     if not known:
         return f'config: unknown key {key!r} in {where}, which takes no options.'
-    close = difflib.get_close_matches(str(key), [str(k) for k in known], n=3, cutoff=0.5)
-    hint = f' Did you mean {" or ".join(repr(c) for c in close)}?' if close else ''
+    synonym = synonym_hint(key, path, known)  # another library's name: a spelling match would mislead
+    close = [] if synonym else difflib.get_close_matches(str(key), [str(k) for k in known], n=3, cutoff=0.5)
+    hint = f' {synonym}' if synonym else f' Did you mean {" or ".join(repr(c) for c in close)}?' if close else ''
     return (f'config: unknown key {key!r} in {where}.{hint} '
             f'Known keys there: {", ".join(sorted(map(str, known)))}.')
 

@@ -91,3 +91,47 @@ def test_none_only_where_the_constraint_allows_it():
     assert cfg.policy.learn.value_clip_range is None
     with pytest.raises(ConfigError, match='"policy.learn.gamma": expected a number, got NoneType'):
         compile_config(dict(env=dict(type='config_test_env'), policy=dict(learn=dict(gamma=None))), save=False)
+
+
+@pytest.mark.parametrize('config, message', [
+    # another library's name: a spelling match would suggest the wrong key ('clip_range', 'exp_name')
+    (dict(policy=dict(learn=dict(learning_rate=1e-3))), "'learning_rate' in \"policy.learn\". In sparring that is 'lr'"),
+    (dict(env_manager=dict(type='subprocess')), "'env_manager' in the top level. In sparring that is 'env.manager'"),
+    (dict(learning_rate=1e-3), "In sparring that is 'policy.learn.lr'"),
+    (dict(policy=dict(collect=dict(n_sample=64))), "In sparring that is 'n_steps' in \"policy.collect\" \\(n_steps is per env"),
+    (dict(policy=dict(learn=dict(update_per_collect=4))), "In sparring that is 'epochs' or 'num_minibatches'"),
+    (dict(policy=dict(type='dqn', learn=dict(update_per_collect=4))), "In sparring that is 'updates_per_chunk'"),
+    (dict(policy=dict(learn=dict(batch_size=64))), "In sparring that is 'num_minibatches'"),
+    (dict(env=dict(type='config_test_env', n_evaluator_episode=5)), "In sparring that is 'n_evaluator_episodes'"),
+    (dict(policy=dict(cuda=True)), "'cuda' in \"policy\". Policies train on the CPU"),
+    (dict(policy=dict(collect=dict(gae_lambda=0.9))), "In sparring that is 'policy.learn.gae_lambda'"),
+    (dict(policy=dict(learn=dict(ent_coef=0.01))), "In sparring that is 'entropy_coef'"),
+    (dict(train=dict(total_timesteps=10)), "In sparring that is 'max_env_steps' in \"train\""),
+])
+def test_unknown_key_from_another_library_names_the_sparring_key(config, message):
+    config = dict(config)
+    config.setdefault('env', dict(type='config_test_env'))
+    with pytest.raises(ConfigError, match=message) as err:
+        compile_config(config, save=False)
+    assert 'Did you mean' not in str(err.value)
+
+
+def test_every_synonym_names_a_key_sparring_has():
+    from sparring.config.synonyms import SYNONYMS
+    compiled = [compile_config(dict(env=dict(type='gym', id='CartPole-v1'), policy=dict(type=kind)), save=False)
+                for kind in ('ppo', 'dqn')]
+
+    def exists(dotted):
+        for cfg in compiled:
+            node, found = cfg, True
+            for part in dotted.split('.'):
+                found = isinstance(node, dict) and part in node
+                if not found:
+                    break
+                node = node[part]
+            if found:
+                return True
+        return False
+
+    missing = sorted({t for targets, _ in SYNONYMS.values() for t in targets if not exists(t)})
+    assert not missing
