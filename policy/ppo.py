@@ -55,6 +55,9 @@ class _Network(torch.nn.Module):
 
 @POLICY_REGISTRY.register('ppo')
 class PPOPolicy(Policy):
+    #: the value loss is a term of the policy's loss (a subclass that fits the value apart sets False)
+    value_in_policy_loss = True
+
     @classmethod
     def default_config(cls) -> dict:
         return dict(
@@ -289,7 +292,7 @@ class PPOPolicy(Policy):
                 batch.fields['old_head'] = self._forward(batch)[0]
                 if self.continuous:
                     self._old_log_std = self.model.log_std.detach().clone()
-        replay = self.value_replay_batch if self.replays_value else None
+        replay = self.value_replay_batch if self.replays_value and self.value_in_policy_loss else None
         units = batch.num_units
         minibatch = max(1, units // learn['num_minibatches'])
         starts = range(0, units - minibatch + 1, minibatch)
@@ -320,6 +323,7 @@ class PPOPolicy(Policy):
             elif learn['target_kl'] is not None and epoch_kl / max(epoch_updates, 1) > learn['target_kl']:
                 stopped_early = True
                 break
+        value_stats = self._after_policy_epochs(batch, progress)
         if self.net.normalizer is not None:
             # After the update, so the chunk's log-probs were computed with the statistics it used.
             self.net.normalizer.update(batch.steps('obs'))
@@ -335,7 +339,16 @@ class PPOPolicy(Policy):
         stats.update(lr=lr, clip_range=clip_range, gradient_steps=updates, samples=n, samples_consumed=consumed,
                      early_stop=float(stopped_early),
                      explained_variance=F.explained_variance(batch.steps('value').numpy(), batch.steps('ret').numpy()))
+        stats.update(value_stats)
         return stats
+
+    def _after_policy_epochs(self, batch: TrainBatch, progress: float) -> Dict[str, float]:
+        """Training after the policy's epochs, before the normaliser moves; returns its statistics.
+
+        Nothing here: the value is fitted within the epochs. A subclass fitting it apart does so here,
+        while ``value_replay_batch`` still holds the previous chunk.
+        """
+        return {}
 
     def _replay_minibatches(self, replay: TrainBatch, count: int) -> list:
         """The previous chunk split into ``count`` random minibatches of units, one per gradient step."""
@@ -350,13 +363,7 @@ class PPOPolicy(Policy):
         head, value = part.flatten_kept(head), part.flatten_kept(value)
         mask = part.steps('mask') if 'mask' in part.fields else None
         log_prob, entropy = self._policy_terms(head, part.steps('action'), mask)
-        values, old_values, targets = value, part.steps('value'), part.steps('ret')
-        if replay is not None:
-            replay_value = replay.flatten_kept(self._forward(replay)[1])
-            values = torch.cat([values, replay_value])
-            old_values = torch.cat([old_values, replay.steps('value')])
-            targets = torch.cat([targets, replay.steps('ret')])
-        v_loss = F.value_loss(values, old_values, targets, learn['value_clip_range'])
+        v_loss = self._value_loss(part, value, replay) if self.value_in_policy_loss else value.new_zeros(())
         adv, old_log_prob = part.steps('adv'), part.steps('log_prob')
         # The policy terms only where an action was chosen.
         log_prob, entropy, adv, old_log_prob = self._acting_steps(part, log_prob, entropy, adv, old_log_prob)
@@ -388,6 +395,16 @@ class PPOPolicy(Policy):
                          ('approx_kl', approx_kl), ('clip_fraction', clip_frac)):
             stats[key] = val.detach().item()
         return stats, int(head.shape[0])
+
+    def _value_loss(self, part: TrainBatch, value: torch.Tensor, replay: Optional[TrainBatch]) -> torch.Tensor:
+        """The value loss on a minibatch (``value`` its flat predictions), with the replayed chunk's part if any."""
+        values, old_values, targets = value, part.steps('value'), part.steps('ret')
+        if replay is not None:
+            replay_value = replay.flatten_kept(self._forward(replay)[1])
+            values = torch.cat([values, replay_value])
+            old_values = torch.cat([old_values, replay.steps('value')])
+            targets = torch.cat([targets, replay.steps('ret')])
+        return F.value_loss(values, old_values, targets, self.cfg['learn']['value_clip_range'])
 
     def reset_optimizer(self) -> None:
         self.optimizer.state.clear()

@@ -1,2 +1,4 @@
-"""MuJoCo locomotion tasks via Gymnasium: 'hopper', 'halfcheetah', 'walker2d'; ``config/`` holds ready PPO configs."""
-from sparring.dizoo.mujoco.mujoco_env import HalfCheetahEnv, HopperEnv, MujocoEnv, Walker2dEnv
+"""MuJoCo tasks via Gymnasium, the write-up's ten under short names; ``config/`` holds ready PPO configs."""
+from sparring.dizoo.mujoco.mujoco_env import (AntEnv, HalfCheetahEnv, HopperEnv, HumanoidEnv, HumanoidStandupEnv,
+                                              InvertedDoublePendulumEnv, InvertedPendulumEnv, MujocoEnv, ReacherEnv,
+                                              SwimmerEnv, Walker2dEnv)

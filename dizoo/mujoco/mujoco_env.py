@@ -1,8 +1,8 @@
-"""MuJoCo locomotion tasks (Gymnasium + mujoco) under short names: 'hopper', 'halfcheetah', 'walker2d'.
+"""MuJoCo tasks (Gymnasium + mujoco, v5) under short names: the write-up's ten, 'hopper' to 'humanoidstandup'.
 
 They are :class:`~sparring.worker.env.gym_env.GymEnv` with a preset id, so every GymEnv option
 applies, notably ``reward_scaling`` (divide training rewards by the running std of the
-discounted return). Observation normalisation belongs to the policy (``policy.obs_norm``), where
+discounted return) and ``time_feature`` (the elapsed fraction of the episode as a last observation). Observation normalisation belongs to the policy (``policy.obs_norm``), where
 its statistics are checkpointed with the model. The physics steps in ~0.15 ms, so the envs run
 in process by default. mujoco is the optional extra ``mujoco``, imported when a config is checked.
 """
@@ -37,3 +37,38 @@ class HalfCheetahEnv(MujocoEnv):
 @ENV_REGISTRY.register('walker2d')
 class Walker2dEnv(MujocoEnv):
     default_id = 'Walker2d-v5'
+
+
+@ENV_REGISTRY.register('swimmer')
+class SwimmerEnv(MujocoEnv):
+    default_id = 'Swimmer-v5'
+
+
+@ENV_REGISTRY.register('reacher')
+class ReacherEnv(MujocoEnv):
+    default_id = 'Reacher-v5'
+
+
+@ENV_REGISTRY.register('invertedpendulum')
+class InvertedPendulumEnv(MujocoEnv):
+    default_id = 'InvertedPendulum-v5'
+
+
+@ENV_REGISTRY.register('inverteddoublependulum')
+class InvertedDoublePendulumEnv(MujocoEnv):
+    default_id = 'InvertedDoublePendulum-v5'
+
+
+@ENV_REGISTRY.register('ant')
+class AntEnv(MujocoEnv):
+    default_id = 'Ant-v5'
+
+
+@ENV_REGISTRY.register('humanoid')
+class HumanoidEnv(MujocoEnv):
+    default_id = 'Humanoid-v5'
+
+
+@ENV_REGISTRY.register('humanoidstandup')
+class HumanoidStandupEnv(MujocoEnv):
+    default_id = 'HumanoidStandup-v5'

@@ -82,15 +82,23 @@ class MLPActorCritic(nn.Module):
         self.action_space = action_space
         self.one_hot_obs = isinstance(observation_space, gym.spaces.Discrete)
         in_dim = flat_obs_dim(observation_space)
-        sizes = list(cfg['hidden_sizes'])
-        self.actor_trunk = _trunk(in_dim, sizes, cfg['activation'])
-        self.critic_trunk = self.actor_trunk if cfg['shared_trunk'] else _trunk(in_dim, sizes, cfg['activation'])
+        # Hidden widths of the policy's and the value function's trunks (the lr scale reads them).
+        self.actor_sizes, self.critic_sizes = self.trunk_sizes(cfg, in_dim, action_space)
+        shared = cfg.get('shared_trunk', False)
+        self.actor_trunk = _trunk(in_dim, self.actor_sizes, cfg['activation'])
+        self.critic_trunk = self.actor_trunk if shared else _trunk(in_dim, self.critic_sizes, cfg['activation'])
         out_dim, log_std = action_output(action_space, cfg['init_log_std'], 'MLP model')
         self.continuous = log_std is not None
         if self.continuous:
             self.log_std = log_std
-        self.policy_head = orthogonal_init(nn.Linear(sizes[-1], out_dim), cfg['policy_head_gain'])
-        self.value_head = orthogonal_init(nn.Linear(sizes[-1], 1), 1.0)
+        self.policy_head = orthogonal_init(nn.Linear(self.actor_sizes[-1], out_dim), cfg['policy_head_gain'])
+        self.value_head = orthogonal_init(nn.Linear(self.critic_sizes[-1], 1), 1.0)
+
+    @classmethod
+    def trunk_sizes(cls, cfg: dict, in_dim: int, action_space: gym.Space) -> tuple[list[int], list[int]]:
+        """(policy trunk widths, value trunk widths): here both ``hidden_sizes``; a subclass derives them."""
+        sizes = list(cfg['hidden_sizes'])
+        return sizes, list(sizes)
 
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
         return encode_observation(obs, self.observation_space)

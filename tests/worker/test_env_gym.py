@@ -81,3 +81,62 @@ def test_manager_options_are_checked_with_suggestions():
 def test_registered_subclass_is_in_the_env_registry():
     assert ENV_REGISTRY.get('gym') is GymEnv
     assert issubclass(ENV_REGISTRY.get('cartpole'), GymEnv)
+
+
+# -- the time-step feature ----------------------------------------------------------------------
+
+def test_time_feature_is_the_elapsed_fraction_and_reaches_one_at_the_limit():
+    env = make_env(dict(type='pendulum', time_feature=True, max_episode_steps=4))
+    assert env.observation_space.shape == (4,) and env.observation_space.dtype == np.float32
+    assert env.observation_space.low[-1] == 0.0 and env.observation_space.high[-1] == 1.0
+    obs, _ = env.reset(seed=0)
+    fractions, flags = [obs[-1]], []
+    for _ in range(4):
+        obs, _, terminated, truncated, _ = env.step(np.zeros(1, np.float32))
+        fractions.append(obs[-1])
+        flags.append((terminated, truncated))
+    assert fractions == [0.0, 0.25, 0.5, 0.75, 1.0]
+    # the limit is a state with no time left: terminated (not bootstrapped), and still truncated
+    assert flags == [(False, False)] * 3 + [(True, True)]
+    obs, _ = env.reset(seed=1)
+    assert obs[-1] == 0.0
+    plain = make_env(dict(type='pendulum', max_episode_steps=4))
+    plain_obs, _ = plain.reset(seed=1)
+    np.testing.assert_array_equal(obs[:-1], plain_obs)
+    env.close()
+    plain.close()
+
+
+def test_time_feature_needs_a_flat_box_observation():
+    with pytest.raises(ConfigError, match='"env.time_feature".*flat Box'):
+        make_env(dict(type='gym', id='FrozenLake-v1', time_feature=True, manager=dict(type='base')))
+    with pytest.raises(ConfigError, match='"env.time_feature"'):
+        make_env(dict(type='pendulum', time_feature='yes'))
+
+
+def test_time_feature_chunks_bootstrap_a_cut_episode_and_not_the_time_limit():
+    import torch
+    from sparring.config.registry import POLICY_REGISTRY
+    from sparring.policy import functional as F
+    from sparring.worker.collector import SampleCollector
+    from sparring.worker.env.manager import make_env_manager
+    torch.set_num_threads(1)
+    env = make_env_manager(dict(type='pendulum', time_feature=True, max_episode_steps=5), 2, 0)
+    policy = POLICY_REGISTRY.get('ppo')(compile_section('policy', dict(type='ppo')), env.observation_space,
+                                        env.action_space, seed=0)
+    collector = SampleCollector(env, policy, 7)
+    chunk = collector.collect().data
+    # rows 0..4 are the first episode (fractions 0 .. 0.8); the limit is reached by row 4's step
+    np.testing.assert_allclose(chunk['obs'][:, 0, -1], [0.0, 0.2, 0.4, 0.6, 0.8, 0.0, 0.2], atol=1e-7)
+    assert chunk['terminated'][:, 0].tolist() == [False] * 4 + [True, False, False]
+    assert chunk['truncated'][:, 0].tolist() == [False] * 4 + [True, False, False]
+    adv, ret = F.gae(chunk['reward'], chunk['value'], chunk['next_value'], chunk['terminated'], chunk['truncated'],
+                     0.99, 0.95)
+    # the last step before the limit: its return is its reward alone, nothing bootstrapped past the limit
+    assert ret[4, 0] == pytest.approx(chunk['reward'][4, 0], rel=1e-6)
+    # the chunk cut the second episode at fraction 0.4: bootstrapped from that observation's value
+    cut_obs = collector._obs
+    assert cut_obs[0, -1] == pytest.approx(0.4)
+    assert chunk['next_value'][6, 0] == pytest.approx(policy.value(cut_obs)[0], rel=1e-6)
+    assert ret[6, 0] == pytest.approx(chunk['reward'][6, 0] + 0.99 * chunk['next_value'][6, 0], rel=1e-5)
+    env.close()

@@ -13,6 +13,7 @@ import importlib
 from typing import Iterable, Mapping
 
 import gymnasium
+import numpy as np
 
 from sparring.config.compile import compile_section
 from sparring.config.schema import ConfigError, all_of, in_range, of_type
@@ -71,6 +72,42 @@ def check_gym_id(env_id: str) -> None:
         raise ConfigError(f'config key "env.id": {env_id!r} is not a registered Gymnasium id ({err}).{hint}') from None
 
 
+class TimeFeature(gymnasium.wrappers.TimeAwareObservation):
+    """The observation gains one last entry, the elapsed fraction of the episode's time limit.
+
+    With it the value function sees a time limit coming: the value of a state is the return still
+    to come *before the limit*. A step that reaches the limit lands in a state with no time left,
+    whose value is exactly zero, so it is reported ``terminated`` (and still ``truncated``): GAE
+    then does not bootstrap it from an untrained guess at ``V(obs, 1.0)``. An episode cut short
+    otherwise (a chunk's end, another wrapper's truncation) is bootstrapped from its observation,
+    which carries its fraction. Needs a time limit and a flat Box observation.
+    """
+
+    def __init__(self, env: gymnasium.Env) -> None:
+        space = env.observation_space
+        if not isinstance(space, gymnasium.spaces.Box) or len(space.shape) != 1:
+            raise ConfigError(f'config key "env.time_feature": needs a flat Box observation space to append the '
+                              f'time fraction to, got {space}')
+        limit = env.spec.max_episode_steps if env.spec is not None else None
+        if not limit:
+            raise ConfigError('config key "env.time_feature": the env has no time limit to measure; set '
+                              '"env.max_episode_steps"')
+        super().__init__(env, flatten=True, normalize_time=True)
+        # Gymnasium builds the space by flattening a Dict; keep the bounds and dtype of the observation.
+        self.observation_space = gymnasium.spaces.Box(np.append(space.low, 0.0).astype(space.dtype),
+                                                      np.append(space.high, 1.0).astype(space.dtype),
+                                                      dtype=space.dtype)
+
+    def observation(self, observation):
+        return np.append(observation, self.timesteps / self.max_timesteps).astype(self.observation_space.dtype)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.timesteps >= self.max_timesteps:
+            terminated = True
+        return obs, reward, terminated, truncated, info
+
+
 @ENV_REGISTRY.register('gym')
 class GymEnv(gymnasium.Wrapper):
     """A Gymnasium env made by id, with the config section that built it in ``self.cfg``."""
@@ -93,6 +130,9 @@ class GymEnv(gymnasium.Wrapper):
             # recipe); evaluation envs always report raw rewards (see ``evaluator_config``).
             reward_scaling=False,
             reward_scaling_gamma=0.99,  # the discount of that return: best equal to policy.learn.gamma
+            # Append the elapsed fraction of the time limit to the observation (0 after reset, 1 at the
+            # limit); reaching the limit then ends the episode as terminated (see ``TimeFeature``).
+            time_feature=False,
             manager=dict(type=cls.default_manager),
         )
 
@@ -120,6 +160,8 @@ class GymEnv(gymnasium.Wrapper):
         if cfg.max_episode_steps is not None:
             make_kwargs['max_episode_steps'] = cfg.max_episode_steps
         env = self.wrap(gymnasium.make(cfg.id, **make_kwargs), cfg)
+        if cfg.time_feature:
+            env = TimeFeature(env)
         if cfg.reward_scaling:
             # Gymnasium's wrapper divides by the std (not mean-centred) of the discounted return,
             # per env; its statistics live in the env and are not checkpointed.
