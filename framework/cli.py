@@ -3,7 +3,13 @@
 parallel run) and ``sparring surgery --checkpoint RUN --config new_config.py --out NEW_RUN``.
 
 A config file is a Python file that defines ``config`` (a plain dict); ``main_config`` is accepted
-too, as DI-engine users name it so.
+too, as DI-engine users name it so. The config file's folder is importable while it runs and during
+the run (in every process the run starts on this machine), so ``import_names`` may name modules that
+sit next to it.
+
+A mistake a user can make (a config error, a reused experiment directory, a refused surgery, a
+module in ``import_names`` that cannot be imported, a missing file) ends the command with one line on
+stderr and exit code 2; ``--debug`` prints the traceback as well.
 """
 from __future__ import annotations
 
@@ -12,29 +18,66 @@ import json
 import os
 import runpy
 import sys
+import traceback
 from typing import List, Optional
 
+from sparring.config.registry import RegistryError
+from sparring.config.schema import ConfigError
+from sparring.league.errors import LeagueError
+from sparring.worker.env.errors import EnvError
+
 CONFIG_NAMES = ('config', 'main_config')
+USAGE_ERROR = 2  # the exit code of argparse's usage errors: the command was given something it cannot use
+# What a user's input can cause, reported in one line (SurgeryError is a ConfigError). ImportError covers
+# import_names and the optional extras, whose messages name the module or the extra to install.
+USER_ERRORS = (ConfigError, LeagueError, EnvError, RegistryError, FileExistsError, FileNotFoundError, ImportError)
+
+
+class ConfigFileError(ValueError):
+    """A config file that cannot be run or defines no config dict."""
+
+
+def make_importable(folder: str) -> None:
+    """Put ``folder`` first on the module search path, here and in the processes this one starts."""
+    folder = os.path.abspath(folder)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    paths = os.environ.get('PYTHONPATH', '').split(os.pathsep)
+    if folder not in paths:
+        os.environ['PYTHONPATH'] = os.pathsep.join([folder] + [p for p in paths if p])
 
 
 def load_config_file(path: str) -> dict:
+    """The config dict a Python config file defines; its folder becomes importable first."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f'config file not found: {path}')
-    namespace = runpy.run_path(path, run_name='sparring_config')
+    make_importable(os.path.dirname(os.path.abspath(path)))
+    try:
+        namespace = runpy.run_path(path, run_name='sparring_config')
+    except SyntaxError as err:
+        raise ConfigFileError(f'{path}, line {err.lineno}: {err.msg}') from err
+    except Exception as err:
+        frames = [f for f in traceback.extract_tb(err.__traceback__) if os.path.abspath(f.filename) == os.path.abspath(path)]
+        where = f', line {frames[-1].lineno}' if frames else ''
+        raise ConfigFileError(f'{path}{where}: {type(err).__name__}: {err}') from err
     for name in CONFIG_NAMES:
         if name in namespace:
             config = namespace[name]
             if not isinstance(config, dict):
-                raise TypeError(f'{path}: {name} must be a dict, got {type(config).__name__}')
+                raise ConfigFileError(f'{path}: {name} must be a dict, got {type(config).__name__}')
             return config
-    raise ValueError(f'{path}: defines none of {", ".join(CONFIG_NAMES)}; a config file must assign a dict '
-                     f'to one of them')
+    raise ConfigFileError(f'{path}: defines none of {", ".join(CONFIG_NAMES)}; a config file must assign a dict '
+                          f'to one of them')
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog='sparring', description='Reinforcement learning by self-play in a league.')
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument('--debug', action='store_true', default=argparse.SUPPRESS,
+                       help='show the traceback of an error, not only its message')
+    parser = argparse.ArgumentParser(prog='sparring', description='Reinforcement learning by self-play in a league.',
+                                     parents=[debug])
     sub = parser.add_subparsers(dest='command', required=True)
-    train = sub.add_parser('train', help='train from a config file')
+    train = sub.add_parser('train', help='train from a config file', parents=[debug])
     train.add_argument('config', help='a Python file defining `config = dict(...)`')
     train.add_argument('--seed', type=int, default=None, help='override the config seed')
     train.add_argument('--exp-name', default=None, help='override the experiment directory')
@@ -42,11 +85,12 @@ def _build_parser() -> argparse.ArgumentParser:
     train.add_argument('--max-env-steps', type=int, default=None, help='override train.max_env_steps')
     train.add_argument('--mode', choices=('serial', 'parallel'), default='serial',
                        help='serial: one process; parallel: a commander and worker processes over ZeroMQ')
-    worker = sub.add_parser('worker', help='join a parallel run (started elsewhere) as a worker')
+    worker = sub.add_parser('worker', help='join a parallel run (started elsewhere) as a worker', parents=[debug])
     from sparring.framework.workers import add_worker_arguments
     add_worker_arguments(worker)
     surgery = sub.add_parser('surgery', help='turn a checkpoint into one for a new config (wider network, '
-                                             'more observation features or actions), keeping what it computes')
+                                             'more observation features or actions), keeping what it computes',
+                             parents=[debug])
     surgery.add_argument('--checkpoint', required=True, help='a ckpt/iter_<n>.pt file or an experiment directory')
     surgery.add_argument('--config', required=True, help='the new config file (a Python file defining `config`)')
     surgery.add_argument('--out', required=True, help='the new experiment directory (resume training there)')
@@ -68,12 +112,27 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except USER_ERRORS + (ConfigFileError,) as err:
+        if getattr(args, 'debug', False):
+            traceback.print_exc()
+        text = err.args[0] if isinstance(err, KeyError) and err.args else str(err)  # a KeyError's str is a repr
+        message = ' '.join(str(text).split()) or type(err).__name__
+        if not isinstance(err, (ConfigError, LeagueError, ConfigFileError)):
+            message = f'{type(err).__name__}: {message}'
+        hint = '' if getattr(args, 'debug', False) else ' (--debug shows the traceback)'
+        print(f'sparring {args.command}: error: {message}{hint}', file=sys.stderr)
+        return USAGE_ERROR
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == 'train':
+        config = load_config_file(args.config)
         if args.mode == 'parallel':
             from sparring.framework.parallel import parallel_pipeline as pipeline
         else:
             from sparring.framework.serial import serial_pipeline as pipeline
-        config = load_config_file(args.config)
         try:
             summary = pipeline(config, seed=args.seed, exp_name=args.exp_name, resume=args.resume,
                                max_env_steps=args.max_env_steps)
