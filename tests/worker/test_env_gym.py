@@ -30,11 +30,39 @@ def test_registered_classic_control_names_preset_the_id_and_run_in_process(name,
     env.close()
 
 
-def test_gym_type_defaults_to_the_subprocess_manager_and_fills_its_options():
+def test_gym_type_steps_in_process_unless_asked_and_fills_the_asked_managers_options():
     section = compile_section('env', dict(type='gym', id='CartPole-v1'))
-    assert section.manager.type == 'subprocess'
-    assert section.manager.num_workers == 0 and section.manager.context == 'spawn'
+    assert section.manager == dict(type='base')
+    asked = compile_section('env', dict(type='gym', id='CartPole-v1', manager=dict(type='subprocess')))
+    assert asked.manager.num_workers == 0 and asked.manager.context == 'spawn'
     assert set(ENV_MANAGER_REGISTRY.names()) >= {'base', 'subprocess'}
+
+
+BARE_SCRIPT = """
+import numpy as np
+from sparring.worker.env.manager import make_env_manager
+
+manager = make_env_manager(dict(type='gym', id='CartPole-v1'), 8, seed=0)
+manager.reset()
+for _ in range(20):
+    manager.step(np.zeros(8, np.int64))
+manager.close()
+print(type(manager).__name__)
+"""
+
+
+def test_a_bare_script_without_a_main_guard_steps_gym_envs(tmp_path):
+    """What the README's first example does, without ``if __name__ == '__main__':``: spawned env workers would
+    run the script again and die, so the default must not spawn."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / 'bare.py'
+    script.write_text(BARE_SCRIPT)
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, OMP_NUM_THREADS='1'))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == 'BaseEnvManager' and 'Traceback' not in done.stderr
 
 
 def test_max_episode_steps_and_kwargs_reach_gymnasium_make():

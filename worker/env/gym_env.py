@@ -112,9 +112,11 @@ class TimeFeature(gymnasium.wrappers.TimeAwareObservation):
 class GymEnv(gymnasium.Wrapper):
     """A Gymnasium env made by id, with the config section that built it in ``self.cfg``."""
 
-    # Subclasses registered under a short name preset these (see dizoo/classic_control).
+    # Subclasses registered under a short name preset these (see dizoo/classic_control). Envs step in
+    # process unless the config asks for subprocesses: most Gymnasium envs are cheap (see DESIGN), and
+    # spawned env workers would need the user's script to guard its top level with __main__.
     default_id = ''
-    default_manager = 'subprocess'
+    default_manager = 'base'
 
     @classmethod
     def default_config(cls) -> dict:
