@@ -32,13 +32,12 @@ from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.base import ActOutput, Policy
 from sparring.policy.grad_clip import SecondMomentClipper
+from sparring.policy.kl_penalty import KLPenaltySteps
 from sparring.policy.normalizer import RunningNormalizer
 from sparring.policy.train_batch import TrainBatch, step_batch, window_batch
 
 OBJECTIVES = ('clip', 'kl_penalty')
 GRAD_CLIPS = ('none', 'five')
-# The KL-penalty recipe's multiples of kl_target: the epoch loop stops past the first.
-KL_EARLY_STOP_MULTIPLE = 4.0
 
 
 class _Network(torch.nn.Module):
@@ -54,7 +53,7 @@ class _Network(torch.nn.Module):
 
 
 @POLICY_REGISTRY.register('ppo')
-class PPOPolicy(Policy):
+class PPOPolicy(KLPenaltySteps, Policy):
     #: the value loss is a term of the policy's loss (a subclass that fits the value apart sets False)
     value_in_policy_loss = True
 
@@ -243,12 +242,6 @@ class PPOPolicy(Policy):
         log_probs = D.categorical_log_probs(head, mask)
         return D.categorical_log_prob(log_probs, actions), D.categorical_entropy(log_probs)
 
-    def _kl(self, old_head: torch.Tensor, head: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
-        """Per-step KL(policy at the start of the update || current policy)."""
-        if self.continuous:
-            return D.gaussian_kl(old_head, self._old_log_std, head, self.model.log_std)
-        return D.categorical_kl(D.categorical_log_probs(old_head, mask), D.categorical_log_probs(head, mask))
-
     @staticmethod
     def _acting_steps(batch: TrainBatch, *tensors: torch.Tensor):
         """The flat per-step tensors restricted to the steps where an action was chosen."""
@@ -256,14 +249,6 @@ class PPOPolicy(Policy):
             return tensors
         acts = batch.steps('acts')
         return tuple(t[acts] for t in tensors)
-
-    @torch.no_grad()
-    def _batch_kl(self, batch: TrainBatch) -> float:
-        head, _ = self._forward(batch)
-        mask = batch.steps('mask') if 'mask' in batch.fields else None
-        kl = self._kl(batch.steps('old_head'), batch.flatten_kept(head), mask)
-        (kl,) = self._acting_steps(batch, kl)
-        return kl.mean().item() if kl.numel() else 0.0
 
     def _train_batch(self, chunk: Dict[str, np.ndarray]) -> TrainBatch:
         learn = self.cfg['learn']
@@ -286,12 +271,8 @@ class PPOPolicy(Policy):
         clip_range = max(clip_range, 1e-8)
         for group in self.optimizer.param_groups:
             group['lr'] = lr
-        if self.kl_penalty:
-            # The trust region is around the parameters this update starts from.
-            with torch.no_grad():
-                batch.fields['old_head'] = self._forward(batch)[0]
-                if self.continuous:
-                    self._old_log_std = self.model.log_std.detach().clone()
+        if self.kl_penalty:  # the trust region is around the parameters this update starts from
+            self._keep_old_policy(batch)
         replay = self.value_replay_batch if self.replays_value and self.value_in_policy_loss else None
         units = batch.num_units
         minibatch = max(1, units // learn['num_minibatches'])
@@ -316,9 +297,8 @@ class PPOPolicy(Policy):
                 epoch_kl += step_stats['approx_kl']
                 epoch_updates += 1
             if self.kl_penalty:
-                batch_kl = self._batch_kl(batch)
-                if batch_kl > KL_EARLY_STOP_MULTIPLE * learn['kl_target']:
-                    stopped_early = True
+                batch_kl, stopped_early = self._kl_stops_early(batch)
+                if stopped_early:
                     break
             elif learn['target_kl'] is not None and epoch_kl / max(epoch_updates, 1) > learn['target_kl']:
                 stopped_early = True
@@ -330,9 +310,7 @@ class PPOPolicy(Policy):
         self._version += 1
         stats = {k: v / max(updates, 1) for k, v in sums.items()}
         if self.kl_penalty:
-            stats.update(kl=batch_kl, kl_beta=self.kl_beta, lr_multiplier=self.lr_multiplier)
-            self.kl_beta, self.lr_multiplier = F.adapt_kl_penalty(batch_kl, learn['kl_target'], self.kl_beta,
-                                                                  self.lr_multiplier, learn['kl_adapt_factor'])
+            stats.update(self._adapt_kl_penalty(batch_kl))
         if self.replays_value:
             batch.fields.pop('old_head', None)
             self.value_replay_batch = batch
@@ -373,12 +351,8 @@ class PPOPolicy(Policy):
             if learn['normalize_advantage']:
                 adv = F.normalize_advantages(adv)
             if self.kl_penalty:
-                old_head, new_head = self._acting_steps(part, part.steps('old_head'), head)
-                kl_mask = None if mask is None else self._acting_steps(part, mask)[0]
-                kl = self._kl(old_head, new_head, kl_mask)
-                pg_loss, _ = F.kl_penalty_loss(log_prob, old_log_prob, adv, kl, self.kl_beta, learn['eta'],
-                                               learn['kl_target'])
-                approx_kl, clip_frac = F.ratio_statistics(log_prob - old_log_prob, clip_range)
+                pg_loss, approx_kl, clip_frac = self._kl_penalty_loss(part, head, mask, log_prob, old_log_prob, adv,
+                                                                      clip_range)
             else:
                 pg_loss, approx_kl, clip_frac = F.clipped_surrogate_loss(log_prob, old_log_prob, adv, clip_range)
             entropy_mean = entropy.mean()
