@@ -33,9 +33,9 @@ import torch
 from sparring.config import load_config
 from sparring.dizoo.atari.config.breakout_ppo import config as breakout_config
 from sparring.framework import serial_pipeline
-from sparring.framework.checkpoint import CheckpointManager
+from sparring.worker.checkpoint import CheckpointManager
 from sparring.config.registry import POLICY_REGISTRY
-from sparring.framework.runtime import set_torch_threads
+from sparring.worker.runtime import set_torch_threads
 from sparring.policy.bot import RandomBot
 from sparring.worker.env.gym_env import evaluator_env_config
 from sparring.worker.env.manager import make_env_manager

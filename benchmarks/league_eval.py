@@ -12,7 +12,7 @@ import torch
 
 from results_file import merge_results
 from sparring.config import load_config
-from sparring.framework.checkpoint import CheckpointManager
+from sparring.worker.checkpoint import CheckpointManager
 from sparring.config.registry import BOT_REGISTRY, POLICY_REGISTRY
 from sparring.worker.battle_evaluator import BattleEvaluator
 from sparring.worker.env.battle import make_battle_env

@@ -154,7 +154,7 @@ def connect_four(workdir: str, scale: float) -> dict:
              for h in summary['history']]
     # The final player against MCTS of 1000 simulations (dear: about a second a game).
     cfg = prepare_config(config, resume=True)
-    from sparring.framework.checkpoint import CheckpointManager
+    from sparring.worker.checkpoint import CheckpointManager
     run = LeagueRun(cfg, CheckpointManager(cfg.exp_name).load_latest())
     policy = run.learners[run.player_ids[0]].policy
     final = {}

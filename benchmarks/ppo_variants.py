@@ -33,7 +33,7 @@ from sparring.dizoo.classic_control.config.pendulum_ppo import config as pendulu
 from sparring.dizoo.memory.config.cue_recall_lstm import config as lstm_config
 from sparring.dizoo.memory.config.cue_recall_mlp import config as mlp_config
 from sparring.framework import serial_pipeline
-from sparring.framework.checkpoint import CheckpointManager
+from sparring.worker.checkpoint import CheckpointManager
 
 RESULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results', 'ppo_variants.json')
 SUMMARY_KEYS = ('env_steps', 'wall_seconds', 'eval_mean', 'eval_std', 'reached_stop_value', 'stop_env_steps',

@@ -25,7 +25,7 @@ import time
 from league_eval import evaluate_checkpoint, outcome_text, save_results, start_results
 from sparring.dizoo.pong_duel.config.pong_duel_league import config as league_config
 from sparring.framework import serial_pipeline
-from sparring.framework.checkpoint import CheckpointManager
+from sparring.worker.checkpoint import CheckpointManager
 from sparring.framework.surgery import surgery
 from sparring.league.base_league import build_league
 

@@ -37,11 +37,16 @@ from typing import Dict, List, Optional, Tuple
 
 from sparring.config.schema import ConfigError
 from sparring.framework.commander import Commander
-from sparring.framework.league_pipeline import LEAGUE_STATE_FILE, closing_report, complete_league_config
-from sparring.framework.logger import RunLogger
+from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
+from sparring.worker.logger import RunLogger
 from sparring.framework.messaging import (SECRET_ENV, CurveGuard, Security, Server, Signer,
                                           advertised_address, check_bind, is_loopback, load_secret, new_secret)
-from sparring.framework.runtime import seed_everything, set_torch_threads
+from sparring.config.registry import POLICY_REGISTRY
+from sparring.worker.policy_pool import PolicyPool
+from sparring.worker.remote.wire import arrays_to_params
+from sparring.worker.run_kind import run_kind
+from sparring.worker.runtime import seed_everything, set_torch_threads
+from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
 
 EXIT_TAIL_LINES = 20
 SERVE_SLICE_SECONDS = 0.05
@@ -52,7 +57,7 @@ SERVE_SLICE_SECONDS = 0.05
 WORKER_PRELOAD = ['torch', 'torch._dynamo',  # a torch optimizer's first construction imports _dynamo (about 1 s)
                   'sparring.framework.workers', 'sparring.policy', 'sparring.league', 'sparring.dizoo',
                   'sparring.worker.battle_collector', 'sparring.worker.collector', 'sparring.worker.learner',
-                  'sparring.worker.battle_evaluator', 'sparring.framework.checkpoint']
+                  'sparring.worker.battle_evaluator', 'sparring.worker.checkpoint']
 # Thread pools started at import (OpenBLAS) would not survive a fork; the fork server starts with one thread each.
 SINGLE_THREAD_ENV = dict(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1', OPENBLAS_NUM_THREADS='1')
 
@@ -309,21 +314,18 @@ class ParallelRun:
 
     def _evaluate_here(self) -> None:
         """The final evaluation in this process, for a run without evaluator workers."""
-        from sparring.framework.messaging import arrays_to_params
-        from sparring.config.registry import POLICY_REGISTRY
-        from sparring.framework.workers import EVALUATOR_SEED_OFFSET, Evaluation
-        from sparring.worker.policy_pool import PolicyPool
         cfg, commander = self.cfg, self.commander
         pool = PolicyPool(commander.store, commander.observation_space, commander.action_space,
-                          seed=cfg.seed + EVALUATOR_SEED_OFFSET)
-        evaluation = Evaluation(cfg)
+                          seed=cfg.seed + LEAGUE_EVAL_SEED_OFFSET)
+        evaluation = run_kind(cfg).evaluation()
         try:
             for job in commander.final_evaluations_pending():
                 live = commander.live[job['player_id']]
                 policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, commander.observation_space,
                                                               commander.action_space, seed=cfg.seed)
                 policy.set_params(arrays_to_params(live.arrays), live.version)
-                commander.finish_pending_evaluation(job, *evaluation(policy, commander.eval_opponents, pool))
+                commander.finish_pending_evaluation(job, *evaluation(policy, commander.eval_opponents, pool),
+                                                    version=live.version)
         finally:
             evaluation.close()
 
@@ -349,12 +351,10 @@ class ParallelRun:
                                  f'{sorted(self.launcher.processes)}; terminating them')
             self.launcher.stop(timeout=5.0)
             state_path = commander.save()
+            commander.league.save(os.path.join(commander.exp_dir, LEAGUE_STATE_FILE))  # where a serial run keeps it
             pictures = []
-            if commander.league is not None:
-                commander.league.save(os.path.join(commander.exp_dir, LEAGUE_STATE_FILE))  # where a serial run keeps it
-                if not abort:
-                    pictures = closing_report(commander.league, commander.last_eval, commander.exp_dir,
-                                              self.logger.line)
+            if not abort:  # the table and pictures, as a serial run ends
+                pictures = closing_report(commander.league, commander.last_eval, commander.exp_dir, self.logger.line)
             summary = commander.summary(pictures, state_path)
             summary['restarts'] = dict(self.launcher.restarts)
             summary['rejected_messages'] = dict(self.server.rejected.counts)
@@ -373,14 +373,7 @@ class ParallelRun:
 def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
                       resume: bool = False, max_env_steps: Optional[int] = None) -> dict:
     """Train with a commander and worker processes; returns a summary dict (see the module)."""
-    from sparring.framework.serial import prepare_config
-    from sparring.config import save_config
-    from sparring.worker.env.battle import is_battle_env
-    cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume)
-    if max_env_steps is not None:
-        cfg.train.max_env_steps = int(max_env_steps)
-    if (cfg.league is not None or is_battle_env(cfg.env.type)) and complete_league_config(cfg) and not resume:
-        save_config(cfg, cfg.exp_name)
+    cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
     set_torch_threads(cfg.torch_threads)
     seed_everything(cfg.seed)
     run = ParallelRun(cfg, resume=resume)

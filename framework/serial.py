@@ -1,187 +1,131 @@
 """The serial entry point: collect -> learn -> evaluate in one process, with checkpoints and resume.
 
-``serial_pipeline(config, seed=0)`` compiles the config, builds the env managers, policy,
-collector, learner and evaluator (the same classes the parallel mode uses), and loops until
-the env-step budget is spent or the evaluator reaches ``env.stop_value``. Every
-``train.checkpoint_every_iters`` iterations, and at the end, it saves the policy, optimiser,
-counters and RNG states; ``resume=True`` continues the run from the newest checkpoint.
+``serial_pipeline(config, seed=0)`` compiles the config and trains in one process with the same
+classes and the same run coordinator the parallel mode uses (:class:`~sparring.framework.serial_run.LeagueRun`):
+a league of players for a battle env, one agent otherwise. It loops until the coordinator's stop rule
+ends collection (env-step or wall-time budget, or ``env.stop_value`` reached by the first player),
+then evaluates what is out of date. Every ``train.checkpoint_every_iters`` rounds, and at the end, it
+saves learners, counters, league state and RNG states; ``resume=True`` continues from the newest
+checkpoint.
 """
 from __future__ import annotations
 
-import os
 import time
-import warnings
-from typing import Optional
+from typing import Dict, Optional
 
-from easydict import EasyDict
-
-from sparring.config import compile_config, load_config, save_config
-from sparring.config.compile import CONFIG_FILENAME, to_plain
-from sparring.framework.checkpoint import CheckpointManager
+from sparring.framework.run_setup import closing_report, prepare_config
+from sparring.framework.serial_run import LeagueRun
 from sparring.framework.horizon import log_horizon
-from sparring.framework.logger import RunLogger, format_stats
-from sparring.config.registry import POLICY_REGISTRY
-from sparring.framework.runtime import capture_rng, restore_rng, seed_everything, set_torch_threads
-from sparring.worker.collector import SampleCollector
-from sparring.worker.env.battle import is_battle_env
-from sparring.worker.env.gym_env import evaluator_env_config
-from sparring.worker.env.manager import make_env_manager
-from sparring.worker.evaluator import Evaluator
-from sparring.worker.learner import Learner
-
-# Evaluation envs are seeded away from the collection envs so they never replay the same episodes.
-EVAL_SEED_OFFSET = 1_000_003
-
-
-def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
-                   resume: bool = False) -> EasyDict:
-    """Compile a config; on resume, reuse the compiled config saved in the experiment dir.
-
-    A resumed run repeats the saved config; where the config given now differs, a warning names
-    the keys, so a changed value is never dropped unnoticed.
-    """
-    cfg = compile_config(config, seed=seed, exp_name=exp_name, save=False)
-    saved = os.path.join(cfg.exp_name, CONFIG_FILENAME)
-    if resume:
-        if not os.path.exists(saved):
-            raise FileNotFoundError(f'--resume: no compiled config at {saved}; was the run started with '
-                                    f'exp_name={cfg.exp_name!r}?')
-        given = cfg
-        cfg = load_config(saved)
-        if given.league is not None or is_battle_env(given.env.type):
-            from sparring.framework.league_pipeline import complete_league_config
-            complete_league_config(given)  # as the saved one was completed
-        changed = config_differences(to_plain(given), to_plain(cfg))
-        if changed:
-            warnings.warn(f'--resume uses the saved config {saved}; the config given now differs at '
-                          f'{", ".join(changed[:8])}{" ..." if len(changed) > 8 else ""}, which is ignored',
-                          stacklevel=2)
-    else:
-        earlier = CheckpointManager(cfg.exp_name).latest()
-        if earlier is not None:
-            # A new run would mix with the earlier one's checkpoints and stored parameters.
-            raise FileExistsError(f'experiment dir {cfg.exp_name!r} holds an earlier run (checkpoint {earlier}); '
-                                  f'expected a new directory: pass resume=True (--resume) to continue that run, '
-                                  f'or another exp_name (--exp-name), or delete the directory')
-        save_config(cfg, cfg.exp_name)
-    return cfg
-
-
-def config_differences(a, b, path: str = '') -> list:
-    """Dotted keys where two plain configs differ."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = []
-        for key in sorted(set(a) | set(b)):
-            sub = f'{path}.{key}' if path else key
-            out += [sub] if key not in a or key not in b else config_differences(a[key], b[key], sub)
-        return out
-    return [] if a == b else [path]
+from sparring.worker.checkpoint import CheckpointManager
+from sparring.worker.logger import RunLogger, format_stats
+from sparring.worker.runtime import seed_everything, set_torch_threads
 
 
 def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
                     resume: bool = False, max_env_steps: Optional[int] = None) -> dict:
-    """Train; returns a summary dict (steps, seconds, last evaluation).
-
-    A single-agent env trains one policy; a battle env (or a config with a ``league`` section)
-    trains a league of players (:mod:`sparring.framework.league_pipeline`).
-    """
-    cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume)
-    if max_env_steps is not None:
-        cfg.train.max_env_steps = int(max_env_steps)
+    """Train; returns a summary dict (steps, seconds, the last evaluation; a league's table and pictures)."""
+    cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
     set_torch_threads(cfg.torch_threads)
     seed_everything(cfg.seed)
-    if cfg.league is not None or is_battle_env(cfg.env.type):
-        from sparring.framework.league_pipeline import league_pipeline
-        return league_pipeline(cfg, resume=resume)
-    exp_dir = cfg.exp_name
-    ckpt = CheckpointManager(exp_dir)
+    ckpt = CheckpointManager(cfg.exp_name)
     state = ckpt.load_latest() if resume else None
-
-    # On resume the envs start new episodes, seeded by how far the run got, so they neither
-    # replay the first episodes nor depend on anything but the seed and the checkpoint.
-    env_seed = cfg.seed + (state['collector']['env_steps'] if state else 0)
-    collector_env = make_env_manager(cfg.env, cfg.env.collector_env_num, env_seed, cfg.import_names)
-    # Evaluation envs report raw returns of whole episodes (no reward scaling, no life-loss ends).
-    evaluator_env = make_env_manager(evaluator_env_config(cfg.env, cfg.import_names), cfg.env.evaluator_env_num,
-                                     env_seed + EVAL_SEED_OFFSET, cfg.import_names)
-    try:
-        policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, collector_env.observation_space,
-                                                      collector_env.action_space, seed=cfg.seed)
-        collector = SampleCollector(collector_env, policy, cfg.policy.collect.n_steps)
-        learner = Learner(policy, cfg.train.max_env_steps)
-        evaluator = Evaluator(evaluator_env, policy, cfg.env.n_evaluator_episodes, cfg.env.stop_value)
-        if state is not None:
-            learner.load_state_dict(state['learner'])
-            collector.load_state_dict(state['collector'])
-            evaluator.history = list(state['evaluator_history'])
-            restore_rng(state['rng'])
-        with RunLogger(exp_dir, cfg.train.max_env_steps, cfg.train.tensorboard, cfg.train.progress_bar,
-                       initial_env_steps=collector.env_steps) as log:
+    with RunLogger(cfg.exp_name, cfg.train.max_env_steps, cfg.train.tensorboard, cfg.train.progress_bar) as log:
+        run = LeagueRun(cfg, state, say=log.line, logger=log)
+        try:
+            log.progress(run.env_steps)
+            if state is not None:
+                log.line(f'resumed from {ckpt.latest()} at {run.env_steps} env steps, round {run.rounds}')
             log_horizon(log, cfg)
-            return _train_loop(cfg, collector, learner, evaluator, ckpt, log,
-                               elapsed_before=state['wall_seconds'] if state else 0.0)
-    finally:
-        collector_env.close()
-        evaluator_env.close()
+            return _loop(cfg, run, ckpt, log)
+        finally:
+            run.close()
+
+
+def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
+    train, coordinator = cfg.train, run.coordinator
+    first = run.player_ids[0]
+
+    def save() -> str:
+        run.wall_seconds = coordinator.wall_seconds
+        return ckpt.save(run.state_dict(), run.rounds)
+
+    coordinator.check_budget()  # a resumed run may have spent its budget already
+    while coordinator.phase == 'collect':
+        stats = run.train_round()
+        steps, elapsed = run.env_steps, coordinator.wall_seconds
+        for pid, s in stats.items():
+            log.scalars(s, steps, prefix=run.kind.train_prefix(pid))
+        log.progress(steps)
+        line = _round_line(run, stats, steps, elapsed)
+        evaluated = run.evaluate_pending()
+        if first in evaluated:
+            line.update(_eval_figures(run, evaluated[first]))
+        log.line(format_stats(line))
+        if train.checkpoint_every_iters and run.rounds % train.checkpoint_every_iters == 0:
+            save()
+        coordinator.check_budget()  # after the round: its due evaluations were played above
+        coordinator.check_time()
+    coordinator.begin_final_evaluation()
+    finals = [job['player_id'] for job in coordinator.pending]
+    if finals:
+        evaluated = run.evaluate_pending()
+        log.line('final evaluation: ' + ', '.join(
+            f'{pid} ' + format_stats(_eval_figures(run, report)) for pid, report in evaluated.items()))
+    coordinator.check_evaluated()
+    path = save()
+    pictures = closing_report(run.league, run.last_eval, cfg.exp_name, log.line)
+    log.line(f'checkpoint: {path}')
+    if run.last_exact:
+        log.line(f'exact: exploitability {run.last_exact["exploitability"]}, population meta-strategy '
+                 f'{run.last_exact["meta_exploitability"]:.4f}')
+    return _summary(cfg, run, path, pictures)
+
+
+def _round_line(run: LeagueRun, stats: Dict[str, dict], steps: int, elapsed: float) -> dict:
+    """The figures of a round's log line; each policy reports the figures it has (None ones are left out)."""
+    returns = run.coordinator.recent_returns
+    return {run.kind.round_label: run.rounds, 'steps': steps,
+            'ret': sum(returns) / len(returns) if returns else None, 'vloss': _mean_stat(stats, 'value_loss'),
+            'kl': _mean_stat(stats, 'approx_kl'), 'ent': _mean_stat(stats, 'entropy'),
+            'eps': _mean_stat(stats, 'epsilon'), 'sps': int(steps / max(elapsed, 1e-9)),
+            'historical': len(run.league.historical_players) or None,
+            'games': sum(s['games'] for s in stats.values()) or None}
+
+
+def _eval_figures(run: LeagueRun, report: dict) -> dict:
+    """The log-line figures of one evaluation report: a return's mean and spread, or win/draw per opponent."""
+    if 'return_mean' in report:
+        return dict(eval=report['return_mean'], eval_std=report['return_std'])
+    figures = dict(eval=' '.join(f'{oid}:{s["win"]:.2f}/{s["draw"]:.2f}' for oid, s in report.items()))
+    exact = run.last_exact
+    if exact:
+        figures.update(expl=exact['exploitability'][run.player_ids[0]], meta_expl=exact['meta_exploitability'])
+    return figures
+
+
+def _mean_stat(stats: Dict[str, dict], key: str) -> Optional[float]:
+    """The players' mean of one training figure, None when the policy does not report it."""
+    values = [s[key] for s in stats.values() if key in s]
+    return sum(values) / len(values) if values else None
+
+
+def _summary(cfg, run: LeagueRun, checkpoint: str, pictures) -> dict:
+    coordinator, first = run.coordinator, run.player_ids[0]
+    reached = coordinator.reached
+    summary = dict(exp_dir=cfg.exp_name, env_steps=run.env_steps, wall_seconds=coordinator.wall_seconds,
+                   reached_stop_value=reached is not None, stop_env_steps=reached[0] if reached else None,
+                   stop_seconds=reached[1] if reached else None, checkpoint=checkpoint)
+    if run.kind.is_league:
+        summary.update(rounds=run.rounds, exact=run.last_exact, history=run.history, eval=run.last_eval,
+                       pictures=pictures, league_table=run.league.table())
+    else:
+        collector, report = run.collectors[first], run.last_eval[first]
+        summary.update(train_iter=run.learners[first].train_iter, eval_mean=report['return_mean'],
+                       eval_std=report['return_std'],
+                       collect_steps_per_second=collector.env_steps / max(collector.collect_seconds, 1e-9))
+    return summary
 
 
 def out_of_time(train, started: float) -> bool:
-    """Whether ``train.max_wall_seconds`` (0: unlimited) has passed since ``started``."""
+    """Whether ``train.max_wall_seconds`` (0: unlimited) has passed since ``started`` (a ``perf_counter`` time)."""
     return bool(train.max_wall_seconds) and time.perf_counter() - started >= train.max_wall_seconds
-
-
-def _train_loop(cfg, collector, learner, evaluator, ckpt, log, elapsed_before: float) -> dict:
-    started = time.perf_counter() - elapsed_before
-    train = cfg.train
-    last_eval = None
-    reached = None  # (env_steps, seconds) when the stop value was first reached
-    recent_returns: list = []
-
-    def save_checkpoint() -> str:
-        return ckpt.save(dict(learner=learner.state_dict(), collector=collector.state_dict(),
-                              evaluator_history=evaluator.history, rng=capture_rng(),
-                              wall_seconds=time.perf_counter() - started), learner.train_iter)
-
-    while collector.env_steps < train.max_env_steps:
-        chunk = collector.collect()
-        stats = learner.train(chunk)
-        it, steps = learner.train_iter, collector.env_steps
-        recent_returns = (recent_returns + chunk.episode_returns)[-100:]
-        elapsed = time.perf_counter() - started
-        stats.update(collect_steps_per_second=collector.last_steps_per_second,
-                     steps_per_second=steps / max(elapsed, 1e-9))
-        if recent_returns:
-            stats['episode_return'] = sum(recent_returns) / len(recent_returns)
-        log.scalars(stats, steps, prefix='train/')
-        log.progress(steps)
-        line = dict(it=it, steps=steps, ret=stats.get('episode_return'), vloss=stats.get('value_loss'),
-                    kl=stats.get('approx_kl'), ent=stats.get('entropy'), eps=stats.get('epsilon'),
-                    sps=int(stats['steps_per_second']))  # each policy reports the figures it has
-        if train.eval_every_iters and it % train.eval_every_iters == 0:
-            last_eval = evaluator.evaluate()
-            log.scalars(dict(return_mean=last_eval.mean, return_std=last_eval.std), steps, prefix='eval/')
-            line.update(eval=last_eval.mean, eval_std=last_eval.std)
-        log.line(format_stats(line))
-        if train.checkpoint_every_iters and it % train.checkpoint_every_iters == 0:
-            save_checkpoint()
-        if last_eval is not None and last_eval.reached_stop_value:
-            reached = (steps, time.perf_counter() - started)
-            log.line(f'stop value {cfg.env.stop_value} reached: eval mean {last_eval.mean:.2f} '
-                     f'after {steps} env steps, {reached[1]:.1f} s')
-            break
-        if out_of_time(train, started):
-            log.line(f'time budget of {train.max_wall_seconds:.0f} s spent after {steps} env steps')
-            break
-    if last_eval is None or evaluator.history[-1][0] != learner.policy.version:
-        last_eval = evaluator.evaluate()
-        log.line(f'final evaluation: mean {last_eval.mean:.2f} +- {last_eval.std:.2f}')
-        if reached is None and last_eval.reached_stop_value:
-            reached = (collector.env_steps, time.perf_counter() - started)
-    path = save_checkpoint()
-    log.line(f'checkpoint: {path}')
-    return dict(exp_dir=cfg.exp_name, env_steps=collector.env_steps, train_iter=learner.train_iter,
-                wall_seconds=time.perf_counter() - started, eval_mean=last_eval.mean, eval_std=last_eval.std,
-                reached_stop_value=reached is not None,
-                stop_env_steps=reached[0] if reached else None, stop_seconds=reached[1] if reached else None,
-                collect_steps_per_second=collector.env_steps / max(collector.collect_seconds, 1e-9),
-                checkpoint=path)

@@ -27,7 +27,7 @@ import numpy as np
 
 from sparring.config import compile_config, load_config, save_config
 from sparring.config.compile import to_plain
-from sparring.framework.checkpoint import CheckpointManager
+from sparring.worker.checkpoint import CheckpointManager
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.policy.base import Policy
 from sparring.policy.feature_map import (AdaptedPolicy, SpaceAdapter, SurgeryError, action_map, as_feature_map,

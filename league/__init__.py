@@ -17,6 +17,7 @@ from sparring.league.alphastar_player import LeagueExploiter, MainExploiter, Mai
 from sparring.league.selfplay_player import MLAgentsSelfPlayPlayer, OpenAIFiveSelfPlayPlayer, PeriodicSelfPlayPlayer
 from sparring.league.base_league import STATE_SCHEMA_VERSION, BaseLeague, build_league
 from sparring.league.leagues import AlphaStarLeague, OneVsOneLeague
+from sparring.league.single_agent import SingleAgentLeague
 from sparring.league.persistence import load_state, save_state
 
 __all__ = [
@@ -30,6 +31,6 @@ __all__ = [
     'Player', 'HistoricalPlayer', 'ReferencePlayer', 'ActivePlayer', 'NaiveSpPlayer',
     'MainPlayer', 'MainExploiter', 'LeagueExploiter',
     'PeriodicSelfPlayPlayer', 'MLAgentsSelfPlayPlayer', 'OpenAIFiveSelfPlayPlayer',
-    'BaseLeague', 'OneVsOneLeague', 'AlphaStarLeague', 'build_league', 'STATE_SCHEMA_VERSION',
+    'BaseLeague', 'OneVsOneLeague', 'AlphaStarLeague', 'SingleAgentLeague', 'build_league', 'STATE_SCHEMA_VERSION',
     'save_state', 'load_state',
 ]

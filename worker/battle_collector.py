@@ -41,6 +41,10 @@ class BattleCollector(CollectorCounters):
         self.train_both_sides = train_both_sides
         self._started = False
 
+    def close(self) -> None:
+        """Close the collector's envs."""
+        self.arena.env.close()
+
     def _assign(self, slot: int) -> None:
         opponent_id, policy = self.sample_opponent(slot)
         self.arena.set_opponent(slot, opponent_id, policy)

@@ -48,6 +48,10 @@ class SampleCollector(CollectorCounters):
         self._state = None  # the recurrent policy's state per env, carried across chunks
         self.last_steps_per_second = 0.0
 
+    def close(self) -> None:
+        """Close the collector's envs."""
+        self.env.close()
+
     def reset(self) -> None:
         """Start fresh episodes in every env (the next ``collect`` would otherwise continue them)."""
         self._obs = self.env.reset()

@@ -96,7 +96,7 @@ def flatten(value: Any, path: str, arrays: Dict[str, np.ndarray], text: Dict[str
 def run_case(name: str, workdir: str) -> Dict[str, np.ndarray]:
     """Run one case in ``workdir``; every number it leaves behind, flat."""
     from sparring.framework import serial_pipeline
-    from sparring.framework.checkpoint import CheckpointManager
+    from sparring.worker.checkpoint import CheckpointManager
     from sparring.league.persistence import load_state
     exp = os.path.join(workdir, name)
     before = torch.get_num_threads()

@@ -20,8 +20,11 @@ def _text(arrays) -> dict:
 def test_a_seeded_run_reproduces_its_recording(name, tmp_path):
     recorded = np.load(golden_path(name))
     now = run_case(name, str(tmp_path))
-    assert sorted(now) == sorted(recorded.files), 'the run left other records than the recording has'
-    assert _text(now) == _text(recorded)
+    # Every recorded number must come out again; a later version may add records (a new league field).
+    missing = sorted(set(recorded.files) - set(now))
+    assert not missing, f'{len(missing)} recorded value(s) are gone, e.g. {missing[:5]}'
+    text_now, text_then = _text(now), _text(recorded)
+    assert {key: text_now.get(key) for key in text_then} == text_then
     differ = [key for key in recorded.files if key != TEXT_KEY
               and not (now[key].shape == recorded[key].shape and now[key].dtype == recorded[key].dtype
                        and np.array_equal(now[key], recorded[key], equal_nan=True))]

@@ -5,7 +5,7 @@ import torch
 
 from sparring.config import compile_config
 from sparring.framework import serial_pipeline
-from sparring.framework.checkpoint import CheckpointManager
+from sparring.worker.checkpoint import CheckpointManager
 from sparring.framework.league_pipeline import LeagueRun, complete_league_config
 
 

@@ -11,6 +11,7 @@ from sparring.framework.commander import Commander
 from sparring.framework.league_pipeline import complete_league_config
 from sparring.framework.messaging import Message, params_to_arrays
 from sparring.framework.workers import LearnerWorker
+from sparring.league import SingleAgentLeague
 from sparring.worker.chunk import Chunk
 
 
@@ -281,15 +282,18 @@ def test_a_single_agent_run_has_one_player_no_games_and_stops_on_the_evaluated_r
         train=dict(max_env_steps=1000, eval_every_iters=1, progress_bar=False, tensorboard=False),
         parallel=dict(save_every_seconds=1e9, log_every_seconds=1e9)), save=False)
     commander = Commander(cfg, clock=Clock())
-    assert commander.player_ids == ['agent'] and commander.league is None
+    # the one-player case of a league: the same coordinator, a league with no opponents
+    assert commander.player_ids == ['agent'] and isinstance(commander.league, SingleAgentLeague)
     learner, _ = join(commander, 'learner')
     publish(commander, learner, 'agent', 0, 0)
     collector, _ = join(commander, 'collector')
     kind, task, _ = commander.handle(req('collect_task', session=collector))
     assert kind == 'task' and task['player_id'] == 'agent'
     assert commander.handle(req('jobs', session=collector, player_id='agent', count=2))[0] == 'error'
-    assert commander.handle(req('chunk_report', session=collector, task_id=task['task_id'], chunk_id='c',
-                                player_id='agent', version=0, env_steps=8, results=[[1, 'win']]))[0] == 'error'
+    # no job was ever handed out, so a reported game is refused (and counted), as in any league
+    kind, ack, _ = commander.handle(req('chunk_report', session=collector, task_id=task['task_id'], chunk_id='c',
+                                        player_id='agent', version=0, env_steps=8, results=[[1, 'win']]))
+    assert kind == 'ack' and (ack['accepted'], ack['rejected']) == (0, 1) and commander.counters['games'] == 0
     report(commander, collector, 'agent', [], task_id=task['task_id'], steps=8)
     publish(commander, learner, 'agent', 1, 1, consumed=1)  # eval_every_iters=1: an evaluation is due
     evaluator, _ = join(commander, 'evaluator')
@@ -298,10 +302,11 @@ def test_a_single_agent_run_has_one_player_no_games_and_stops_on_the_evaluated_r
     commander.handle(req('eval_report', session=evaluator, task_id=job['task_id'], player_id='agent', version=1,
                          results={}, returns=[120.0, 140.0]))
     assert commander.last_eval['agent']['return_mean'] == 130.0
-    assert commander.reached == (8, commander.wall_seconds) and commander.phase == 'drain'
+    # both chunks' env steps count (the first one's game was refused, not its play)
+    assert commander.reached == (16, commander.wall_seconds) and commander.phase == 'drain'
     path = commander.save()
     commander.close()
-    assert Commander(cfg, resume=True).env_steps == 8 and path.endswith('state.npz')
+    assert Commander(cfg, resume=True).env_steps == 16 and path.endswith('state.npz')
 
 
 @pytest.mark.parametrize('parallel, match', [

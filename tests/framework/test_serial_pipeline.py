@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from sparring.framework import serial_pipeline
-from sparring.framework.checkpoint import CheckpointManager
+from sparring.worker.checkpoint import CheckpointManager
 from sparring.framework.cli import load_config_file, main
 
 

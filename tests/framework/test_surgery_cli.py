@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from sparring.framework import serial_pipeline
-from sparring.framework.checkpoint import CheckpointManager
+from sparring.worker.checkpoint import CheckpointManager
 from sparring.framework.cli import main
 from sparring.framework.surgery import REPORT_FILE, surgery
 from sparring.league.base_league import build_league

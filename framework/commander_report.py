@@ -1,0 +1,44 @@
+"""What a commander says about its run: the periodic progress line and figures, and the closing summary."""
+from __future__ import annotations
+
+from typing import List
+
+import numpy as np
+
+from sparring.worker.logger import format_stats
+
+
+def log_progress(commander) -> None:
+    """A progress line and the run figures, every ``parallel.log_every_seconds``."""
+    now = commander.clock()
+    if commander.logger is None:
+        return
+    rate = (commander.env_steps - commander.last_line_steps) / max(now - commander.last_line_at, 1e-9)
+    commander.last_line_at, commander.last_line_steps = now, commander.env_steps
+    commander.logger.progress(commander.env_steps)
+    staleness = [w.stats['staleness_mean'] for w in commander.workers.values()
+                 if w.role == 'learner' and 'staleness_mean' in w.stats]
+    returns = commander.coordinator.recent_returns
+    figures = dict(games=commander.counters['games'] or None, historical=len(commander.league.historical_players) or None,
+                   ret=float(np.mean(returns)) if returns else None)
+    commander.logger.scalars(dict(env_steps_per_second=rate, jobs_abandoned=commander.counters['jobs_abandoned'],
+                             episode_return=figures['ret'], games=commander.counters['games'],
+                             historical=len(commander.league.historical_players)), commander.env_steps, prefix='run/')
+    commander.logger.line(format_stats(dict(
+        phase=commander.phase, steps=commander.env_steps, sps=int(rate), **figures,
+        iters='/'.join(str(commander.coordinator.train_iterations[p]) for p in commander.player_ids),
+        workers=len(commander.workers), stale=float(np.mean(staleness)) if staleness else None)))
+
+def summary(commander, pictures: List[str], state_path: str) -> dict:
+    """What ``parallel_pipeline`` returns (a single-agent run also reports its return like a serial one)."""
+    first = commander.last_eval.get(commander.player_ids[0], {})
+    extra = dict(eval_mean=first['return_mean'], eval_std=first['return_std']) if 'return_mean' in first else {}
+    return dict(extra, exp_dir=commander.exp_dir, env_steps=commander.env_steps, wall_seconds=commander.wall_seconds,
+                env_steps_per_second=commander.env_steps / max(commander.wall_seconds, 1e-9),
+                train_iterations=dict(commander.coordinator.train_iterations), eval=commander.last_eval,
+                reached_stop_value=commander.reached is not None,
+                stop_env_steps=commander.reached[0] if commander.reached else None,
+                stop_seconds=commander.reached[1] if commander.reached else None,
+                stop_reason=commander.stop_reason, games=commander.counters['games'],
+                counters=dict(commander.counters), worker_stats=dict(commander.worker_stats), pictures=pictures,
+                checkpoint=state_path, league_table=commander.league.table() or None)

@@ -1,0 +1,318 @@
+"""The run coordinator: the one place a run's league is driven, in every mode.
+
+It owns the league (a :class:`~sparring.league.SingleAgentLeague` for a single-agent run: its one
+player), the parameter store, and the run's course:
+
+* **jobs out, results in** — :meth:`apply` performs each league operation (``jobs``: draw opponents;
+  ``games``: record finished games; ``progress``: a learner's iteration, then the snapshot / reset
+  verdict; ``eval``: rated evaluation games; ``abandon``: jobs whose games will never end). Each is a
+  plain dict, so the commander can journal it and replay it after a crash; the serial loop calls the
+  same operations through :meth:`report_games` and :meth:`progress`.
+* **evaluation** — when a player is due (:meth:`progress` queues it in :attr:`pending`), what the
+  result means (:meth:`record_evaluation`: ratings, report, the stop rule) and the final evaluation.
+* **the stop rule and the budget phases** — ``collect`` until the env-step or wall-time budget is
+  spent or the first player's evaluation score reaches ``env.stop_value``; then ``drain`` (learners
+  finish what they were sent), ``evaluate`` (a final evaluation of every player whose last one is
+  out of date) and ``done``.
+
+The serial loop calls it in-process; the commander wraps it and adds only what a network needs.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict, deque
+from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
+
+from sparring.config.registry import LEAGUE_REGISTRY
+from sparring.config.schema import ConfigError
+from sparring.framework.run_setup import evaluation_opponents
+from sparring.league.exact_analysis import ProfileCache, exact_analysis_of
+from sparring.config.registry import ENV_REGISTRY
+from sparring.worker.policy_pool import ParamStore
+
+INIT_REF = 'init'  # the parameters every player starts from, and resets return to
+PHASES = ('collect', 'drain', 'evaluate', 'done')
+
+
+class RunCoordinator:
+    """League, parameter store, jobs and results, verdicts, evaluation, the stop rule and the phases."""
+
+    def __init__(self, cfg, kind, clock: Callable[[], float] = time.perf_counter, say: Callable[[str], None] = None,
+                 logger=None) -> None:
+        self.cfg = cfg
+        self.kind = kind
+        self.clock = clock
+        self.say = say or (lambda text: None)
+        self.logger = logger
+        self.league = LEAGUE_REGISTRY.get(kind.league_type())(cfg.league)
+        self.player_ids: List[str] = [p.player_id for p in self.league.active_players]
+        self.first = self.player_ids[0]
+        self.rated = {p.player_id for p in self.league.reference_players}
+        self.eval_opponents: List[Tuple[str, str]] = evaluation_opponents(self.league, cfg)
+        self.store = ParamStore(os.path.join(cfg.exp_name, 'params'))
+        self.summarise = kind.evaluation_class.summarise
+        every = cfg.train.eval_every_iters
+        # -- the course of the run (saved with it) --
+        self.env_steps = 0
+        self.player_env_steps = {pid: 0 for pid in self.player_ids}
+        self.player_chunks = {pid: 0 for pid in self.player_ids}
+        self.train_iterations = {pid: 0 for pid in self.player_ids}
+        self.versions = {pid: 0 for pid in self.player_ids}
+        self.next_eval = {pid: every for pid in self.player_ids}
+        self.evaluated_version: Dict[str, Optional[int]] = {pid: None for pid in self.player_ids}
+        self.counters: Dict[str, int] = defaultdict(int)
+        self.last_eval: Dict[str, dict] = {}
+        self.history: List[dict] = []  # one entry per evaluation round: when, and what it found
+        self.reached: Optional[Tuple[int, float]] = None  # (env steps, seconds) when the stop value was reached
+        self.recent_returns: Deque[float] = deque(maxlen=100)
+        self.pending: Deque[dict] = deque()  # evaluations due: dict(task_id, player_id, final)
+        self.phase = 'collect'
+        self.stop_reason = ''
+        self.wall_seconds_before = 0.0
+        self.started = clock()
+        self._next_task_id = 0
+        self.analysis = None
+        self.last_exact: dict = {}
+
+    @property
+    def wall_seconds(self) -> float:
+        return self.wall_seconds_before + self.clock() - self.started
+
+    def resume_clock(self, wall_seconds_before: float) -> None:
+        """Count the run's wall time on from ``wall_seconds_before`` (a resumed run)."""
+        self.wall_seconds_before = float(wall_seconds_before)
+        self.started = self.clock()
+
+    def store_initial(self, params, version: int = 0) -> None:
+        """Keep the parameters every player starts from (and a reset returns to), once per run."""
+        if INIT_REF not in self.store:
+            self.store.put(INIT_REF, params, dict(self.cfg.policy), version)
+
+    # ------------------------------------------------------------------------------ league operations
+    def apply(self, entry: dict):
+        """Perform one league operation (see the module docstring); the same on a replay as the first time."""
+        op = entry['op']
+        if op == 'jobs':
+            infos = [self.league.get_job_info(entry['player']) for _ in range(entry['n'])]
+            if infos and infos[0]['job_id'] != entry.setdefault('first', infos[0]['job_id']):
+                raise RuntimeError(f'journal replay diverged: job ids start at {infos[0]["job_id"]}, the journal '
+                                   f'says {entry["first"]}')
+            return infos
+        if op == 'games':
+            for away, _, outcomes in entry['games']:
+                self.league.finish_job(dict(player_ids=[entry['player'], away], result=outcomes))
+                self.counters['games'] += len(outcomes)
+            self.env_steps += entry['steps']
+            self.player_env_steps[entry['player']] += entry['steps']
+            self.player_chunks[entry['player']] += 1
+            self.counters['chunks'] += 1
+            return None
+        if op == 'abandon':
+            self.counters['jobs_abandoned'] += len(entry['jobs'])
+            return None
+        if op == 'progress':
+            pid = entry['player']
+            self.train_iterations[pid] = entry['iteration']
+            self.versions[pid] = max(self.versions[pid], entry['version'])
+            # Agent steps (ML-Agents' unit for save and swap steps): the env steps of the player's games so far.
+            agent_steps = entry.setdefault('agent_steps', self.player_env_steps[pid])
+            self.league.update_active_player(dict(player_id=pid, train_iteration=entry['iteration'],
+                                                  agent_steps=agent_steps))
+            verdict = self.league.judge_snapshot(pid)
+            summary = [verdict['snapshot'], verdict['reset']]
+            if entry.setdefault('verdict', summary) != summary:
+                raise RuntimeError(f'journal replay diverged: judge_snapshot({pid!r}) gave {summary}, the journal '
+                                   f'says {entry["verdict"]}')
+            return verdict
+        if op == 'eval':
+            for opponent_id, outcomes in entry['results'].items():
+                self.league.record_eval_result(entry['player'], opponent_id, outcomes)
+            self.counters['eval_games'] += sum(len(o) for o in entry['results'].values())
+            return None
+        raise RuntimeError(f'journal: unknown operation {op!r}')
+
+    def report_games(self, pid: str, results: Sequence[Tuple[str, str]], env_steps: int,
+                     returns: Sequence[float] = (), chunk_id: str = '') -> dict:
+        """A chunk's finished games ``(opponent id, outcome)``, grouped per opponent, and its env steps."""
+        by_opponent: Dict[str, List[str]] = defaultdict(list)
+        for opponent_id, outcome in results:
+            by_opponent[opponent_id].append(outcome)
+        entry = dict(op='games', chunk=chunk_id, player=pid, steps=int(env_steps),
+                     games=[[away, [], outcomes] for away, outcomes in by_opponent.items()])
+        self.apply(entry)
+        self.recent_returns.extend(returns)
+        return entry
+
+    def progress(self, pid: str, iteration: int, version: int, params=None) -> dict:
+        """A learner's iteration: the league's snapshot / reset verdict (a snapshot's parameters are stored
+        from ``params``), and its next evaluation queued when it is due."""
+        entry = dict(op='progress', player=pid, iteration=int(iteration), version=int(version))
+        verdict = self.apply(entry)
+        if verdict['snapshot'] and params is not None:
+            self.store_snapshot(verdict, params, version)
+        self.schedule_evaluation(pid)
+        return verdict
+
+    def store_snapshot(self, verdict: dict, params, version: int) -> str:
+        ref = verdict['historical_player']['param_ref']
+        self.store.put(ref, params, dict(self.cfg.policy), version)
+        if self.analysis is not None:
+            self.profiles.forget(ref)
+            self._frozen_meta_game = None
+        self.say(f'snapshot {verdict["historical_player"]["player_id"]} of {verdict["player_id"]} at iteration '
+                 f'{self.train_iterations[verdict["player_id"]]}')
+        return ref
+
+    # ------------------------------------------------------------------------------ evaluation
+    def schedule_evaluation(self, pid: str) -> None:
+        """Queue ``pid``'s periodic evaluation once its iteration reaches the next multiple of ``eval_every_iters``."""
+        every, iteration = self.cfg.train.eval_every_iters, self.train_iterations[pid]
+        if every and iteration >= self.next_eval[pid] and self.phase == 'collect':
+            self.next_eval[pid] = (iteration // every + 1) * every
+            if not any(job['player_id'] == pid for job in self.pending):  # one pending evaluation per player
+                self._queue_evaluation(pid, final=False)
+
+    def _queue_evaluation(self, pid: str, final: bool) -> None:
+        self._next_task_id += 1
+        self.pending.append(dict(task_id=self._next_task_id, player_id=pid, final=final))
+
+    def take_pending(self) -> List[dict]:
+        """Every evaluation due now, in the order they fell due (for a caller that plays them itself)."""
+        jobs, self.pending = list(self.pending), deque()
+        return jobs
+
+    def record_evaluation(self, pid: str, results: Dict[str, List[str]], returns: Sequence[float] = (),
+                          version: Optional[int] = None, journal: Callable[[dict], None] = None) -> dict:
+        """One player's evaluation: rated games to the league, the report kept and logged, the stop rule."""
+        rated = {oid: outcomes for oid, outcomes in results.items() if oid in self.rated}
+        if rated:
+            entry = dict(op='eval', player=pid, results=rated)
+            self.apply(entry)
+            if journal is not None:
+                journal(entry)
+        report, score, text = self.summarise(results, returns)
+        self.last_eval[pid] = report
+        self.evaluated_version[pid] = self.versions[pid] if version is None else int(version)
+        if self.logger is not None:
+            prefixes = [(f'eval/{pid}/vs_{oid}/', s) for oid, s in report.items()] if results else [('eval/', report)]
+            for prefix, figures in prefixes:
+                self.logger.scalars(figures, self.env_steps, prefix=prefix)
+        self.say(f'eval {pid} (iteration {self.train_iterations[pid]}): {text}')
+        stop_value = self.cfg.env.stop_value
+        if (stop_value is not None and pid == self.first and self.reached is None and score is not None
+                and score >= stop_value):
+            self.reached = (self.env_steps, self.wall_seconds)
+            self.say(f'stop value {stop_value} reached by {pid} after {self.env_steps} env steps, '
+                     f'{self.reached[1]:.1f} s')
+            self.begin_drain('stop value reached')
+        return report
+
+    def note_evaluation_round(self, player_ids: Sequence[str], periodic: bool = True) -> Optional[dict]:
+        """After the players in ``player_ids`` were evaluated together: the exact analysis, and for a
+        periodic evaluation an entry in the run's history (the final one is the summary's)."""
+        if self.analysis is not None:
+            self.exact_report()
+        if not periodic:
+            return None
+        entry = dict(env_steps=self.env_steps, seconds=round(self.wall_seconds, 2),
+                     eval={pid: self.last_eval[pid] for pid in player_ids},
+                     exact={k: v for k, v in self.last_exact.items() if k != 'meta_strategy'})
+        self.history.append(entry)
+        return entry
+
+    # ------------------------------------------------------------------------------ the run's course
+    def check_budget(self) -> None:
+        if self.phase == 'collect' and self.env_steps >= self.cfg.train.max_env_steps:
+            self.begin_drain(f'env-step budget of {self.cfg.train.max_env_steps} spent')
+
+    def check_time(self) -> None:
+        budget = self.cfg.train.max_wall_seconds
+        if budget and self.phase == 'collect' and self.wall_seconds >= budget:
+            self.begin_drain(f'time budget of {budget:.0f} s spent after {self.env_steps} env steps')
+
+    def begin_drain(self, reason: str) -> None:
+        """Stop collecting; learners train on what was sent to them; periodic evaluations are dropped."""
+        if self.phase != 'collect':
+            return
+        self.phase = 'drain'
+        self.stop_reason = reason
+        self.pending = deque(job for job in self.pending if job['final'])
+        self.say(f'{reason}: collection stops')
+
+    def begin_final_evaluation(self) -> None:
+        """Every learner is done: evaluate each player whose last evaluation is not of its final parameters."""
+        if self.phase != 'drain':
+            return
+        self.phase = 'evaluate'
+        for pid in self.player_ids:
+            if pid not in self.last_eval or self.evaluated_version[pid] != self.versions[pid]:
+                self._queue_evaluation(pid, final=True)
+
+    def check_evaluated(self, running: int = 0) -> None:
+        """The run is done once the final evaluation has nothing pending or ``running``."""
+        if self.phase == 'evaluate' and not self.pending and not running:
+            self.phase = 'done'
+
+    # ------------------------------------------------------------------------------ exact analysis
+    def use_exact_analysis(self, policy_of: Callable[[str], object]) -> None:
+        """Exact exploitability (small zero-sum games) and the exact meta-game for the ``nash`` branch;
+        ``policy_of(ref)`` gives a player's or a snapshot's policy."""
+        analysis = exact_analysis_of(ENV_REGISTRY.get(self.cfg.env.type), self.cfg.env)
+        if analysis is None:
+            raise ConfigError(f'config key "battle.exact_analysis": env {self.cfg.env.type!r} offers no exact analysis; '
+                              f'expected a small two-player zero-sum game (a matrix game or an OpenSpiel game such '
+                              f'as kuhn_poker)')
+        self.analysis = analysis
+        self.policy_of = policy_of
+        self.profiles = ProfileCache(analysis)
+        self._frozen_meta_game = None  # (ids, matrix) of the last all-frozen group asked for
+        self.league.set_meta_game_source(self._exact_meta_game)
+
+    def _exact_meta_game(self, player_ids: List[str]):
+        # The nash branch asks once per game; a group of snapshots only changes when one is added,
+        # so its matrix is kept rather than recomputed on every job.
+        ids = tuple(player_ids)
+        frozen = all(self.league.get_player(pid).kind != 'active' for pid in ids)
+        if frozen and self._frozen_meta_game is not None and self._frozen_meta_game[0] == ids:
+            return self._frozen_meta_game[1]
+        matrix = self.analysis.meta_game(self._profiles_of(ids))
+        if frozen:
+            self._frozen_meta_game = (ids, matrix)
+        return matrix
+
+    def _profiles_of(self, player_ids) -> list:
+        profiles = []
+        for pid in player_ids:
+            player = self.league.get_player(pid)
+            frozen = player.kind != 'active'
+            ref = player.param_ref if frozen else pid
+            profiles.append(self.profiles.profile(ref, self.policy_of, frozen))
+        return profiles
+
+    def exact_report(self) -> dict:
+        """Exploitability of each active player and of the Nash meta-strategy over every learnt player."""
+        ids = [p.player_id for p in self.league.active_players + self.league.historical_players]
+        self.last_exact = self.analysis.report(dict(zip(ids, self._profiles_of(ids))), self.player_ids)
+        if self.logger is not None:
+            exact = self.last_exact
+            self.logger.scalars(dict(meta_exploitability=exact['meta_exploitability'],
+                                     **{f'exploitability/{pid}': e for pid, e in exact['exploitability'].items()}),
+                                self.env_steps, prefix='exact/')
+        return self.last_exact
+
+    # ------------------------------------------------------------------------------ persistence
+    def course_state(self) -> dict:
+        """The run's course, for a commander's state file (the league is saved beside it)."""
+        return dict(env_steps=self.env_steps, player_env_steps=self.player_env_steps,
+                    player_chunks=self.player_chunks, train_iterations=self.train_iterations,
+                    versions=self.versions, next_eval=self.next_eval, counters=dict(self.counters),
+                    last_eval=self.last_eval, wall_seconds=self.wall_seconds)
+
+    def load_course_state(self, state: dict) -> None:
+        self.env_steps = int(state['env_steps'])
+        for name in ('player_env_steps', 'player_chunks', 'train_iterations', 'versions', 'next_eval'):
+            getattr(self, name).update(state[name])
+        self.counters.update(state['counters'])
+        self.last_eval = state['last_eval']
+        self.resume_clock(state['wall_seconds'])

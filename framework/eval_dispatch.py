@@ -1,0 +1,64 @@
+"""Evaluation jobs handed to evaluator workers: the coordinator's queue, what is running where, requeues."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from sparring.framework.param_service import WAIT_SECONDS
+from sparring.worker.remote.wire import MessageError
+
+
+class EvalDispatch:
+    def __init__(self, coordinator) -> None:
+        self.coordinator = coordinator
+        self.running: Dict[int, Tuple[str, dict]] = {}  # task id -> (session, job)
+
+    def task(self, worker) -> Tuple[str, dict]:
+        """``(reply kind, body)``: the next due evaluation for ``worker``, a wait, or stop."""
+        co = self.coordinator
+        self.requeue(worker)
+        if co.phase == 'done':
+            return 'stop', dict(reason=co.stop_reason)
+        if not co.pending:
+            return 'wait', dict(seconds=WAIT_SECONDS, reason='no evaluation due')
+        job = co.pending.popleft()
+        self.running[job['task_id']] = (worker.session, job)
+        worker.eval_task_id = job['task_id']
+        pid = job['player_id']
+        return 'eval_job', dict(task_id=job['task_id'], player_id=pid, version=co.versions[pid],
+                                opponents=[list(o) for o in co.eval_opponents])
+
+    def requeue(self, worker) -> None:
+        """The worker's evaluation will not be reported (it left, or asks for another): back to the queue."""
+        running = self.running.pop(worker.eval_task_id, None) if worker.eval_task_id is not None else None
+        worker.eval_task_id = None
+        if running is not None:
+            self.coordinator.pending.appendleft(running[1])
+
+    def report(self, worker, body: dict, journal) -> bool:
+        """Record an evaluation report; False for one that is not (or no longer) the worker's to report."""
+        co = self.coordinator
+        running = self.running.get(body['task_id'])
+        if running is None or running[0] != worker.session:
+            co.counters['results_refused'] += 1
+            return False
+        pid, known = running[1]['player_id'], {oid for oid, _ in co.eval_opponents}
+        if body['player_id'] != pid or set(body['results']) != known:
+            raise MessageError('schema', f'eval_report: expected results of {pid!r} against {sorted(known)}, got '
+                                         f'{body["player_id"]!r} against {sorted(body["results"])}')
+        try:
+            co.summarise(body['results'], body.get('returns', []))
+        except ValueError as err:
+            raise MessageError('schema', f'eval_report: {err}') from None
+        del self.running[body['task_id']]
+        worker.eval_task_id = None
+        co.record_evaluation(pid, body['results'], body.get('returns', []), version=body['version'], journal=journal)
+        return True
+
+    def finals_pending(self) -> List[dict]:
+        """Final evaluation jobs nobody took (a run without evaluator workers evaluates them itself)."""
+        return [job for job in self.coordinator.pending if job['final']]
+
+    def finish_pending(self, job: dict, results: Dict[str, List[str]], returns: List[float], journal,
+                       version: Optional[int] = None) -> None:
+        self.coordinator.pending.remove(job)
+        self.coordinator.record_evaluation(job['player_id'], results, returns, version=version, journal=journal)

@@ -1,0 +1,74 @@
+"""The message catalogue of the parallel mode: every kind the commander and its workers exchange.
+
+Requests go worker -> commander and replies come back (the kinds in the second half); ``chunk`` goes
+collector -> learner. The transport (:mod:`sparring.worker.remote.transport`) is handed this catalogue
+in :class:`~sparring.worker.remote.transport.Security` and refuses any message that does not fit it.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+from sparring.worker.chunk import REQUIRED_KEYS as CHUNK_ARRAYS
+from sparring.worker.remote.schema import (BOOL, DICT, FLOAT, INT, LIST, NONE, STR, Schema, field, non_negative,
+                                           numbers)
+from sparring.worker.remote.wire import short
+
+
+def _outcome_pairs(value) -> Optional[str]:
+    for i, pair in enumerate(value):
+        if (len(pair) != 2 or not isinstance(pair[0], int) or isinstance(pair[0], bool)
+                or pair[1] not in ('win', 'draw', 'loss')):
+            return f'[{i}] must be [job_id, "win" | "draw" | "loss"], got {short(pair)}'
+    return None
+
+
+def _outcome_lists(value) -> Optional[str]:
+    for key, outcomes in value.items():
+        if not isinstance(outcomes, list) or any(o not in ('win', 'draw', 'loss') for o in outcomes):
+            return f'[{key!r}] must be a list of "win" | "draw" | "loss", got {short(outcomes)}'
+    return None
+
+
+PROTOCOL: Dict[str, Schema] = {
+    # -- requests ----------------------------------------------------------------------------
+    'register': Schema(dict(role=field(STR), worker_id=field(STR, NONE), session=field(STR), pid=field(INT),
+                            host=field(STR), player_id=field(STR, NONE, optional=True))),
+    'heartbeat': Schema(dict(session=field(STR), stats=field(DICT, optional=True, check=numbers))),
+    'goodbye': Schema(dict(session=field(STR))),
+    'collect_task': Schema(dict(session=field(STR))),
+    'jobs': Schema(dict(session=field(STR), player_id=field(STR), count=field(INT, check=non_negative))),
+    'chunk_report': Schema(dict(session=field(STR), task_id=field(INT, NONE), chunk_id=field(STR),
+                                player_id=field(STR), version=field(INT, check=non_negative),
+                                env_steps=field(INT, check=non_negative),
+                                results=field(LIST, items=(list,), check=_outcome_pairs),
+                                episode_returns=field(LIST, optional=True, items=(float,)))),
+    'params_request': Schema(dict(session=field(STR), ref=field(STR), have_version=field(INT, NONE))),
+    'publish': Schema(dict(session=field(STR), player_id=field(STR), version=field(INT, check=non_negative),
+                           train_iteration=field(INT, check=non_negative), final=field(BOOL),
+                           chunks_consumed=field(INT, check=non_negative), endpoint=field(STR, optional=True),
+                           stats=field(DICT, optional=True, check=numbers)), array_names=None),
+    'eval_task': Schema(dict(session=field(STR))),
+    'eval_report': Schema(dict(session=field(STR), task_id=field(INT), player_id=field(STR),
+                               version=field(INT), results=field(DICT, check=_outcome_lists),
+                               returns=field(LIST, optional=True, items=(float,)))),
+    # -- replies ----------------------------------------------------------------------------
+    'registered': Schema(dict(worker_id=field(STR), session=field(STR), config=field(DICT),
+                              index=field(INT), player_id=field(STR, NONE), train_iteration=field(INT),
+                              version=field(INT), restore=field(BOOL), player_ids=field(LIST, items=(str,)))),
+    'ack': Schema(dict(state=field(STR), accepted=field(INT, optional=True), rejected=field(INT, optional=True),
+                       duplicate=field(BOOL, optional=True), expected_chunks=field(INT, optional=True),
+                       reset_param_ref=field(STR, NONE, optional=True))),
+    'task': Schema(dict(task_id=field(INT), player_id=field(STR), endpoint=field(STR))),
+    'wait': Schema(dict(seconds=field(FLOAT), reason=field(STR))),
+    'stop': Schema(dict(reason=field(STR))),
+    'job_batch': Schema(dict(jobs=field(LIST, items=(dict,)))),
+    'params': Schema(dict(ref=field(STR), version=field(INT), unchanged=field(BOOL),
+                          policy_cfg=field(DICT, NONE)), array_names=None),
+    'eval_job': Schema(dict(task_id=field(INT), player_id=field(STR), version=field(INT),
+                            opponents=field(LIST, items=(list,)))),
+    'error': Schema(dict(error=field(STR), reason=field(STR))),
+    # -- data -------------------------------------------------------------------------------
+    'chunk': Schema(dict(chunk_id=field(STR), player_id=field(STR), version=field(INT, check=non_negative),
+                         env_steps=field(INT, check=non_negative)),
+                    required_arrays=CHUNK_ARRAYS, array_names=None),
+}

@@ -1,0 +1,133 @@
+"""What every run does before it starts and after it ends, in either mode.
+
+* :func:`prepare_config`: compile the config (a resumed run reuses the saved one and says where
+  the given one differs), complete a league run's config, refuse a directory holding an earlier run,
+  save the compiled config.
+* :func:`complete_league_config`: what a battle config may leave out (the league, the reference
+  players that anchor the ratings, the evaluation opponents).
+* :func:`evaluation_opponents` and :func:`closing_report` (the league table, ratings and pictures).
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Callable, Dict, List, Optional, Tuple
+
+from easydict import EasyDict
+
+from sparring.config import compile_config, compile_section, load_config, save_config
+from sparring.config.compile import CONFIG_FILENAME, to_plain
+from sparring.config.registry import ENV_REGISTRY
+from sparring.worker.checkpoint import CheckpointManager
+from sparring.worker.policy_pool import BOT_PREFIX
+from sparring.worker.run_kind import is_league_run
+
+LEAGUE_STATE_FILE = 'league_state.npz'
+
+
+def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
+                   resume: bool = False, max_env_steps: Optional[int] = None) -> EasyDict:
+    """Compile a config; on resume, reuse the compiled config saved in the experiment dir.
+
+    A resumed run repeats the saved config; where the config given now differs, a warning names
+    the keys, so a changed value is never dropped unnoticed. ``max_env_steps`` overrides the budget
+    of this run (saved or resumed) without being saved.
+    """
+    cfg = compile_config(config, seed=seed, exp_name=exp_name, save=False)
+    saved = os.path.join(cfg.exp_name, CONFIG_FILENAME)
+    if resume:
+        if not os.path.exists(saved):
+            raise FileNotFoundError(f'--resume: no compiled config at {saved}; was the run started with '
+                                    f'exp_name={cfg.exp_name!r}?')
+        given = cfg
+        cfg = load_config(saved)
+        if is_league_run(given):
+            complete_league_config(given)  # as the saved one was completed
+        changed = config_differences(to_plain(given), to_plain(cfg))
+        if changed:
+            warnings.warn(f'--resume uses the saved config {saved}; the config given now differs at '
+                          f'{", ".join(changed[:8])}{" ..." if len(changed) > 8 else ""}, which is ignored',
+                          stacklevel=3)
+        if is_league_run(cfg):
+            complete_league_config(cfg)  # a config saved before completion was written by an older version
+    else:
+        earlier = CheckpointManager(cfg.exp_name).latest()
+        if earlier is not None:
+            # A new run would mix with the earlier one's checkpoints and stored parameters.
+            raise FileExistsError(f'experiment dir {cfg.exp_name!r} holds an earlier run (checkpoint {earlier}); '
+                                  f'expected a new directory: pass resume=True (--resume) to continue that run, '
+                                  f'or another exp_name (--exp-name), or delete the directory')
+        if is_league_run(cfg):
+            complete_league_config(cfg)
+        save_config(cfg, cfg.exp_name)
+    if max_env_steps is not None:
+        cfg.train.max_env_steps = int(max_env_steps)
+    return cfg
+
+
+def config_differences(a, b, path: str = '') -> list:
+    """Dotted keys where two plain configs differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(set(a) | set(b)):
+            sub = f'{path}.{key}' if path else key
+            out += [sub] if key not in a or key not in b else config_differences(a[key], b[key], sub)
+        return out
+    return [] if a == b else [path]
+
+
+def complete_league_config(cfg) -> bool:
+    """Fill in what a battle config may leave out; True if anything changed.
+
+    No league section: one naive self-play player. No reference players: the env's random bot,
+    which anchors the ratings. No evaluation opponents: the env's other reference bots.
+    """
+    changed = False
+    if cfg.league is None:
+        cfg.league = compile_section('league', dict(type='one_vs_one'))
+        changed = True
+    bots = list(getattr(ENV_REGISTRY.get(cfg.env.type), 'reference_bots', ('random',)))
+    if not cfg.league.reference_players:
+        # The random bot anchors the rating scale: a fixed point every run shares.
+        anchor = 'random' if 'random' in bots else bots[0]
+        cfg.league.reference_players = [dict(player_id=anchor, param_ref=BOT_PREFIX + anchor, model={}, elo=None,
+                                             trueskill=None, anchor=True)]
+        changed = True
+    if not cfg.battle.eval_opponents:
+        # The game's other bots are evaluation opponents too (reported, not rated).
+        anchors = {r['player_id'] for r in cfg.league.reference_players}
+        cfg.battle.eval_opponents = [BOT_PREFIX + b for b in bots if b not in anchors]
+        changed = changed or bool(cfg.battle.eval_opponents)
+    return changed
+
+
+def evaluation_opponents(league, cfg) -> List[Tuple[str, str]]:
+    """``(opponent_id, param_ref)`` of every evaluation opponent: the league's reference players,
+    then the config's extra ``battle.eval_opponents`` (none in a single-agent run)."""
+    opponents = [(p['player_id'], p['param_ref']) for p in league.eval_opponents()]
+    opponents += [(ref[len(BOT_PREFIX):] if ref.startswith(BOT_PREFIX) else ref, ref)
+                  for ref in cfg.battle.eval_opponents]
+    return opponents
+
+
+def closing_report(league, last_eval: Dict[str, dict], exp_dir: str, line: Callable[[str], None]) -> List[str]:
+    """Save the league state, draw the payoff and rating pictures, then print the league table, the last
+    evaluation and the pictures' paths; returns the pictures (none without matplotlib, or without a payoff)."""
+    league.save(os.path.join(exp_dir, LEAGUE_STATE_FILE))
+    try:
+        pictures = [league.plot_payoff(os.path.join(exp_dir, 'payoff.png')),
+                    league.plot_ratings(os.path.join(exp_dir, 'ratings.png'))]
+    except ImportError as err:  # matplotlib is an optional extra
+        line(f'no pictures: {err}')
+        pictures = []
+    pictures = [p for p in pictures if p is not None]
+    table = league.table()
+    if table:
+        line('league table:\n' + table)
+    for pid, report in last_eval.items():
+        if all(isinstance(s, dict) for s in report.values()):  # games per opponent, not a return summary
+            line(f'{pid} vs ' + ', '.join(f'{oid}: win {s["win"]:.1%} draw {s["draw"]:.1%} loss {s["loss"]:.1%}'
+                                          for oid, s in report.items()))
+    for picture in pictures:
+        line(f'picture: {picture}')
+    return pictures

@@ -1,0 +1,190 @@
+"""A run in one process: every player's policy, learner and collector around one run coordinator.
+
+Each round, every active player in turn collects a chunk (a league player's collector draws each
+game's opponent from the coordinator's league), reports the chunk's games and env steps, learns
+from it, and reports its iteration; the coordinator answers with the snapshot / reset verdict, which
+is carried out here (a snapshot freezes the parameters in the store, a reset reloads the ones the
+league names). Evaluations the coordinator queued are played after the round. A single-agent run is
+the one-player case: no opponents, no games, evaluation by episode return.
+"""
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional
+
+from sparring.config.registry import POLICY_REGISTRY
+from sparring.framework.coordinator import INIT_REF, RunCoordinator
+from sparring.framework.run_setup import LEAGUE_STATE_FILE
+from sparring.worker.learner import Learner
+from sparring.worker.policy_pool import PolicyPool
+from sparring.worker.run_kind import SINGLE_AGENT, run_kind
+from sparring.worker.runtime import capture_rng, restore_rng
+
+
+class LeagueRun:
+    """The coordinator, its players' learners and collectors, the policy pool and the evaluation."""
+
+    def __init__(self, cfg, state: Optional[dict] = None, say=None, logger=None) -> None:
+        self.cfg = cfg
+        self.exp_dir = cfg.exp_name
+        self.kind = run_kind(cfg)
+        state = _unified(state, self.kind) if state is not None else None
+        self.coordinator = RunCoordinator(cfg, self.kind, say=say, logger=logger)
+        self.league = self.coordinator.league
+        self.store = self.coordinator.store
+        self.player_ids: List[str] = self.coordinator.player_ids
+        obs_space, act_space = self.kind.spaces()
+        self.pool = PolicyPool(self.store, obs_space, act_space, seed=cfg.seed)
+        per_player_budget = max(1, cfg.train.max_env_steps // len(self.player_ids))
+        # A resumed run's envs start new episodes, seeded by how far the run got: they neither replay
+        # the first episodes nor depend on anything but the seed and the checkpoint.
+        resumed_steps = sum(c['env_steps'] for c in state['collectors'].values()) if state else 0
+        policy_cls = POLICY_REGISTRY.get(cfg.policy.type)
+        self.learners: Dict[str, Learner] = {}
+        self.collectors: Dict[str, object] = {}
+        for index, pid in enumerate(self.player_ids):
+            policy = policy_cls(cfg.policy, obs_space, act_space, seed=cfg.seed + index)
+            if self.kind.keeps_initial_params:
+                # Every player starts from the same initial parameters, which resets return to.
+                self.coordinator.store_initial(policy.get_params())
+                policy.set_params(self.store.get(INIT_REF)['params'], 0)
+            self.pool.add_live(pid, policy)
+            self.learners[pid] = Learner(policy, per_player_budget)
+            self.collectors[pid] = self.kind.collector(policy, cfg.policy.collect.n_steps, cfg.seed + resumed_steps,
+                                                       pid, index, self._opponent_sampler(pid))
+        self.evaluation = self.kind.evaluation(seed_shift=resumed_steps)
+        self.eval_history: Dict[str, list] = {pid: [] for pid in self.player_ids}  # (version, score) per evaluation
+        if cfg.battle.exact_analysis:
+            self.coordinator.use_exact_analysis(self.pool.get)
+        self.rounds = 0
+        self.wall_seconds = 0.0
+        if state is not None:
+            self._load(state)
+
+    @property
+    def env_steps(self) -> int:
+        return self.coordinator.env_steps
+
+    @property
+    def last_eval(self) -> Dict[str, dict]:
+        return self.coordinator.last_eval
+
+    @property
+    def history(self) -> List[dict]:
+        return self.coordinator.history
+
+    @property
+    def last_exact(self) -> dict:
+        return self.coordinator.last_exact
+
+    def _opponent_sampler(self, pid: str):
+        def sample(slot: int):
+            job = self.league.get_job_info(pid)
+            away = job['players'][1]
+            return away['player_id'], self.pool.get(away['param_ref'])
+        return sample
+
+    # -- one round ----------------------------------------------------------------------------
+    def train_round(self) -> Dict[str, dict]:
+        """Every player collects, learns and hears the league's verdict once; returns their training figures."""
+        stats = {}
+        for pid in self.player_ids:
+            chunk = self.collectors[pid].collect()
+            self.coordinator.report_games(pid, chunk.results, chunk.env_steps, chunk.episode_returns)
+            learner = self.learners[pid]
+            stats[pid] = learner.train(chunk)
+            stats[pid]['games'] = len(chunk.results)
+            policy = learner.policy
+            verdict = self.coordinator.progress(pid, learner.train_iter, policy.version, params=policy.get_params())
+            if verdict['snapshot']:
+                self.pool.forget(verdict['historical_player']['param_ref'])
+            if verdict['reset']:
+                # Keep counting versions upward: staleness must stay meaningful across a reset.
+                policy.set_params(self.store.get(verdict['reset_param_ref'])['params'], policy.version)
+                policy.reset_optimizer()
+        self.rounds += 1
+        return stats
+
+    def evaluate_pending(self) -> Dict[str, dict]:
+        """Play the evaluations the coordinator queued; their reports by player (empty if none was due)."""
+        jobs = self.coordinator.take_pending()
+        for job in jobs:
+            self._evaluate(job['player_id'])
+        if jobs:
+            self.coordinator.note_evaluation_round([job['player_id'] for job in jobs],
+                                                   periodic=not any(job['final'] for job in jobs))
+        return {job['player_id']: self.coordinator.last_eval[job['player_id']] for job in jobs}
+
+    def evaluate(self) -> Dict[str, dict]:
+        """Every active player now, whether due or not."""
+        for pid in self.player_ids:
+            self._evaluate(pid)
+        self.coordinator.note_evaluation_round(self.player_ids)
+        return {pid: self.coordinator.last_eval[pid] for pid in self.player_ids}
+
+    def _evaluate(self, pid: str) -> dict:
+        policy = self.learners[pid].policy
+        results, returns = self.evaluation(policy, self.coordinator.eval_opponents, self.pool)
+        report = self.coordinator.record_evaluation(pid, results, returns, version=policy.version)
+        self.eval_history[pid].append((policy.version, self.coordinator.summarise(results, returns)[1]))
+        return report
+
+    # -- persistence --------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """The checkpoint, in the layout runs of this kind have always written (old checkpoints still resume)."""
+        rng = capture_rng()
+        if not self.kind.is_league:
+            (pid,) = self.player_ids
+            return dict(learner=self.learners[pid].state_dict(), collector=self.collectors[pid].state_dict(),
+                        evaluator_history=self.eval_history[pid], rng=rng, wall_seconds=self.wall_seconds)
+        self.league.save(os.path.join(self.exp_dir, LEAGUE_STATE_FILE))
+        return dict(learners={pid: l.state_dict() for pid, l in self.learners.items()},
+                    collectors={pid: c.state_dict() for pid, c in self.collectors.items()},
+                    rounds=self.rounds, wall_seconds=self.wall_seconds, last_eval=self.last_eval,
+                    history=self.history, league_state=self.league.state_dict(), rng=rng)
+
+    def _load(self, state: dict) -> None:
+        coordinator = self.coordinator
+        coordinator.league.load_state_dict(state['league_state'])
+        every = self.cfg.train.eval_every_iters
+        for pid in self.player_ids:
+            learner, collector = self.learners[pid], self.collectors[pid]
+            learner.load_state_dict(state['learners'][pid])
+            collector.load_state_dict(state['collectors'][pid])
+            coordinator.player_env_steps[pid] = collector.env_steps
+            coordinator.train_iterations[pid] = learner.train_iter
+            coordinator.versions[pid] = learner.policy.version
+            if every:
+                coordinator.next_eval[pid] = (learner.train_iter // every + 1) * every
+        coordinator.env_steps = sum(coordinator.player_env_steps.values())
+        coordinator.last_eval.update(state['last_eval'])
+        coordinator.history.extend(state['history'])
+        for pid, versions in state['evaluated_versions'].items():
+            coordinator.evaluated_version[pid] = versions
+        self.eval_history.update({pid: list(h) for pid, h in state['eval_history'].items()})
+        self.rounds = int(state['rounds'])
+        self.wall_seconds = float(state['wall_seconds'])
+        coordinator.resume_clock(self.wall_seconds)
+        restore_rng(state['rng'])
+
+    def close(self) -> None:
+        for collector in self.collectors.values():
+            collector.close()
+        self.evaluation.close()
+
+
+def _unified(state: dict, kind) -> dict:
+    """A checkpoint of either layout as the league layout, with what each layout implies spelled out."""
+    if 'learners' in state:
+        steps = sum(int(c['env_steps']) for c in state['collectors'].values())
+        history = list(state.get('history', []))
+        up_to_date = bool(history) and history[-1]['env_steps'] == steps  # the last evaluation was at the end
+        evaluated = {pid: learner['policy']['version'] if up_to_date else None
+                     for pid, learner in state['learners'].items()}
+        return dict(state, evaluated_versions=evaluated, eval_history={}, last_eval=state.get('last_eval', {}),
+                    history=history)
+    learner, history = state['learner'], list(state.get('evaluator_history', []))
+    return dict(learners={SINGLE_AGENT: learner}, collectors={SINGLE_AGENT: state['collector']},
+                rounds=learner['train_iter'], wall_seconds=state['wall_seconds'], last_eval={}, history=[],
+                league_state=None, rng=state['rng'], eval_history={SINGLE_AGENT: history},
+                evaluated_versions={SINGLE_AGENT: history[-1][0] if history else None})

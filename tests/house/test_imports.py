@@ -1,0 +1,98 @@
+"""The house's floors: imports run downward (config, policy, worker, league, dizoo, framework) and never in a circle.
+
+Every ``import`` of a ``sparring`` module is counted, module-level and deferred alike: a deferred
+import is still a dependency, it only fails later.
+"""
+import ast
+import os
+from typing import Dict, List, Set
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FLOORS = ('config', 'policy', 'worker', 'league', 'dizoo', 'framework')
+MAX_MODULE_LINES = 500
+COMMANDER_MAX_LINES = 350
+
+
+def package_modules() -> Dict[str, str]:
+    """``{'sparring.league.player': path}`` for every module the package installs."""
+    modules = {}
+    for floor in FLOORS:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, floor)):
+            dirnames[:] = [d for d in dirnames if not d.startswith(('.', '__'))]
+            for name in filenames:
+                if name.endswith('.py'):
+                    rel = os.path.relpath(os.path.join(dirpath, name), ROOT)[:-3].replace(os.sep, '.')
+                    modules['sparring.' + rel.removesuffix('.__init__')] = os.path.join(dirpath, name)
+    return modules
+
+
+def imports_of(module: str, path: str, known: Set[str]) -> Set[str]:
+    """The sparring modules ``module`` imports (``from package import name`` counts the submodule when it is one)."""
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
+    is_package = path.endswith('__init__.py')
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ''
+            if node.level:
+                parts = module.split('.')
+                parts = parts if is_package else parts[:-1]
+                parts = parts[:len(parts) - (node.level - 1)]
+                base = '.'.join(parts + ([base] if base else []))
+            names = [f'{base}.{alias.name}' if f'{base}.{alias.name}' in known else base for alias in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition('.')[0]
+            if name.startswith('sparring.') and name != module:
+                found.add(name)
+    return found
+
+
+MODULES = package_modules()
+GRAPH = {m: imports_of(m, p, set(MODULES)) for m, p in MODULES.items()}
+
+
+def floor_of(module: str) -> int:
+    return FLOORS.index(module.split('.')[1])
+
+
+def test_imports_run_downward():
+    upward = sorted(f'{m} imports {d}' for m, deps in GRAPH.items() for d in deps if floor_of(d) > floor_of(m))
+    assert not upward, 'imports that go up a floor:\n' + '\n'.join(upward)
+
+
+def test_no_import_cycle():
+    cycles: List[List[str]] = []
+    state: Dict[str, int] = {}  # 1 on the current path, 2 done
+    stack: List[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for dep in sorted(GRAPH[module]):
+            if state.get(dep) == 1:
+                cycles.append(stack[stack.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module)
+    assert not cycles, 'import cycles:\n' + '\n'.join(' -> '.join(c) for c in cycles[:10])
+
+
+@pytest.mark.parametrize('module', sorted(MODULES))
+def test_modules_stay_small(module):
+    with open(MODULES[module]) as f:
+        lines = sum(1 for _ in f)
+    limit = COMMANDER_MAX_LINES if module == 'sparring.framework.commander' else MAX_MODULE_LINES
+    assert lines <= limit, f'{module} has {lines} lines; split it (limit {limit})'

@@ -1,0 +1,273 @@
+"""What every worker process of the parallel mode shares: joining the commander, requests with
+retries, heartbeats, the checks that end a worker, and parameters fetched from the commander.
+
+A worker registers, receives the compiled config, sets its torch threads and seeds, and runs its
+role (:mod:`~sparring.worker.remote.collector`, :mod:`~sparring.worker.remote.learner`,
+:mod:`~sparring.worker.remote.evaluator`) with the same worker classes the serial mode uses. A
+background thread heartbeats. A worker exits when the commander says so, when the commander stays
+silent for ``parallel.worker_timeout_seconds``, or when the process that launched it dies.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from typing import Callable, Dict, Optional
+
+import zmq
+from easydict import EasyDict
+
+from sparring.config import registry
+from sparring.config.registry import POLICY_REGISTRY
+from sparring.worker.policy_pool import ParamStore, PolicyPool
+from sparring.worker.remote.transport import RequestClient
+from sparring.worker.remote.wire import MessageError, RequestTimeout, arrays_to_params
+from sparring.worker.run_kind import run_kind
+from sparring.worker.runtime import seed_everything, set_torch_threads
+from sparring.worker.seeds import player_seed, worker_rng_seed
+
+log = logging.getLogger('sparring.worker')
+
+EXIT_COMMANDER_LOST = 3
+EXIT_ORPHANED = 4
+
+
+class CommanderLost(RuntimeError):
+    """The commander did not answer within the worker timeout."""
+
+
+class SessionExpired(RuntimeError):
+    """The commander no longer knows this worker's session (it timed the worker out, or restarted)."""
+
+
+class Worker:
+    """Registration, requests with retries, heartbeats and the checks that end a worker."""
+
+    role = ''
+
+    def __init__(self, commander: str, security, worker_id: Optional[str] = None, player_id: Optional[str] = None,
+                 parent_pid: Optional[int] = None, workdir: Optional[str] = None, timeout: float = 30.0,
+                 bind_host: Optional[str] = None) -> None:
+        self.commander = commander
+        self.security = security
+        self.requested_id = worker_id
+        self.requested_player = player_id
+        self.parent_pid = parent_pid
+        self.workdir_override = workdir
+        self.bind_host = bind_host
+        self.context = zmq.Context()
+        self.session = uuid.uuid4().hex
+        self.worker_id = worker_id or self.role
+        self.client = RequestClient(self.context, commander, security, sender=self.worker_id, timeout=timeout)
+        self.timeout = timeout
+        self.cfg = None
+        self.directive = 'run'
+        self.expected_chunks: Optional[int] = None
+        self.last_contact = time.monotonic()
+        self.lost = False
+        self.expired = False
+        self._stop_heartbeat = threading.Event()
+        self._heartbeat_thread: Optional[threading.Thread] = None
+
+    # -- joining -----------------------------------------------------------------------------
+    def register(self) -> dict:
+        """Join the commander; take the compiled config, the worker id and index it gives; start heartbeats."""
+        body = dict(role=self.role, worker_id=self.requested_id, session=self.session, pid=os.getpid(),
+                    host=socket.gethostname())
+        if self.requested_player is not None:
+            body['player_id'] = self.requested_player
+        try:
+            reply = self.client.request('register', body, timeout=self.timeout)
+        except RequestTimeout as err:
+            raise CommanderLost(f'{err}; is the commander running, and is the shared secret / CURVE key the same on '
+                                f'both ends?') from None
+        info = reply.body
+        self.cfg = EasyDict(info['config'])
+        self.par = self.cfg.parallel
+        self.worker_id = info['worker_id']
+        self.client.sender = self.worker_id
+        self.index = info['index']
+        self.player_ids = info['player_ids']
+        registry.ensure_builtins()
+        registry.import_modules(self.cfg.import_names)
+        set_torch_threads(self.cfg.torch_threads)
+        # Global RNGs differ per worker (and from the commander's); the envs and policies get their own seeds.
+        seed_everything(worker_rng_seed(self.cfg.seed, self.index))
+        self.workdir = self.workdir_override or os.path.join(self.cfg.exp_name, 'workers', self.worker_id)
+        os.makedirs(self.workdir, exist_ok=True)
+        self.last_contact = time.monotonic()
+        self._heartbeat_thread = threading.Thread(target=self._heartbeat_loop, name='heartbeat', daemon=True)
+        self._heartbeat_thread.start()
+        return info
+
+    def spaces(self):
+        return run_kind(self.cfg).spaces()
+
+    def new_policy(self, seed: int):
+        return POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, self.observation_space, self.action_space,
+                                                         seed=seed)
+
+    # -- talking -----------------------------------------------------------------------------
+    def request(self, kind: str, body: Optional[dict] = None, arrays=None):
+        """The reply to a request, retried until ``worker_timeout_seconds`` pass without an answer."""
+        body = dict(body or {}, session=self.session)
+        deadline = time.monotonic() + self.par.worker_timeout_seconds
+        while True:
+            self.check_alive()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.lost = True
+                raise CommanderLost(f'{self.worker_id}: no answer to {kind!r} from {self.commander} for '
+                                    f'{self.par.worker_timeout_seconds:.0f} s')
+            try:
+                return self.client.request(kind, body, arrays, timeout=min(self.par.request_timeout_seconds, remaining))
+            except RequestTimeout:
+                continue
+            except MessageError as err:
+                if err.reason == 'session':
+                    self.expired = True
+                    raise SessionExpired(str(err)) from None
+                raise
+
+    def work_on(self, kind: str, do: Callable[[dict], None]) -> None:
+        """Ask for tasks (``collect_task``, ``eval_task``) and do each, until the commander says stop."""
+        while self.directive != 'stop':
+            reply = self.request(kind)
+            if reply.kind == 'stop':
+                return
+            if reply.kind == 'wait':
+                time.sleep(reply.body['seconds'])
+                continue
+            do(reply.body)
+
+    def request_until_given(self, kind: str, body: Optional[dict] = None):
+        """The first reply that is not ``wait`` (the commander asks to come back later)."""
+        while True:
+            reply = self.request(kind, body)
+            if reply.kind != 'wait':
+                return reply
+            time.sleep(reply.body['seconds'])
+
+    def fetch_params(self, ref: str, have_version: Optional[int] = None):
+        reply = self.request_until_given('params_request', dict(ref=ref, have_version=have_version))
+        if reply.kind != 'params':
+            raise RuntimeError(f'{self.worker_id}: expected parameters for {ref!r}, got a {reply.kind!r} reply')
+        return reply
+
+    def check_alive(self) -> None:
+        if self.lost:
+            raise CommanderLost(f'{self.worker_id}: the commander at {self.commander} stopped answering heartbeats')
+        if self.expired:
+            raise SessionExpired(f'{self.worker_id}: the commander no longer knows this session')
+
+    def stats(self) -> Dict[str, float]:
+        """Figures sent with each heartbeat (numbers only)."""
+        return {}
+
+    def _heartbeat_loop(self) -> None:
+        client = RequestClient(self.context, self.commander, self.security, sender=f'{self.worker_id}/heartbeat',
+                               timeout=max(self.par.heartbeat_seconds * 2, 1.0))
+        try:
+            while not self._stop_heartbeat.wait(self.par.heartbeat_seconds):
+                if self.parent_pid is not None and process_gone(self.parent_pid):
+                    log.error('%s: the launcher (pid %d) is gone; exiting', self.worker_id, self.parent_pid)
+                    os._exit(EXIT_ORPHANED)
+                try:
+                    reply = client.request('heartbeat', dict(session=self.session, stats=self.stats()))
+                except RequestTimeout:
+                    if time.monotonic() - self.last_contact > self.par.worker_timeout_seconds:
+                        self.lost = True
+                    continue
+                except MessageError as err:
+                    if err.reason == 'session':
+                        self.expired = True
+                    continue
+                except Exception:  # the heartbeat must outlive any surprise, or the worker is timed out
+                    log.exception('%s: heartbeat failed', self.worker_id)
+                    continue
+                self.last_contact = time.monotonic()
+                self.directive = reply.body['state']
+                if 'expected_chunks' in reply.body:
+                    self.expected_chunks = reply.body['expected_chunks']
+        finally:
+            client.close()
+
+    def goodbye(self) -> None:
+        try:
+            self.client.request('goodbye', dict(session=self.session), timeout=min(self.timeout, 5.0))
+        except (RequestTimeout, MessageError):
+            pass  # the commander may be gone already; it times the session out then
+
+    def close(self) -> None:
+        self._stop_heartbeat.set()
+        if self._heartbeat_thread is not None:
+            self._heartbeat_thread.join(timeout=5.0)
+        self.client.close()
+        # Sockets still open (a role that failed half-way) must not hold the exit up; a collector's
+        # chunk sockets were closed with their linger already, so queued chunks still go out.
+        self.context.destroy(linger=0)
+
+
+class RemoteParamStore:
+    """The :class:`~sparring.worker.policy_pool.ParamStore` interface over the commander's store:
+    frozen parameters are fetched on first use and cached."""
+
+    def __init__(self, worker: Worker) -> None:
+        self._cache = ParamStore(None)
+        self.worker = worker
+
+    def get(self, ref: str) -> dict:
+        if ref not in self._cache:
+            reply = self.worker.fetch_params(ref)
+            self._cache.put(ref, arrays_to_params(reply.arrays), EasyDict(reply.body['policy_cfg']),
+                            reply.body['version'])
+        return self._cache.get(ref)
+
+
+class PlayerPolicies:
+    """Local copies of active players' policies, kept at their newest published version, and the
+    :class:`~sparring.worker.policy_pool.PolicyPool` that also serves snapshots and bots."""
+
+    def __init__(self, worker: Worker, seed: int) -> None:
+        self.worker = worker
+        self.seed = seed
+        self.pool = PolicyPool(RemoteParamStore(worker), worker.observation_space, worker.action_space, seed=seed)
+        self.policies = {}
+
+    def get(self, player_id: str, refresh: bool = False):
+        policy = self.policies.get(player_id)
+        if policy is None:
+            index = self.worker.player_ids.index(player_id)
+            policy = self.policies[player_id] = self.worker.new_policy(player_seed(self.seed, index))
+            self.pool.add_live(player_id, policy)
+            self._update(player_id, policy, None)
+        elif refresh:
+            self._update(player_id, policy, policy.version)
+        return policy
+
+    def refresh(self) -> None:
+        for player_id, policy in self.policies.items():
+            self._update(player_id, policy, policy.version)
+
+    def _update(self, player_id: str, policy, have: Optional[int]) -> None:
+        reply = self.worker.fetch_params(player_id, have)
+        if not reply.body['unchanged']:
+            policy.set_params(arrays_to_params(reply.arrays), reply.body['version'])
+
+
+def process_gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie waiting to be reaped counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[-1].split()[0] == 'Z'
+    except OSError:
+        return False

@@ -1,0 +1,37 @@
+"""An evaluator process of the parallel mode: plays the evaluation jobs the commander hands out, the
+way every mode evaluates (:mod:`sparring.worker.evaluation`), and reports the results."""
+from __future__ import annotations
+
+from typing import Dict
+
+from sparring.worker.remote.base import PlayerPolicies, Worker
+from sparring.worker.run_kind import run_kind
+from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
+
+
+class EvaluatorWorker(Worker):
+    role = 'evaluator'
+
+    def run(self) -> None:
+        self.register()
+        self.observation_space, self.action_space = self.spaces()
+        self.players = PlayerPolicies(self, self.cfg.seed + LEAGUE_EVAL_SEED_OFFSET)
+        self.evaluation = run_kind(self.cfg).evaluation()
+        self.evaluated = 0
+        try:
+            self.work_on('eval_task', self._evaluate)
+        finally:
+            self.evaluation.close()
+        self.goodbye()
+
+    def _evaluate(self, job: dict) -> None:
+        policy = self.players.get(job['player_id'], refresh=True)
+        results, returns = self.evaluation(policy, job['opponents'], self.players.pool)
+        body = dict(task_id=job['task_id'], player_id=job['player_id'], version=policy.version, results=results)
+        if returns:
+            body['returns'] = returns
+        self.request('eval_report', body)
+        self.evaluated += 1
+
+    def stats(self) -> Dict[str, float]:
+        return dict(evaluated=float(getattr(self, 'evaluated', 0)))

@@ -1,0 +1,235 @@
+"""A learner process of the parallel mode: one player's :class:`~sparring.worker.learner.Learner`.
+
+It receives chunks for its player straight from the collectors, drops repeated, invalid and too
+stale ones (counted), trains, optionally re-trains recent chunks while it waits for data up to a
+target sample reuse, publishes parameters every ``publish_every`` updates (the commander answers
+with the league's verdict: a reset reloads the parameters it names) and checkpoints; a restarted
+learner continues from its last checkpoint.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from typing import Deque, Dict, List, Optional, Tuple
+
+import gymnasium as gym
+import numpy as np
+
+from sparring.worker.checkpoint import CheckpointManager
+from sparring.worker.chunk import Chunk
+from sparring.worker.learner import Learner
+from sparring.worker.logger import RunLogger
+from sparring.worker.remote.base import Worker
+from sparring.worker.remote.transport import DataPuller, advertised_address, check_bind
+from sparring.worker.remote.wire import arrays_to_params, params_to_arrays
+
+log = logging.getLogger('sparring.worker')
+
+
+class LearnerWorker(Worker):
+    role = 'learner'
+
+    def run(self) -> None:
+        info = self.register()
+        self.player_id = info['player_id']
+        host = self.bind_host or self.par.host
+        check_bind(host, self.security.secured)
+        self.puller = DataPuller(self.context, host, self.security, name=f'{self.worker_id} data',
+                                 queue=self.par.learner_queue, max_message_bytes=self.par.max_message_mb << 20)
+        self.endpoint = advertised_address(self.puller.address, self.par.advertise_host)
+        self.observation_space, self.action_space = self.spaces()
+        self.policy = self.new_policy(self.cfg.seed + self.index)
+        self.learner = Learner(self.policy, max(1, self.cfg.train.max_env_steps // len(self.player_ids)))
+        self.ckpt = CheckpointManager(self.workdir)
+        self.seen: Deque[str] = deque(maxlen=10_000)
+        self.seen_set = set()
+        self.queue: Deque = deque()
+        self.replay: Deque = deque(maxlen=self.par.replay_chunks)
+        self.staleness_window: List[float] = []
+        self.counts = dict(chunks_received=0, dropped_stale=0, dropped_duplicate=0, dropped_invalid=0, replayed=0)
+        self.wait_seconds = 0.0
+        self.arrived = 0  # chunks this process took in (the commander's credit counts per learner process)
+        restored = info['restore'] and self.ckpt.latest() is not None
+        if restored:
+            state = self.ckpt.load_latest()
+            self.learner.load_state_dict(state['learner'])
+            self.counts.update(state['counts'])
+        else:
+            reply = self.fetch_params('init')
+            self.policy.set_params(arrays_to_params(reply.arrays), 0)
+        # Versions and iterations never go back: collectors may hold newer published parameters,
+        # and the league's step for this player may be ahead of the checkpoint.
+        if info['version'] > self.policy.version:
+            self.policy.set_params(self.policy.get_params(), info['version'])
+        self.learner.train_iter = max(self.learner.train_iter, info['train_iteration'])
+        self.logger = RunLogger(self.workdir, self.learner.max_env_steps, tensorboard=self.cfg.train.tensorboard,
+                                progress_bar=False, initial_env_steps=self.learner.env_steps)
+        self.logger.line(f'{self.worker_id}: learner of {self.player_id}, chunks at {self.endpoint}, '
+                         f'{"restored from " + self.ckpt.latest() if restored else "fresh"}, iteration '
+                         f'{self.learner.train_iter}, version {self.policy.version}')
+        try:
+            self.publish(final=False)
+            self._loop()
+            self.save_checkpoint()
+            self.publish(final=True)
+            # Stay until the commander is done with everyone (it may still need this learner's answer).
+            while self.directive != 'stop':
+                self.check_alive()
+                time.sleep(self.par.heartbeat_seconds / 2)
+        finally:
+            self.logger.close()
+            self.puller.close()
+        self.goodbye()
+
+    def _loop(self) -> None:
+        par = self.par
+        drain_since: Optional[float] = None
+        last_chunk_at = time.monotonic()
+        while self.directive != 'stop':
+            self.check_alive()
+            waited = time.perf_counter()
+            got = self._receive(timeout=0.0 if self.queue or self._may_replay() else 0.1)
+            if got:
+                last_chunk_at = time.monotonic()
+            picked = self._next_chunk()
+            if picked is None:
+                self.wait_seconds += time.perf_counter() - waited
+                if self.directive == 'drain':
+                    drain_since = drain_since or time.monotonic()
+                    expected = self.expected_chunks
+                    idle = time.monotonic() - max(last_chunk_at, drain_since)
+                    if (expected is not None and self.arrived >= expected) \
+                            or idle >= par.drain_timeout_seconds:
+                        return
+                continue
+            chunk, fresh = picked
+            self._train(chunk, fresh)
+
+    def _receive(self, timeout: float) -> bool:
+        """Move chunks from the socket into the queue while it has room; True if any arrived."""
+        got = False
+        while len(self.queue) < self.par.learner_queue:
+            message = self.puller.recv(timeout if not got else 0.0)
+            if message is None:
+                return got
+            body = message.body
+            if message.kind != 'chunk':
+                self.counts['dropped_invalid'] += 1
+                log.warning('%s: a %r message came on the chunk socket; dropped', self.worker_id, message.kind)
+                continue
+            if body['chunk_id'] in self.seen_set:
+                self.counts['dropped_duplicate'] += 1
+                continue
+            self.arrived += 1
+            try:
+                if body['player_id'] != self.player_id:
+                    raise ValueError(f'a chunk of player {body["player_id"]!r} reached the learner of '
+                                     f'{self.player_id!r}')
+                if body['version'] > self.policy.version:
+                    raise ValueError(f'it claims parameter version {body["version"]}, newer than the learner\'s '
+                                     f'{self.policy.version}')
+                data = {name: np.array(a) for name, a in message.arrays.items()}  # owned, writable copies
+                check_chunk_values(data, self.action_space)
+                chunk = Chunk(data=data, version=body['version'], player_id=self.player_id,
+                              chunk_id=body['chunk_id'], env_steps=body['env_steps'])
+                chunk.validate()
+            except ValueError as err:
+                self.counts['dropped_invalid'] += 1
+                log.warning('%s: dropped chunk %s: %s', self.worker_id, body.get('chunk_id'), err)
+                continue
+            if len(self.seen) == self.seen.maxlen:
+                self.seen_set.discard(self.seen[0])
+            self.seen.append(chunk.chunk_id)
+            self.seen_set.add(chunk.chunk_id)
+            self.counts['chunks_received'] += 1
+            self.queue.append(chunk)
+            got = True
+        return got
+
+    def _too_stale(self, chunk) -> bool:
+        limit = self.par.max_staleness
+        return limit is not None and self.policy.version - chunk.version > limit
+
+    def _may_replay(self) -> bool:
+        target = self.par.target_sample_reuse
+        return bool(target) and bool(self.replay) and self.learner.sample_reuse < target
+
+    def _next_chunk(self) -> Optional[Tuple[object, bool]]:
+        """The oldest fresh chunk not too stale; else, below the target sample reuse, a recent one again."""
+        while self.queue:
+            chunk = self.queue.popleft()
+            if self._too_stale(chunk):
+                self.counts['dropped_stale'] += 1
+                continue
+            return chunk, True
+        while self._may_replay():
+            chunk = self.replay.popleft()
+            if self._too_stale(chunk):
+                continue
+            self.replay.append(chunk)
+            self.counts['replayed'] += 1
+            return chunk, False
+        return None
+
+    def _train(self, chunk, fresh: bool) -> None:
+        stats = self.learner.train(chunk, fresh=fresh)
+        if fresh:
+            self.replay.append(chunk)
+        self.staleness_window.append(stats['staleness'])
+        it = self.learner.train_iter
+        stats.update(self.counts, wait_seconds=self.wait_seconds, queue=float(len(self.queue)))
+        self.logger.scalars(stats, self.learner.env_steps, prefix='train/')
+        if len(self.staleness_window) >= 20:
+            self.logger.histogram('train/staleness_histogram', self.staleness_window, self.learner.env_steps)
+            self.staleness_window = []
+        if it % self.par.publish_every == 0:
+            self.publish(final=False, stats=dict(staleness=stats['staleness'], sample_reuse=stats['sample_reuse']))
+        every = self.cfg.train.checkpoint_every_iters
+        if every and it % every == 0:
+            self.save_checkpoint()
+
+    def publish(self, final: bool, stats: Optional[dict] = None) -> None:
+        body = dict(player_id=self.player_id, version=self.policy.version, train_iteration=self.learner.train_iter,
+                    final=final, chunks_consumed=self.arrived - len(self.queue), endpoint=self.endpoint,
+                    stats=dict(stats or {}, **{k: float(v) for k, v in self.counts.items()},
+                               sample_reuse=self.learner.sample_reuse, wait_seconds=self.wait_seconds))
+        reply = self.request('publish', body, params_to_arrays(self.policy.get_params()))
+        reset_ref = reply.body.get('reset_param_ref')
+        if reset_ref:
+            # The league reset this player (e.g. an exploiter back to the initial parameters). Keep
+            # counting versions upward so staleness stays meaningful.
+            params = self.fetch_params(reset_ref)
+            self.policy.set_params(arrays_to_params(params.arrays), self.policy.version)
+            self.policy.reset_optimizer()
+            self.replay.clear()
+            self.logger.line(f'{self.player_id} reset to {reset_ref!r} at iteration {self.learner.train_iter}')
+            self.publish(final=final)
+
+    def save_checkpoint(self) -> str:
+        return self.ckpt.save(dict(learner=self.learner.state_dict(), counts=self.counts), self.learner.train_iter)
+
+    def stats(self) -> Dict[str, float]:
+        # Called from the heartbeat thread: copy the dicts the main thread updates before reading them.
+        out = {k: float(v) for k, v in dict(getattr(self, 'counts', {})).items()}
+        puller = getattr(self, 'puller', None)
+        if puller is not None:
+            out.update({f'rejected_{reason}': float(n) for reason, n in dict(puller.rejected.counts).items()})
+        return out
+
+
+def check_chunk_values(data: Dict[str, np.ndarray], action_space) -> None:
+    """Raise ValueError if a chunk could poison training: non-finite numbers, actions outside the space."""
+    for name, array in data.items():
+        if array.dtype.kind == 'f' and not np.isfinite(array).all():
+            raise ValueError(f'array {name!r} holds NaN or infinite values')
+    action = data.get('action')
+    if isinstance(action_space, gym.spaces.Discrete) and action is not None:
+        if action.dtype.kind not in 'iu' or (action.size and (action.min() < action_space.start
+                                                               or action.max() >= action_space.start + action_space.n)):
+            raise ValueError(f'actions must be integers in [{action_space.start}, '
+                             f'{action_space.start + action_space.n}), got {action.dtype} '
+                             f'{action.min() if action.size else ""}..{action.max() if action.size else ""}')
+    mask = data.get('action_mask')
+    if mask is not None and isinstance(action_space, gym.spaces.Discrete) and mask.shape[-1] != action_space.n:
+        raise ValueError(f'action_mask must end with {action_space.n} actions, got shape {mask.shape}')

@@ -1,0 +1,100 @@
+"""Schemas of message bodies: each message kind's fields, their types and checks, and its arrays.
+
+A protocol is a mapping from message kind to :class:`Schema`; :func:`~sparring.worker.remote.wire.decode`
+refuses a message whose body or arrays do not fit its kind's schema.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping, Optional, Tuple
+
+import numpy as np
+
+from sparring.worker.remote.wire import MessageError, short
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """One body field: accepted Python types, whether required, element types of a list."""
+    types: Tuple[type, ...]
+    required: bool = True
+    items: Optional[Tuple[type, ...]] = None
+    check: Optional[Callable[[Any], Optional[str]]] = None  # returns an error text or None
+
+    def validate(self, name: str, value: Any, kind: str) -> None:
+        if not _is_instance(value, self.types):
+            raise MessageError('schema', f'{kind!r} message: field {name!r} must be {_type_names(self.types)}, '
+                                         f'got {type(value).__name__} {short(value)}')
+        if self.items is not None and isinstance(value, list):
+            for i, item in enumerate(value):
+                if not _is_instance(item, self.items):
+                    raise MessageError('schema', f'{kind!r} message: {name}[{i}] must be {_type_names(self.items)}, '
+                                                 f'got {type(item).__name__} {short(item)}')
+        if self.check is not None and value is not None:
+            problem = self.check(value)
+            if problem:
+                raise MessageError('schema', f'{kind!r} message: field {name!r} {problem}')
+
+
+def field(*types: type, optional: bool = False, items: Optional[Tuple[type, ...]] = None,
+          check: Optional[Callable[[Any], Optional[str]]] = None) -> Field:
+    return Field(tuple(types), not optional, items, check)
+
+
+@dataclasses.dataclass(frozen=True)
+class Schema:
+    """A message kind: its body fields and its arrays (``array_names`` None: any names)."""
+    body: Mapping[str, Field] = dataclasses.field(default_factory=dict)
+    required_arrays: Tuple[str, ...] = ()
+    array_names: Optional[Tuple[str, ...]] = ()
+
+    def validate(self, kind: str, body: Any, arrays: Mapping[str, np.ndarray]) -> None:
+        if not isinstance(body, dict):
+            raise MessageError('schema', f'{kind!r} message: body must be a JSON object, got {short(body)}')
+        unknown = sorted(set(body) - set(self.body))
+        if unknown:
+            raise MessageError('schema', f'{kind!r} message: unknown field(s) {unknown}; expected among '
+                                         f'{sorted(self.body)}')
+        for name, spec in self.body.items():
+            if name not in body:
+                if spec.required:
+                    raise MessageError('schema', f'{kind!r} message: missing field {name!r}')
+                continue
+            spec.validate(name, body[name], kind)
+        missing = [n for n in self.required_arrays if n not in arrays]
+        if missing:
+            raise MessageError('schema', f'{kind!r} message: missing arrays {missing}')
+        if self.array_names is not None:
+            extra = sorted(set(arrays) - set(self.array_names) - set(self.required_arrays))
+            if extra:
+                expected = sorted(set(self.array_names) | set(self.required_arrays))
+                raise MessageError('schema', f'{kind!r} message: unexpected arrays {extra}; '
+                                             f'expected {expected or "none"}')
+
+
+def _is_instance(value: Any, types: Tuple[type, ...]) -> bool:
+    if isinstance(value, bool):
+        return bool in types
+    if isinstance(value, int) and float in types:
+        return True
+    return isinstance(value, types)
+
+
+def _type_names(types: Tuple[type, ...]) -> str:
+    return ' or '.join('null' if t is type(None) else t.__name__ for t in types)
+
+
+def non_negative(value) -> Optional[str]:
+    """A field check: the number is >= 0."""
+    return None if value >= 0 else f'must be >= 0, got {value!r}'
+
+
+def numbers(value) -> Optional[str]:
+    """A field check: every value of the dict is a number."""
+    for key, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return f'[{key!r}] must be a number, got {short(v)}'
+    return None
+
+
+# Shorthands for the types a JSON body holds.
+STR, INT, FLOAT, BOOL, LIST, DICT, NONE = str, int, float, bool, list, dict, type(None)

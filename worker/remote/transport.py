@@ -1,0 +1,379 @@
+"""ZeroMQ sockets of the parallel mode, and how they authenticate.
+
+Sockets fit each flow: :class:`RequestClient` (DEALER, request/reply with timeouts) talks to a
+:class:`Server` (ROUTER) for control; :class:`DataPusher` (PUSH) streams chunks to a
+:class:`DataPuller` (PULL). High-water marks bound every queue, so a slow receiver blocks its
+senders instead of exhausting memory. :class:`Security` says how every socket authenticates (an
+HMAC signer, optionally ZeroMQ CURVE keys: :func:`create_curve_keys`) and which protocol (message
+kinds and their schemas) it speaks. Servers log and drop messages that fail to decode, and carry on.
+"""
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import logging
+import os
+import time
+import uuid
+from collections import OrderedDict
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+import zmq
+
+from sparring.worker.remote.wire import (SECRET_ENV, Message, MessageError, RequestTimeout, Signer, decode, encode,
+                                         load_secret)
+
+log = logging.getLogger(__name__)
+
+
+def is_loopback(host: str) -> bool:
+    if host == 'localhost':
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, secured: bool) -> None:
+    """Refuse to listen beyond this machine without authentication."""
+    if not secured and not is_loopback(host):
+        raise ValueError(f'parallel.host={host!r} accepts connections from other machines; set a shared secret '
+                         f'(${SECRET_ENV} or parallel.key_file) or parallel.auth="curve" first, or bind 127.0.0.1')
+
+
+@dataclasses.dataclass
+class Security:
+    """How sockets authenticate (an HMAC signer with a shared secret, optional CURVE keys) and the
+    protocol they speak: the message kinds and their schemas (the commander's catalogue)."""
+    signer: Signer
+    curve_dir: Optional[str] = None
+    protocol: Optional[Mapping[str, Any]] = None
+
+    @property
+    def schemas(self) -> Mapping[str, Any]:
+        if self.protocol is None:
+            raise ValueError('Security: no protocol given; expected the message catalogue '
+                             '(sparring.framework.protocol.PROTOCOL)')
+        return self.protocol
+
+    @property
+    def secured(self) -> bool:
+        return self.signer.enabled or self.curve_dir is not None
+
+    def server(self, socket: zmq.Socket) -> None:
+        if self.curve_dir:
+            public, secret = _load_keypair(self.curve_dir, 'server')
+            socket.curve_secretkey = secret
+            socket.curve_publickey = public
+            socket.curve_server = True
+
+    def client(self, socket: zmq.Socket) -> None:
+        if self.curve_dir:
+            server_public, _ = _load_keypair(self.curve_dir, 'server', secret=False)
+            public, secret = _load_keypair(self.curve_dir, 'client')
+            socket.curve_serverkey = server_public
+            socket.curve_publickey = public
+            socket.curve_secretkey = secret
+
+
+def make_security(auth: Optional[str] = None, key_file: Optional[str] = None,
+                  curve_dir: Optional[str] = None, protocol: Optional[Mapping[str, Any]] = None) -> Security:
+    """The security settings of one process. ``auth`` None picks what the given keys allow: CURVE
+    with ``curve_dir``, HMAC with a secret (``$SPARRING_SECRET`` or ``key_file``), else none. CURVE
+    and HMAC combine when both are given."""
+    if auth not in (None, 'hmac', 'curve', 'none'):
+        raise ValueError(f'parallel.auth: expected "hmac", "curve" or "none", got {auth!r}')
+    secret = load_secret(key_file) if auth != 'none' else None
+    if auth == 'hmac' and secret is None:
+        raise ValueError(f'parallel.auth="hmac" needs a shared secret: set ${SECRET_ENV} or parallel.key_file')
+    if auth == 'curve' and not curve_dir:
+        raise ValueError('parallel.auth="curve" needs parallel.curve_dir (see messaging.create_curve_keys)')
+    return Security(Signer(secret), curve_dir if auth in (None, 'curve') else None, protocol)
+
+
+def create_curve_keys(directory: str) -> str:
+    """Write a server and a client CURVE key pair into ``directory`` (copy it to every machine) and
+    list the client as authorised; returns the directory."""
+    import zmq.auth
+    if not zmq.has('curve'):
+        raise RuntimeError('this libzmq was built without CURVE support; use a shared secret (HMAC) instead')
+    os.makedirs(os.path.join(directory, 'authorized'), exist_ok=True)
+    zmq.auth.create_certificates(directory, 'server')
+    public_file, _ = zmq.auth.create_certificates(directory, 'client')
+    os.replace(public_file, os.path.join(directory, 'authorized', 'client.key'))
+    return directory
+
+
+def _load_keypair(directory: str, name: str, secret: bool = True) -> Tuple[bytes, Optional[bytes]]:
+    import zmq.auth
+    path = os.path.join(directory, f'{name}.key_secret')
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f'parallel.curve_dir: no {name}.key_secret in {directory!r}; create the keys with '
+                                f'sparring.framework.messaging.create_curve_keys({directory!r})')
+    public, secret_key = zmq.auth.load_certificate(path)
+    return public, (secret_key if secret else None)
+
+
+class CurveGuard:
+    """ZeroMQ's authentication handler for CURVE: only clients whose public key is in
+    ``<curve_dir>/authorized`` may connect. One per process that binds sockets."""
+
+    def __init__(self, context: zmq.Context, curve_dir: str) -> None:
+        from zmq.auth.thread import ThreadAuthenticator
+        self._auth = ThreadAuthenticator(context)
+        self._auth.start()
+        self._auth.configure_curve(domain='*', location=os.path.join(curve_dir, 'authorized'))
+
+    def stop(self) -> None:
+        self._auth.stop()
+
+
+# -- sockets --------------------------------------------------------------------------------------
+
+class RejectCounter:
+    """Counts dropped messages by reason and logs the first few of each, so a flood does not flood the log."""
+
+    def __init__(self, where: str, log_first: int = 5) -> None:
+        self.where = where
+        self.counts: Dict[str, int] = {}
+        self.log_first = log_first
+
+    def add(self, err: MessageError, peer: str = '') -> None:
+        n = self.counts.get(err.reason, 0) + 1
+        self.counts[err.reason] = n
+        if n <= self.log_first:
+            log.warning('%s: dropped a %s message%s: %s', self.where, err.reason, f' from {peer}' if peer else '', err)
+
+
+class ReplayGuard:
+    """Rejects a signed message seen before, or older than ``window`` seconds: a captured message
+    cannot be played back later."""
+
+    def __init__(self, window: float = 600.0, capacity: int = 200_000) -> None:
+        self.window = window
+        self.capacity = capacity
+        self._seen: 'OrderedDict[str, float]' = OrderedDict()
+
+    def check(self, message: Message) -> None:
+        now = time.time()
+        if abs(now - message.time) > self.window:
+            raise MessageError('stale', f'message {message.id} is {now - message.time:.0f} s old (clock skew or replay); '
+                                        f'accepted within {self.window:.0f} s')
+        if message.id in self._seen:
+            raise MessageError('replayed', f'message {message.id} was already received')
+        self._seen[message.id] = message.time
+        while self._seen and (len(self._seen) > self.capacity or next(iter(self._seen.values())) < now - self.window):
+            self._seen.popitem(last=False)
+
+
+def _tune(socket: zmq.Socket, max_message_bytes: int) -> None:
+    socket.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
+    socket.setsockopt(zmq.LINGER, 0)
+
+
+class _Listener:
+    """A bound socket that takes messages in: binding (a free port for port 0), and a receive loop
+    that drops and counts what fails to decode, is unsigned or is replayed."""
+
+    def __init__(self, context: zmq.Context, kind: int, host: str, port: int, security: Security, name: str,
+                 queue: int, max_message_bytes: int) -> None:
+        self.security = security
+        self.name = name
+        self.socket = context.socket(kind)
+        _tune(self.socket, max_message_bytes)
+        self.socket.setsockopt(zmq.RCVHWM, queue)
+        self.socket.setsockopt(zmq.SNDHWM, queue)
+        security.server(self.socket)
+        if port:
+            self.socket.bind(f'tcp://{host}:{port}')
+        else:
+            port = self.socket.bind_to_random_port(f'tcp://{host}')
+        self.address = f'tcp://{host}:{port}'
+        self.rejected = RejectCounter(name)
+        self._replay = ReplayGuard() if security.signer.enabled else None
+
+    def _receive(self, timeout: float, routed: bool) -> Optional[Tuple[bytes, Message]]:
+        """``(peer, message)`` of the next valid message (peer ``b''`` unless ``routed``), or None after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:  # what is waiting already is taken without a poll (a system call per message saved)
+                frames = self.socket.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                remaining = deadline - time.monotonic()
+                if not self.socket.poll(max(0, int(remaining * 1000))):
+                    return None
+                frames = self.socket.recv_multipart(copy=False)
+            peer, frames = (frames[0].bytes, frames[1:]) if routed else (b'', frames)
+            try:
+                message = decode(frames, signer=self.security.signer, schemas=self.security.schemas)
+                if self._replay is not None:
+                    self._replay.check(message)
+            except MessageError as err:
+                self.rejected.add(err, peer.hex())
+                self._refused(peer, err)
+                continue
+            return peer, message
+
+    def _refused(self, peer: bytes, err: MessageError) -> None:
+        """What to do about a dropped message beyond counting it."""
+
+    def close(self) -> None:
+        self.socket.close(linger=0)
+
+
+class Server(_Listener):
+    """A ROUTER socket bound at ``tcp://host:port``: receives requests, drops bad ones (counted), replies."""
+
+    def __init__(self, context: zmq.Context, host: str, port: int, security: Security, name: str = 'commander',
+                 max_message_bytes: int = 1 << 30, queue: int = 1000) -> None:
+        super().__init__(context, zmq.ROUTER, host, port, security, name, queue, max_message_bytes)
+
+    def recv(self, timeout: float) -> Optional[Tuple[bytes, Message]]:
+        """The next valid request as ``(peer, message)``, or None after ``timeout`` seconds."""
+        return self._receive(timeout, routed=True)
+
+    def _refused(self, peer: bytes, err: MessageError) -> None:
+        if err.reason == 'schema' and err.message_id:
+            # An authenticated peer sent a message that breaks its kind's schema: tell it why.
+            self.reply(peer, err.message_id, 'error', dict(error=str(err), reason=err.reason))
+
+    def reply(self, peer: bytes, reply_to: Optional[str], kind: str, body: dict,
+              arrays: Optional[Mapping[str, np.ndarray]] = None) -> None:
+        frames = encode(kind, body, arrays, signer=self.security.signer, sender=self.name, reply_to=reply_to,
+                        schemas=self.security.schemas)
+        try:
+            send_frames(self.socket, [peer, *frames], zmq.NOBLOCK)
+        except zmq.Again:
+            log.warning('%s: reply queue to a peer is full; reply dropped', self.name)
+
+
+class RequestClient:
+    """A DEALER socket for request/reply with a timeout; one request in flight at a time.
+
+    A reply that does not answer the current request (a late answer to one that timed out) is
+    skipped. An ``error`` reply raises :class:`MessageError`.
+    """
+
+    def __init__(self, context: zmq.Context, address: str, security: Security, sender: str,
+                 timeout: float = 10.0, max_message_bytes: int = 1 << 30) -> None:
+        self.context = context
+        self.address = address
+        self.security = security
+        self.sender = sender
+        self.timeout = timeout
+        self.max_message_bytes = max_message_bytes
+        self.rejected = RejectCounter(f'{sender} <- commander')
+        self.socket = None
+        self._connect()
+
+    def _connect(self) -> None:
+        if self.socket is not None:
+            self.socket.close(linger=0)
+        self.socket = self.context.socket(zmq.DEALER)
+        _tune(self.socket, self.max_message_bytes)
+        self.security.client(self.socket)
+        self.socket.connect(self.address)
+
+    def request(self, kind: str, body: dict, arrays: Optional[Mapping[str, np.ndarray]] = None,
+                timeout: Optional[float] = None) -> Message:
+        timeout = self.timeout if timeout is None else timeout
+        request_id = uuid.uuid4().hex
+        frames = encode(kind, body, arrays, signer=self.security.signer, sender=self.sender, message_id=request_id,
+                        schemas=self.security.schemas)
+        if not self.socket.poll(int(timeout * 1000), zmq.POLLOUT):
+            self._connect()
+            raise RequestTimeout(f'{kind!r} request to {self.address}: cannot send within {timeout:.1f} s')
+        send_frames(self.socket, frames)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self.socket.poll(int(remaining * 1000)):
+                # A fresh socket drops whatever the old one still had queued for the dead request.
+                self._connect()
+                raise RequestTimeout(f'no reply to {kind!r} from {self.address} within {timeout:.1f} s')
+            try:
+                reply = decode(self.socket.recv_multipart(copy=False), signer=self.security.signer,
+                               schemas=self.security.schemas)
+            except MessageError as err:
+                self.rejected.add(err, self.address)
+                continue
+            if reply.reply_to != request_id:
+                continue
+            if reply.kind == 'error':
+                raise MessageError(reply.body['reason'], f'{kind!r} request refused by {self.address}: '
+                                                         f'{reply.body["error"]}')
+            return reply
+
+    def close(self) -> None:
+        if self.socket is not None:
+            self.socket.close(linger=0)
+            self.socket = None
+
+
+def send_frames(socket: zmq.Socket, frames: Sequence, flags: int = 0) -> None:
+    """Send a message's frames: array memory without a copy, our own small byte strings copied
+    (handing those to ZeroMQ without a copy costs more than the copy, as its release goes through
+    pyzmq's garbage thread)."""
+    last = len(frames) - 1
+    for i, frame in enumerate(frames):
+        socket.send(frame, (flags if i == 0 else 0) | (zmq.SNDMORE if i < last else 0),
+                    copy=not isinstance(frame, memoryview))
+
+
+class DataPusher:
+    """A PUSH socket to one receiver; ``send`` waits for room (the receiver's back-pressure) up to a timeout."""
+
+    def __init__(self, context: zmq.Context, address: str, security: Security, sender: str, queue: int = 4,
+                 linger_seconds: float = 5.0) -> None:
+        self.address = address
+        self.security = security
+        self.sender = sender
+        self.socket = context.socket(zmq.PUSH)
+        self.socket.setsockopt(zmq.SNDHWM, queue)
+        # Chunks already queued are still delivered when the collector exits after its last one.
+        self.socket.setsockopt(zmq.LINGER, int(linger_seconds * 1000))
+        security.client(self.socket)
+        self.socket.connect(address)
+
+    def send(self, kind: str, body: dict, arrays: Mapping[str, np.ndarray], timeout: float) -> bool:
+        """True once queued; False if the receiver took nothing for ``timeout`` seconds."""
+        frames = encode(kind, body, arrays, signer=self.security.signer, sender=self.sender,
+                        schemas=self.security.schemas)
+        try:  # room in the queue: no poll needed (a multipart message is refused, if at all, at its first frame)
+            send_frames(self.socket, frames, zmq.NOBLOCK)
+            return True
+        except zmq.Again:
+            pass
+        if not self.socket.poll(int(timeout * 1000), zmq.POLLOUT):
+            return False
+        send_frames(self.socket, frames)
+        return True
+
+    def close(self, linger: Optional[float] = None) -> None:
+        self.socket.close(linger=None if linger is None else int(linger * 1000))
+
+
+class DataPuller(_Listener):
+    """A PULL socket bound on ``host`` (a free port unless ``port``); ``recv`` drops bad messages (counted)."""
+
+    def __init__(self, context: zmq.Context, host: str, security: Security, name: str, queue: int = 4,
+                 max_message_bytes: int = 1 << 30, port: int = 0) -> None:
+        super().__init__(context, zmq.PULL, host, port, security, name, queue, max_message_bytes)
+
+    def recv(self, timeout: float) -> Optional[Message]:
+        got = self._receive(timeout, routed=False)
+        return None if got is None else got[1]
+
+
+def advertised_address(bound: str, advertise_host: Optional[str] = None) -> str:
+    """The address peers should connect to: ``0.0.0.0`` / ``*`` replaced by this machine's name."""
+    host_port = bound.split('://', 1)[1]
+    host, port = host_port.rsplit(':', 1)
+    if host in ('0.0.0.0', '*', '::'):
+        import socket
+        host = advertise_host or socket.gethostname()
+    elif advertise_host:
+        host = advertise_host
+    return f'tcp://{host}:{port}'

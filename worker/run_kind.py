@@ -1,0 +1,104 @@
+"""The two kinds of run, decided in one place: a league of players in a battle env, or one agent.
+
+:func:`run_kind` looks at a compiled config once and returns the kind; everything that differs
+between the two lives here, behind the same methods, so no other module asks "is this a league?":
+
+* :class:`LeagueKind` — a battle env (or a config with a ``league`` section): each active player
+  collects with a :class:`BattleCollector` against opponents the league draws, is evaluated by games
+  against the evaluation opponents, and its collector envs are seeded per player.
+* :class:`SingleAgentKind` — any other env: the one-player case, trained by the same coordinator
+  and loops with a :class:`SampleCollector`, evaluated by episode return.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from sparring.worker.battle_collector import BattleCollector
+from sparring.worker.collector import SampleCollector
+from sparring.worker.env.battle import is_battle_env, make_battle_env
+from sparring.worker.env.manager import make_env_manager
+from sparring.worker.evaluation import GameEvaluation, ReturnEvaluation
+from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET, SINGLE_AGENT_EVAL_SEED_OFFSET, player_seed
+
+SINGLE_AGENT = 'agent'  # the one player of a single-agent run
+SINGLE_AGENT_LEAGUE = 'single_agent'  # the league type of a single-agent run (one player, no opponents)
+
+
+def is_league_run(cfg) -> bool:
+    """Whether ``cfg`` trains a league (a battle env, or a ``league`` section) rather than one agent."""
+    return cfg.league is not None or is_battle_env(cfg.env.type)
+
+
+class LeagueKind:
+    is_league = True
+    evaluation_class = GameEvaluation
+    keeps_initial_params = True  # every player starts from them, and a reset returns to them
+    round_label = 'round'  # a round: every player collects and learns once
+
+    @staticmethod
+    def train_prefix(player_id: str) -> str:
+        return f'train/{player_id}/'
+
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg
+
+    def league_type(self) -> str:
+        return self.cfg.league.type
+
+    def spaces(self):
+        """(observation space, action space) of one seat."""
+        probe = make_battle_env(self.cfg.env, 1, self.cfg.seed)
+        try:
+            return probe.observation_space, probe.action_space
+        finally:
+            probe.close()
+
+    def collector(self, policy, n_steps: int, seed: int, player_id: str, player_index: int,
+                  sample_opponent: Optional[Callable]):
+        """A player's collector on envs of its own; ``sample_opponent(slot)`` draws each game's opponent."""
+        env = make_battle_env(self.cfg.env, self.cfg.env.collector_env_num, player_seed(seed, player_index))
+        return BattleCollector(env, policy, n_steps, sample_opponent, player_id=player_id,
+                               train_both_sides=self.cfg.battle.train_both_sides)
+
+    def evaluation(self, seed_shift: int = 0) -> GameEvaluation:
+        # Every league evaluation replays the same seeds, so evaluations differ only by the players.
+        return GameEvaluation(self.cfg, self.cfg.seed + LEAGUE_EVAL_SEED_OFFSET)
+
+
+class SingleAgentKind:
+    is_league = False
+    evaluation_class = ReturnEvaluation
+    keeps_initial_params = False  # one player that is never reset: nothing to return to
+    round_label = 'it'  # one learner iteration
+
+    @staticmethod
+    def train_prefix(player_id: str) -> str:
+        return 'train/'
+
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg
+
+    def league_type(self) -> str:
+        return SINGLE_AGENT_LEAGUE
+
+    def spaces(self):
+        probe = make_env_manager(self.cfg.env, 1, self.cfg.seed, self.cfg.import_names)
+        try:
+            return probe.observation_space, probe.action_space
+        finally:
+            probe.close()
+
+    def collector(self, policy, n_steps: int, seed: int, player_id: str, player_index: int,
+                  sample_opponent: Optional[Callable]):
+        env = make_env_manager(self.cfg.env, self.cfg.env.collector_env_num, seed, self.cfg.import_names)
+        return SampleCollector(env, policy, n_steps, player_id=player_id)
+
+    def evaluation(self, seed_shift: int = 0) -> ReturnEvaluation:
+        """``seed_shift``: a resumed run's evaluation episodes start where the run got, not at the first ones."""
+        return ReturnEvaluation(self.cfg, self.cfg.seed + seed_shift + SINGLE_AGENT_EVAL_SEED_OFFSET)
+
+
+def run_kind(cfg):
+    """The kind of run ``cfg`` (compiled) makes."""
+    return LeagueKind(cfg) if is_league_run(cfg) else SingleAgentKind(cfg)
+
