@@ -33,7 +33,7 @@ from sparring.dizoo.matrix_games.config.zero_sum_2x2_league import config as zer
 from sparring.dizoo.openspiel.config.kuhn_poker_psro import config as kuhn_config
 from sparring.framework import serial_pipeline
 from sparring.framework.league_pipeline import LeagueRun, complete_league_config
-from sparring.framework.serial import prepare_config
+from sparring.framework.run_setup import prepare_config
 
 from results_file import merge_results
 
@@ -162,12 +162,12 @@ def connect_four(workdir: str, scale: float) -> dict:
     # tighter figure than the periodic 200 games give (their standard error is about 1 point).
     for name, ref, games in (('random_1000', 'bot:random', 1000), ('mcts_100', MCTS.format(100), 200),
                              ('mcts_1000', MCTS.format(1000), 50)):
-        run.evaluator.n_episodes = games
-        final[name] = run.evaluator.evaluate(policy, [(name, run.pool.get(ref))])[0].summary()
+        run.evaluation.battle.n_episodes = games
+        final[name] = run.evaluation.battle.evaluate(policy, [(name, run.pool.get(ref))])[0].summary()
     # Greedy play against the heuristic bot (itself nearly deterministic) repeats the same couple of
     # games, so its rate moves in steps of 50 %; sampled play gives a figure over many games.
-    run.evaluator.n_episodes, run.evaluator.deterministic = 1000, False
-    final['heuristic_sampled'] = run.evaluator.evaluate(
+    run.evaluation.battle.n_episodes, run.evaluation.battle.deterministic = 1000, False
+    final['heuristic_sampled'] = run.evaluation.battle.evaluate(
         policy, [('heuristic_sampled', run.pool.get('bot:connect_four_heuristic'))])[0].summary()
     run.close()
     final.update({oid: s for oid, s in next(iter(summary['eval'].values())).items()})

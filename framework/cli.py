@@ -48,10 +48,9 @@ def make_importable(folder: str) -> None:
 
 
 def load_config_file(path: str) -> dict:
-    """The config dict a Python config file defines; its folder becomes importable first."""
+    """The config dict a Python config file defines (the command line makes its folder importable first)."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f'config file not found: {path}')
-    make_importable(os.path.dirname(os.path.abspath(path)))
     try:
         namespace = runpy.run_path(path, run_name='sparring_config')
     except SyntaxError as err:
@@ -127,6 +126,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command in ('train', 'surgery'):
+        make_importable(os.path.dirname(os.path.abspath(args.config)))
     if args.command == 'train':
         config = load_config_file(args.config)
         if args.mode == 'parallel':

@@ -24,11 +24,10 @@ import time
 from collections import defaultdict, deque
 from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
-from sparring.config.registry import LEAGUE_REGISTRY
+from sparring.config.registry import ENV_REGISTRY, LEAGUE_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.framework.run_setup import evaluation_opponents
 from sparring.league.exact_analysis import ProfileCache, exact_analysis_of
-from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.policy_pool import ParamStore
 
 INIT_REF = 'init'  # the parameters every player starts from, and resets return to

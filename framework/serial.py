@@ -10,7 +10,6 @@ checkpoint.
 """
 from __future__ import annotations
 
-import time
 from typing import Dict, Optional
 
 from sparring.framework.run_setup import closing_report, prepare_config
@@ -125,7 +124,3 @@ def _summary(cfg, run: LeagueRun, checkpoint: str, pictures) -> dict:
                        collect_steps_per_second=collector.env_steps / max(collector.collect_seconds, 1e-9))
     return summary
 
-
-def out_of_time(train, started: float) -> bool:
-    """Whether ``train.max_wall_seconds`` (0: unlimited) has passed since ``started`` (a ``perf_counter`` time)."""
-    return bool(train.max_wall_seconds) and time.perf_counter() - started >= train.max_wall_seconds

@@ -27,14 +27,17 @@ import numpy as np
 
 from sparring.config import compile_config, load_config, save_config
 from sparring.config.compile import to_plain
-from sparring.worker.checkpoint import CheckpointManager
 from sparring.config.registry import POLICY_REGISTRY
+from sparring.framework.coordinator import INIT_REF
+from sparring.framework.run_setup import complete_league_config
 from sparring.policy.base import Policy
 from sparring.policy.feature_map import (AdaptedPolicy, SpaceAdapter, SurgeryError, action_map, as_feature_map,
                                          flat_size, observation_map)
 from sparring.policy.surgery import compare, new_space_observations, resolve_options, transplant
-from sparring.worker.env.battle import is_battle_env, make_battle_env
+from sparring.worker.checkpoint import CheckpointManager
+from sparring.worker.env.battle import make_battle_env
 from sparring.worker.env.manager import make_env_manager
+from sparring.worker.run_kind import is_league_run
 
 REPORT_FILE = 'surgery_report.json'
 BEFORE_SURGERY = '@before_surgery_'
@@ -55,11 +58,10 @@ def surgery(checkpoint: str, new_config: dict, out: str, *, options: Optional[di
     ckpt_path, old_exp = locate_checkpoint(checkpoint)
     old_cfg = load_config(old_exp)
     new_cfg = compile_config(new_config, exp_name=out, save=False)
-    battle = new_cfg.league is not None or is_battle_env(new_cfg.env.type)
-    if battle != (old_cfg.league is not None or is_battle_env(old_cfg.env.type)):
+    battle = is_league_run(new_cfg)
+    if battle != is_league_run(old_cfg):
         raise SurgeryError('surgery: the old and the new config must both be league (battle) runs or both single-agent')
     if battle:
-        from sparring.framework.league_pipeline import complete_league_config
         complete_league_config(old_cfg)
         complete_league_config(new_cfg)
         _check_same_league(old_cfg, new_cfg)
@@ -306,7 +308,6 @@ def _carry_param_store(old_exp: str, out: str, old_cfg, new_cfg, old_env: EnvSpa
                        obs_map, act_map, opts: dict, recorded: PairedRecordings) -> Dict[str, str]:
     """Copy the parameter store into ``out``: snapshots with (composed) adapters where the env's
     spaces changed, the reset parameters transplanted. Returns {old ref: new ref} of renamed refs."""
-    from sparring.framework.league_pipeline import INIT_REF
     from sparring.worker.policy_pool import ParamStore
     source_dir = os.path.join(old_exp, 'params')
     if not os.path.isdir(source_dir):
