@@ -39,3 +39,30 @@ def test_ready_config_compiles_and_builds(path, tmp_path):
 
 def test_the_ready_configs_are_found():
     assert len(CONFIGS) >= 20 and 'dizoo/board_games/config/connect_four_league.py' in CONFIGS
+
+
+# Env types that adapt a library of games (each game is a config option) rather than being one game.
+GAME_ADAPTERS = ('openspiel', 'pettingzoo')
+
+
+def test_every_native_two_player_game_has_a_ready_league_config():
+    """A battle env's defaults are PPO's general ones, which do not make every game learn (a tic-tac-toe league
+    drifts with them); each native game ships a config that does."""
+    import sparring.dizoo  # noqa: F401 (registers the env families)
+    from sparring.config.registry import ENV_REGISTRY
+    games = {name for name in ENV_REGISTRY.names() if name not in GAME_ADAPTERS and is_battle_env(name)
+             and ENV_REGISTRY.get(name).__module__.startswith('sparring.dizoo.')}
+    assert {'tictactoe', 'connect_four', 'rock_paper_scissors', 'pong_duel'} <= games
+    configured = {load_config_file(os.path.join(ROOT, path))['env']['type'] for path in CONFIGS
+                  if os.path.join('dizoo', 'atari') not in path and os.path.join('dizoo', 'mujoco') not in path}
+    assert sorted(games - configured) == []
+
+
+def test_the_tictactoe_league_has_what_makes_it_learn():
+    """Measured: PPO's defaults (lr 3e-4 annealed, self-play and snapshots) reach 59 % wins against the random bot
+    after 100k steps; a constant lr 1e-3 and the reference branch 89 % in 60 s (benchmarks, not asserted here)."""
+    config = load_config_file(os.path.join(ROOT, 'dizoo', 'board_games', 'config', 'tictactoe_league.py'))
+    learn = config['policy']['learn']
+    assert learn['lr'] == 1e-3 and learn['anneal_lr'] is False
+    assert config['league']['players']['naive_sp']['branch_probs']['reference'] > 0
+    assert {r['param_ref'] for r in config['league']['reference_players']} >= {'bot:random', 'bot:tictactoe_heuristic'}
