@@ -44,7 +44,6 @@ Subclasses customise ``_get_job_info``, ``_mutate_player`` and ``_update_player`
 """
 from __future__ import annotations
 
-import difflib
 import threading
 from collections.abc import Mapping
 from typing import Dict, List, Optional, Sequence
@@ -57,17 +56,15 @@ from sparring.config.registry import LEAGUE_REGISTRY, PLAYER_REGISTRY, RegistryE
 from sparring.league.config_util import merge_section, to_easydict, to_plain
 from sparring.league.meta_strategy import meta_game
 from sparring.league.errors import LeagueError
-from sparring.league.outcome import REVERSED_CODE, parse_outcomes
+from sparring.league.outcome import REVERSED_CODE
 from sparring.league.payoff import BattleSharedPayoff
+from sparring.league.job_protocol import (  # noqa: F401 (the key sets re-exported)
+    JOB_INFO_KEYS, JOB_RESULT_KEYS, PLAYER_INFO_KEYS, check_player_info, parse_job_result)
 from sparring.league.league_state import STATE_SCHEMA_VERSION, LeagueStateMixin  # noqa: F401 (STATE_SCHEMA_VERSION re-exported)
 from sparring.league.player import ActivePlayer, HistoricalPlayer, Player, ReferencePlayer
 from sparring.league.rating import LeagueRatings
 from sparring.league.roster import Roster
 
-# A job result is the job info get_job_info returned plus its ``result`` (as DI-engine's commander sends it).
-JOB_INFO_KEYS = frozenset({'job_id', 'launch_player', 'player_ids', 'branch', 'eval_flag', 'episode_num', 'players'})
-JOB_RESULT_KEYS = JOB_INFO_KEYS | {'result', 'info'}
-PLAYER_INFO_KEYS = frozenset({'player_id', 'train_iteration', 'agent_steps', 'param_ref', 'model'})
 SNAPSHOT_REF_FIELDS = dict(player_id='p_h1', parent_id='p', step=0, index=1)
 
 
@@ -307,33 +304,7 @@ class BaseLeague(LeagueStateMixin):
             self._record_games(home, away, codes)
 
     def _parse_job_result(self, job_result):
-        if not isinstance(job_result, dict):
-            raise LeagueError(f'finish_job: expected a dict with player_ids and result, got '
-                              f'{type(job_result).__name__} {job_result!r}')
-        if not JOB_RESULT_KEYS.issuperset(job_result):
-            raise LeagueError(_unknown_keys_message('finish_job', job_result, JOB_RESULT_KEYS))
-        ids = job_result.get('player_ids')
-        if not isinstance(ids, (list, tuple)) or len(ids) != 2:
-            raise LeagueError(f'finish_job: "player_ids" must be [home_id, away_id], got {ids!r}')
-        by_id = self.roster.by_id
-        home = by_id.get(ids[0]) if isinstance(ids[0], str) else None
-        away = by_id.get(ids[1]) if isinstance(ids[1], str) else None
-        if home is None or away is None:
-            self.roster.get(ids[0] if home is None else ids[1], 'finish_job player_ids')  # raises, naming it
-        if 'result' not in job_result:
-            raise LeagueError('finish_job: missing "result", the list of outcomes from the home player\'s view')
-        codes = parse_outcomes(job_result['result'], 'finish_job result')
-        launch = job_result.get('launch_player')
-        if launch is not None and launch not in ids:
-            raise LeagueError(f'finish_job: launch_player {launch!r} is not one of player_ids {list(ids)}')
-        echoed = job_result.get('players')
-        if echoed is not None:
-            echoed_ids = [p.get('player_id') if isinstance(p, Mapping) else p for p in echoed] \
-                if isinstance(echoed, (list, tuple)) else echoed
-            if echoed_ids != list(ids):
-                raise LeagueError(f'finish_job: "players" (from the job info) are {echoed_ids!r}, but player_ids are '
-                                  f'{list(ids)}; expected the infos of the same two players, in the same order')
-        return home, away, codes
+        return parse_job_result(job_result, self.roster)
 
     def _record_games(self, home: Player, away: Player, codes: Sequence[int]) -> None:
         if home is away:
@@ -354,36 +325,9 @@ class BaseLeague(LeagueStateMixin):
     def update_active_player(self, player_info: dict) -> None:
         """A learner's progress report; see the module docstring for ``player_info``."""
         with self._lock:
-            if not isinstance(player_info, dict):
-                raise LeagueError(f'update_active_player: expected a dict, got {type(player_info).__name__} '
-                                  f'{player_info!r}')
-            if not PLAYER_INFO_KEYS.issuperset(player_info):
-                raise LeagueError(_unknown_keys_message('update_active_player', player_info, PLAYER_INFO_KEYS))
-            player = self._active(player_info.get('player_id'), 'update_active_player')
-            step = player_info.get('train_iteration')
-            if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < player.step:
-                raise LeagueError(f'update_active_player: "train_iteration" of {player.player_id!r} must be an int '
-                                  f'>= its current step {player.step}, got {step!r}')
-            self._check_agent_steps(player, player_info)
-            if 'param_ref' in player_info and not isinstance(player_info['param_ref'], str):
-                raise LeagueError(f'update_active_player: "param_ref" must be a str, got {player_info["param_ref"]!r}')
-            if 'model' in player_info and not isinstance(player_info['model'], dict):
-                raise LeagueError(f'update_active_player: "model" must be a dict, got {player_info["model"]!r}')
+            player = check_player_info(player_info, self._active)
             self._update_player(player, player_info)
             self.ratings.record_history(player.player_id, player.step)
-
-    @staticmethod
-    def _check_agent_steps(player: ActivePlayer, player_info: dict) -> None:
-        if 'agent_steps' not in player_info:
-            if player.counts_agent_steps:
-                raise LeagueError(f'update_active_player: {player.player_id!r} ({player.player_type}) counts its steps in '
-                                  f'agent steps, as ML-Agents\' self-play does; report "agent_steps" (the agent steps '
-                                  f'the player has trained on, every agent of a team counted) with "train_iteration"')
-            return
-        steps = player_info['agent_steps']
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < player.agent_steps:
-            raise LeagueError(f'update_active_player: "agent_steps" of {player.player_id!r} must be an int >= its '
-                              f'current count {player.agent_steps}, got {steps!r}')
 
     def _update_player(self, player: ActivePlayer, player_info: dict) -> None:
         player.step = int(player_info['train_iteration'])
@@ -451,15 +395,6 @@ def _active_player_class(name, where: str) -> type:
     if not (isinstance(player_cls, type) and issubclass(player_cls, ActivePlayer)):
         raise ConfigError(f'config key "{where}": {name!r} is not an active player type')
     return player_cls
-
-
-def _unknown_keys_message(where: str, given: dict, allowed) -> str:
-    parts = []
-    for key in given:
-        if key not in allowed:
-            close = difflib.get_close_matches(str(key), sorted(allowed), n=1, cutoff=0.5)
-            parts.append(repr(key) + (f' (did you mean {close[0]!r}?)' if close else ''))
-    return f'{where}: unknown key(s) {", ".join(parts)}; expected keys among {", ".join(sorted(allowed))}'
 
 
 def build_league(cfg: dict) -> BaseLeague:
