@@ -5,13 +5,28 @@ Credit-based back-pressure: a player gets no new collect task while its learner 
 many they took with each publish), so a slow learner holds its collectors back instead of
 training on stale data. Chunks reported before the player's current learner process joined went
 to an older one and do not count against it.
+
+A chunk reported but never delivered must give its credit back, or a few of them would stop
+collection for good. Learners acknowledge the chunks they receive (with their heartbeats), and a
+chunk in flight is *reclaimed* when it is known lost: its collector says it could not deliver it;
+a later chunk of the same collector reached the learner first (one collector's chunks travel in
+order); its collector is gone and ``worker_timeout_seconds`` have passed; or it is twice that old
+while the learner sits idle. A reclaimed chunk that turns up after all takes its credit again.
 """
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Callable, Dict, Optional, Tuple
+import dataclasses
+from collections import OrderedDict, defaultdict
+from typing import Callable, Dict, Iterable, Optional, Set, Tuple
 
 from sparring.framework.param_service import WAIT_SECONDS
+
+
+@dataclasses.dataclass
+class InFlight:
+    session: str
+    reported_at: float
+    gone_at: Optional[float] = None  # when its collector's session ended
 
 
 class CollectTasks:
@@ -23,19 +38,70 @@ class CollectTasks:
         self.chunks_consumed = {pid: 0 for pid in coordinator.player_ids}
         self.max_ahead = par.max_chunks_ahead or max(1, par.collectors)
         self.last_player: Dict[str, str] = {}  # worker id -> player it collected for last
+        self.in_flight: Dict[str, 'OrderedDict[str, InFlight]'] = {pid: OrderedDict() for pid in coordinator.player_ids}
+        self.reclaimed = {pid: 0 for pid in coordinator.player_ids}  # since the current learner joined
+        self._reclaimed_ids: Set[str] = set()
         self._next_id = 0
 
     def learner_joined(self, pid: str) -> None:
         """A new learner process for ``pid``: chunks sent to its predecessor are gone."""
         self.chunks_before_learner[pid] = self.coordinator.player_chunks[pid]
         self.chunks_consumed[pid] = 0
+        self.in_flight[pid].clear()
+        self.reclaimed[pid] = 0
 
     def consumed(self, pid: str, chunks: int) -> None:
         self.chunks_consumed[pid] = max(self.chunks_consumed[pid], chunks)
 
     def expected_chunks(self, pid: str) -> int:
-        """Chunks the current learner of ``pid`` was sent (what it must take before it has drained)."""
-        return self.coordinator.player_chunks[pid] - self.chunks_before_learner[pid]
+        """Chunks the current learner of ``pid`` will receive (what it must take before it has drained)."""
+        return self.coordinator.player_chunks[pid] - self.chunks_before_learner[pid] - self.reclaimed[pid]
+
+    # -- chunks in flight ------------------------------------------------------------------------
+    def reported(self, pid: str, chunk_id: str, session: str, now: float) -> None:
+        self.in_flight[pid][chunk_id] = InFlight(session, now)
+
+    def received(self, pid: str, chunk_ids: Iterable[str]) -> None:
+        """The learner of ``pid`` has these chunks; earlier ones of the same collectors never will."""
+        flying = self.in_flight[pid]
+        for chunk_id in chunk_ids:
+            if chunk_id in self._reclaimed_ids:  # reclaimed too early: it takes its credit again
+                self._reclaimed_ids.discard(chunk_id)
+                self.reclaimed[pid] -= 1
+                self.coordinator.counters['chunks_reclaimed'] -= 1
+                continue
+            arrived = flying.pop(chunk_id, None)
+            if arrived is None:
+                continue
+            overtaken = [cid for cid, f in flying.items() if f.session == arrived.session
+                         and f.reported_at <= arrived.reported_at]
+            self._reclaim(pid, overtaken)
+
+    def undelivered(self, chunk_ids: Iterable[str]) -> None:
+        """Chunks a collector reported but could not deliver."""
+        for pid, flying in self.in_flight.items():
+            self._reclaim(pid, [cid for cid in chunk_ids if cid in flying])
+
+    def session_gone(self, session: str, now: float) -> None:
+        for flying in self.in_flight.values():
+            for f in flying.values():
+                if f.session == session and f.gone_at is None:
+                    f.gone_at = now
+
+    def sweep(self, now: float, timeout: float, learner_idle: Callable[[str], bool]) -> None:
+        """Reclaim chunks that cannot arrive any more (see the module docstring)."""
+        for pid, flying in self.in_flight.items():
+            lost = [cid for cid, f in flying.items()
+                    if (f.gone_at is not None and now - f.gone_at > timeout)
+                    or (now - f.reported_at > 2 * timeout and learner_idle(pid))]
+            self._reclaim(pid, lost)
+
+    def _reclaim(self, pid: str, chunk_ids) -> None:
+        for chunk_id in chunk_ids:
+            if self.in_flight[pid].pop(chunk_id, None) is not None:
+                self._reclaimed_ids.add(chunk_id)
+                self.reclaimed[pid] += 1
+                self.coordinator.counters['chunks_reclaimed'] += 1
 
     def chunks_ahead(self, pid: str) -> int:
         """Chunks reported for ``pid`` that its learner has not taken off its queue yet."""

@@ -163,6 +163,8 @@ class Commander:
 
     def _on_heartbeat(self, worker: WorkerRecord, message: Message):
         self._take_stats(worker, message.body.get('stats', {}))
+        if worker.role == 'learner' and message.body.get('received'):
+            self.collect.received(worker.player_id, message.body['received'])
         return 'ack', self._state_for(worker), None
 
     def _take_stats(self, worker: WorkerRecord, stats: Dict[str, float]) -> None:
@@ -186,6 +188,7 @@ class Commander:
     # -- collection ----------------------------------------------------------------------------
     def _on_collect_task(self, worker: WorkerRecord, message: Message):
         self.collect.release(worker)  # its previous chunk never arrived: hand the budget back
+        self.collect.undelivered(message.body.get('undelivered', []))
         if self.phase != 'collect':
             return 'stop', dict(reason=self.stop_reason or 'collection finished'), None
         kind, body = self.collect.next_task(worker, self._learner_endpoint, self.live)
@@ -229,6 +232,7 @@ class Commander:
             ids.append(job_id)
             outcomes.append(outcome)
         self.counters['results_refused'] += rejected
+        self.collect.reported(pid, body['chunk_id'], worker.session, self.clock())
         self.coordinator.recent_returns.extend(body.get('episode_returns', []))
         self._commit(dict(op='games', chunk=body['chunk_id'], player=pid, steps=body['env_steps'],
                           games=[[away, ids, outcomes] for away, (ids, outcomes) in groups.items()]))
@@ -309,6 +313,7 @@ class Commander:
         now, timeout = self.clock(), self.par.worker_timeout_seconds
         for session in [s for s, w in self.workers.items() if now - w.last_seen > timeout]:
             self.drop_worker(session, f'silent for {timeout:.0f} s')
+        self.collect.sweep(now, timeout, self._learner_idle)
         self.coordinator.check_time()
         self._advance()
         if now - self._last_save >= self.par.save_every_seconds:
@@ -325,11 +330,17 @@ class Commander:
         if held:
             self._commit(dict(op='abandon', jobs=held))
         self.collect.release(worker)
+        self.collect.session_gone(session, self.clock())
         self.evals.requeue(worker)
         if why != 'said goodbye':
             self.counters[f'{worker.role}_lost'] += 1
         self.say(f'{worker.worker_id} left ({why}); {len(held)} unfinished game(s) abandoned')
         return worker
+
+    def _learner_idle(self, pid: str) -> bool:
+        """Whether the learner of ``pid`` says (by heartbeat) that it has nothing queued."""
+        return any(w.role == 'learner' and w.player_id == pid and w.stats.get('queued', 1) == 0
+                   for w in self.workers.values())
 
     def drop_worker_id(self, worker_id: str, why: str) -> None:
         for session in [s for s, w in self.workers.items() if w.worker_id == worker_id]:

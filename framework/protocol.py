@@ -29,13 +29,24 @@ def _outcome_lists(value) -> Optional[str]:
     return None
 
 
+MAX_IDS = 10_000  # chunk ids in one heartbeat or task request
+
+
+def _at_most(n: int):
+    def check(value) -> Optional[str]:
+        return None if len(value) <= n else f'holds {len(value)} items; at most {n} expected'
+    return check
+
+
 PROTOCOL: Dict[str, Schema] = {
     # -- requests ----------------------------------------------------------------------------
     'register': Schema(dict(role=field(STR), worker_id=field(STR, NONE), session=field(STR), pid=field(INT),
                             host=field(STR), player_id=field(STR, NONE, optional=True))),
-    'heartbeat': Schema(dict(session=field(STR), stats=field(DICT, optional=True, check=numbers))),
+    'heartbeat': Schema(dict(session=field(STR), stats=field(DICT, optional=True, check=numbers),
+                             received=field(LIST, optional=True, items=(str,), check=_at_most(MAX_IDS)))),
     'goodbye': Schema(dict(session=field(STR))),
-    'collect_task': Schema(dict(session=field(STR))),
+    'collect_task': Schema(dict(session=field(STR),
+                                undelivered=field(LIST, optional=True, items=(str,), check=_at_most(MAX_IDS)))),
     'jobs': Schema(dict(session=field(STR), player_id=field(STR), count=field(INT, check=non_negative))),
     'chunk_report': Schema(dict(session=field(STR), task_id=field(INT, NONE), chunk_id=field(STR),
                                 player_id=field(STR), version=field(INT, check=non_negative),

@@ -154,7 +154,7 @@ def test_server_answers_signed_requests_and_drops_others_while_it_keeps_serving(
         raw.send_multipart([MAGIC, header, security.signer.tag([MAGIC, header])])
         assert raw.poll(5000)
         error = decode(raw.recv_multipart(), signer=security.signer)
-        assert error.kind == 'error' and error.reply_to == 'q1' and "unknown field(s) ['sesion']" in error.body['error']
+        assert error.kind == 'error' and error.reply_to == 'q1' and "unknown field(s) 'sesion'" in error.body['error']
         assert answered == ['heartbeat']
         assert server.rejected.counts == dict(unauthenticated=2, malformed=2, schema=1)
     finally:

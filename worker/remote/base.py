@@ -135,7 +135,7 @@ class Worker:
     def work_on(self, kind: str, do: Callable[[dict], None]) -> None:
         """Ask for tasks (``collect_task``, ``eval_task``) and do each, until the commander says stop."""
         while self.directive != 'stop':
-            reply = self.request(kind)
+            reply = self.request(kind, self.task_request())
             if reply.kind == 'stop':
                 return
             if reply.kind == 'wait':
@@ -167,6 +167,17 @@ class Worker:
         """Figures sent with each heartbeat (numbers only)."""
         return {}
 
+    def heartbeat_extra(self) -> dict:
+        """Fields a role adds to its next heartbeat (called from the heartbeat thread)."""
+        return {}
+
+    def heartbeat_lost(self, extra: dict) -> None:
+        """The heartbeat carrying ``extra`` did not get through: keep what it carried for the next one."""
+
+    def task_request(self) -> dict:
+        """Fields a role adds to its next task request."""
+        return {}
+
     def _heartbeat_loop(self) -> None:
         client = RequestClient(self.context, self.commander, self.security, sender=f'{self.worker_id}/heartbeat',
                                timeout=max(self.par.heartbeat_seconds * 2, 1.0))
@@ -175,18 +186,18 @@ class Worker:
                 if self.parent_pid is not None and process_gone(self.parent_pid):
                     log.error('%s: the launcher (pid %d) is gone; exiting', self.worker_id, self.parent_pid)
                     os._exit(EXIT_ORPHANED)
+                extra = self.heartbeat_extra()
                 try:
-                    reply = client.request('heartbeat', dict(session=self.session, stats=self.stats()))
-                except RequestTimeout:
-                    if time.monotonic() - self.last_contact > self.par.worker_timeout_seconds:
-                        self.lost = True
-                    continue
-                except MessageError as err:
-                    if err.reason == 'session':
-                        self.expired = True
-                    continue
-                except Exception:  # the heartbeat must outlive any surprise, or the worker is timed out
-                    log.exception('%s: heartbeat failed', self.worker_id)
+                    reply = client.request('heartbeat', dict(session=self.session, stats=self.stats(), **extra))
+                except Exception as err:
+                    self.heartbeat_lost(extra)
+                    if isinstance(err, RequestTimeout):
+                        if time.monotonic() - self.last_contact > self.par.worker_timeout_seconds:
+                            self.lost = True
+                    elif isinstance(err, MessageError):
+                        self.expired = self.expired or err.reason == 'session'
+                    else:  # the heartbeat must outlive any surprise, or the worker is timed out
+                        log.exception('%s: heartbeat failed', self.worker_id)
                     continue
                 self.last_contact = time.monotonic()
                 self.directive = reply.body['state']

@@ -80,6 +80,7 @@ class CollectorWorker(Worker):
         self.pushers: Dict[str, DataPusher] = {}
         self.env_steps = 0
         self.undelivered = 0
+        self.undelivered_ids: List[str] = []
         log.info('%s: registered with %s', self.worker_id, self.commander)
         try:
             self.work_on('collect_task', self._collect)
@@ -89,6 +90,10 @@ class CollectorWorker(Worker):
             for collector, _ in self.games.values():
                 collector.close()
         self.goodbye()
+
+    def task_request(self) -> dict:
+        ids, self.undelivered_ids = self.undelivered_ids, []
+        return dict(undelivered=ids) if ids else {}
 
     def _home(self, player_id: str):
         """The collector and the job feed of ``player_id``, made on first use."""
@@ -131,6 +136,7 @@ class CollectorWorker(Worker):
             self.check_alive()
             if self.directive == 'stop' or time.monotonic() > deadline:
                 self.undelivered += 1
+                self.undelivered_ids.append(chunk.chunk_id)  # told to the commander with the next task request
                 log.warning('%s: the learner at %s took no chunk for %.0f s; chunk %s dropped', self.worker_id,
                             endpoint, self.par.worker_timeout_seconds, chunk.chunk_id)
                 current.close(linger=0)

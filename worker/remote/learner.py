@@ -26,11 +26,14 @@ from sparring.worker.remote.wire import arrays_to_params, params_to_arrays
 
 log = logging.getLogger('sparring.worker')
 
+MAX_RECEIPTS = 10_000  # chunk ids acknowledged by one heartbeat (the protocol's limit)
+
 
 class LearnerWorker(Worker):
     role = 'learner'
 
     def run(self) -> None:
+        self.receipts: Deque[str] = deque()  # ids of chunks that arrived, until a heartbeat carries them
         info = self.register()
         self.player_id = info['player_id']
         host = self.bind_host or self.par.host
@@ -122,6 +125,7 @@ class LearnerWorker(Worker):
                 self.counts['dropped_duplicate'] += 1
                 continue
             self.arrived += 1
+            self.receipts.append(body['chunk_id'])  # acknowledged with the next heartbeat
             try:
                 if body['player_id'] != self.player_id:
                     raise ValueError(f'a chunk of player {body["player_id"]!r} reached the learner of '
@@ -209,9 +213,20 @@ class LearnerWorker(Worker):
     def save_checkpoint(self) -> str:
         return self.ckpt.save(dict(learner=self.learner.state_dict(), counts=self.counts), self.learner.train_iter)
 
+    def heartbeat_extra(self) -> dict:
+        # Called from the heartbeat thread: popleft is atomic against the main thread's appends.
+        received = []
+        while self.receipts and len(received) < MAX_RECEIPTS:
+            received.append(self.receipts.popleft())
+        return dict(received=received) if received else {}
+
+    def heartbeat_lost(self, extra: dict) -> None:
+        self.receipts.extendleft(reversed(extra.get('received', [])))
+
     def stats(self) -> Dict[str, float]:
         # Called from the heartbeat thread: copy the dicts the main thread updates before reading them.
         out = {k: float(v) for k, v in dict(getattr(self, 'counts', {})).items()}
+        out['queued'] = float(len(getattr(self, 'queue', ())))
         puller = getattr(self, 'puller', None)
         if puller is not None:
             out.update({f'rejected_{reason}': float(n) for reason, n in dict(puller.rejected.counts).items()})

@@ -51,8 +51,10 @@ class Schema:
         if not isinstance(body, dict):
             raise MessageError('schema', f'{kind!r} message: body must be a JSON object, got {short(body)}')
         unknown = sorted(set(body) - set(self.body))
-        if unknown:
-            raise MessageError('schema', f'{kind!r} message: unknown field(s) {unknown}; expected among '
+        if unknown:  # named, but never more than a few of them: the reply must not echo a flood back
+            named = ', '.join(short(name, 40) for name in unknown[:5]) + (f' and {len(unknown) - 5} more'
+                                                                         if len(unknown) > 5 else '')
+            raise MessageError('schema', f'{kind!r} message: unknown field(s) {named}; expected among '
                                          f'{sorted(self.body)}')
         for name, spec in self.body.items():
             if name not in body:

@@ -186,6 +186,17 @@ def _raw(a: np.ndarray):
     return memoryview(a.reshape(-1).view(np.uint8)) if a.nbytes else b''
 
 
+def _refuse_constant(name: str):
+    raise ValueError(f'{name} is not a finite number')
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float('inf'), float('-inf')):
+        raise ValueError(f'{short(text)} is not a finite number')
+    return value
+
+
 def decode(frames: Sequence, *, signer: Signer, schemas: Mapping[str, Any]) -> Message:
     """A :class:`Message` from received frames (``bytes`` or ``zmq.Frame``); arrays are read-only
     views of the frames. Raises :class:`MessageError`."""
@@ -200,9 +211,11 @@ def decode(frames: Sequence, *, signer: Signer, schemas: Mapping[str, Any]) -> M
     if views[1].nbytes > MAX_HEADER_BYTES:
         raise MessageError('malformed', f'header of {views[1].nbytes} bytes exceeds {MAX_HEADER_BYTES}')
     try:
-        header = json.loads(bytes(views[1]))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise MessageError('malformed', f'header is not UTF-8 JSON ({err})') from None
+        header = json.loads(bytes(views[1]), parse_constant=_refuse_constant, parse_float=_finite_float)
+    except (UnicodeDecodeError, ValueError) as err:  # JSONDecodeError is a ValueError
+        raise MessageError('malformed', f'header is not UTF-8 JSON of finite numbers ({short(str(err))})') from None
+    except RecursionError:
+        raise MessageError('malformed', 'header is nested too deeply') from None
     if not isinstance(header, dict) or not HEADER_KEYS.issuperset(header) or not {'kind', 'body', 'arrays'} <= set(header):
         raise MessageError('malformed', f'header must be an object with keys {sorted(HEADER_KEYS)}, got '
                                         f'{short(header)}')

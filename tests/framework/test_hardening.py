@@ -1,0 +1,112 @@
+"""Parallel mode under abuse: lost chunks give their credit back, hostile headers are dropped, not fatal."""
+import json
+import uuid
+
+import pytest
+
+from sparring.framework.commander import Commander
+from sparring.framework.messaging import MAGIC, MessageError, Signer, decode
+
+SECRET = b'a shared secret of at least 16 bytes'
+
+import importlib.util
+import os
+
+_spec = importlib.util.spec_from_file_location(
+    'commander_helpers', os.path.join(os.path.dirname(__file__), 'test_parallel_commander.py'))
+helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(helpers)
+Clock, join, publish, report, req, start = (helpers.Clock, helpers.join, helpers.publish, helpers.report,
+                                            helpers.req, helpers.start)
+
+
+def _one_player(tmp_path):
+    commander, clock, learners = start(tmp_path, active_players=dict(naive_sp=1))
+    pid = commander.player_ids[0]
+    collectors = [join(commander, 'collector')[0] for _ in range(3)]
+    assert commander.max_ahead == 2
+    return commander, clock, learners[pid], pid, collectors
+
+
+def _task(commander, session):
+    return commander.handle(req('collect_task', session=session))
+
+
+def _heartbeat(commander, session, **body):
+    return commander.handle(req('heartbeat', session=session, **body))
+
+
+def test_a_chunk_whose_collector_died_gives_its_credit_back(tmp_path):
+    commander, clock, learner, pid, (a, b, c) = _one_player(tmp_path)
+    first, second = _task(commander, a), _task(commander, b)
+    report(commander, a, pid, [], chunk_id='lost', task_id=first[1]['task_id'])
+    report(commander, b, pid, [], chunk_id='kept', task_id=second[1]['task_id'])
+    assert _task(commander, c)[0] == 'wait'  # two chunks ahead of the learner
+    _heartbeat(commander, learner, received=['kept'])  # arrived, still in the learner's queue
+    clock.now += 1.0
+    _heartbeat(commander, a)
+    commander.drop_worker(a, 'process exited with code -9')  # killed while pushing 'lost'
+    assert _task(commander, c)[0] == 'wait'  # 'lost' may still be on its way
+    clock.now += commander.par.worker_timeout_seconds + 1.0
+    _heartbeat(commander, learner)
+    _heartbeat(commander, b)
+    _heartbeat(commander, c)
+    commander.tick()
+    assert commander.counters['chunks_reclaimed'] == 1 and commander.chunks_ahead(pid) == 1
+    assert _task(commander, c)[0] == 'task'  # collection goes on
+    assert commander.collect.expected_chunks(pid) == 1  # a draining learner does not wait for 'lost'
+
+
+def test_a_chunk_overtaken_by_a_later_one_of_its_collector_is_lost(tmp_path):
+    commander, _, learner, pid, (a, _, _) = _one_player(tmp_path)
+    report(commander, a, pid, [], chunk_id='c1')
+    report(commander, a, pid, [], chunk_id='c2')
+    _heartbeat(commander, learner, received=['c2'])  # one collector's chunks travel in order
+    assert commander.counters['chunks_reclaimed'] == 1 and commander.collect.expected_chunks(pid) == 1
+    _heartbeat(commander, learner, received=['c1'])  # it arrived after all: its credit is taken again
+    assert commander.counters['chunks_reclaimed'] == 0 and commander.collect.expected_chunks(pid) == 2
+
+
+def test_chunks_a_collector_could_not_deliver_are_reclaimed_at_once(tmp_path):
+    commander, _, _, pid, (a, _, _) = _one_player(tmp_path)
+    report(commander, a, pid, [], chunk_id='c1')
+    report(commander, a, pid, [], chunk_id='c2')
+    assert commander.handle(req('collect_task', session=a, undelivered=['c1', 'c2']))[0] == 'task'
+    assert commander.counters['chunks_reclaimed'] == 2 and commander.chunks_ahead(pid) == 0
+
+
+def test_a_client_that_reports_and_never_pushes_cannot_stop_collection(tmp_path):
+    commander, clock, learner, pid, (a, b, c) = _one_player(tmp_path)
+    report(commander, a, pid, [], chunk_id='never-1')
+    report(commander, a, pid, [], chunk_id='never-2')
+    assert _task(commander, c)[0] == 'wait'
+    for _ in range(3):  # everyone stays alive; the learner has nothing queued
+        clock.now += commander.par.worker_timeout_seconds - 1.0
+        for session in (learner, a, b, c):
+            _heartbeat(commander, session, stats=dict(queued=0.0))
+        commander.tick()
+    assert commander.counters['chunks_reclaimed'] == 2
+    assert _task(commander, c)[0] == 'task'
+
+
+@pytest.mark.parametrize('header, why', [
+    (b'[' * 100_000 + b']' * 100_000, 'nested too deeply'),
+    (json.dumps(dict(kind='goodbye', id='x', time=float('nan'), body=dict(session='s'), arrays=[])).encode(),
+     'finite'),
+    (b'{"kind": "goodbye", "id": "x", "time": 1e999, "body": {"session": "s"}, "arrays": []}', 'finite'),
+])
+def test_hostile_headers_are_malformed_messages_not_crashes(header, why):
+    signer = Signer(SECRET)
+    frames = [MAGIC, header, signer.tag([MAGIC, header])]
+    with pytest.raises(MessageError, match=why) as err:
+        decode(frames, signer=signer)
+    assert err.value.reason == 'malformed'
+
+
+def test_a_schema_error_does_not_echo_a_flood_of_keys():
+    signer = Signer(SECRET)
+    body = dict(session='s', **{f'key{i}': i for i in range(100_000)})
+    header = json.dumps(dict(kind='goodbye', id='x', body=body, arrays=[])).encode()
+    with pytest.raises(MessageError) as err:
+        decode([MAGIC, header, signer.tag([MAGIC, header])], signer=signer)
+    assert len(str(err.value)) < 300 and '99995 more' in str(err.value)
