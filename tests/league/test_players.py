@@ -275,7 +275,6 @@ def test_mlagents_counts_agent_steps_as_the_guide_does():
     assert player.get_opponent() == first and not league.judge_snapshot('mlagents_sp_0')['snapshot']
     report(league, 34_816, train_iteration=68)
     assert league.judge_snapshot('mlagents_sp_0')['snapshot']
-    assert player._last_swap_agent_steps == 9_999 or player.get_opponent() is not None
     player.get_opponent()
     assert player._last_swap_agent_steps == 34_816  # swapped after 10,000 agent steps
     report(league, 54_815, train_iteration=100)
