@@ -11,7 +11,8 @@ import json
 import logging
 import os
 import shutil
-from typing import List
+import zlib
+from typing import List, Optional
 
 from sparring.config.compile import to_plain
 from sparring.league.persistence import load_state, save_state
@@ -23,43 +24,108 @@ STATE_FILE = 'state.npz'
 JOURNAL_FILE = 'journal.jsonl'
 
 
+class JournalDamaged(RuntimeError):
+    """The journal lost entries that were committed (acknowledged to workers) and are in no snapshot."""
+
+
 class Journal:
-    """An append-only JSON-lines log of committed league operations, each with a sequence number."""
+    """An append-only JSON-lines log of committed league operations, each with a sequence number and a
+    checksum (``crc``, over the line without it), so that damage is told apart from a torn last write."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.seq = 0
         self._file = None
+        self.missing: List[int] = []  # sequence numbers of committed entries that were lost
 
     def read(self) -> List[dict]:
-        """The committed entries; a line torn by a crash mid-write (the last one) is skipped."""
+        """The intact entries, in order; :attr:`missing` says which committed ones are gone.
+
+        A last line without its newline is a write the crash interrupted: it was never committed (the
+        reply goes out after the line is written), so it is left out. A complete line that does not
+        parse or fails its checksum, or a gap in the sequence numbers, is a lost committed entry.
+        """
+        self.missing = []
         if not os.path.exists(self.path):
             return []
-        entries = []
-        with open(self.path) as f:
-            for number, line in enumerate(f, 1):
-                try:
-                    entries.append(json.loads(line))
-                except json.JSONDecodeError:
-                    log.warning('%s: line %d is incomplete (a crash while writing it); ignored', self.path, number)
+        with open(self.path, 'rb') as f:
+            data = f.read()
+        lines = data.split(b'\n')
+        torn = lines.pop()  # empty when the file ends with a newline
+        if torn:
+            log.warning('%s: the last line (%d bytes) was cut short by a crash while writing it; it was never '
+                        'committed and is dropped', self.path, len(torn))
+        entries: List[dict] = []
+        damaged_after: List[int] = []  # the sequence number before each damaged line
+        for number, raw in enumerate(lines, 1):
+            entry = _parse(raw)
+            if entry is None:
+                log.error('%s: line %d is damaged (not the JSON it was written as)', self.path, number)
+                damaged_after.append(entries[-1]['seq'] if entries else 0)
+                continue
+            expected = entries[-1]['seq'] + 1 if entries else entry['seq']
+            self.missing += list(range(expected, entry['seq']))
+            entries.append(entry)
+        last = entries[-1]['seq'] if entries else 0
+        # A damaged line after the last intact entry held the next committed one.
+        self.missing += [seq + 1 for seq in damaged_after if seq == last]
+        if entries and entries[0]['seq'] > 1:
+            self.missing = list(range(1, entries[0]['seq'])) + self.missing
         return entries
 
     def open(self, seq: int) -> None:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        _cut_torn_tail(self.path)
         self.seq = seq
         self._file = open(self.path, 'a')
 
     def append(self, entry: dict) -> None:
         self.seq += 1
         entry['seq'] = self.seq
+        entry.pop('crc', None)
+        line = json.dumps(entry, separators=(',', ':'))
+        entry['crc'] = zlib.crc32(line.encode('utf-8'))
         # Flushed to the OS: a killed process loses nothing written so far.
-        self._file.write(json.dumps(entry, separators=(',', ':')) + '\n')
+        self._file.write(line[:-1] + f',"crc":{entry["crc"]}}}\n')
         self._file.flush()
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def _parse(raw: bytes) -> Optional[dict]:
+    """The entry on one line, or None if the line is damaged (entries written before checksums pass as they are)."""
+    try:
+        entry = json.loads(raw)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get('seq'), int) or 'op' not in entry:
+        return None
+    if 'crc' in entry:
+        crc = entry.pop('crc')
+        if zlib.crc32(json.dumps(entry, separators=(',', ':')).encode('utf-8')) != crc:
+            return None
+    return entry
+
+
+def _cut_torn_tail(path: str) -> None:
+    """Drop a torn last line, so that the next entry starts on a line of its own."""
+    if not os.path.exists(path):
+        return
+    with open(path, 'rb+') as f:
+        data = f.read()
+        keep = data.rfind(b'\n') + 1
+        if keep != len(data):
+            f.truncate(keep)
+
+
+def remove_partial_files(directory: str) -> None:
+    """Temporary files a kill left half-written (``*.tmp``): never read, only in the way."""
+    for path in glob.glob(os.path.join(directory, '*.tmp')) + glob.glob(os.path.join(directory, '.*.tmp')):
+        log.warning('removing %s, left half-written by an interrupted save', path)
+        os.remove(path)
 
 
 def start_fresh(commander) -> None:
@@ -90,9 +156,22 @@ def restore(commander) -> int:
     if not os.path.exists(state_path) and not entries:
         raise FileNotFoundError(f'--resume: no parallel run state under {commander.dir} (neither {STATE_FILE} nor '
                                 f'{JOURNAL_FILE}); was {commander.exp_dir!r} run in parallel mode?')
-    saved_seq = 0
+    remove_partial_files(commander.dir)
+    saved_seq, saved = 0, None
     if os.path.exists(state_path):
-        saved = load_state(state_path)
+        try:
+            saved = load_state(state_path)
+        except Exception as err:  # a torn or damaged snapshot: the journal alone holds the whole run
+            log.warning('%s is unreadable (%s: %s); rebuilding the run from %s alone', state_path,
+                        type(err).__name__, err, commander.journal.path)
+            commander.say(f'{state_path} is unreadable; rebuilding the run from the journal alone')
+    lost = [seq for seq in commander.journal.missing if seq > (int(saved['commander']['seq']) if saved else 0)]
+    if lost:
+        raise JournalDamaged(f'--resume: {commander.journal.path} lost {len(lost)} committed entr'
+                             f'{"y" if len(lost) == 1 else "ies"} (sequence numbers {_ranges(lost)}) that no snapshot '
+                             f'holds; resuming would forget games, iterations or snapshots the workers were told '
+                             f'were recorded. Restore the file from a backup, or start the run afresh')
+    if saved is not None:
         commander.league.load_state_dict(saved['league'])
         state = saved['commander']
         saved_seq = int(state['seq'])
@@ -108,3 +187,15 @@ def restore(commander) -> int:
             replayed += 1
     commander.journal.open(entries[-1]['seq'] if entries else saved_seq)
     return replayed
+
+
+def _ranges(numbers: List[int]) -> str:
+    """``[3, 4, 5, 9]`` as ``'3-5, 9'``."""
+    out, start = [], None
+    for i, n in enumerate(numbers):
+        if start is None:
+            start = n
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            out.append(f'{start}-{n}' if n != start else f'{n}')
+            start = None
+    return ', '.join(out)

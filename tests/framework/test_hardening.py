@@ -1,16 +1,15 @@
 """Parallel mode under abuse: lost chunks give their credit back, hostile headers are dropped, not fatal."""
+import importlib.util
 import json
-import uuid
+import os
 
+import numpy as np
 import pytest
 
 from sparring.framework.commander import Commander
 from sparring.framework.messaging import MAGIC, MessageError, Signer, decode
 
 SECRET = b'a shared secret of at least 16 bytes'
-
-import importlib.util
-import os
 
 _spec = importlib.util.spec_from_file_location(
     'commander_helpers', os.path.join(os.path.dirname(__file__), 'test_parallel_commander.py'))
@@ -110,3 +109,90 @@ def test_a_schema_error_does_not_echo_a_flood_of_keys():
     with pytest.raises(MessageError) as err:
         decode([MAGIC, header, signer.tag([MAGIC, header])], signer=signer)
     assert len(str(err.value)) < 300 and '99995 more' in str(err.value)
+
+
+def _played_commander(tmp_path, chunks=3, save_after=None):
+    commander, _, learners = start(tmp_path)
+    a, _ = join(commander, 'collector')
+    pid = commander.player_ids[0]
+    for i in range(chunks):
+        _, batch, _ = commander.handle(req('jobs', session=a, player_id=pid, count=2))
+        report(commander, a, pid, [[j['job_id'], 'win'] for j in batch['jobs']])
+        if save_after == i:
+            commander.save()
+    publish(commander, learners[pid], pid, 3, 3)
+    return commander
+
+
+def _journal_lines(commander):
+    with open(os.path.join(commander.dir, 'journal.jsonl'), 'rb') as f:
+        return f.read().split(b'\n')[:-1]
+
+
+def _write_journal(commander, lines, tail=b''):
+    with open(os.path.join(commander.dir, 'journal.jsonl'), 'wb') as f:
+        f.write(b''.join(line + b'\n' for line in lines) + tail)
+
+
+def test_a_torn_last_line_is_cut_before_the_next_entry_is_appended(tmp_path):
+    from sparring.framework.commander_state import Journal
+    commander = _played_commander(tmp_path)
+    expected = commander.league.state_dict()['payoff']
+    commander.close()
+    lines = _journal_lines(commander)
+    _write_journal(commander, lines, tail=b'{"op":"games","chu')  # killed while writing
+    resumed = Commander(commander.cfg, resume=True, clock=Clock())
+    np.testing.assert_equal(resumed.league.state_dict()['payoff'], expected)
+    session, _ = join(resumed, 'collector')
+    resumed.handle(req('jobs', session=session, player_id=resumed.player_ids[0], count=1))  # a new entry
+    expected = resumed.league.state_dict()['payoff']
+    resumed.close()
+    journal = Journal(os.path.join(commander.dir, 'journal.jsonl'))
+    entries = journal.read()
+    assert not journal.missing and [e['seq'] for e in entries] == list(range(1, len(lines) + 2))
+    again = Commander(commander.cfg, resume=True, clock=Clock())
+    np.testing.assert_equal(again.league.state_dict()['payoff'], expected)
+
+
+def test_a_journal_that_lost_committed_entries_is_refused_with_what_was_lost(tmp_path):
+    from sparring.framework.commander_state import JournalDamaged
+    commander = _played_commander(tmp_path)
+    commander.close()
+    lines = _journal_lines(commander)
+    damaged = list(lines)
+    damaged[2] = damaged[2][:10] + b'X' + damaged[2][11:]  # a flipped byte in a committed entry
+    _write_journal(commander, damaged)
+    with pytest.raises(JournalDamaged, match=r'lost 1 committed entry \(sequence numbers 3\)'):
+        Commander(commander.cfg, resume=True, clock=Clock())
+    _write_journal(commander, lines[:2] + lines[3:])  # a whole entry gone
+    with pytest.raises(JournalDamaged, match='sequence numbers 3'):
+        Commander(commander.cfg, resume=True, clock=Clock())
+
+
+def test_damage_a_snapshot_covers_is_not_a_loss(tmp_path):
+    commander = _played_commander(tmp_path, save_after=2)
+    expected = commander.league.state_dict()['payoff']
+    commander.close()
+    lines = _journal_lines(commander)
+    lines[1] = b'garbage'
+    _write_journal(commander, lines)
+    resumed = Commander(commander.cfg, resume=True, clock=Clock())
+    np.testing.assert_equal(resumed.league.state_dict()['payoff'], expected)
+
+
+def test_an_unreadable_state_file_is_rebuilt_from_the_journal(tmp_path):
+    commander = _played_commander(tmp_path, save_after=1)
+    expected = commander.league.state_dict()
+    steps, games = commander.env_steps, commander.counters['games']
+    commander.close()
+    state = os.path.join(commander.dir, 'state.npz')
+    with open(state, 'rb') as f:
+        data = f.read()
+    with open(state, 'wb') as f:
+        f.write(data[:len(data) // 2])  # torn
+    with open(os.path.join(commander.dir, '.state.npz.x1.tmp'), 'wb') as f:
+        f.write(b'half')
+    resumed = Commander(commander.cfg, resume=True, clock=Clock())
+    np.testing.assert_equal(resumed.league.state_dict()['payoff'], expected['payoff'])
+    assert (resumed.env_steps, resumed.counters['games']) == (steps, games)
+    assert not [n for n in os.listdir(commander.dir) if n.endswith('.tmp')]
