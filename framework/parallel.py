@@ -29,14 +29,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import sys
-import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
 from sparring.config.schema import ConfigError
 from sparring.framework.commander import Commander
+from sparring.framework.interrupts import shielded, terminate_as_interrupt
 from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
 from sparring.worker.logger import RunLogger
 from sparring.framework.messaging import (SECRET_ENV, CurveGuard, Security, Server, Signer,
@@ -332,10 +331,15 @@ class ParallelRun:
     # -- ending -------------------------------------------------------------------------------
     def close(self, abort: Optional[str] = None) -> dict:
         """Stop every worker, save, report; returns the summary. ``abort`` (why: 'interrupted', an
-        error) ends the run early: the state is saved for a resume, without the closing report."""
+        error) ends the run early: the state is saved for a resume, without the closing report. Ctrl-C
+        or SIGTERM meanwhile cannot cut it short."""
         if self.closed:
             raise RuntimeError('ParallelRun.close: already closed')
         self.closed = True
+        with shielded() as came:
+            return self._close(abort, came)
+
+    def _close(self, abort: Optional[str], signals: list) -> dict:
         commander = self.commander
         if abort and commander.phase != 'done':
             commander.stop_reason = abort
@@ -362,6 +366,8 @@ class ParallelRun:
                              f'({summary["env_steps_per_second"]:.0f} env steps/s); state: {state_path}')
             return summary
         finally:
+            if signals:
+                self.logger.line(f'signal {signals[0]} came while the run was saving; the save went first')
             commander.close()
             self.server.close()
             if self.curve_guard is not None:
@@ -377,30 +383,17 @@ def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Option
     set_torch_threads(cfg.torch_threads)
     seed_everything(cfg.seed)
     run = ParallelRun(cfg, resume=resume)
-    previous = _terminate_as_interrupt()
-    try:
-        run.start()
-        while not run.finished:
-            run.step()
-    except KeyboardInterrupt:
-        run.close(abort='interrupted')
-        raise
-    except BaseException as err:
-        if not run.closed:
-            run.close(abort=f'failed ({type(err).__name__})')
-        raise
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-    return run.close()
+    with terminate_as_interrupt():
+        try:
+            run.start()
+            while not run.finished:
+                run.step()
+        except KeyboardInterrupt:
+            run.close(abort='interrupted')
+            raise
+        except BaseException as err:
+            if not run.closed:
+                run.close(abort=f'failed ({type(err).__name__})')
+            raise
+        return run.close()
 
-
-def _terminate_as_interrupt():
-    """Let SIGTERM stop a run as Ctrl-C does (workers stopped, state saved); returns the old handler."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f'signal {signum}')
-
-    return signal.signal(signal.SIGTERM, interrupt)

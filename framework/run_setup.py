@@ -41,6 +41,8 @@ def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[
                                     f'exp_name={cfg.exp_name!r}?')
         given = cfg
         cfg = load_config(saved)
+        # The directory given is the one resumed, even when the run was copied there from another one.
+        cfg.exp_name = given.exp_name
         if is_league_run(given):
             complete_league_config(given)  # as the saved one was completed
         changed = config_differences(to_plain(given), to_plain(cfg))

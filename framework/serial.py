@@ -15,6 +15,7 @@ from typing import Dict, Optional
 from sparring.framework.run_setup import closing_report, prepare_config
 from sparring.framework.serial_run import LeagueRun
 from sparring.framework.horizon import log_horizon
+from sparring.framework.interrupts import shielded, terminate_as_interrupt
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.logger import RunLogger, format_stats
 from sparring.worker.runtime import seed_everything, set_torch_threads
@@ -35,20 +36,41 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
             if state is not None:
                 log.line(f'resumed from {ckpt.latest()} at {run.env_steps} env steps, round {run.rounds}')
             log_horizon(log, cfg)
-            return _loop(cfg, run, ckpt, log)
+            with terminate_as_interrupt():
+                return _loop(cfg, run, ckpt, log)
         finally:
             run.close()
 
 
 def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
-    train, coordinator = cfg.train, run.coordinator
-    first = run.player_ids[0]
+    coordinator = run.coordinator
 
     def save() -> str:
         run.wall_seconds = coordinator.wall_seconds
         return ckpt.save(run.state_dict(), run.rounds)
 
     coordinator.check_budget()  # a resumed run may have spent its budget already
+    try:
+        _collect(cfg, run, log, save)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep what was done, then stop
+        with shielded():
+            path = save()
+        log.line(f'interrupted after {run.env_steps} env steps: saved {path}; resume=True (--resume) continues')
+        raise
+    _finish(cfg, run, log)
+    path = save()
+    pictures = closing_report(run.league, run.last_eval, cfg.exp_name, log.line)
+    log.line(f'checkpoint: {path}')
+    if run.last_exact:
+        log.line(f'exact: exploitability {run.last_exact["exploitability"]}, population meta-strategy '
+                 f'{run.last_exact["meta_exploitability"]:.4f}')
+    return _summary(cfg, run, path, pictures)
+
+
+def _collect(cfg, run: LeagueRun, log: RunLogger, save) -> None:
+    """Rounds until the coordinator's stop rule ends collection, with the periodic evaluations and checkpoints."""
+    train, coordinator = cfg.train, run.coordinator
+    first = run.player_ids[0]
     while coordinator.phase == 'collect':
         stats = run.train_round()
         steps, elapsed = run.env_steps, coordinator.wall_seconds
@@ -64,6 +86,11 @@ def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
             save()
         coordinator.check_budget()  # after the round: its due evaluations were played above
         coordinator.check_time()
+
+
+def _finish(cfg, run: LeagueRun, log: RunLogger) -> None:
+    """The final evaluation of every player whose last one is out of date."""
+    coordinator = run.coordinator
     coordinator.begin_final_evaluation()
     finals = [job['player_id'] for job in coordinator.pending]
     if finals:
@@ -71,13 +98,6 @@ def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
         log.line('final evaluation: ' + ', '.join(
             f'{pid} ' + format_stats(_eval_figures(run, report)) for pid, report in evaluated.items()))
     coordinator.check_evaluated()
-    path = save()
-    pictures = closing_report(run.league, run.last_eval, cfg.exp_name, log.line)
-    log.line(f'checkpoint: {path}')
-    if run.last_exact:
-        log.line(f'exact: exploitability {run.last_exact["exploitability"]}, population meta-strategy '
-                 f'{run.last_exact["meta_exploitability"]:.4f}')
-    return _summary(cfg, run, path, pictures)
 
 
 def _round_line(run: LeagueRun, stats: Dict[str, dict], steps: int, elapsed: float) -> dict:
