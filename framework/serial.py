@@ -34,7 +34,7 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
         try:
             log.progress(run.env_steps)
             if state is not None:
-                log.line(f'resumed from {ckpt.latest()} at {run.env_steps} env steps, round {run.rounds}')
+                log.line(f'resumed from {ckpt.resumed_from} at {run.env_steps} env steps, round {run.rounds}')
             log_horizon(log, cfg)
             with terminate_as_interrupt():
                 return _loop(cfg, run, ckpt, log)

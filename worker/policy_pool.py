@@ -24,10 +24,13 @@ from typing import Dict, Optional
 
 import gymnasium as gym
 import torch
+from easydict import EasyDict
 
+from sparring.config.compile import to_plain
 from sparring.config.registry import BOT_REGISTRY, POLICY_REGISTRY
 from sparring.policy.base import Policy
 from sparring.policy.bot import parse_bot_ref
+from sparring.worker.state_file import load_state_file, save_state_file
 
 BOT_PREFIX = 'bot:'
 
@@ -56,8 +59,7 @@ class ParamStore:
         self._entries[ref] = entry
         if self.directory:
             path = self._path(ref)
-            torch.save(entry, path + '.tmp')
-            os.replace(path + '.tmp', path)
+            save_state_file(dict(entry, policy_cfg=to_plain(policy_cfg)), path)
 
     def get(self, ref: str) -> dict:
         """``{'params', 'policy_cfg', 'version'}``; KeyError naming the reference if unknown."""
@@ -66,7 +68,9 @@ class ParamStore:
             if path is None or not os.path.exists(path):
                 raise KeyError(f'parameter store: no parameters under {ref!r} '
                                f'(known: {sorted(self._entries)[:10]}{"..." if len(self._entries) > 10 else ""})')
-            self._entries[ref] = torch.load(path, map_location='cpu', weights_only=False)
+            entry = load_state_file(path)  # never a pickle: a stranger's file runs no code
+            entry['policy_cfg'] = EasyDict(entry['policy_cfg'])
+            self._entries[ref] = entry
         return self._entries[ref]
 
     def __contains__(self, ref: str) -> bool:

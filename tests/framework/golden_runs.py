@@ -98,6 +98,7 @@ def run_case(name: str, workdir: str) -> Dict[str, np.ndarray]:
     from sparring.framework import serial_pipeline
     from sparring.worker.checkpoint import CheckpointManager
     from sparring.league.persistence import load_state
+    from sparring.worker.state_file import load_state_file
     exp = os.path.join(workdir, name)
     before = torch.get_num_threads()
     try:
@@ -112,7 +113,7 @@ def run_case(name: str, workdir: str) -> Dict[str, np.ndarray]:
     flatten(CheckpointManager.load(ckpt.latest()), 'checkpoint', arrays, text)
     text['checkpoint_files'] = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ckpt.dir, '*.pt')))
     for path in sorted(glob.glob(os.path.join(exp, 'params', '*.pt'))):
-        flatten(torch.load(path, weights_only=False), 'params.' + os.path.basename(path), arrays, text)
+        flatten(load_state_file(path), 'params.' + os.path.basename(path), arrays, text)
     with open(os.path.join(exp, 'config.json')) as f:
         config = json.load(f)
     config.pop('exp_name')

@@ -275,15 +275,14 @@ def test_no_gradient_step_before_learning_starts_and_a_version_per_chunk():
 
 
 @pytest.mark.parametrize('prioritized', [False, True])
-def test_state_dict_restores_learning_exactly(prioritized):
+def test_state_dict_restores_learning_exactly(prioritized, tmp_path):
     kwargs = dict(learn=dict(learning_starts=1), replay=dict(prioritized=prioritized))
     a = _policy(**kwargs)
     a.learn(_random_chunk())
     b = _policy(seed=5, **kwargs)
-    saved = io.BytesIO()
-    torch.save(a.state_dict(), saved)  # as a checkpoint does: no tensor shared between the two
-    saved.seek(0)
-    b.load_state_dict(torch.load(saved, weights_only=False))
+    from sparring.worker.state_file import load_state_file, save_state_file
+    path = save_state_file(a.state_dict(), str(tmp_path / 'dqn.pt'))  # as a checkpoint does: nothing shared
+    b.load_state_dict(load_state_file(path))
     assert len(b.replay) == len(a.replay) == 32
     sa, sb = a.learn(_random_chunk(seed=1)), b.learn(_random_chunk(seed=1))
     assert sa['value_loss'] == sb['value_loss']

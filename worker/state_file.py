@@ -1,0 +1,193 @@
+"""Checkpoints and parameter files without pickles: loading one never runs code from the file.
+
+A state (nested dicts, lists, tuples, numbers, strings, numpy arrays and torch tensors: a learner's
+parameters and optimiser, RNG states, counters) is written as a numpy ``.npz`` archive: every array
+and tensor as an array of its own, everything else as one JSON document (entry ``__state__``) that
+refers to them. :func:`load_state_file` reads it back with ``allow_pickle=False``.
+
+Files written by earlier versions are torch pickles. :func:`load_state_file` opens those with torch's
+``weights_only`` unpickler (tensors, numpy arrays and plain containers only: no code runs) and rewrites
+them in this format; a legacy file that needs more than that is refused unless the user says it is
+their own (``SPARRING_TRUST_PICKLE=1``). Writes go to a temporary file that is renamed into place.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from typing import Any, Dict, List
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+STATE_ENTRY = '__state__'
+TRUST_PICKLE_ENV = 'SPARRING_TRUST_PICKLE'
+_TAGS = ('__tensor__', '__ndarray__', '__tuple__', '__pairs__', '__space__')
+
+
+class StateFileError(ValueError):
+    """A state file that cannot be read: damaged, or a pickle that is not trusted."""
+
+
+def save_state_file(state: Any, path: str) -> str:
+    """Write ``state`` to ``path`` atomically; returns the path."""
+    arrays: Dict[str, np.ndarray] = {}
+    document = json.dumps(_pack(state, arrays))
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp', dir=directory)
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            np.savez(f, **{STATE_ENTRY: np.frombuffer(document.encode('utf-8'), dtype=np.uint8)}, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_state_file(path: str) -> Any:
+    """The state in ``path``; :class:`StateFileError` naming the file if it cannot be read safely."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f'{path}: no such state file')
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+    except (zipfile.BadZipFile, OSError) as err:
+        raise StateFileError(f'{path} is damaged or cut short ({err}); expected a sparring state file') from None
+    if STATE_ENTRY + '.npy' not in names:
+        return _load_legacy(path)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            document = json.loads(bytes(archive[STATE_ENTRY]).decode('utf-8'))
+            arrays = {name: archive[name] for name in archive.files if name != STATE_ENTRY}
+        return _unpack(document, arrays)
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as err:
+        raise StateFileError(f'{path} is damaged ({type(err).__name__}: {err}); expected a sparring state file') \
+            from None
+
+
+def _load_legacy(path: str) -> Any:
+    """A torch pickle from an earlier version: loaded only where no code can run, then rewritten safely."""
+    try:
+        with torch.serialization.safe_globals(_legacy_safe_globals()):
+            state = torch.load(path, map_location='cpu', weights_only=True)
+    except Exception as err:  # the restricted unpickler refuses anything but tensors and plain data
+        if os.environ.get(TRUST_PICKLE_ENV) != '1':
+            raise StateFileError(
+                f'{path} is a pickle that holds more than tensors and plain data ({type(err).__name__}: '
+                f'{str(err)[:200]}); loading it could run code from the file, so it is refused. If the file is '
+                f'from a run of your own (sparring before pickle-free checkpoints), set {TRUST_PICKLE_ENV}=1 to '
+                f'load it once; it is then rewritten without pickles') from None
+        try:
+            state = torch.load(path, map_location='cpu', weights_only=False)
+        except Exception as err2:
+            raise StateFileError(f'{path} is damaged or cut short ({type(err2).__name__}: {err2})') from None
+    save_state_file(state, path)  # converted: the next load is pickle-free
+    return state
+
+
+def _legacy_safe_globals() -> List[Any]:
+    """What checkpoints of earlier versions hold besides tensors: numpy arrays (RNG states) and EasyDicts."""
+    from easydict import EasyDict
+    core = getattr(np, '_core', None) or np.core
+    found = [np.ndarray, np.dtype, core.multiarray._reconstruct, core.multiarray.scalar, EasyDict]
+    found += [type(np.dtype(t)) for t in ('float32', 'float64', 'int64', 'int32', 'uint8', 'uint32', 'bool')]
+    return found
+
+
+def _pack(value: Any, arrays: Dict[str, np.ndarray]) -> Any:
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach().cpu()
+        key = f'a{len(arrays)}'
+        if tensor.dtype == torch.bfloat16:  # numpy has no bfloat16: keep its bits
+            arrays[key] = tensor.view(torch.int16).numpy().copy()
+            return {'__tensor__': key, 'dtype': 'bfloat16'}
+        arrays[key] = tensor.numpy().copy() if tensor.dim() else tensor.reshape(1).numpy().copy()
+        return {'__tensor__': key, 'scalar': tensor.dim() == 0}
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            raise TypeError('a state file holds numeric arrays only, not object arrays')
+        key = f'a{len(arrays)}'
+        arrays[key] = value
+        return {'__ndarray__': key}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return {'__tuple__': [_pack(v, arrays) for v in value]}
+    if isinstance(value, list):
+        return [_pack(v, arrays) for v in value]
+    if isinstance(value, dict):
+        if all(isinstance(k, str) for k in value) and not any(k in _TAGS for k in value):
+            return {k: _pack(v, arrays) for k, v in value.items()}
+        return {'__pairs__': [[_pack(k, arrays), _pack(v, arrays)] for k, v in value.items()]}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, gym.Space):  # e.g. a surgery adapter's old spaces
+        return {'__space__': _pack(_describe_space(value), arrays)}
+    raise TypeError(f'a state file cannot hold a {type(value).__name__}: {str(value)[:80]}')
+
+
+def _unpack(value: Any, arrays: Dict[str, np.ndarray]) -> Any:
+    if isinstance(value, list):
+        return [_unpack(v, arrays) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if '__tensor__' in value:
+        array = arrays[value['__tensor__']]
+        if value.get('dtype') == 'bfloat16':
+            return torch.from_numpy(array.copy()).view(torch.bfloat16)
+        tensor = torch.from_numpy(array.copy())
+        return tensor.reshape(()) if value.get('scalar') else tensor
+    if '__ndarray__' in value:
+        return arrays[value['__ndarray__']]
+    if '__tuple__' in value:
+        return tuple(_unpack(v, arrays) for v in value['__tuple__'])
+    if '__space__' in value:
+        return _build_space(_unpack(value['__space__'], arrays))
+    if '__pairs__' in value:
+        return {_hashable(_unpack(k, arrays)): _unpack(v, arrays) for k, v in value['__pairs__']}
+    return {k: _unpack(v, arrays) for k, v in value.items()}
+
+
+def _hashable(key: Any) -> Any:
+    return tuple(key) if isinstance(key, list) else key
+
+
+def _describe_space(space: gym.Space) -> dict:
+    """A gymnasium space as plain data (its kind and the arrays that define it)."""
+    if isinstance(space, gym.spaces.Box):
+        return dict(kind='box', low=space.low, high=space.high, dtype=space.dtype.str)
+    if isinstance(space, gym.spaces.Discrete):
+        return dict(kind='discrete', n=int(space.n), start=int(space.start))
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return dict(kind='multi_discrete', nvec=space.nvec, dtype=space.dtype.str)
+    if isinstance(space, gym.spaces.MultiBinary):
+        return dict(kind='multi_binary', n=np.asarray(space.n))
+    if isinstance(space, gym.spaces.Dict):
+        return dict(kind='dict', spaces={k: _describe_space(v) for k, v in space.spaces.items()})
+    if isinstance(space, gym.spaces.Tuple):
+        return dict(kind='tuple', spaces=[_describe_space(v) for v in space.spaces])
+    raise TypeError(f'a state file cannot hold a {type(space).__name__} space')
+
+
+def _build_space(d: dict) -> gym.Space:
+    kind = d['kind']
+    if kind == 'box':
+        return gym.spaces.Box(low=d['low'], high=d['high'], dtype=np.dtype(d['dtype']))
+    if kind == 'discrete':
+        return gym.spaces.Discrete(d['n'], start=d['start'])
+    if kind == 'multi_discrete':
+        return gym.spaces.MultiDiscrete(d['nvec'], dtype=np.dtype(d['dtype']))
+    if kind == 'multi_binary':
+        return gym.spaces.MultiBinary(d['n'].tolist() if d['n'].ndim else int(d['n']))
+    if kind == 'dict':
+        return gym.spaces.Dict({k: _build_space(v) for k, v in d['spaces'].items()})
+    if kind == 'tuple':
+        return gym.spaces.Tuple([_build_space(v) for v in d['spaces']])
+    raise StateFileError(f'unknown space kind {kind!r} in a state file')
