@@ -2,6 +2,11 @@
 [--mode serial|parallel]``, ``sparring worker --role collector --commander tcp://HOST:PORT`` (join a
 parallel run) and ``sparring surgery --checkpoint RUN --config new_config.py --out NEW_RUN``.
 
+Using what a run trained: ``sparring eval RUN --against bot:random RUN2:player_id ...`` (win / draw /
+loss with standard errors and an Elo difference), ``sparring play RUN [--seat first|second]`` (a person
+against the trained player in the terminal), ``sparring export RUN --format onnx|torchscript --out FILE``
+and ``sparring report RUN`` (write ``RUN/report.html`` again).
+
 A config file is a Python file that defines ``config`` (a plain dict); ``main_config`` is accepted
 too, as DI-engine users name it so. The config file's folder is importable while it runs and during
 the run (in every process the run starts on this machine), so ``import_names`` may name modules that
@@ -106,7 +111,41 @@ def _build_parser() -> argparse.ArgumentParser:
     surgery.add_argument('--action-map', type=json.loads, default=None,
                          help='JSON list: the old index of each new action (-1: new)')
     surgery.add_argument('--record-steps', type=int, default=64, help='env steps recorded for the report')
+    _add_use_commands(sub, debug)
     return parser
+
+
+def _add_player_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('run', help='the experiment directory of a run')
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument('--player', default=None, help='a player id (default: the first active player, newest)')
+    which.add_argument('--snapshot', default=None, help='a snapshot (historical player) id')
+
+
+def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
+    """The subcommands that use a trained run: eval, play, export, report."""
+    evaluate = sub.add_parser('eval', help='play a trained player against bots or other players', parents=[debug])
+    _add_player_arguments(evaluate)
+    evaluate.add_argument('--against', nargs='+', required=True, metavar='OPPONENT',
+                          help='bot:<name>[?options], RUN2:player_id, or a player / snapshot id of RUN')
+    evaluate.add_argument('--games', type=int, default=None, help='games per opponent (default: the run\'s '
+                                                                 'env.n_evaluator_episodes)')
+    evaluate.add_argument('--sampled', action='store_true', help='sample actions (default: greedy)')
+    evaluate.add_argument('--seed', type=int, default=None, help='default: the run\'s seed, which replays the '
+                                                                 'league\'s own evaluation games')
+    evaluate.add_argument('--out', default=None, help='also write the report as JSON to this file')
+    play = sub.add_parser('play', help='play a turn-based game against a trained player in the terminal',
+                          parents=[debug])
+    _add_player_arguments(play)
+    play.add_argument('--seat', choices=('first', 'second'), default='first', help='your seat (first moves first)')
+    play.add_argument('--seed', type=int, default=None, help='the game\'s seed (chance moves)')
+    export = sub.add_parser('export', help='write a trained player\'s network as ONNX or TorchScript',
+                            parents=[debug])
+    _add_player_arguments(export)
+    export.add_argument('--format', choices=('onnx', 'torchscript'), default='onnx')
+    export.add_argument('--out', required=True, help='the file to write')
+    report = sub.add_parser('report', help='write RUN/report.html from the run\'s saved state', parents=[debug])
+    report.add_argument('run', help='the experiment directory of a run')
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -155,6 +194,40 @@ def _run(args: argparse.Namespace) -> int:
         surgery(args.checkpoint, load_config_file(args.config), args.out, options=options, obs_map=args.obs_map,
                 act_map=args.action_map, record_steps=args.record_steps)
         print(f'resume with: sparring train {args.config} --exp-name {args.out} --resume')
+    elif args.command in ('eval', 'play', 'export', 'report'):
+        return _use_run(args)
+    return 0
+
+
+def _use_run(args: argparse.Namespace) -> int:
+    """The commands that use a trained run."""
+    if args.command == 'eval':
+        from sparring.framework.evaluate_player import evaluate_player, format_report, json_ready
+        report = evaluate_player(args.run, args.against, player=args.player, snapshot=args.snapshot,
+                                 games=args.games, sampled=args.sampled, seed=args.seed)
+        print(format_report(report))
+        if args.out:
+            with open(args.out, 'w') as f:
+                json.dump(json_ready(report), f, indent=2)
+            print(f'report: {args.out}')
+    elif args.command == 'play':
+        from sparring.framework.play import play_game
+        outcome = play_game(args.run, seat=args.seat, player=args.player, snapshot=args.snapshot, seed=args.seed)
+        return 0 if outcome != 'quit' else 1
+    elif args.command == 'export':
+        from sparring.framework.export import export_player
+        info = export_player(args.run, args.out, fmt=args.format, player=args.player, snapshot=args.snapshot)
+        print(f'{info["player"]} of {info["run"]} written to {info["path"]} ({info["format"]}): inputs '
+              f'{", ".join(info["inputs"])}; outputs {", ".join(info["outputs"])}')
+    elif args.command == 'report':
+        from sparring.framework.player_loader import TrainedRun
+        from sparring.framework.report_page import write_final_report
+        run = TrainedRun(args.run)
+        path = write_final_report(args.run, run.league, {'env': run.cfg.env.type}) if run.league is not None else None
+        if path is None:
+            raise FileNotFoundError(f'{args.run}: no report_data.json; the report page is written by league runs '
+                                    f'(after every evaluation)')
+        print(f'report: {path}')
     return 0
 
 

@@ -26,6 +26,7 @@ from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from sparring.config.registry import ENV_REGISTRY, LEAGUE_REGISTRY
 from sparring.config.schema import ConfigError
+from sparring.framework.league_watch import watch_for
 from sparring.framework.run_setup import evaluation_opponents
 from sparring.league.exact_analysis import ProfileCache, exact_analysis_of
 from sparring.worker.policy_pool import ParamStore
@@ -73,6 +74,7 @@ class RunCoordinator:
         self._next_task_id = 0
         self.analysis = None
         self.last_exact: dict = {}
+        self.watch = watch_for(self)  # league metrics for TensorBoard and <exp>/report.html
 
     @property
     def wall_seconds(self) -> float:
@@ -161,6 +163,7 @@ class RunCoordinator:
             self._frozen_meta_game = None
         self.say(f'snapshot {verdict["historical_player"]["player_id"]} of {verdict["player_id"]} at iteration '
                  f'{self.train_iterations[verdict["player_id"]]}')
+        self.watch.snapshot(verdict)
         return ref
 
     # ------------------------------------------------------------------------------ evaluation
@@ -198,6 +201,7 @@ class RunCoordinator:
             for prefix, figures in prefixes:
                 self.logger.scalars(figures, self.env_steps, prefix=prefix)
         self.say(f'eval {pid} (iteration {self.train_iterations[pid]}): {text}')
+        self.watch.evaluated(pid, report)
         stop_value = self.cfg.env.stop_value
         if (stop_value is not None and pid == self.first and self.reached is None and score is not None
                 and score >= stop_value):
@@ -298,6 +302,7 @@ class RunCoordinator:
             self.logger.scalars(dict(meta_exploitability=exact['meta_exploitability'],
                                      **{f'exploitability/{pid}': e for pid, e in exact['exploitability'].items()}),
                                 self.env_steps, prefix='exact/')
+        self.watch.exact(self.last_exact)
         return self.last_exact
 
     # ------------------------------------------------------------------------------ persistence

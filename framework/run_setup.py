@@ -18,6 +18,7 @@ from easydict import EasyDict
 from sparring.config import compile_config, compile_section, load_config, save_config
 from sparring.config.compile import CONFIG_FILENAME, to_plain
 from sparring.config.registry import ENV_REGISTRY
+from sparring.framework.report_page import write_final_report
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.policy_pool import BOT_PREFIX
 from sparring.worker.run_kind import is_league_run
@@ -113,12 +114,16 @@ def evaluation_opponents(league, cfg) -> List[Tuple[str, str]]:
 
 
 def closing_report(league, last_eval: Dict[str, dict], exp_dir: str, line: Callable[[str], None]) -> List[str]:
-    """Save the league state, draw the payoff and rating pictures, then print the league table, the last
-    evaluation and the pictures' paths; returns the pictures (none without matplotlib, or without a payoff)."""
+    """Save the league state, write the report page, draw the payoff and rating pictures, then print the
+    league table, the last evaluation and the pages' and pictures' paths; returns the pictures (none without
+    matplotlib, or without a payoff)."""
     league.save(os.path.join(exp_dir, LEAGUE_STATE_FILE))
+    page = write_final_report(exp_dir, league, {'phase': 'done'})
     try:
         pictures = [league.plot_payoff(os.path.join(exp_dir, 'payoff.png')),
                     league.plot_ratings(os.path.join(exp_dir, 'ratings.png'))]
+        if getattr(getattr(league, 'ratings', None), 'trueskill', None) is not None:
+            pictures.append(league.plot_ratings(os.path.join(exp_dir, 'ratings_trueskill.png'), system='trueskill'))
     except ImportError as err:  # matplotlib is an optional extra
         line(f'no pictures: {err}')
         pictures = []
@@ -130,6 +135,8 @@ def closing_report(league, last_eval: Dict[str, dict], exp_dir: str, line: Calla
         if all(isinstance(s, dict) for s in report.values()):  # games per opponent, not a return summary
             line(f'{pid} vs ' + ', '.join(f'{oid}: win {s["win"]:.1%} draw {s["draw"]:.1%} loss {s["loss"]:.1%}'
                                           for oid, s in report.items()))
+    if page is not None:
+        line(f'report: {page}')
     for picture in pictures:
         line(f'picture: {picture}')
     return pictures

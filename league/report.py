@@ -1,13 +1,17 @@
-"""The league table as text: every player's games, win rate and ratings."""
+"""The league table: every player's games, win rate and ratings, as rows (for pages) or as text."""
 from __future__ import annotations
+
+from typing import List
 
 from sparring.league.text_table import format_table
 
 SORT_KEYS = ('elo', 'trueskill', 'games', 'joined')
+HEADERS = ('player', 'kind', 'type / parent', 'step', 'games', 'self-play', 'win rate', 'elo', 'trueskill')
 
 
-def league_table(league, sort_by: str = 'elo', max_rows: int = 0) -> str:
-    """One line per player; ``sort_by`` one of ``SORT_KEYS`` (``joined``: league order)."""
+def league_rows(league, sort_by: str = 'elo') -> List[dict]:
+    """One dict per player (``cells`` in the order of ``HEADERS``, plus the raw figures), sorted by
+    ``sort_by``, one of ``SORT_KEYS`` (``joined``: league order)."""
     if sort_by not in SORT_KEYS:
         raise ValueError(f'league table: sort_by must be one of {", ".join(SORT_KEYS)}, got {sort_by!r}')
     rows = []
@@ -21,14 +25,20 @@ def league_table(league, sort_by: str = 'elo', max_rows: int = 0) -> str:
             cells=[player.player_id, player.kind, origin, player.step, int(totals['games']),
                    getattr(player, 'self_play_games', None),
                    totals.win_rate() if totals['games'] else None, rating['elo'], trueskill],
+            player_id=player.player_id, kind=player.kind, rating=rating,
             elo=rating['elo'] if rating['elo'] is not None else float('-inf'),
             trueskill=rating['trueskill_exposure'] if rating['trueskill_exposure'] is not None else float('-inf'),
             games=totals['games']))
     if sort_by != 'joined':
         rows.sort(key=lambda r: r[sort_by], reverse=True)
+    return rows
+
+
+def league_table(league, sort_by: str = 'elo', max_rows: int = 0) -> str:
+    """One line per player; ``sort_by`` one of ``SORT_KEYS`` (``joined``: league order)."""
+    rows = league_rows(league, sort_by)
     shown = rows[:max_rows] if max_rows > 0 else rows
-    headers = ('player', 'kind', 'type / parent', 'step', 'games', 'self-play', 'win rate', 'elo', 'trueskill')
-    text = format_table(headers, [r['cells'] for r in shown], right_align_from=3)
+    text = format_table(HEADERS, [r['cells'] for r in shown], right_align_from=3)
     if len(shown) < len(rows):
         text += f'\n... {len(rows) - len(shown)} more players'
     return text

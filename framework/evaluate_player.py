@@ -1,0 +1,141 @@
+"""``sparring eval``: a trained player against chosen opponents, with error bars.
+
+An opponent is named as
+
+* a bot reference, ``bot:random`` or ``bot:connect_four_mcts?num_simulations=1000``;
+* a player of another run, ``RUN2:player_id`` (any player of that run's league, snapshots too);
+* a player or snapshot of the same run, by its id.
+
+The games are played as the league's own evaluation plays them (:class:`BattleEvaluator`: the home
+seat alternates game by game in every env slot), on the same seeds by default: with the run's seed,
+the league's evaluation env seed and bot seeds, ``eval`` of a run's final player reproduces the run's
+final evaluation. Greedy play unless ``sampled``.
+
+Each opponent's result carries win / draw / loss rates with their standard errors, the score (wins
+plus half the draws) and the Elo difference it implies, with a 95 % interval from the score's
+standard error (infinite where the score's interval reaches 0 or 1).
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from sparring.config.schema import ConfigError
+from sparring.framework.player_loader import TrainedRun, is_bot
+from sparring.worker.battle_evaluator import BattleEvaluator
+from sparring.worker.env.battle import make_battle_env
+from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
+
+Z_95 = 1.959963984540054  # two-sided 95 % quantile of the normal distribution
+
+
+def outcome_statistics(outcomes: Sequence[str]) -> dict:
+    """Rates, standard errors, score and Elo difference (with a 95 % interval) of a list of outcomes."""
+    n = len(outcomes)
+    if n == 0:
+        raise ValueError('outcome_statistics: no games')
+    stats: Dict[str, float] = dict(games=n)
+    for name in ('win', 'draw', 'loss'):
+        p = outcomes.count(name) / n
+        stats[name] = p
+        stats[f'{name}_se'] = math.sqrt(p * (1.0 - p) / n)
+    score = stats['win'] + 0.5 * stats['draw']
+    # The score of one game is 1, 1/2 or 0: its variance from the three rates.
+    variance = stats['win'] * (1 - score) ** 2 + stats['draw'] * (0.5 - score) ** 2 + stats['loss'] * score ** 2
+    score_se = math.sqrt(variance / n)
+    stats.update(score=score, score_se=score_se, elo=elo_difference(score),
+                 elo_low=elo_difference(score - Z_95 * score_se), elo_high=elo_difference(score + Z_95 * score_se))
+    return stats
+
+
+def elo_difference(score: float) -> float:
+    """The Elo difference at which the expected score is ``score`` (+-inf at 1 and 0)."""
+    if score >= 1.0:
+        return math.inf
+    if score <= 0.0:
+        return -math.inf
+    return 400.0 * math.log10(score / (1.0 - score))
+
+
+class Opponents:
+    """Opponent names resolved to ``(label, policy)`` against one run's player."""
+
+    def __init__(self, run: TrainedRun, seed: int) -> None:
+        self.run = run
+        self.seed = seed
+        self._others: Dict[str, TrainedRun] = {}
+
+    def resolve(self, name: str):
+        if is_bot(name):
+            return name, self.run.pool(self.seed).get(name)
+        run_dir, sep, pid = name.rpartition(':')
+        if sep and os.path.isdir(run_dir):
+            other = self._others.get(run_dir) or self._others.setdefault(run_dir, TrainedRun(run_dir))
+            self._check_compatible(other, name)
+            return name, other.policy(pid, seed=self.seed)
+        if self.run.league is None or name not in self.run.player_ids:
+            raise ConfigError(f'eval: opponent {name!r} is neither a bot reference (bot:<name>), a run\'s player '
+                              f'(RUN_DIR:player_id, with RUN_DIR an experiment directory) nor a player or snapshot '
+                              f'of {self.run.run_dir}')
+        return name, self.run.policy(name, seed=self.seed)
+
+    def _check_compatible(self, other: TrainedRun, name: str) -> None:
+        mine, theirs = self.run.spaces(), other.spaces()
+        if self.run.cfg.env.type != other.cfg.env.type or mine != theirs:
+            raise ConfigError(f'eval: opponent {name!r} was trained on env {other.cfg.env.type!r} with spaces '
+                              f'{theirs}; this run\'s player plays {self.run.cfg.env.type!r} with {mine}')
+
+
+def evaluate_player(run_dir: str, against: Sequence[str], player: Optional[str] = None,
+                    snapshot: Optional[str] = None, games: Optional[int] = None, sampled: bool = False,
+                    seed: Optional[int] = None) -> dict:
+    """Play a run's player against each opponent in ``against``; returns the report (JSON-ready but for
+    infinite Elo bounds). ``games`` defaults to the run's ``env.n_evaluator_episodes``, ``seed`` to the run's."""
+    run = TrainedRun(run_dir)
+    if not run.kind.is_league:
+        raise ConfigError(f'eval: {run_dir} trained a single agent on {run.cfg.env.type!r}; eval plays the '
+                          f'players of a league (a two-player game)')
+    if not against:
+        raise ConfigError('eval: name at least one opponent with --against')
+    cfg = run.cfg
+    seed = cfg.seed if seed is None else int(seed)
+    games = cfg.env.n_evaluator_episodes if games is None else int(games)
+    if games < 1:
+        raise ConfigError(f'eval: --games must be at least 1, got {games}')
+    pid = run.resolve(player, snapshot)
+    policy = run.policy(pid, seed=seed)
+    opponents = Opponents(run, seed)
+    resolved: List[Tuple[str, object]] = [opponents.resolve(name) for name in against]
+    env_seed = seed + LEAGUE_EVAL_SEED_OFFSET  # the league's evaluation games are played on these
+    evaluator = BattleEvaluator(lambda: make_battle_env(cfg.env, cfg.env.evaluator_env_num, env_seed), games,
+                                deterministic=not sampled)
+    results = evaluator.evaluate(policy, resolved)
+    return dict(run=run_dir, player=pid, games=games, sampled=bool(sampled), seed=seed,
+                opponents={r.opponent_id: outcome_statistics(r.outcomes) for r in results})
+
+
+def format_report(report: dict) -> str:
+    """The report as lines of text: one per opponent."""
+    lines = [f'{report["player"]} of {report["run"]}: {report["games"]} games per opponent, '
+             f'{"sampled" if report["sampled"] else "greedy"} play, seed {report["seed"]}']
+    for name, s in report['opponents'].items():
+        lines.append(f'  vs {name}: win {s["win"]:.1%} ± {s["win_se"]:.1%}  draw {s["draw"]:.1%} ± {s["draw_se"]:.1%}  '
+                     f'loss {s["loss"]:.1%} ± {s["loss_se"]:.1%}  score {s["score"]:.3f}  '
+                     f'Elo {_elo(s["elo"])} [{_elo(s["elo_low"])}, {_elo(s["elo_high"])}]')
+    return '\n'.join(lines)
+
+
+def json_ready(report: dict) -> dict:
+    """The report with infinite Elo bounds written as the strings '+inf' / '-inf' (JSON has no infinity)."""
+    def clean(value):
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, float) and math.isinf(value):
+            return '+inf' if value > 0 else '-inf'
+        return value
+    return clean(report)
+
+
+def _elo(value: float) -> str:
+    return ('+inf' if value > 0 else '-inf') if math.isinf(value) else f'{value:+.0f}'

@@ -1,0 +1,166 @@
+"""Watching a league as it trains, in both modes: league metrics for TensorBoard and the report page.
+
+The run coordinator calls :class:`LeagueWatch` at three moments, live only (never when a commander
+replays its journal): after each evaluation (:meth:`evaluated`), after each snapshot with its
+verdict (:meth:`snapshot`; a reset follows a snapshot in the same verdict) and after each exact
+analysis (:meth:`exact`). It then
+
+* writes TensorBoard scalars under ``league/``: each active player's Elo and TrueSkill mu / sigma
+  (when on), its win rate against each evaluation opponent, the games it played through each
+  opponent branch, its snapshot and reset counts; and the payoff matrix as an image
+  (``league/payoff``: red 0, white 0.5, blue 1, grey unknown). They go to their own event file in
+  ``<exp>/tb`` (TensorBoard shows them with the run's other figures), only when the run logs to
+  TensorBoard (``train.tensorboard``);
+* keeps the run's course (evaluations with every active player's ratings, snapshots and resets,
+  exact analyses) in ``<exp>/report_data.json`` and rewrites ``<exp>/report.html`` after each
+  evaluation (:mod:`sparring.framework.report_page`).
+
+It only reads the league (it counts the jobs :meth:`~sparring.league.base_league.BaseLeague.get_job_info`
+hands out by wrapping that method) and draws no random number: a seeded run trains the same
+with it as without it.
+"""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from typing import Dict
+
+import numpy as np
+
+from sparring.framework.report_page import empty_course, load_course, ratings_now, write_report
+
+CELL_PIXELS = 8  # the side of one player pair in the payoff image
+
+
+class LeagueWatch:
+    def __init__(self, coordinator) -> None:
+        self.co = coordinator
+        self.exp_dir = coordinator.cfg.exp_name
+        self.league = coordinator.league
+        self.logging = coordinator.logger is not None and bool(coordinator.cfg.train.tensorboard)
+        self._writer = None
+        self._course = None  # read lazily: a resumed run knows its env steps only after loading its state
+        self.branch_games: Dict[str, Dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self._count_branches()
+
+    def _count_branches(self) -> None:
+        """Count the jobs (one game each) each player draws through each branch, as the league hands them out."""
+        draw = self.league.get_job_info
+
+        def counted(player_id=None, eval_flag=False):
+            job = draw(player_id, eval_flag)
+            self.branch_games[job['launch_player']][job['branch']] += 1
+            return job
+        self.league.get_job_info = counted
+
+    @property
+    def course(self) -> dict:
+        if self._course is None:
+            # Entries after the point this run (re)started from belong to a future it no longer has.
+            self._course = load_course(self.exp_dir, up_to_env_steps=self.co.env_steps) or empty_course()
+        return self._course
+
+    # -- the three moments ------------------------------------------------------------------------
+    def evaluated(self, pid: str, report: dict) -> None:
+        co = self.co
+        if not all(isinstance(s, dict) for s in report.values()):  # a single agent's returns: no league to watch
+            return
+        self.course['evaluations'].append(dict(env_steps=co.env_steps, seconds=round(co.wall_seconds, 2), player=pid,
+                                               results=report, ratings=ratings_now(self.league)))
+        if self.logging:
+            self._log_league(pid, report)
+        self.write_report()
+
+    def snapshot(self, verdict: dict) -> None:
+        pid = verdict['player_id']
+        self.course['snapshots'].append(dict(env_steps=self.co.env_steps, player=pid,
+                                             snapshot=verdict['historical_player']['player_id'],
+                                             iteration=self.co.train_iterations[pid], reset=bool(verdict['reset'])))
+        if self.logging:
+            player = self.league.get_player(pid)
+            self._scalars({f'league/{pid}/snapshots': player.snapshot_count,
+                           f'league/{pid}/resets': player.reset_count})
+
+    def exact(self, report: dict) -> None:
+        self.course['exact'].append(dict(env_steps=self.co.env_steps, meta_exploitability=report['meta_exploitability'],
+                                         exploitability=dict(report['exploitability'])))
+        self.write_report()
+
+    # -- TensorBoard --------------------------------------------------------------------------------
+    def _log_league(self, pid: str, report: dict) -> None:
+        figures = {}
+        for player in self.league.active_players:
+            rating = self.league.ratings.summary(player.player_id)
+            for key in ('elo', 'trueskill_mu', 'trueskill_sigma'):
+                if rating[key] is not None:
+                    figures[f'league/{player.player_id}/{key}'] = rating[key]
+        for oid, s in report.items():
+            figures[f'league/{pid}/win_rate/{oid}'] = s['win']
+        for branch, games in self.branch_games[pid].items():
+            figures[f'league/{pid}/branch_games/{branch}'] = games
+        self._scalars(figures)
+        self.writer().add_image('league/payoff', payoff_image(self.league), self.co.env_steps, dataformats='HWC')
+        self.writer().flush()
+
+    def _scalars(self, figures: Dict[str, float]) -> None:
+        writer = self.writer()
+        for tag, value in figures.items():
+            writer.add_scalar(tag, float(value), self.co.env_steps)
+        writer.flush()
+
+    def writer(self):
+        if self._writer is None:
+            from tensorboardX import SummaryWriter
+            self._writer = SummaryWriter(os.path.join(self.exp_dir, 'tb'), filename_suffix='.league')
+        return self._writer
+
+    # -- the page -----------------------------------------------------------------------------------
+    def write_report(self) -> str:
+        co = self.co
+        facts = {'env': co.cfg.env.type, 'env steps': co.env_steps, 'wall seconds': round(co.wall_seconds, 1), 'phase': co.phase}
+        return write_report(self.exp_dir, self.league, self.course, facts)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+class NoWatch:
+    """A single-agent run: nothing to watch."""
+
+    def evaluated(self, pid: str, report: dict) -> None:
+        pass
+
+    def snapshot(self, verdict: dict) -> None:
+        pass
+
+    def exact(self, report: dict) -> None:
+        pass
+
+    def write_report(self):
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def watch_for(coordinator):
+    """The watch a run's coordinator calls: a :class:`LeagueWatch` for a league, else :class:`NoWatch`."""
+    return LeagueWatch(coordinator) if coordinator.kind.is_league else NoWatch()
+
+
+def payoff_image(league, max_pixels: int = 800) -> np.ndarray:
+    """``[H, W, 3]`` uint8: every player pair's win rate as a coloured square (row player vs column player),
+    red 0, white 0.5, blue 1, grey where too few games were played."""
+    ids = [p.player_id for p in league.roster.players]
+    rates, games = league.payoff.matrix(ids, ids)
+    known = (games > 0) & (games >= league.payoff.min_win_rate_games)
+    red, white, blue = (np.array(c, np.float64) for c in ((214, 39, 40), (255, 255, 255), (31, 119, 180)))
+    r = np.clip(np.nan_to_num(rates, nan=0.5), 0.0, 1.0)[..., None]
+    low = red + (white - red) * (r / 0.5)
+    high = white + (blue - white) * ((r - 0.5) / 0.5)
+    image = np.where(r < 0.5, low, high)
+    image[~known] = 224
+    cell = max(1, min(CELL_PIXELS, max_pixels // max(len(ids), 1)))
+    return np.kron(np.rint(image).astype(np.uint8), np.ones((cell, cell, 1), np.uint8))

@@ -1,0 +1,172 @@
+"""``sparring play``: a person plays a turn-based two-player game against a run's trained player.
+
+The board is drawn after every move, with the legal moves (and, for OpenSpiel games, what each
+move means); an input that is not a legal move is refused and asked again; ``q`` quits; the
+result is said at the end. Any registered turn-based battle env that can draw itself as text
+(``render``) can be played: tic-tac-toe, connect four, every OpenSpiel two-player game, and
+single games such as PettingZoo's classic ones.
+
+Reading and writing go through two callables (``input`` and ``print`` by default), so the game
+can be driven by a script or a test as well as by a terminal.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from sparring.config.schema import ConfigError
+from sparring.framework.player_loader import TrainedRun
+from sparring.worker.env.battle import DictBattleVecEnv, RESULT_CODE, RESULT_NAME, make_battle_env
+from sparring.worker.recurrent_state import is_recurrent
+
+SEATS = ('first', 'second')
+QUIT = 'q'
+
+
+class _NativeTable:
+    """One game of a natively vectorised env. A finished game stays on the board (the env would
+    restart it at once), so the final position can be drawn."""
+
+    def __init__(self, env) -> None:
+        self.env = env
+        self.step_result = env.reset()
+        env._reset_games = lambda rows: None  # from now on: keep finished games as they ended
+
+    def observe(self):
+        s = self.step_result
+        return s.obs[0], s.action_mask[0], s.to_move[0]
+
+    def play(self, actions: np.ndarray):
+        """Both seats' actions; returns the result per seat (+1/0/-1) when the game ended, else None."""
+        self.step_result = s = self.env.step(actions[None])
+        return s.result[0] if (s.terminated[0] or s.truncated[0]) else None
+
+    def board(self) -> str:
+        text = self.env.render(0)
+        geometry = getattr(self.env, 'geometry', None)
+        if geometry is not None:  # the line games: say how moves are numbered
+            lines = text.splitlines()[:geometry.rows]
+            if geometry.gravity:
+                lines.append(''.join(str(c % 10) for c in range(geometry.cols)) + '   (moves: column numbers)')
+            else:
+                lines.append(f'(moves: cells numbered row by row, 0 at the top left to {geometry.num_actions - 1})')
+            return '\n'.join(lines)
+        return text
+
+    def move_name(self, seat: int, action: int) -> Optional[str]:
+        states = getattr(self.env, 'states', None)
+        if states is None:
+            return None
+        try:
+            return states[0].action_to_string(seat, int(action))
+        except Exception:  # a game without move names: numbers only
+            return None
+
+
+class _SingleGameTable:
+    """One single game (the PettingZoo parallel shape) played directly, not through the vectorised loop."""
+
+    def __init__(self, game, seed: int) -> None:
+        self.game = game
+        self.agents = list(game.possible_agents)
+        obs, infos = game.reset(seed=seed)
+        self._keep(obs, infos)
+
+    def _keep(self, obs, infos) -> None:
+        self.obs = np.stack([np.asarray(obs[a]) for a in self.agents])
+        self.mask = np.stack([np.asarray(infos[a]['action_mask'], bool) for a in self.agents])
+
+    def observe(self):
+        return self.obs, self.mask, self.mask.any(axis=-1)
+
+    def play(self, actions: np.ndarray):
+        obs, _, terminated, truncated, infos = self.game.step({a: int(actions[s]) for s, a in enumerate(self.agents)})
+        self._keep(obs, infos)
+        if any(terminated.values()) or any(truncated.values()):
+            return np.array([RESULT_CODE[infos[a]['result']] for a in self.agents])
+        return None
+
+    def board(self) -> str:
+        return str(self.game.render())
+
+    def move_name(self, seat: int, action: int) -> Optional[str]:
+        return None
+
+
+def _table(cfg, seed: int):
+    env = make_battle_env(cfg.env, 1, seed)
+    if not env.turn_based or getattr(env, 'team_size', None) is not None:
+        env.close()
+        raise ConfigError(f'play: env {cfg.env.type!r} is not a turn-based game of one player a side; play needs '
+                          f'one (tic-tac-toe, connect four, an OpenSpiel two-player game)')
+    if isinstance(env, DictBattleVecEnv):
+        return _SingleGameTable(env.envs[0], seed)
+    if not hasattr(env, 'render'):
+        env.close()
+        raise ConfigError(f'play: env {cfg.env.type!r} cannot draw its board as text (it has no render method)')
+    return _NativeTable(env)
+
+
+def play_game(run_dir: str, seat: str = 'first', player: Optional[str] = None, snapshot: Optional[str] = None,
+              seed: Optional[int] = None, read: Callable[[str], str] = input,
+              write: Callable[[str], None] = print) -> str:
+    """One game of a person (``read`` / ``write``) against a run's player; returns 'win', 'draw' or
+    'loss' from the person's side, or 'quit'."""
+    if seat not in SEATS:
+        raise ConfigError(f'play: --seat must be one of {", ".join(SEATS)}, got {seat!r}')
+    run = TrainedRun(run_dir)
+    if not run.kind.is_league:
+        raise ConfigError(f'play: {run_dir} trained a single agent; play needs a two-player game')
+    pid = run.resolve(player, snapshot)
+    policy = run.policy(pid)
+    table = _table(run.cfg, run.cfg.seed if seed is None else int(seed))
+    person = SEATS.index(seat)
+    machine = 1 - person
+    state = policy.initial_state(1)
+    write(f'you play {seat} against {pid} of {run_dir}; type a move number, or {QUIT} to quit')
+    while True:
+        obs, mask, to_move = table.observe()
+        write(table.board())
+        actions = np.zeros(2, np.int64)
+        if to_move[person]:
+            move = _ask(table, person, np.flatnonzero(mask[person]), read, write)
+            if move is None:
+                write('you quit the game')
+                return 'quit'
+            actions[person] = move
+        if to_move[machine] or is_recurrent(policy):  # a recurrent player follows every step of its game
+            out = policy.act(obs[machine][None], state, deterministic=True, action_mask=mask[machine][None])
+            state = out.state
+            if to_move[machine]:
+                actions[machine] = int(out.action[0])
+                name = table.move_name(machine, actions[machine])
+                write(f'{pid} plays {actions[machine]}' + (f' ({name})' if name else ''))
+        result = table.play(actions)
+        if result is not None:
+            write(table.board())
+            outcome = RESULT_NAME[int(result[person])]
+            write({'win': 'you win', 'draw': 'a draw', 'loss': 'you lose'}[outcome] + f' (you played {seat})')
+            return outcome
+
+
+def _ask(table, seat: int, legal: np.ndarray, read, write) -> Optional[int]:
+    """The person's move: asked until it is legal; None to quit."""
+    names = [table.move_name(seat, a) for a in legal]
+    listed = ' '.join(f'{a}' + (f'={n}' if n else '') for a, n in zip(legal.tolist(), names))
+    while True:
+        try:
+            text = read(f'your move ({listed}; {QUIT} quits): ').strip()
+        except EOFError:
+            return None
+        if text.lower() in (QUIT, 'quit', 'exit'):
+            return None
+        try:
+            move = int(text)
+        except ValueError:
+            write(f'{text!r} is not a move: type one of {" ".join(map(str, legal.tolist()))}')
+            continue
+        if move not in legal:
+            write(f'{move} is not a legal move here: legal moves are {" ".join(map(str, legal.tolist()))}')
+            continue
+        return move

@@ -1,0 +1,75 @@
+"""``<exp>/report.html`` and the course it is drawn from (``<exp>/report_data.json``).
+
+The page itself is built by :func:`sparring.league.report_page.render_report`; here it is written to
+the experiment directory (atomically: a browser that reloads never sees half a page), with the
+course the run recorded (:class:`~sparring.framework.league_watch.LeagueWatch`), and rebuilt for a
+run's end and for a finished run from its saved state (``sparring report RUN``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Optional
+
+from sparring.league.report_page import render_report
+
+REPORT_FILE = 'report.html'
+COURSE_FILE = 'report_data.json'
+COURSE_KEYS = ('evaluations', 'snapshots', 'exact')
+
+
+def empty_course() -> dict:
+    return {key: [] for key in COURSE_KEYS}
+
+
+def load_course(exp_dir: str, up_to_env_steps: Optional[int] = None) -> Optional[dict]:
+    """The course saved in ``exp_dir`` (None if there is none), without entries past ``up_to_env_steps``."""
+    path = os.path.join(exp_dir, COURSE_FILE)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            saved = json.load(f)
+    except (OSError, ValueError):
+        return None  # a damaged course only costs the curves' past, never the run
+    course = empty_course()
+    for key in COURSE_KEYS:
+        course[key] = [e for e in saved.get(key, [])
+                       if up_to_env_steps is None or e.get('env_steps', 0) <= up_to_env_steps]
+    return course
+
+
+def ratings_now(league) -> dict:
+    """Every active player's ratings now: ``{player_id: {elo, trueskill_mu, trueskill_sigma}}``."""
+    out = {}
+    for player in league.active_players:
+        rating = league.ratings.summary(player.player_id)
+        out[player.player_id] = {k: rating[k] for k in ('elo', 'trueskill_mu', 'trueskill_sigma')}
+    return out
+
+
+def write_report(exp_dir: str, league, course: dict, facts: dict) -> str:
+    """Write the course and the page into ``exp_dir``; returns the page's path."""
+    facts = dict({'run': os.path.abspath(exp_dir), 'updated': time.strftime('%Y-%m-%d %H:%M:%S')}, **facts)
+    _write_atomically(os.path.join(exp_dir, COURSE_FILE), json.dumps(course, default=float))
+    path = os.path.join(exp_dir, REPORT_FILE)
+    _write_atomically(path, render_report(league, course, facts))
+    return path
+
+
+def write_final_report(exp_dir: str, league, facts: Optional[dict] = None) -> Optional[str]:
+    """The page of a league run from the course it saved (at the end of a run, or ``sparring report RUN``);
+    None when no course was saved (a single-agent run, or a league never evaluated)."""
+    course = load_course(exp_dir)
+    if course is None:
+        return None
+    steps = max((e['env_steps'] for key in COURSE_KEYS for e in course[key]), default=None)
+    return write_report(exp_dir, league, course, dict({'env steps': steps}, **(facts or {})))
+
+
+def _write_atomically(path: str, text: str) -> None:
+    tmp = path + '.tmp'
+    with open(tmp, 'w', encoding='utf-8') as f:
+        f.write(text)
+    os.replace(tmp, path)

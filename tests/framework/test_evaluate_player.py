@@ -1,0 +1,62 @@
+"""load_player and ``sparring eval``: a trained player against bots, other runs' players and snapshots."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+import sparring
+from sparring.framework.cli import main
+from sparring.framework.player_loader import TrainedRun
+from sparring.league.errors import LeagueError
+from sparring.framework.evaluate_player import elo_difference, evaluate_player, outcome_statistics
+
+
+def test_load_player_returns_the_first_active_player_acting_on_observations(trained_tictactoe, one_torch_thread):
+    run_dir, _ = trained_tictactoe
+    policy = sparring.load_player(run_dir)
+    obs = np.zeros((1, 3, 3, 3), np.float32)
+    obs[:, 2] = 1.0  # to move, empty board
+    mask = np.ones((1, 9), bool)
+    mask[0, 4] = False
+    out = policy.act(obs, action_mask=mask, deterministic=True)
+    assert out.action.shape == (1,) and out.action[0] != 4
+    with pytest.raises(LeagueError, match='no player'):
+        sparring.load_player(run_dir, player='nobody')
+
+
+def test_eval_against_random_gives_the_rate_of_the_leagues_own_evaluation(trained_tictactoe, tmp_path,
+                                                                           one_torch_thread, capsys):
+    run_dir, summary = trained_tictactoe
+    (pid, league_eval), = summary['eval'].items()
+    out = tmp_path / 'eval.json'
+    assert main(['eval', run_dir, '--against', 'bot:random', 'bot:tictactoe_heuristic', '--out', str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert 'vs bot:random: win' in printed and 'Elo' in printed
+    report = json.loads(out.read_text())
+    assert report['player'] == pid and report['games'] == 20
+    for label, league_id in (('bot:random', 'random'), ('bot:tictactoe_heuristic', 'tictactoe_heuristic')):
+        mine, theirs = report['opponents'][label], league_eval[league_id]
+        assert (mine['win'], mine['draw'], mine['loss']) == (theirs['win'], theirs['draw'], theirs['loss'])
+        assert mine['games'] == theirs['games'] == 20
+
+
+def test_eval_against_another_runs_player_and_a_snapshot(trained_tictactoe, one_torch_thread):
+    run_dir, _ = trained_tictactoe
+    run = TrainedRun(run_dir)
+    snapshot = run.league.historical_players[0].player_id
+    report = evaluate_player(run_dir, [f'{run_dir}:{run.active_ids[0]}', snapshot], games=8, sampled=True, seed=5)
+    for stats in report['opponents'].values():
+        assert stats['games'] == 8
+        assert stats['win'] + stats['draw'] + stats['loss'] == pytest.approx(1.0)
+    assert main(['eval', run_dir, '--against', 'nobody']) == 2
+
+
+def test_outcome_statistics_give_standard_errors_and_an_elo_interval():
+    stats = outcome_statistics(['win'] * 6 + ['draw'] * 2 + ['loss'] * 2)
+    assert stats['win'] == 0.6 and stats['win_se'] == pytest.approx(math.sqrt(0.6 * 0.4 / 10))
+    assert stats['score'] == pytest.approx(0.7)
+    assert stats['elo'] == pytest.approx(400 * math.log10(0.7 / 0.3))
+    assert stats['elo_low'] < stats['elo'] < stats['elo_high']
+    assert elo_difference(1.0) == math.inf and elo_difference(0.5) == 0.0
+    assert outcome_statistics(['win'] * 4)['elo_high'] == math.inf
