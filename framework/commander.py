@@ -2,29 +2,16 @@
 
 The league, the parameter store, jobs and results, verdicts, evaluation, the stop rule and the phases
 are the :class:`~sparring.framework.coordinator.RunCoordinator`'s, exactly as in the serial mode. The
-commander adds what a network needs: sessions, the journal, back-pressure and the replies. Workers
-talk to it by request and reply (``handle`` maps a validated request to a reply, with an injected
-clock, so it is tested without a socket):
-
-``register``        a worker joins; it gets the compiled config, its index and, for a learner, its player
-``heartbeat``       liveness both ways; the reply carries the run's state (``run``, ``drain``, ``stop``)
-``collect_task``    which player to collect the next chunk for, and where that player's learner listens
-``jobs``            a batch of league jobs: one opponent per game a collector plays
-``chunk_report``    a chunk's finished games ``[job_id, outcome]`` and its env steps
-``params_request``  parameters by reference; only sent when newer than the version the worker holds
-``publish``         a learner's parameters and train iteration (the league's snapshot / reset verdict back)
-``eval_task``, ``eval_report``  evaluation jobs, and their results
+commander adds what a network needs: sessions (:mod:`~sparring.framework.sessions`), the journal
+(:mod:`~sparring.framework.commander_state`), back-pressure (:mod:`~sparring.framework.collect_tasks`)
+and the replies to the requests of :data:`~sparring.framework.protocol.PROTOCOL`. ``handle`` maps a
+validated request to a reply, with an injected clock, so the commander is tested without a socket.
 
 Exactly once: every game is a league job with an id, and a result counts only while its job is
 outstanding with the worker that reports it; a repeated report (same chunk id) or a result of an
 abandoned job is refused and counted. A worker silent for ``parallel.worker_timeout_seconds`` is
 dropped: its outstanding jobs are abandoned (a game is recorded whole or not at all), its collect
 task goes to another collector, its evaluation job back to the queue.
-
-Back-pressure: a player gets no new collect task while its learner has ``parallel.max_chunks_ahead``
-chunks reported but not yet taken (learners say how many they took with each publish).
-
-Persistence: :mod:`~sparring.framework.commander_state` (journal, state file, replay on resume).
 """
 from __future__ import annotations
 
@@ -94,6 +81,7 @@ class Commander:
         self.worker_counts: Dict[str, int] = defaultdict(int)
         self._last_save = self.last_line_at = clock()
         self.last_line_steps = 0
+        self.transport_rejects: Callable[[], Dict[str, int]] = dict  # messages the transport dropped, by reason
         self.journal = commander_state.Journal(os.path.join(self.dir, commander_state.JOURNAL_FILE))
         if resume:
             replayed = commander_state.restore(self)

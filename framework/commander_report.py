@@ -21,9 +21,18 @@ def log_progress(commander) -> None:
     returns = commander.coordinator.recent_returns
     figures = dict(games=commander.counters['games'] or None, historical=len(commander.league.historical_players) or None,
                    ret=float(np.mean(returns)) if returns else None)
+    # What was dropped and why, as it happens (not only in the final summary).
+    drops = dict(results_refused=commander.counters['results_refused'],
+                 chunks_reclaimed=commander.counters['chunks_reclaimed'],
+                 duplicate_reports=commander.counters['duplicate_reports'],
+                 **{f'learner_{k}': sum(w.stats.get(k, 0.0) for w in commander.workers.values() if w.role == 'learner')
+                    for k in ('dropped_invalid', 'dropped_stale', 'dropped_duplicate')},
+                 **{f'rejected_{k}': v for k, v in commander.transport_rejects().items()})
+    figures['dropped'] = sum(drops.values()) or None
     commander.logger.scalars(dict(env_steps_per_second=rate, jobs_abandoned=commander.counters['jobs_abandoned'],
                              episode_return=figures['ret'], games=commander.counters['games'],
                              historical=len(commander.league.historical_players)), commander.env_steps, prefix='run/')
+    commander.logger.scalars(drops, commander.env_steps, prefix='run/dropped/')
     commander.logger.line(format_stats(dict(
         phase=commander.phase, steps=commander.env_steps, sps=int(rate), **figures,
         iters='/'.join(str(commander.coordinator.train_iterations[p]) for p in commander.player_ids),

@@ -35,6 +35,7 @@ from typing import Dict, List, Optional, Tuple
 
 from sparring.config.schema import ConfigError
 from sparring.framework.commander import Commander
+from sparring.framework.coordinator import INIT_REF
 from sparring.framework.interrupts import shielded, terminate_as_interrupt
 from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
 from sparring.worker.logger import RunLogger
@@ -48,6 +49,8 @@ from sparring.worker.runtime import seed_everything, set_torch_threads
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
 
 EXIT_TAIL_LINES = 20
+REQUESTS_PER_PEER = 4  # a worker has one request and one heartbeat in flight, each on a connection of its own
+REQUEST_HEADER_BYTES = 256 << 10  # the largest request header (a publish's statistics) is a few kB
 SERVE_SLICE_SECONDS = 0.05
 
 
@@ -203,6 +206,12 @@ class LocalLauncher:
         os.replace(path + '.tmp', path)
 
 
+def request_limit(commander) -> int:
+    """The largest request a worker may send: a publish of the parameters, with room to spare."""
+    params = commander.store.get(INIT_REF)['params']
+    return (2 << 20) + 2 * sum(t.numel() * t.element_size() for t in params.values())
+
+
 class ParallelRun:
     """A commander and its local workers, stepped by the caller (``parallel_pipeline`` loops ``step``)."""
 
@@ -233,8 +242,11 @@ class ParallelRun:
                 self.curve_guard = CurveGuard(self.context, par.curve_dir)
             self.commander = Commander(cfg, resume=resume, logger=self.logger)
             self.logger.progress(self.commander.env_steps)
+            # What an unauthenticated peer can make the commander buffer and hash is bounded: no request is
+            # larger than a publish of the parameters, headers are small, and each peer has a few in flight.
             self.server = Server(self.context, par.host, par.port, self.security,
-                                 max_message_bytes=par.max_message_mb << 20)
+                                 max_message_bytes=min(par.max_message_mb << 20, request_limit(self.commander)),
+                                 queue=REQUESTS_PER_PEER, max_header_bytes=REQUEST_HEADER_BYTES)
         except BaseException:  # e.g. nothing to resume, or the port is taken
             if hasattr(self, 'commander'):
                 self.commander.close()
@@ -243,6 +255,7 @@ class ParallelRun:
             self.context.destroy(linger=0)
             self.logger.close()
             raise
+        self.commander.transport_rejects = lambda: dict(self.server.rejected.counts)
         self.address = advertised_address(self.server.address, par.advertise_host)
         with open(os.path.join(self.commander.dir, 'address'), 'w') as f:
             f.write(self.address + '\n')

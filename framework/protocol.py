@@ -1,7 +1,18 @@
 """The message catalogue of the parallel mode: every kind the commander and its workers exchange.
 
 Requests go worker -> commander and replies come back (the kinds in the second half); ``chunk`` goes
-collector -> learner. The transport (:mod:`sparring.worker.remote.transport`) is handed this catalogue
+collector -> learner:
+
+``register``        a worker joins; it gets the compiled config, its index and, for a learner, its player
+``heartbeat``       liveness both ways; the reply carries the run's state (``run``, ``drain``, ``stop``);
+                    a learner's also acknowledges the chunks that reached it
+``collect_task``    which player to collect the next chunk for, and where that player's learner listens
+                    (with the ids of chunks the collector could not deliver)
+``jobs``            a batch of league jobs: one opponent per game a collector plays
+``chunk_report``    a chunk's finished games ``[job_id, outcome]`` and its env steps
+``params_request``  parameters by reference; only sent when newer than the version the worker holds
+``publish``         a learner's parameters and train iteration (the league's snapshot / reset verdict back)
+``eval_task``, ``eval_report``  evaluation jobs, and their results The transport (:mod:`sparring.worker.remote.transport`) is handed this catalogue
 in :class:`~sparring.worker.remote.transport.Security` and refuses any message that does not fit it.
 """
 from __future__ import annotations

@@ -28,6 +28,7 @@ from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.base import ActOutput, Policy
+from sparring.policy.finite_step import finite_update
 from sparring.policy.replay_buffer import make_replay_buffer
 
 
@@ -138,6 +139,7 @@ class DQNPolicy(Policy):
         # The buffer allocates its arrays on the first push: a frozen snapshot never does.
         self.replay = make_replay_buffer(cfg['replay'], seed=seed)
         self.gradient_steps = 0
+        self.skipped_updates = 0  # steps refused because the loss or a gradient was not finite
         self.agent_steps = 0  # decisions of this policy that reached ``learn``
 
     # -- acting -------------------------------------------------------------------------------
@@ -260,6 +262,10 @@ class DQNPolicy(Policy):
             loss, td_error, q_taken = self.compute_loss(sample.data, weights)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            if not finite_update(loss, self.net.parameters()):  # skipped and counted, never applied
+                self.optimizer.zero_grad(set_to_none=True)
+                self.skipped_updates += 1
+                continue
             if learn['max_grad_norm'] is not None:
                 torch.nn.utils.clip_grad_norm_(self.net.parameters(), learn['max_grad_norm'])
             self.optimizer.step()
@@ -275,7 +281,8 @@ class DQNPolicy(Policy):
         self._version += 1
         stats = {k: (v / updates if updates else float('nan')) for k, v in sums.items()}
         stats.update(lr=lr, epsilon=self.epsilon, beta=beta, replay_size=len(self.replay), gradient_steps=updates,
-                     samples=pushed, samples_consumed=updates * learn['batch_size'])
+                     samples=pushed, samples_consumed=updates * learn['batch_size'],
+                     skipped_updates=self.skipped_updates)  # so far
         return stats
 
     def reset_optimizer(self) -> None:

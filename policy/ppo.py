@@ -31,6 +31,7 @@ from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.base import ActOutput, Policy
+from sparring.policy.finite_step import finite_update
 from sparring.policy.grad_clip import SecondMomentClipper
 from sparring.policy.kl_penalty import KLPenaltySteps
 from sparring.policy.normalizer import RunningNormalizer
@@ -151,6 +152,7 @@ class PPOPolicy(KLPenaltySteps, Policy):
         self.clip_schedule = F.LinearSchedule(learn['clip_range'],
                                               0.0 if learn['anneal_clip_range'] else learn['clip_range'])
         self.grad_clipper = None
+        self.skipped_updates = 0  # steps refused because the loss or a gradient was not finite
         if learn['grad_clip'] == 'five':
             self.grad_clipper = SecondMomentClipper(self.net.parameters(), learn['grad_clip_sigmas'],
                                                     beta2=self.optimizer.defaults['betas'][1])
@@ -314,6 +316,7 @@ class PPOPolicy(KLPenaltySteps, Policy):
         if self.replays_value:
             batch.fields.pop('old_head', None)
             self.value_replay_batch = batch
+        stats.update(skipped_updates=self.skipped_updates)  # so far
         stats.update(lr=lr, clip_range=clip_range, gradient_steps=updates, samples=n, samples_consumed=consumed,
                      early_stop=float(stopped_early),
                      explained_variance=F.explained_variance(batch.steps('value').numpy(), batch.steps('ret').numpy()))
@@ -359,6 +362,13 @@ class PPOPolicy(KLPenaltySteps, Policy):
         loss = pg_loss + learn['value_coef'] * v_loss - learn['entropy_coef'] * entropy_mean
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if not finite_update(loss, self.net.parameters()):  # skipped and counted, never applied
+            self.optimizer.zero_grad(set_to_none=True)
+            self.skipped_updates += 1
+            skipped = dict.fromkeys(('policy_loss', 'value_loss', 'entropy', 'approx_kl', 'clip_fraction'), 0.0)
+            if self.grad_clipper is not None:
+                skipped['grad_clip_fraction'] = 0.0
+            return skipped, 0
         stats = {}
         if self.grad_clipper is not None:
             stats['grad_clip_fraction'] = self.grad_clipper.clip_()

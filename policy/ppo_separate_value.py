@@ -25,6 +25,7 @@ import torch
 from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.config.schema import ConfigError, in_range, one_of
 from sparring.policy import functional as F
+from sparring.policy.finite_step import finite_update
 from sparring.policy.ppo import PPOPolicy
 from sparring.policy.train_batch import TrainBatch
 
@@ -131,6 +132,10 @@ class SeparateValuePPOPolicy(PPOPolicy):
                 loss = F.value_loss(value, old_value[idx], target[idx], learn['value_clip_range'])
                 self.value_optimizer.zero_grad(set_to_none=True)
                 loss.backward()
+                if not finite_update(loss, self.value_params):  # skipped and counted, never applied
+                    self.value_optimizer.zero_grad(set_to_none=True)
+                    self.skipped_updates += 1
+                    continue
                 if learn['max_grad_norm'] is not None:
                     torch.nn.utils.clip_grad_norm_(self.value_params, learn['max_grad_norm'])
                 self.value_optimizer.step()

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import zmq
 
+from sparring.worker.remote.transport import AUTH_REFUSED
 from sparring.framework.messaging import (MAGIC, PROTOCOL, DataPuller, DataPusher, MessageError, ReplayGuard,
                                           RequestClient, RequestTimeout, Security, Server, Signer, check_bind,
                                           create_curve_keys, decode, encode, load_secret, make_security)
@@ -137,9 +138,11 @@ def test_server_answers_signed_requests_and_drops_others_while_it_keeps_serving(
     thread.start()
     try:
         intruder = RequestClient(context, server.address, Security(Signer(b'not the secret, but long enough')),
-                                 'intruder', timeout=0.5)
-        with pytest.raises(RequestTimeout):
+                                 'intruder', timeout=5.0)
+        started = time.monotonic()
+        with pytest.raises(MessageError, match='shared secret') as refused:  # told at once, not after 5 s
             intruder.request('heartbeat', dict(session='x'))
+        assert refused.value.reason == 'unauthenticated' and time.monotonic() - started < 2.0
         raw = context.socket(zmq.DEALER)
         raw.connect(server.address)
         raw.send_multipart([b'garbage'])  # malformed
@@ -152,6 +155,7 @@ def test_server_answers_signed_requests_and_drops_others_while_it_keeps_serving(
         # an authenticated peer that breaks a kind's schema is told why
         header = json.dumps(dict(kind='heartbeat', id='q1', body=dict(sesion='s'), arrays=[])).encode()
         raw.send_multipart([MAGIC, header, security.signer.tag([MAGIC, header])])
+        assert raw.poll(5000) and raw.recv_multipart() == [MAGIC, AUTH_REFUSED]  # for the forged signature
         assert raw.poll(5000)
         error = decode(raw.recv_multipart(), signer=security.signer)
         assert error.kind == 'error' and error.reply_to == 'q1' and "unknown field(s) 'sesion'" in error.body['error']

@@ -84,6 +84,10 @@ class Worker:
         except RequestTimeout as err:
             raise CommanderLost(f'{err}; is the commander running, and is the shared secret / CURVE key the same on '
                                 f'both ends?') from None
+        except MessageError as err:
+            if err.reason != 'unauthenticated':
+                raise
+            raise CommanderLost(str(err)) from None  # another secret: say so now, not after the timeout
         info = reply.body
         self.cfg = EasyDict(info['config'])
         self.par = self.cfg.parallel

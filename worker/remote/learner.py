@@ -27,6 +27,7 @@ from sparring.worker.remote.wire import arrays_to_params, params_to_arrays
 log = logging.getLogger('sparring.worker')
 
 MAX_RECEIPTS = 10_000  # chunk ids acknowledged by one heartbeat (the protocol's limit)
+MAX_ABS_VALUE = 1e10  # no observation, reward or value of a sane env comes near; 1e30 made the value loss inf
 
 
 class LearnerWorker(Worker):
@@ -61,10 +62,7 @@ class LearnerWorker(Worker):
         else:
             reply = self.fetch_params('init')
             self.policy.set_params(arrays_to_params(reply.arrays), 0)
-        # Versions and iterations never go back: collectors may hold newer published parameters,
-        # and the league's step for this player may be ahead of the checkpoint.
-        if info['version'] > self.policy.version:
-            self.policy.set_params(self.policy.get_params(), info['version'])
+        self.policy.set_params(self.policy.get_params(), restarted_version(self.policy.version, info['version']))
         self.learner.train_iter = max(self.learner.train_iter, info['train_iteration'])
         self.logger = RunLogger(self.workdir, self.learner.max_env_steps, tensorboard=self.cfg.train.tensorboard,
                                 progress_bar=False, initial_env_steps=self.learner.env_steps)
@@ -134,7 +132,7 @@ class LearnerWorker(Worker):
                     raise ValueError(f'it claims parameter version {body["version"]}, newer than the learner\'s '
                                      f'{self.policy.version}')
                 data = {name: np.array(a) for name, a in message.arrays.items()}  # owned, writable copies
-                check_chunk_values(data, self.action_space)
+                check_chunk_values(data, self.action_space, self.observation_space)
                 chunk = Chunk(data=data, version=body['version'], player_id=self.player_id,
                               chunk_id=body['chunk_id'], env_steps=body['env_steps'])
                 chunk.validate()
@@ -233,11 +231,30 @@ class LearnerWorker(Worker):
         return out
 
 
-def check_chunk_values(data: Dict[str, np.ndarray], action_space) -> None:
-    """Raise ValueError if a chunk could poison training: non-finite numbers, actions outside the space."""
+def restarted_version(own: int, published: int) -> int:
+    """The parameter version a (re)starting learner continues from.
+
+    Versions never go back, and a learner that comes back with other parameters than the newest the
+    commander published (an older checkpoint, or none) must not reuse that number: collectors holding
+    it would take the new parameters for the ones they have. So it continues one past the published one.
+    """
+    return max(own, published + 1) if published else own
+
+
+def check_chunk_values(data: Dict[str, np.ndarray], action_space, observation_space=None) -> None:
+    """Raise ValueError if a chunk could poison training or crash the update: observations of another shape
+    or dtype than the player's, actions outside its space, numbers that are not finite or absurdly large."""
+    obs = data.get('obs')
+    if obs is not None and isinstance(observation_space, gym.spaces.Box):
+        if obs.ndim < 2 or obs.shape[2:] != observation_space.shape or obs.dtype != observation_space.dtype:
+            raise ValueError(f'observations must be [T, B, {", ".join(map(str, observation_space.shape))}] '
+                             f'{observation_space.dtype}, got {list(obs.shape)} {obs.dtype}')
     for name, array in data.items():
-        if array.dtype.kind == 'f' and not np.isfinite(array).all():
-            raise ValueError(f'array {name!r} holds NaN or infinite values')
+        if array.dtype.kind == 'f' and array.size:
+            if not np.isfinite(array).all():
+                raise ValueError(f'array {name!r} holds NaN or infinite values')
+            if np.abs(array).max() > MAX_ABS_VALUE:
+                raise ValueError(f'array {name!r} holds {np.abs(array).max():.3g}, beyond any sane {MAX_ABS_VALUE:g}')
     action = data.get('action')
     if isinstance(action_space, gym.spaces.Discrete) and action is not None:
         if action.dtype.kind not in 'iu' or (action.size and (action.min() < action_space.start
@@ -245,6 +262,8 @@ def check_chunk_values(data: Dict[str, np.ndarray], action_space) -> None:
             raise ValueError(f'actions must be integers in [{action_space.start}, '
                              f'{action_space.start + action_space.n}), got {action.dtype} '
                              f'{action.min() if action.size else ""}..{action.max() if action.size else ""}')
+    if isinstance(action_space, gym.spaces.Box) and action is not None and action.shape[2:] != action_space.shape:
+        raise ValueError(f'actions must be [T, B, {", ".join(map(str, action_space.shape))}], got {list(action.shape)}')
     mask = data.get('action_mask')
     if mask is not None and isinstance(action_space, gym.spaces.Discrete) and mask.shape[-1] != action_space.n:
         raise ValueError(f'action_mask must end with {action_space.n} actions, got shape {mask.shape}')

@@ -16,15 +16,20 @@ import os
 import time
 import uuid
 from collections import OrderedDict
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import zmq
 
-from sparring.worker.remote.wire import (SECRET_ENV, Message, MessageError, RequestTimeout, Signer, decode, encode,
-                                         load_secret)
+from sparring.worker.remote.wire import (MAGIC, MAX_HEADER_BYTES, SECRET_ENV, Message, MessageError, RequestTimeout,
+                                         Signer, decode, encode, load_secret)
 
 log = logging.getLogger(__name__)
+
+AUTH_REFUSED = b'refused: bad signature'  # the server's only unsigned word, to a peer that failed to authenticate
+STRIKES_TO_BLOCK = 3  # failed authentications after which a peer's messages are dropped unread for a while
+BLOCK_SECONDS = 60.0
+MAX_PEERS_TRACKED = 10_000
 
 
 def is_loopback(host: str) -> bool:
@@ -132,6 +137,30 @@ class CurveGuard:
 
 # -- sockets --------------------------------------------------------------------------------------
 
+class PeerStrikes:
+    """Failed authentications per peer identity; a peer with too many is ignored (unhashed) for a while."""
+
+    def __init__(self) -> None:
+        self._strikes: 'OrderedDict[bytes, List[float]]' = OrderedDict()  # peer -> [count, blocked until]
+
+    def strike(self, peer: bytes) -> None:
+        entry = self._strikes.setdefault(peer, [0, 0.0])
+        self._strikes.move_to_end(peer)
+        entry[0] += 1
+        if entry[0] >= STRIKES_TO_BLOCK:
+            entry[1] = time.monotonic() + BLOCK_SECONDS
+        while len(self._strikes) > MAX_PEERS_TRACKED:
+            self._strikes.popitem(last=False)
+
+    def count(self, peer: bytes) -> int:
+        entry = self._strikes.get(peer)
+        return int(entry[0]) if entry else 0
+
+    def blocked(self, peer: bytes) -> bool:
+        entry = self._strikes.get(peer)
+        return entry is not None and entry[1] > time.monotonic()
+
+
 class RejectCounter:
     """Counts dropped messages by reason and logs the first few of each, so a flood does not flood the log."""
 
@@ -178,9 +207,11 @@ class _Listener:
     that drops and counts what fails to decode, is unsigned or is replayed."""
 
     def __init__(self, context: zmq.Context, kind: int, host: str, port: int, security: Security, name: str,
-                 queue: int, max_message_bytes: int) -> None:
+                 queue: int, max_message_bytes: int, max_header_bytes: int = MAX_HEADER_BYTES) -> None:
         self.security = security
         self.name = name
+        self.max_header_bytes = max_header_bytes
+        self.strikes = PeerStrikes()
         self.socket = context.socket(kind)
         _tune(self.socket, max_message_bytes)
         self.socket.setsockopt(zmq.RCVHWM, queue)
@@ -207,11 +238,20 @@ class _Listener:
                 frames = self.socket.recv_multipart(copy=False)
             peer, frames = (frames[0].bytes, frames[1:]) if routed else (b'', frames)
             try:
+                # Cheap refusals before a byte is hashed: a peer that failed authentication again and
+                # again, and headers larger than any request of the protocol.
+                if routed and self.strikes.blocked(peer):
+                    raise MessageError('blocked', 'a peer that failed authentication repeatedly; ignored for now')
+                if len(frames) > 1 and frames[1].buffer.nbytes > self.max_header_bytes:
+                    raise MessageError('malformed', f'header of {frames[1].buffer.nbytes} bytes exceeds '
+                                                    f'{self.max_header_bytes}')
                 message = decode(frames, signer=self.security.signer, schemas=self.security.schemas)
                 if self._replay is not None:
                     self._replay.check(message)
             except MessageError as err:
                 self.rejected.add(err, peer.hex())
+                if routed and err.reason == 'unauthenticated':
+                    self.strikes.strike(peer)
                 self._refused(peer, err)
                 continue
             return peer, message
@@ -227,8 +267,10 @@ class Server(_Listener):
     """A ROUTER socket bound at ``tcp://host:port``: receives requests, drops bad ones (counted), replies."""
 
     def __init__(self, context: zmq.Context, host: str, port: int, security: Security, name: str = 'commander',
-                 max_message_bytes: int = 1 << 30, queue: int = 1000) -> None:
-        super().__init__(context, zmq.ROUTER, host, port, security, name, queue, max_message_bytes)
+                 max_message_bytes: int = 1 << 30, queue: int = 1000,
+                 max_header_bytes: int = MAX_HEADER_BYTES) -> None:
+        super().__init__(context, zmq.ROUTER, host, port, security, name, queue, max_message_bytes,
+                         max_header_bytes)
 
     def recv(self, timeout: float) -> Optional[Tuple[bytes, Message]]:
         """The next valid request as ``(peer, message)``, or None after ``timeout`` seconds."""
@@ -238,6 +280,13 @@ class Server(_Listener):
         if err.reason == 'schema' and err.message_id:
             # An authenticated peer sent a message that breaks its kind's schema: tell it why.
             self.reply(peer, err.message_id, 'error', dict(error=str(err), reason=err.reason))
+        elif err.reason == 'unauthenticated' and self.strikes.count(peer) == 1:
+            # A worker with another secret learns it at once instead of timing out; a few bytes, once
+            # per connection, so nobody can use the notice to amplify a flood.
+            try:
+                send_frames(self.socket, [peer, MAGIC, AUTH_REFUSED], zmq.NOBLOCK)
+            except zmq.Again:
+                pass
 
     def reply(self, peer: bytes, reply_to: Optional[str], kind: str, body: dict,
               arrays: Optional[Mapping[str, np.ndarray]] = None) -> None:
@@ -293,9 +342,14 @@ class RequestClient:
                 # A fresh socket drops whatever the old one still had queued for the dead request.
                 self._connect()
                 raise RequestTimeout(f'no reply to {kind!r} from {self.address} within {timeout:.1f} s')
+            frames = self.socket.recv_multipart(copy=False)
+            if len(frames) == 2 and frames[1].bytes == AUTH_REFUSED:
+                raise MessageError('unauthenticated', f'{self.address} refused the signature of the {kind!r} request: '
+                                                      f'this process\'s shared secret (or CURVE key) is not the '
+                                                      f'commander\'s (set ${SECRET_ENV} or --key-file to the same '
+                                                      f'secret on both ends)')
             try:
-                reply = decode(self.socket.recv_multipart(copy=False), signer=self.security.signer,
-                               schemas=self.security.schemas)
+                reply = decode(frames, signer=self.security.signer, schemas=self.security.schemas)
             except MessageError as err:
                 self.rejected.add(err, self.address)
                 continue
