@@ -112,6 +112,8 @@ def export_policy(policy: Policy, path: str, fmt: str = 'onnx') -> dict:
     with warnings.catch_warnings():
         # Tracing fixes Python-level branches (e.g. whether the normaliser has seen data): intended here.
         warnings.simplefilter('ignore', category=torch.jit.TracerWarning)
+        # torch marks TorchScript and its ONNX exporter deprecated; both still write files that load without it.
+        warnings.simplefilter('ignore', category=DeprecationWarning)
         if fmt == 'torchscript':
             traced = torch.jit.trace(module, inputs, check_trace=False)
             torch.jit.save(traced, path)
