@@ -34,6 +34,7 @@ def load_course(exp_dir: str, up_to_env_steps: Optional[int] = None) -> Optional
     except (OSError, ValueError):
         return None  # a damaged course only costs the curves' past, never the run
     course = empty_course()
+    course['facts'] = saved.get('facts', {})
     for key in COURSE_KEYS:
         course[key] = [e for e in saved.get(key, [])
                        if up_to_env_steps is None or e.get('env_steps', 0) <= up_to_env_steps]
@@ -51,7 +52,13 @@ def ratings_now(league) -> dict:
 
 def write_report(exp_dir: str, league, course: dict, facts: dict) -> str:
     """Write the course and the page into ``exp_dir``; returns the page's path."""
-    facts = dict({'run': os.path.abspath(exp_dir), 'updated': time.strftime('%Y-%m-%d %H:%M:%S')}, **facts)
+    # Facts known while the run went on (its env) stay on the page written at its end.
+    merged = {'run': os.path.abspath(exp_dir)}
+    merged.update(course.get('facts', {}))
+    merged.update(facts)
+    merged['updated'] = time.strftime('%Y-%m-%d %H:%M:%S')
+    facts = merged
+    course = dict(course, facts={k: v for k, v in facts.items() if k not in ('updated', 'phase')})
     _write_atomically(os.path.join(exp_dir, COURSE_FILE), json.dumps(course, default=float))
     path = os.path.join(exp_dir, REPORT_FILE)
     _write_atomically(path, render_report(league, course, facts))
@@ -65,7 +72,8 @@ def write_final_report(exp_dir: str, league, facts: Optional[dict] = None) -> Op
     if course is None:
         return None
     steps = max((e['env_steps'] for key in COURSE_KEYS for e in course[key]), default=None)
-    return write_report(exp_dir, league, course, dict({'env steps': steps}, **(facts or {})))
+    return write_report(exp_dir, league, course, dict({'env steps': steps} if steps is not None else {},
+                                                      **(facts or {})))
 
 
 def _write_atomically(path: str, text: str) -> None:

@@ -103,7 +103,10 @@ def line_chart(series: Dict[str, Sequence[Point]], title: str, x_label: str, y_l
     ys = [p[1] for points in series.values() for p in points]
     for band in (bands or {}).values():
         ys += [v for pair in band for v in pair]
-    frame = Frame((min(xs), max(xs)), y_range or (min(ys), max(ys)), width, height)
+    legend_width = 34 + 6 * max(len(name) for name in series)  # about 6 px a character at 10 px
+    frame = Frame((min(xs), max(xs)), y_range or (min(ys), max(ys)), width + legend_width - 150, height,
+                  right=legend_width)
+    width = frame.width
     parts = frame.axes(title, x_label, y_label)
     for index, (name, points) in enumerate(series.items()):
         stroke = colour(index)
@@ -128,7 +131,7 @@ def timeline(rows: Dict[str, List[dict]], end: float, title: str, x_label: str, 
     dot) or 'reset' (a red bar)."""
     if not rows:
         return f'<p class="note">{html.escape(title)}: nothing recorded yet.</p>'
-    height = 50 + 34 * len(rows)
+    height = 68 + 34 * len(rows)
     xs = [e['x'] for events in rows.values() for e in events] + [0.0, end]
     frame = Frame((min(xs), max(xs)), (0, len(rows)), width, height, left=130, right=30)
     parts = [f'<text x="{frame.left}" y="16" class="title">{html.escape(title)}</text>']
@@ -140,7 +143,7 @@ def timeline(rows: Dict[str, List[dict]], end: float, title: str, x_label: str, 
     parts.append(f'<text x="{(frame.left + width - frame.right) / 2:.0f}" y="{height - 6}" class="label" '
                  f'text-anchor="middle">{html.escape(x_label)}</text>')
     for index, (name, events) in enumerate(rows.items()):
-        y = frame.top + 20 + 34 * index
+        y = frame.top + 17 + 34 * index
         stroke = colour(index)
         parts.append(f'<text x="{frame.left - 8}" y="{y + 4}" class="tick" text-anchor="end">{html.escape(name)}</text>')
         parts.append(f'<line x1="{frame.left}" y1="{y}" x2="{frame.x(end):.1f}" y2="{y}" stroke="{stroke}" '

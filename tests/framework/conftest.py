@@ -18,6 +18,12 @@ def tictactoe_config(exp_name: str, **train) -> dict:
 
 
 @pytest.fixture(scope='session')
+def small_league_config():
+    """``small_league_config(exp_name, **train)``: the config of the small tic-tac-toe league."""
+    return tictactoe_config
+
+
+@pytest.fixture(scope='session')
 def trained_tictactoe(tmp_path_factory):
     """A finished tic-tac-toe league run: ``(run dir, the run's summary)``. Its only evaluation is the
     final one, so the random bot it meets there is fresh, as in a new ``sparring eval``."""
