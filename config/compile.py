@@ -88,6 +88,7 @@ def base_config() -> dict:
             drain_timeout_seconds=60.0,  # at the end, how long a learner waits for chunks still on their way
             shutdown_seconds=20.0,  # how long workers get to exit before they are killed
             max_message_mb=1024,
+            audit_reports=False,  # collectors keep a line per chunk report in workers/<id>/reports.jsonl (audits)
         ),
     )
 
@@ -124,6 +125,7 @@ BASE_CONSTRAINTS = {
     'parallel.drain_timeout_seconds': in_range(0.0, None),
     'parallel.shutdown_seconds': in_range(0.0, None),
     'parallel.max_message_mb': in_range(1, None),
+    'parallel.audit_reports': of_type(bool),
 }
 
 

@@ -14,7 +14,7 @@ import zmq
 
 from sparring.config import compile_config
 from sparring.framework.league_pipeline import complete_league_config
-from sparring.framework.messaging import MAGIC, DataPusher, RequestClient, RequestTimeout, Security, Signer
+from sparring.framework.messaging import MAGIC, DataPusher, MessageError, RequestClient, Security, Signer
 from sparring.framework.parallel import ParallelRun, parallel_pipeline
 from sparring.league.persistence import load_state
 
@@ -90,7 +90,7 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
         try:
             intruder = RequestClient(context, run.address, Security(Signer(b'not-the-run-secret-at-all')), 'x',
                                      timeout=0.2)
-            with pytest.raises(RequestTimeout):
+            with pytest.raises(MessageError, match='shared secret'):  # told at once
                 intruder.request('heartbeat', dict(session='x'))
             raw = context.socket(zmq.DEALER)
             raw.connect(run.address)

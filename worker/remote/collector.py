@@ -7,7 +7,9 @@ streams the chunk straight to the player's learner. Parameters are fetched by ve
 """
 from __future__ import annotations
 
+import json
 import logging
+import os
 import time
 from collections import deque
 from typing import Callable, Deque, Dict, List, Tuple
@@ -79,6 +81,8 @@ class CollectorWorker(Worker):
         self.games: Dict[str, Tuple[object, JobFeed]] = {}
         self.pushers: Dict[str, DataPusher] = {}
         self.env_steps = 0
+        self.games_accepted = 0
+        self.audit = open(os.path.join(self.workdir, 'reports.jsonl'), 'a') if self.par.get('audit_reports') else None
         self.undelivered = 0
         self.undelivered_ids: List[str] = []
         log.info('%s: registered with %s', self.worker_id, self.commander)
@@ -89,6 +93,8 @@ class CollectorWorker(Worker):
                 pusher.close()
             for collector, _ in self.games.values():
                 collector.close()
+            if self.audit is not None:
+                self.audit.close()
         self.goodbye()
 
     def task_request(self) -> dict:
@@ -117,9 +123,14 @@ class CollectorWorker(Worker):
         chunk = collector.collect()
         results = feed.results_of(chunk)
         self.env_steps += chunk.env_steps
-        self.request('chunk_report', dict(task_id=task['task_id'], chunk_id=chunk.chunk_id, player_id=pid,
-                                          version=chunk.version, env_steps=chunk.env_steps, results=results,
-                                          episode_returns=[float(r) for r in chunk.episode_returns]))
+        reply = self.request('chunk_report', dict(task_id=task['task_id'], chunk_id=chunk.chunk_id, player_id=pid,
+                                                  version=chunk.version, env_steps=chunk.env_steps, results=results,
+                                                  episode_returns=[float(r) for r in chunk.episode_returns]))
+        self.games_accepted += reply.body.get('accepted', 0)  # the collector's own count, to check the league's
+        if self.audit is not None:  # what the commander acknowledged, kept through a kill
+            self.audit.write(json.dumps(dict(chunk=chunk.chunk_id, games=len(results),
+                                             accepted=reply.body.get('accepted', 0))) + '\n')
+            self.audit.flush()
         self._push(task['endpoint'], pid, chunk)
 
     def _push(self, endpoint: str, pid: str, chunk) -> None:
@@ -144,4 +155,5 @@ class CollectorWorker(Worker):
                 return
 
     def stats(self) -> Dict[str, float]:
-        return dict(env_steps=float(getattr(self, 'env_steps', 0)), undelivered=float(getattr(self, 'undelivered', 0)))
+        return dict(env_steps=float(getattr(self, 'env_steps', 0)), undelivered=float(getattr(self, 'undelivered', 0)),
+                    games_accepted=float(getattr(self, 'games_accepted', 0)))
