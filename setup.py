@@ -49,12 +49,13 @@ setup(
         'tqdm>=4.60',
     ],
     extras_require={
-        'test': ['pytest>=7'],
+        'test': ['pytest>=7', 'pexpect>=4.8'],  # pexpect: `sparring play` driven through a pseudo-terminal
         'league': ['trueskill>=0.4.5', 'matplotlib>=3.7', 'scipy>=1.10'],
         'openspiel': ['open_spiel>=2.0'],
         'pettingzoo': ['pettingzoo[classic]>=1.24'],
         'atari': ['gymnasium[atari]'],  # ale-py, which ships the ROMs
         'mujoco': ['gymnasium[mujoco]'],  # mujoco and what Gymnasium's MuJoCo envs import
+        'export': ['onnx>=1.15', 'onnxruntime>=1.17'],  # `sparring export --format onnx` and running the file
     },
     entry_points={'console_scripts': ['sparring=sparring.framework.cli:main']},
 )

@@ -11,8 +11,9 @@ Sections (``--only`` picks some; each merges its entry into ``benchmarks/results
 * ``poker``: PSRO with PPO best responses on Kuhn poker (10 minutes) and Leduc poker, the exact
   exploitability of the population's meta-strategy against wall time.
 * ``connect_four``: the connect-four league for 30 minutes, win rates against the random and
-  heuristic bots and MCTS-100 against wall time; at the end 1000 greedy games against random,
-  MCTS-100 and MCTS-1000, and 1000 sampled games against the heuristic bot.
+  heuristic bots and MCTS-100 against wall time; at the end (``sparring eval``'s function on the run's
+  final player) 1000 greedy games against random, 200 against MCTS-100 and 50 against MCTS-1000, and
+  1000 sampled games against the heuristic bot.
 
     .venv/bin/python benchmarks/league_games.py [--only throughput matrix poker connect_four] [--minutes-scale 1.0]
 """
@@ -32,6 +33,7 @@ from sparring.dizoo.matrix_games.config.rock_paper_scissors_league import config
 from sparring.dizoo.matrix_games.config.zero_sum_2x2_league import config as zero_sum_config
 from sparring.dizoo.openspiel.config.kuhn_poker_psro import config as kuhn_config
 from sparring.framework import serial_pipeline
+from sparring.framework.evaluate_player import evaluate_player
 from sparring.framework.league_pipeline import LeagueRun, complete_league_config
 from sparring.framework.run_setup import prepare_config
 
@@ -152,24 +154,19 @@ def connect_four(workdir: str, scale: float) -> dict:
     curve = [dict(seconds=h['seconds'], env_steps=h['env_steps'],
                   win={oid: round(s['win'], 3) for oid, s in next(iter(h['eval'].values())).items()})
              for h in summary['history']]
-    # The final player against MCTS of 1000 simulations (dear: about a second a game).
-    cfg = prepare_config(config, resume=True)
-    from sparring.worker.checkpoint import CheckpointManager
-    run = LeagueRun(cfg, CheckpointManager(cfg.exp_name).load_latest())
-    policy = run.learners[run.player_ids[0]].policy
+    # The final player against MCTS of 1000 simulations (dear: about a second a game), through `sparring eval`'s
+    # function: the run's newest checkpoint, the league's evaluation seeds.
     final = {}
     # Greedy play against the random bot once more over 1000 games, where the 98 % target needs a
     # tighter figure than the periodic 200 games give (their standard error is about 1 point).
     for name, ref, games in (('random_1000', 'bot:random', 1000), ('mcts_100', MCTS.format(100), 200),
                              ('mcts_1000', MCTS.format(1000), 50)):
-        run.evaluation.battle.n_episodes = games
-        final[name] = run.evaluation.battle.evaluate(policy, [(name, run.pool.get(ref))])[0].summary()
+        final[name] = evaluate_player(config['exp_name'], [ref], games=games)['opponents'][ref]
     # Greedy play against the heuristic bot (itself nearly deterministic) repeats the same couple of
     # games, so its rate moves in steps of 50 %; sampled play gives a figure over many games.
-    run.evaluation.battle.n_episodes, run.evaluation.battle.deterministic = 1000, False
-    final['heuristic_sampled'] = run.evaluation.battle.evaluate(
-        policy, [('heuristic_sampled', run.pool.get('bot:connect_four_heuristic'))])[0].summary()
-    run.close()
+    heuristic = 'bot:connect_four_heuristic'
+    final['heuristic_sampled'] = evaluate_player(config['exp_name'], [heuristic], games=1000,
+                                                 sampled=True)['opponents'][heuristic]
     final.update({oid: s for oid, s in next(iter(summary['eval'].values())).items()})
     print(f'connect four after {summary["wall_seconds"]:.0f} s, {summary["env_steps"]:,} env steps:')
     for oid, s in final.items():
