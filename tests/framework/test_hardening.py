@@ -196,3 +196,55 @@ def test_an_unreadable_state_file_is_rebuilt_from_the_journal(tmp_path):
     np.testing.assert_equal(resumed.league.state_dict()['payoff'], expected['payoff'])
     assert (resumed.env_steps, resumed.counters['games']) == (steps, games)
     assert not [n for n in os.listdir(commander.dir) if n.endswith('.tmp')]
+
+
+def test_what_an_unauthenticated_peer_costs_is_bounded():
+    """Oversized headers are refused unread, and a peer that keeps failing to authenticate is ignored unhashed."""
+    import threading
+    import time
+
+    import zmq
+
+    from sparring.framework.messaging import Security, Server
+    context = zmq.Context()
+    server = Server(context, '127.0.0.1', 0, Security(Signer(SECRET)), queue=4, max_header_bytes=1024,
+                    max_message_bytes=1 << 20)
+    try:
+        raw = context.socket(zmq.DEALER)
+        raw.connect(server.address)
+        raw.send_multipart([MAGIC, b'{' + b' ' * 4096 + b'}', b'x' * 32])  # a header no request needs
+        for _ in range(6):
+            raw.send_multipart([MAGIC, b'{"kind":"goodbye"}', b'x' * 32])  # forged signatures
+        raw.send_multipart([MAGIC, b'{}', b'x' * 32, b'z' * (2 << 20)])  # over the size limit: never delivered
+        deadline = time.monotonic() + 5
+        while sum(server.rejected.counts.values()) < 7 and time.monotonic() < deadline:
+            server.recv(0.1)
+        counts = server.rejected.counts
+        assert counts.get('malformed') == 1 and counts.get('unauthenticated') == 3 and counts.get('blocked') == 3
+    finally:
+        context.destroy(linger=0)
+
+
+def test_drop_counts_reach_the_log_and_tensorboard_as_they_happen(tmp_path):
+    commander, _, learner, pid, (a, _, _) = _one_player(tmp_path)
+
+    class Logger:
+        def __init__(self):
+            self.scalars_seen, self.lines = {}, []
+
+        def scalars(self, figures, step, prefix=''):
+            self.scalars_seen.update({prefix + k: v for k, v in figures.items()})
+
+        def line(self, text):
+            self.lines.append(text)
+
+        def progress(self, steps):
+            pass
+
+    commander.logger = Logger()
+    commander.transport_rejects = lambda: {'unauthenticated': 7}
+    report(commander, a, pid, [[12345, 'win']])  # an unknown job: refused
+    commander.log_progress()
+    seen = commander.logger.scalars_seen
+    assert seen['run/dropped/results_refused'] == 1 and seen['run/dropped/rejected_unauthenticated'] == 7
+    assert 'dropped=8' in commander.logger.lines[-1]
