@@ -6,8 +6,10 @@ crosses the write-up's threshold, or the budget (wall minutes, or the write-up's
 out. The figures are the episodes it took and the best 5-episode average seen, beside the write-up's
 Table 1 and 2 (episodes to the threshold, its best average). A second row trains clipped PPO (the
 ``<env>_ppo`` recipe: joint loss, 2048 steps per update, 10 epochs of 32 minibatches, reward
-scaling) on the same network and observation. Returns are raw training returns of the stochastic
-policy, as the write-up logs them; episodes are counted in the order they finish. Episodes to a
+scaling) on the same network and observation; its rewards are scaled here, between collection and
+learning, as the env option would (by the running std of the discounted return), so that the
+episode returns counted stay raw. Returns are raw training returns of the stochastic policy, as
+the write-up logs them; episodes are counted in the order they finish. Episodes to a
 threshold do not depend on the machine's load; the wall minutes only bound how far a run gets.
 Prints a table and writes ``benchmarks/results/mujoco_recipe.json`` (one entry per task and row).
 
@@ -26,6 +28,7 @@ from collections import deque
 
 import numpy as np
 import torch
+from gymnasium.wrappers.utils import RunningMeanStd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results_file import merge_results  # noqa: E402
@@ -47,13 +50,31 @@ ROWS = ('kl', 'clip')
 WINDOW = 5
 
 
+class ReturnScaler:
+    """Training rewards divided by the running std of the discounted return, per chunk row in order:
+    what ``env.reward_scaling`` does inside the env, done outside so that the env reports raw returns."""
+
+    def __init__(self, num_envs: int, gamma: float) -> None:
+        self.gamma = gamma
+        self.returns = np.zeros(num_envs)
+        self.stats = RunningMeanStd(shape=())
+
+    def __call__(self, reward: np.ndarray, terminated: np.ndarray) -> np.ndarray:
+        scaled = np.empty_like(reward)
+        for t in range(reward.shape[0]):
+            self.returns = self.returns * self.gamma * (1.0 - terminated[t]) + reward[t]
+            self.stats.update(self.returns)
+            scaled[t] = reward[t] / np.sqrt(self.stats.var + 1e-8)
+        return scaled
+
+
 def row_config(env_type: str, row: str) -> dict:
     """The ready KL recipe, or clipped PPO with the same network and time-step feature."""
     if row == 'kl':
         return mujoco_ppo_kl_config(env_type)
     config = mujoco_ppo_config(env_type)
     kl_model = mujoco_ppo_kl_config(env_type)['policy']['model']
-    config['env']['time_feature'] = True
+    config['env'].update(time_feature=True, reward_scaling=False)  # scaled by ``ReturnScaler`` instead
     config['policy']['model'] = copy.deepcopy(kl_model)
     # The budget is in wall minutes, not a known step count, so the learning rate is not annealed.
     config['policy']['learn']['anneal_lr'] = False
@@ -65,6 +86,7 @@ def run(env_type: str, row: str, seed: int, minutes: float) -> dict:
     env = make_env_manager(cfg.env, cfg.env.collector_env_num, seed)
     policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, env.observation_space, env.action_space, seed=seed)
     collector = SampleCollector(env, policy, cfg.policy.collect.n_steps)
+    scale_rewards = ReturnScaler(env.num_envs, cfg.env.reward_scaling_gamma) if row == 'clip' else None
     target = WRITE_UP[env_type]
     max_episodes = WRITE_UP_RUNS[env_type][1]
     last = deque(maxlen=WINDOW)
@@ -82,6 +104,8 @@ def run(env_type: str, row: str, seed: int, minutes: float) -> dict:
                     best = max(best, average)
                     if crossed_at is None and average >= target['threshold']:
                         crossed_at = episodes
+            if scale_rewards is not None:
+                chunk.data['reward'] = scale_rewards(chunk.data['reward'], chunk.data['terminated'])
             if crossed_at is None:
                 policy.learn(chunk.data, progress=min(1.0, collector.env_steps / cfg.train.max_env_steps))
                 updates += 1
