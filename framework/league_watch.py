@@ -28,6 +28,7 @@ from typing import Dict
 import numpy as np
 
 from sparring.framework.report_page import empty_course, load_course, ratings_now, write_report
+from sparring.league.report_page import heatmap_players
 
 CELL_PIXELS = 8  # the side of one player pair in the payoff image
 
@@ -151,9 +152,9 @@ def watch_for(coordinator):
 
 
 def payoff_image(league, max_pixels: int = 800) -> np.ndarray:
-    """``[H, W, 3]`` uint8: every player pair's win rate as a coloured square (row player vs column player),
-    red 0, white 0.5, blue 1, grey where too few games were played."""
-    ids = [p.player_id for p in league.roster.players]
+    """``[H, W, 3]`` uint8: each pair's win rate as a coloured square (row player vs column player), red 0,
+    white 0.5, blue 1, grey where too few games were played; the players of the report's heatmap."""
+    ids = heatmap_players(league)
     rates, games = league.payoff.matrix(ids, ids)
     known = (games > 0) & (games >= league.payoff.min_win_rate_games)
     red, white, blue = (np.array(c, np.float64) for c in ((214, 39, 40), (255, 255, 255), (31, 119, 180)))

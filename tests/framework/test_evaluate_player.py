@@ -60,3 +60,12 @@ def test_outcome_statistics_give_standard_errors_and_an_elo_interval():
     assert stats['elo_low'] < stats['elo'] < stats['elo_high']
     assert elo_difference(1.0) == math.inf and elo_difference(0.5) == 0.0
     assert outcome_statistics(['win'] * 4)['elo_high'] == math.inf
+
+
+def test_import_sparring_stays_cheap():
+    """load_player is imported on first use: ``import sparring`` alone loads neither torch nor the framework."""
+    import subprocess
+    import sys
+    code = ("import sys, sparring; assert 'torch' not in sys.modules and 'sparring.framework' not in sys.modules; "
+            "assert callable(sparring.load_player) and 'sparring.framework.player_loader' in sys.modules")
+    subprocess.run([sys.executable, '-c', code], check=True)

@@ -141,3 +141,14 @@ def test_a_parallel_run_logs_the_same_league_metrics_and_writes_the_page(tmp_pat
     assert '<td>naive_sp_0</td>' in page and 'Snapshot lineage' in page
     policy = load_player(run_dir)
     assert policy.version > 0 and summary['env_steps'] >= 1000
+
+
+def test_a_resumed_course_forgets_what_came_after_its_checkpoint(tmp_path):
+    from sparring.framework.report_page import load_course, write_report
+    from sparring.league import OneVsOneLeague
+    course = dict(evaluations=[dict(env_steps=s, player='p', results={}, ratings={}) for s in (10, 20, 30)],
+                  snapshots=[dict(env_steps=25, player='p', snapshot='p_h0', iteration=2, reset=False)], exact=[])
+    write_report(str(tmp_path), OneVsOneLeague(), course, {'env': 'tictactoe'})
+    resumed = load_course(str(tmp_path), up_to_env_steps=20)
+    assert [e['env_steps'] for e in resumed['evaluations']] == [10, 20] and resumed['snapshots'] == []
+    assert resumed['facts']['env'] == 'tictactoe'
