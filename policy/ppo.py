@@ -361,7 +361,8 @@ class PPOPolicy(KLPenaltySteps, Policy):
             entropy_mean = entropy.mean()
         loss = pg_loss + learn['value_coef'] * v_loss - learn['entropy_coef'] * entropy_mean
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        if loss.requires_grad:  # not for a minibatch of value-only steps when the value is fitted apart
+            loss.backward()
         if not finite_update(loss, self.net.parameters()):  # skipped and counted, never applied
             self.optimizer.zero_grad(set_to_none=True)
             self.skipped_updates += 1

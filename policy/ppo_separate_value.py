@@ -141,7 +141,7 @@ class SeparateValuePPOPolicy(PPOPolicy):
                 self.value_optimizer.step()
                 loss_sum += loss.item()
                 steps += 1
-        return dict(value_loss=loss_sum / steps, value_gradient_steps=steps, value_samples=n, value_lr=lr)
+        return dict(value_loss=loss_sum / max(steps, 1), value_gradient_steps=steps, value_samples=n, value_lr=lr)
 
     def reset_optimizer(self) -> None:
         super().reset_optimizer()

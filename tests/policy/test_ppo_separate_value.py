@@ -157,3 +157,19 @@ def test_config_errors_name_the_key():
         compile_section('policy', dict(type='ppo_separate_value', learn=dict(value_minibatch_size=0)))
     with pytest.raises(ConfigError, match='policy.model.width_per_dim'):
         compile_section('policy', dict(type='ppo', model=dict(type='task_mlp', width_per_dim=0)))
+
+
+def test_a_chunk_with_only_value_steps_still_fits_the_value():
+    # e.g. a turn-based player's chunk where it never moved: nothing for the policy, the value still learns
+    policy = _policy(learn=dict(epochs=2, num_minibatches=1, value_epochs=1))
+    T, B = 4, 2
+    rng = np.random.default_rng(0)
+    chunk = dict(obs=rng.normal(size=(T, B, 11)), action=np.zeros((T, B, 3), np.float32),
+                 log_prob=np.zeros((T, B), np.float32), value=np.zeros((T, B), np.float32),
+                 next_value=np.zeros((T, B), np.float32), reward=np.ones((T, B), np.float32),
+                 terminated=np.zeros((T, B), bool), truncated=np.zeros((T, B), bool),
+                 train_mask=np.zeros((T, B), bool), value_mask=np.ones((T, B), bool))
+    before = policy.model.value_head.weight.detach().clone()
+    stats = policy.learn(chunk)
+    assert stats['policy_loss'] == 0.0 and stats['value_gradient_steps'] == 1 and stats['skipped_updates'] == 0
+    assert not torch.equal(before, policy.model.value_head.weight)
