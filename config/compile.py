@@ -65,6 +65,7 @@ def base_config() -> dict:
             collectors=2,  # local collector processes
             evaluators=1,  # local evaluator processes (0: the commander runs the final evaluation itself)
             local_learners=True,  # start a learner process per active player here (False: join them by hand)
+            learner_replicas=1,  # learner processes per player, averaging gradients (torch.distributed)
             chunk_len=None,  # env steps per chunk and env (None: policy.collect.n_steps)
             publish_every=1,  # a learner publishes its parameters every this many updates
             max_chunks_ahead=None,  # chunks a player's learner may have waiting before collectors wait (None: collectors)
@@ -126,6 +127,7 @@ BASE_CONSTRAINTS = {
     'parallel.shutdown_seconds': in_range(0.0, None),
     'parallel.max_message_mb': in_range(1, None),
     'parallel.audit_reports': of_type(bool),
+    'parallel.learner_replicas': in_range(1, None),
 }
 
 

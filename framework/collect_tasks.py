@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict, defaultdict
-from typing import Callable, Dict, Iterable, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from sparring.framework.param_service import WAIT_SECONDS
 
@@ -41,6 +41,7 @@ class CollectTasks:
         self.in_flight: Dict[str, 'OrderedDict[str, InFlight]'] = {pid: OrderedDict() for pid in coordinator.player_ids}
         self.reclaimed = {pid: 0 for pid in coordinator.player_ids}  # since the current learner joined
         self._reclaimed_ids: Set[str] = set()
+        self._turns: Dict[str, int] = defaultdict(int)
         self._next_id = 0
 
     def learner_joined(self, pid: str) -> None:
@@ -113,15 +114,16 @@ class CollectTasks:
             self.tasks.pop(worker.task_id, None)
             worker.task_id = None
 
-    def next_task(self, worker, learner_endpoint: Callable[[str], Optional[str]], live) -> Tuple[str, dict]:
-        """``(reply kind, body)``: a task for the player furthest behind its share, or a wait."""
+    def next_task(self, worker, learner_endpoints: Callable[[str], List[str]], live) -> Tuple[str, dict]:
+        """``(reply kind, body)``: a task for the player furthest behind its share, or a wait. A player with
+        several learner replicas has its chunks sent to each in turn."""
         co = self.coordinator
         if co.env_steps + len(self.tasks) * self.chunk_steps >= co.cfg.train.max_env_steps:
             return 'wait', dict(seconds=WAIT_SECONDS, reason='the env-step budget is handed out')
         busy = defaultdict(int)
         for _, pid in self.tasks.values():
             busy[pid] += 1
-        ready = [pid for pid in co.player_ids if pid in live and learner_endpoint(pid) is not None]
+        ready = [pid for pid in co.player_ids if pid in live and learner_endpoints(pid)]
         if not ready:
             return 'wait', dict(seconds=WAIT_SECONDS, reason='no learner has published parameters yet')
         ready = [pid for pid in ready if self.chunks_ahead(pid) + busy[pid] < self.max_ahead]
@@ -135,4 +137,6 @@ class CollectTasks:
         self.tasks[self._next_id] = (worker.session, pid)
         worker.task_id = self._next_id
         self.last_player[worker.worker_id] = pid
-        return 'task', dict(task_id=worker.task_id, player_id=pid, endpoint=learner_endpoint(pid))
+        endpoints = learner_endpoints(pid)
+        self._turns[pid] += 1
+        return 'task', dict(task_id=worker.task_id, player_id=pid, endpoint=endpoints[self._turns[pid] % len(endpoints)])

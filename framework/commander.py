@@ -50,12 +50,10 @@ def _delegated(name: str) -> property:
 class Commander:
     """The coordinator's decisions served over a network; transport-free (``handle`` maps a request to a reply)."""
 
-    league, player_ids, store, env_steps, phase = (_delegated(n) for n in
-                                                   ('league', 'player_ids', 'store', 'env_steps', 'phase'))
-    stop_reason, reached, last_eval, counters = (_delegated(n) for n in
-                                                 ('stop_reason', 'reached', 'last_eval', 'counters'))
-    eval_opponents, wall_seconds = _delegated('eval_opponents'), _delegated('wall_seconds')
-    train_iterations, versions = _delegated('train_iterations'), _delegated('versions')
+    (league, player_ids, store, env_steps, phase, stop_reason, reached, last_eval, counters, eval_opponents,
+     wall_seconds, train_iterations, versions) = map(_delegated, (
+        'league', 'player_ids', 'store', 'env_steps', 'phase', 'stop_reason', 'reached', 'last_eval', 'counters',
+        'eval_opponents', 'wall_seconds', 'train_iterations', 'versions'))
 
     def __init__(self, cfg, resume: bool = False, clock: Callable[[], float] = time.monotonic, logger=None) -> None:
         self.cfg, self.par, self.clock, self.logger = cfg, cfg.parallel, clock, logger
@@ -79,6 +77,7 @@ class Commander:
             self.collect.chunks_ahead
         self.evals = EvalDispatch(self.coordinator)
         self.worker_counts: Dict[str, int] = defaultdict(int)
+        self.group_address: Dict[str, str] = {}  # where each player's learner replicas meet
         self._last_save = self.last_line_at = clock()
         self.last_line_steps = 0
         self.transport_rejects: Callable[[], Dict[str, int]] = dict  # messages the transport dropped, by reason
@@ -179,12 +178,13 @@ class Commander:
         self.collect.undelivered(message.body.get('undelivered', []))
         if self.phase != 'collect':
             return 'stop', dict(reason=self.stop_reason or 'collection finished'), None
-        kind, body = self.collect.next_task(worker, self._learner_endpoint, self.live)
+        kind, body = self.collect.next_task(worker, self._learner_endpoints, self.live)
         return kind, body, None
 
-    def _learner_endpoint(self, pid: str) -> Optional[str]:
-        return next((w.endpoint for w in self.workers.values()
-                     if w.role == 'learner' and w.player_id == pid and w.endpoint), None)
+    def _learner_endpoints(self, pid: str) -> List[str]:
+        """Where chunks of ``pid`` may go: its learner, or each of its replicas."""
+        return [e for _, e in sorted((w.replica, w.endpoint) for w in self.workers.values()
+                                     if w.role == 'learner' and w.player_id == pid and w.endpoint)]
 
     def _on_jobs(self, worker: WorkerRecord, message: Message):
         pid, count = message.body['player_id'], min(message.body['count'], MAX_JOBS_PER_REQUEST)
@@ -239,9 +239,12 @@ class Commander:
             raise MessageError('schema', f'{worker.worker_id} may not publish parameters of {pid!r}')
         if not message.arrays:
             raise MessageError('schema', 'publish: no parameter arrays')
-        self.params.publish(pid, body['version'], message.arrays)
         if 'endpoint' in body:
             worker.endpoint = body['endpoint']
+        if worker.replica:  # another replica of the player: only where it takes chunks; the lead speaks for it
+            self._take_stats(worker, body.get('stats', {}))
+            return 'ack', dict(self._state_for(worker), reset_param_ref=None), None
+        self.params.publish(pid, body['version'], message.arrays)
         self.collect.consumed(pid, body['chunks_consumed'])
         self._take_stats(worker, body.get('stats', {}))
         iteration = max(body['train_iteration'], co.train_iterations[pid])
@@ -273,9 +276,6 @@ class Commander:
             return self._ack(worker, duplicate=True)
         self._advance()
         return self._ack(worker)
-
-    def final_evaluations_pending(self) -> List[dict]:
-        return self.evals.finals_pending()
 
     def finish_pending_evaluation(self, job: dict, results: Dict[str, List[str]], returns: List[float] = (),
                                   version: Optional[int] = None) -> None:
@@ -319,6 +319,8 @@ class Commander:
             self._commit(dict(op='abandon', jobs=held))
         self.collect.release(worker)
         self.collect.session_gone(session, self.clock())
+        if worker.role == 'learner' and not worker.replica:  # its replicas' meeting point went with it
+            self.group_address.pop(worker.player_id, None)
         self.evals.requeue(worker)
         if why != 'said goodbye':
             self.counters[f'{worker.role}_lost'] += 1

@@ -38,6 +38,8 @@ from sparring.framework.commander import Commander
 from sparring.framework.coordinator import INIT_REF
 from sparring.framework.interrupts import shielded, terminate_as_interrupt
 from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
+from sparring.framework.sessions import learner_id
+from sparring.worker.remote.replicas import check_replica_config
 from sparring.worker.logger import RunLogger
 from sparring.framework.messaging import (SECRET_ENV, CurveGuard, Security, Server, Signer,
                                           advertised_address, check_bind, is_loopback, load_secret, new_secret)
@@ -140,12 +142,12 @@ class LocalLauncher:
     def output_path(self, worker_id: str) -> str:
         return os.path.join(self.exp_dir, 'workers', worker_id, 'output.log')
 
-    def start(self, worker_id: str, role: str, player_id: Optional[str] = None) -> int:
+    def start(self, worker_id: str, role: str, player_id: Optional[str] = None, replica: int = 0) -> int:
         # The worker exits when this process does (its direct parent is the fork server).
         argv = ['--role', role, '--commander', self.commander, '--worker-id', worker_id, '--bind-host', self.bind_host,
                 '--parent-pid', str(os.getpid())]
         if player_id is not None:
-            argv += ['--player-id', player_id]
+            argv += ['--player-id', player_id, '--replica', str(replica)]
         if self.curve_dir:
             argv += ['--curve-dir', self.curve_dir]
         path = self.output_path(worker_id)
@@ -154,15 +156,21 @@ class LocalLauncher:
         with main_script_hidden():
             process.start()
         self.processes[worker_id] = process
-        self.roles[worker_id] = (role, player_id)
+        self.roles[worker_id] = (role, player_id, replica)
         self.all_pids.append(process.pid)
         self._write_pids()
         return process.pid
 
     def restart(self, worker_id: str) -> int:
         self.restarts[worker_id] = self.restarts.get(worker_id, 0) + 1
-        role, player_id = self.roles[worker_id]
-        return self.start(worker_id, role, player_id)
+        return self.start(worker_id, *self.roles[worker_id])
+
+    def kill(self, worker_id: str) -> None:
+        """SIGKILL a worker and reap it (a replica whose group broke)."""
+        process = self.processes.pop(worker_id, None)
+        if process is not None:
+            process.kill()
+            process.join()
 
     def poll(self) -> List[Tuple[str, int]]:
         """Workers that exited since the last call, with their exit codes (negative: killed by that signal)."""
@@ -217,6 +225,7 @@ class ParallelRun:
 
     def __init__(self, cfg, resume: bool = False) -> None:
         import zmq
+        check_replica_config(cfg)
         # The fork server imports the workers' modules while this process builds the commander.
         worker_context()
         self.cfg = cfg
@@ -269,7 +278,8 @@ class ParallelRun:
         par = self.cfg.parallel
         if par.local_learners:
             for pid in self.commander.player_ids:
-                self.launcher.start(f'learner-{pid}', 'learner', pid)
+                for replica in range(par.learner_replicas):
+                    self.launcher.start(learner_id(pid, replica), 'learner', pid, replica)
         for i in range(par.collectors):
             self.launcher.start(f'collector-{i}', 'collector')
         for i in range(par.evaluators):
@@ -313,9 +323,19 @@ class ParallelRun:
 
     def _exited(self, worker_id: str, code: int) -> None:
         self.commander.drop_worker_id(worker_id, f'process exited with code {code}')
-        role, _ = self.launcher.roles[worker_id]
+        role, player_id, replica = self.launcher.roles[worker_id]
         if not self._wanted(role):
             return
+        if role == 'learner' and self.cfg.parallel.learner_replicas > 1:
+            # A replica's group cannot go on without it: the player's replicas start again together, lead first.
+            group = [learner_id(player_id, r) for r in range(self.cfg.parallel.learner_replicas)]
+            for other in group:
+                if other != worker_id and other in self.launcher.processes:
+                    self.launcher.kill(other)
+                    self.commander.drop_worker_id(other, 'its replica group broke')
+            for member in group:
+                if member != worker_id:
+                    self.launcher.restart(member)
         restarts = self.launcher.restarts.get(worker_id, 0)
         if restarts >= self.cfg.parallel.max_restarts:
             raise RuntimeError(f'{worker_id} died {restarts + 1} times (last exit code {code}); its last output '
@@ -331,7 +351,7 @@ class ParallelRun:
                           seed=cfg.seed + LEAGUE_EVAL_SEED_OFFSET)
         evaluation = run_kind(cfg).evaluation()
         try:
-            for job in commander.final_evaluations_pending():
+            for job in commander.evals.finals_pending():
                 live = commander.live[job['player_id']]
                 policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, commander.observation_space,
                                                               commander.action_space, seed=cfg.seed)

@@ -52,7 +52,8 @@ def _at_most(n: int):
 PROTOCOL: Dict[str, Schema] = {
     # -- requests ----------------------------------------------------------------------------
     'register': Schema(dict(role=field(STR), worker_id=field(STR, NONE), session=field(STR), pid=field(INT),
-                            host=field(STR), player_id=field(STR, NONE, optional=True))),
+                            host=field(STR), player_id=field(STR, NONE, optional=True),
+                            replica=field(INT, optional=True, check=non_negative))),
     'heartbeat': Schema(dict(session=field(STR), stats=field(DICT, optional=True, check=numbers),
                              received=field(LIST, optional=True, items=(str,), check=_at_most(MAX_IDS)))),
     'goodbye': Schema(dict(session=field(STR))),
@@ -76,7 +77,9 @@ PROTOCOL: Dict[str, Schema] = {
     # -- replies ----------------------------------------------------------------------------
     'registered': Schema(dict(worker_id=field(STR), session=field(STR), config=field(DICT),
                               index=field(INT), player_id=field(STR, NONE), train_iteration=field(INT),
-                              version=field(INT), restore=field(BOOL), player_ids=field(LIST, items=(str,)))),
+                              version=field(INT), restore=field(BOOL), player_ids=field(LIST, items=(str,)),
+                              replica=field(INT, optional=True), replicas=field(INT, optional=True),
+                              group_address=field(STR, NONE, optional=True))),
     'ack': Schema(dict(state=field(STR), accepted=field(INT, optional=True), rejected=field(INT, optional=True),
                        duplicate=field(BOOL, optional=True), expected_chunks=field(INT, optional=True),
                        reset_param_ref=field(STR, NONE, optional=True))),

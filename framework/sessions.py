@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import socket
 from typing import Dict, Optional, Set
 
 from sparring.config.compile import to_plain
@@ -24,27 +25,24 @@ class WorkerRecord:
     eval_task_id: Optional[int] = None
     stats: Dict[str, float] = dataclasses.field(default_factory=dict)
     final: bool = False
+    replica: int = 0  # a learner's place in its player's replica group (0: the lead)
 
 
 def register(commander, body: dict):
-    """A worker joins: its id (a learner also gets a free player), its index, the compiled config, the run's state."""
-    role, worker_id, player_id = body['role'], body['worker_id'], None
+    """A worker joins: its id (a learner also gets a free player and replica), its index, the compiled config,
+    the run's state, and for a learner of several replicas the address where its group meets."""
+    role, worker_id, player_id, replica = body['role'], body['worker_id'], None, 0
     if role not in ROLES:
         return 'error', dict(error=f'unknown role {role!r}; expected one of {ROLES}', reason='schema'), None
     if role == 'learner':
-        taken = {w.player_id for w in commander.workers.values() if w.role == 'learner' and w.worker_id != worker_id}
-        wanted = body.get('player_id')
-        free = [p for p in commander.player_ids if p not in taken]
-        if wanted is not None and wanted not in commander.player_ids:
-            return 'error', dict(error=f'unknown player {wanted!r}; active players: {commander.player_ids}',
-                                 reason='schema'), None
-        if wanted is not None and wanted not in free:
-            return 'error', dict(error=f'player {wanted!r} already has a live learner', reason='busy'), None
-        if not free:
-            return 'error', dict(error='every active player already has a learner', reason='busy'), None
-        player_id = wanted or free[0]
-        worker_id = worker_id or f'learner-{player_id}'
+        slot = _learner_slot(commander, body)
+        if isinstance(slot, str):
+            return 'error', dict(error=slot, reason='schema' if 'unknown' in slot else 'busy'), None
+        player_id, replica = slot
+        worker_id = worker_id or learner_id(player_id, replica)
         commander.collect.learner_joined(player_id)
+        if replica == 0:  # a new lead: its group (re)forms at a new address
+            commander.group_address[player_id] = free_address(commander.cfg.parallel.host)
     if worker_id is None:
         commander.worker_counts[role] += 1
         worker_id = f'{role}-remote{commander.worker_counts[role]}'
@@ -56,13 +54,48 @@ def register(commander, body: dict):
     restore = worker_id in commander.known_workers
     commander.known_workers.add(worker_id)
     record = WorkerRecord(worker_id, role, body['session'], body['pid'], body['host'], commander.clock(),
-                          player_id=player_id)
+                          player_id=player_id, replica=replica)
     commander.workers[record.session] = record
     digits = ''.join(ch for ch in worker_id.rsplit('-', 1)[-1] if ch.isdigit())
     index = commander.player_ids.index(player_id) if player_id else int(digits or 0)
     commander.say(f'{worker_id} joined (pid {body["pid"]} on {body["host"]}{", restoring" if restore else ""})')
-    co = commander.coordinator
+    co, replicas = commander.coordinator, commander.cfg.parallel.learner_replicas
+    extra = dict(replica=replica, replicas=replicas, group_address=commander.group_address.get(player_id)) \
+        if player_id and replicas > 1 else {}
     return 'registered', dict(worker_id=worker_id, session=record.session, config=to_plain(commander.cfg),
                               index=index, player_id=player_id, restore=restore, player_ids=list(commander.player_ids),
                               train_iteration=co.train_iterations[player_id] if player_id else 0,
-                              version=co.versions[player_id] if player_id else 0), None
+                              version=co.versions[player_id] if player_id else 0, **extra), None
+
+
+def learner_id(player_id: str, replica: int) -> str:
+    """``learner-<player>``, and ``learner-<player>-r<k>`` for the other replicas of that player."""
+    return f'learner-{player_id}' + (f'-r{replica}' if replica else '')
+
+
+def _learner_slot(commander, body: dict):
+    """``(player, replica)`` for a joining learner, or the reason it cannot join."""
+    replicas = commander.cfg.parallel.learner_replicas
+    taken = {(w.player_id, w.replica) for w in commander.workers.values()
+             if w.role == 'learner' and w.worker_id != body['worker_id']}
+    wanted, replica = body.get('player_id'), body.get('replica')
+    if wanted is not None and wanted not in commander.player_ids:
+        return f'unknown player {wanted!r}; active players: {commander.player_ids}'
+    if replica is not None and replica >= replicas:
+        return f'unknown replica {replica}; parallel.learner_replicas is {replicas}'
+    free = [(p, r) for p in commander.player_ids for r in range(replicas) if (p, r) not in taken
+            and (wanted is None or p == wanted) and (replica is None or r == replica)]
+    if not free:
+        return (f'player {wanted!r} already has a live learner' if wanted is not None
+                else 'every active player already has a learner')
+    player_id, replica = free[0]
+    if replica and player_id not in commander.group_address:
+        return f'the lead learner of {player_id!r} has not joined yet; replica {replica} waits for it'
+    return player_id, replica
+
+
+def free_address(host: str) -> str:
+    """``tcp://host:port`` with a port free at the moment (a replica group's meeting point)."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return f'tcp://{host}:{probe.getsockname()[1]}'

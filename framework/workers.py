@@ -52,6 +52,8 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--commander', required=True, help='the commander\'s address, tcp://HOST:PORT')
     parser.add_argument('--worker-id', default=None, help='a name for this worker (default: the commander picks)')
     parser.add_argument('--player-id', default=None, help='learner: the active player to train (default: any free)')
+    parser.add_argument('--replica', type=int, default=None,
+                        help='learner: its place among the player\'s parallel.learner_replicas (default: any free)')
     parser.add_argument('--key-file', default=None, help='file with the shared secret ($SPARRING_SECRET wins)')
     parser.add_argument('--curve-dir', default=None, help='CURVE keys directory (when the run uses auth="curve")')
     parser.add_argument('--bind-host', default=None, help='learner: the interface to receive chunks on '
@@ -74,7 +76,7 @@ def run_worker(args: argparse.Namespace) -> int:
     while True:
         worker = ROLES[args.role](args.commander, security, worker_id=args.worker_id, player_id=args.player_id,
                                   parent_pid=args.parent_pid, workdir=args.workdir, timeout=args.timeout,
-                                  bind_host=args.bind_host)
+                                  bind_host=args.bind_host, replica=args.replica)
         try:
             worker.run()
             return 0

@@ -50,8 +50,9 @@ class Worker:
 
     def __init__(self, commander: str, security, worker_id: Optional[str] = None, player_id: Optional[str] = None,
                  parent_pid: Optional[int] = None, workdir: Optional[str] = None, timeout: float = 30.0,
-                 bind_host: Optional[str] = None) -> None:
+                 bind_host: Optional[str] = None, replica: Optional[int] = None) -> None:
         self.commander = commander
+        self.requested_replica = replica
         self.security = security
         self.requested_id = worker_id
         self.requested_player = player_id
@@ -79,8 +80,10 @@ class Worker:
                     host=socket.gethostname())
         if self.requested_player is not None:
             body['player_id'] = self.requested_player
+        if self.requested_replica is not None:
+            body['replica'] = self.requested_replica
         try:
-            reply = self.client.request('register', body, timeout=self.timeout)
+            reply = self._register_when_free(body)
         except RequestTimeout as err:
             raise CommanderLost(f'{err}; is the commander running, and is the shared secret / CURVE key the same on '
                                 f'both ends?') from None
@@ -106,6 +109,17 @@ class Worker:
         self._heartbeat_thread = threading.Thread(target=self._heartbeat_loop, name='heartbeat', daemon=True)
         self._heartbeat_thread.start()
         return info
+
+    def _register_when_free(self, body: dict):
+        """Register; a learner replica whose lead has not joined yet asks again until the timeout."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return self.client.request('register', body, timeout=self.timeout)
+            except MessageError as err:
+                if err.reason != 'busy' or 'has not joined yet' not in str(err) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def spaces(self):
         return run_kind(self.cfg).spaces()

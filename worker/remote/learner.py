@@ -8,6 +8,7 @@ learner continues from its last checkpoint.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections import deque
@@ -21,6 +22,7 @@ from sparring.worker.chunk import Chunk
 from sparring.worker.learner import Learner
 from sparring.worker.logger import RunLogger
 from sparring.worker.remote.base import Worker
+from sparring.worker.remote.replicas import ReplicaGroup
 from sparring.worker.remote.transport import DataPuller, advertised_address, check_bind
 from sparring.worker.remote.wire import arrays_to_params, params_to_arrays
 
@@ -54,7 +56,11 @@ class LearnerWorker(Worker):
         self.counts = dict(chunks_received=0, dropped_stale=0, dropped_duplicate=0, dropped_invalid=0, replayed=0)
         self.wait_seconds = 0.0
         self.arrived = 0  # chunks this process took in (the commander's credit counts per learner process)
-        restored = info['restore'] and self.ckpt.latest() is not None
+        self.group = None
+        self.reset_pending = False
+        self.group_totals = dict(arrived=0, consumed=0)
+        # A replica other than the lead takes the lead's state when the group forms: only the lead restores.
+        restored = info['restore'] and info.get('replica', 0) == 0 and self.ckpt.latest() is not None
         if restored:
             state = self.ckpt.load_latest()
             self.learner.load_state_dict(state['learner'])
@@ -64,6 +70,8 @@ class LearnerWorker(Worker):
             self.policy.set_params(arrays_to_params(reply.arrays), 0)
         self.policy.set_params(self.policy.get_params(), restarted_version(self.policy.version, info['version']))
         self.learner.train_iter = max(self.learner.train_iter, info['train_iteration'])
+        if info.get('replicas', 1) > 1:
+            self._join_group(info, restored)
         self.logger = RunLogger(self.workdir, self.learner.max_env_steps, tensorboard=self.cfg.train.tensorboard,
                                 progress_bar=False, initial_env_steps=self.learner.env_steps)
         self.logger.line(f'{self.worker_id}: learner of {self.player_id}, chunks at {self.endpoint}, '
@@ -71,9 +79,15 @@ class LearnerWorker(Worker):
                          f'{self.learner.train_iter}, version {self.policy.version}')
         try:
             self.publish(final=False)
-            self._loop()
-            self.save_checkpoint()
-            self.publish(final=True)
+            if self.group is None:
+                self._loop()
+            else:
+                self._loop_in_step()
+                self.logger.line(f'replica {self.group.rank}: parameters {params_digest(self.policy.get_params())} '
+                                 f'after {self.learner.train_iter} iterations')
+            if self.lead:
+                self.save_checkpoint()
+                self.publish(final=True)
             # Stay until the commander is done with everyone (it may still need this learner's answer).
             while self.directive != 'stop':
                 self.check_alive()
@@ -81,7 +95,63 @@ class LearnerWorker(Worker):
         finally:
             self.logger.close()
             self.puller.close()
+            if self.group is not None:
+                self.group.close()
         self.goodbye()
+
+    @property
+    def lead(self) -> bool:
+        """Whether this process speaks for the player (publishes, checkpoints): the lead of its replicas."""
+        return self.group is None or self.group.is_lead
+
+    def _join_group(self, info: dict, restored: bool) -> None:
+        """Form the player's replica group; every replica starts from the lead's parameters and counters."""
+        self.group = ReplicaGroup(info['group_address'], info['replica'], info['replicas'],
+                                  timeout_seconds=self.par.worker_timeout_seconds * 3)
+        self.group.share_lead_state(self.policy.net)
+        restored_flag, version, iteration, env_steps = self.group.share_numbers(
+            restored, self.policy.version, self.learner.train_iter, self.learner.env_steps)
+        self.policy.set_params(self.policy.get_params(), int(version))
+        self.learner.train_iter, self.learner.env_steps = int(iteration), int(env_steps)
+        if restored_flag:  # the lead's optimiser moments were not shared: every replica starts them afresh
+            self.policy.reset_optimizer()
+        self.group.average_gradients(self.policy.net)
+
+    def _loop_in_step(self) -> None:
+        """The replicas' loop: receive, agree, and train together only when every replica has a chunk."""
+        drain_since: Optional[float] = None
+        last_total, last_change = -1, time.monotonic()
+        while True:
+            self.check_alive()
+            self._receive(timeout=0.0 if self.queue else 0.05)
+            picked = self._next_chunk()
+            stop = False
+            if self.lead and self.directive != 'run':
+                drain_since = drain_since or time.monotonic()
+                expected = self.expected_chunks
+                idle = time.monotonic() - max(last_change, drain_since)
+                stop = self.directive == 'stop' or (expected is not None and self.group_totals['arrived'] >= expected) \
+                    or idle >= self.par.drain_timeout_seconds
+            train, stop, self.group_totals = self.group.agree(
+                picked is not None, stop, dict(arrived=self.arrived, consumed=self.arrived - len(self.queue)))
+            if self.group_totals['arrived'] != last_total:
+                last_total, last_change = self.group_totals['arrived'], time.monotonic()
+            if stop:
+                if picked is not None:
+                    self.counts['unpaired_at_end'] = self.counts.get('unpaired_at_end', 0) + 1
+                return
+            if not train:
+                if picked is not None:
+                    self.queue.appendleft(picked[0])  # kept until every replica has one
+                continue
+            self._train(*picked)
+            reset, = self.group.share_numbers(self.reset_pending)
+            if reset:
+                self.group.share_lead_state(self.policy.net)
+                self.policy.reset_optimizer()
+                self.reset_pending = False
+            else:
+                self.group.share_lead_state(self.policy.net, buffers_only=True)
 
     def _loop(self) -> None:
         par = self.par
@@ -185,15 +255,16 @@ class LearnerWorker(Worker):
         if len(self.staleness_window) >= 20:
             self.logger.histogram('train/staleness_histogram', self.staleness_window, self.learner.env_steps)
             self.staleness_window = []
-        if it % self.par.publish_every == 0:
+        if it % self.par.publish_every == 0 and self.lead:
             self.publish(final=False, stats=dict(staleness=stats['staleness'], sample_reuse=stats['sample_reuse']))
         every = self.cfg.train.checkpoint_every_iters
-        if every and it % every == 0:
+        if every and it % every == 0 and self.lead:
             self.save_checkpoint()
 
     def publish(self, final: bool, stats: Optional[dict] = None) -> None:
+        consumed = self.group_totals['consumed'] if self.group is not None else self.arrived - len(self.queue)
         body = dict(player_id=self.player_id, version=self.policy.version, train_iteration=self.learner.train_iter,
-                    final=final, chunks_consumed=self.arrived - len(self.queue), endpoint=self.endpoint,
+                    final=final, chunks_consumed=consumed, endpoint=self.endpoint,
                     stats=dict(stats or {}, **{k: float(v) for k, v in self.counts.items()},
                                sample_reuse=self.learner.sample_reuse, wait_seconds=self.wait_seconds))
         reply = self.request('publish', body, params_to_arrays(self.policy.get_params()))
@@ -205,6 +276,7 @@ class LearnerWorker(Worker):
             self.policy.set_params(arrays_to_params(params.arrays), self.policy.version)
             self.policy.reset_optimizer()
             self.replay.clear()
+            self.reset_pending = True  # the other replicas take the new parameters after this update
             self.logger.line(f'{self.player_id} reset to {reset_ref!r} at iteration {self.learner.train_iter}')
             self.publish(final=final)
 
@@ -229,6 +301,14 @@ class LearnerWorker(Worker):
         if puller is not None:
             out.update({f'rejected_{reason}': float(n) for reason, n in dict(puller.rejected.counts).items()})
         return out
+
+
+def params_digest(params: Dict[str, object]) -> str:
+    """A short fingerprint of parameters: equal on every replica of a group, or they have drifted apart."""
+    digest = hashlib.sha256()
+    for name in sorted(params):
+        digest.update(name.encode() + params[name].detach().cpu().numpy().tobytes())
+    return digest.hexdigest()[:16]
 
 
 def restarted_version(own: int, published: int) -> int:
