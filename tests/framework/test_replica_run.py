@@ -26,3 +26,30 @@ def test_a_league_player_trains_with_two_replicas_that_stay_identical(tmp_path):
         text = (exp / 'workers' / worker / 'log.txt').read_text()
         digests += re.findall(r'parameters ([0-9a-f]{16}) after (\d+) iterations', text)
     assert len(digests) == 2 and digests[0] == digests[1] and int(digests[0][1]) > 0, digests
+
+
+def test_a_killed_replica_restarts_its_group_and_the_run_goes_on(tmp_path):
+    import signal
+
+    from sparring.framework.parallel import ParallelRun
+    from sparring.framework.run_setup import prepare_config
+    exp = tmp_path / 'killed_replica'
+    config = helpers._config(exp, max_env_steps=3072)
+    config['parallel'].update(learner_replicas=2, worker_timeout_seconds=10.0)
+    run = ParallelRun(prepare_config(config, seed=2))
+    try:
+        run.start()
+        commander = run.commander
+        helpers._wait(lambda: commander.counters['chunks'] >= 6, 'the first chunks', step=run.step)
+        os.kill(run.launcher.processes['learner-naive_sp_0-r1'].pid, signal.SIGKILL)
+        helpers._wait(lambda: run.launcher.restarts.get('learner-naive_sp_0', 0) >= 1, 'the group to restart',
+                      step=run.step)
+        helpers._wait(lambda: run.finished, 'the run to end', step=run.step)
+        summary = run.close()
+    finally:
+        if not run.closed:
+            run.close(abort='test failed')
+    assert summary['env_steps'] >= 3072 and summary['restarts']['learner-naive_sp_0-r1'] >= 1
+    text = [(exp / 'workers' / w / 'log.txt').read_text() for w in ('learner-naive_sp_0', 'learner-naive_sp_0-r1')]
+    finals = [re.findall(r'parameters ([0-9a-f]{16}) after (\d+) iterations', t)[-1] for t in text]
+    assert finals[0] == finals[1]
