@@ -5,6 +5,8 @@ a columnar chunk, and carries *versioned* parameters: ``version`` counts the upd
 produced the current parameters, and every chunk a collector makes records it, which is how a
 learner measures staleness. ``get_params``/``set_params`` move parameters (collectors, league
 snapshots); ``state_dict``/``load_state_dict`` add optimiser and RNG state for checkpoints.
+A policy computes on one device (:mod:`sparring.policy.device`): built on its acting device, moved
+by a learner with :meth:`Policy.to_learner_device`; what it hands out is always on the CPU.
 """
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from typing import Any, Dict, NamedTuple, Optional
 import gymnasium as gym
 import numpy as np
 import torch
+
+from sparring.policy.device import Placement, learner_device
 
 
 class ActOutput(NamedTuple):
@@ -41,6 +45,7 @@ class Policy:
         self.action_space = action_space
         self.seed = seed
         self._version = 0
+        self.placement = Placement()  # the CPU until a subclass moves what it built (``to_device``)
 
     # -- acting -------------------------------------------------------------------------------
     def initial_state(self, batch_size: int) -> Any:
@@ -65,6 +70,27 @@ class Policy:
 
     def reset_optimizer(self) -> None:
         """Forget optimiser state (moments), e.g. after the parameters were reset by the league."""
+
+    # -- device -------------------------------------------------------------------------------
+    @property
+    def device(self) -> torch.device:
+        return self.placement.device
+
+    def to_device(self, device: torch.device) -> 'Policy':
+        """Move everything this policy computes with to ``device``; returns the policy."""
+        placement = Placement(device)
+        if placement.device != self.placement.device:
+            self._move_to(placement)
+        self.placement = placement
+        return self
+
+    def to_learner_device(self) -> 'Policy':
+        """Move to ``policy.device``, where a learner trains (acting copies stay where they were built)."""
+        return self.to_device(learner_device(self.cfg))
+
+    def _move_to(self, placement: Placement) -> None:
+        """Subclasses move their networks, optimiser state and kept batches with ``placement``."""
+        raise NotImplementedError(f'{type(self).__name__} runs on the CPU only; it cannot move to {placement.device}')
 
     # -- parameters ---------------------------------------------------------------------------
     @property

@@ -12,6 +12,13 @@ import torch
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
+def _noise(draw, like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """Noise shaped like ``like``, drawn where ``generator`` lives (a policy's CPU generator) and moved to
+    ``like``'s device: the same numbers whichever device the network runs on."""
+    where = like.device if generator is None else generator.device
+    return draw(like.shape, generator=generator, dtype=like.dtype, device=where).to(like.device)
+
+
 def masked_logits(logits: torch.Tensor, action_mask: torch.Tensor | None) -> torch.Tensor:
     """Illegal actions get the lowest finite logit, so their probability is exactly zero."""
     if action_mask is None:
@@ -25,7 +32,7 @@ def categorical_log_probs(logits: torch.Tensor, action_mask: torch.Tensor | None
 
 def categorical_sample(log_probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     # Gumbel-max: one uniform draw per logit, no normalisation pass.
-    uniform = torch.rand(log_probs.shape, generator=generator, dtype=log_probs.dtype, device=log_probs.device)
+    uniform = _noise(torch.rand, log_probs, generator)
     gumbel = -torch.log(-torch.log(uniform.clamp_(1e-20, 1.0)))
     return torch.argmax(log_probs + gumbel, dim=-1)
 
@@ -49,7 +56,7 @@ def categorical_kl(old_log_probs: torch.Tensor, new_log_probs: torch.Tensor) -> 
 
 def gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor,
                     generator: torch.Generator | None = None) -> torch.Tensor:
-    noise = torch.randn(mean.shape, generator=generator, dtype=mean.dtype, device=mean.device)
+    noise = _noise(torch.randn, mean, generator)
     return mean + noise * log_std.exp()
 
 

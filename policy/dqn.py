@@ -28,6 +28,7 @@ from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.base import ActOutput, Policy
+from sparring.policy.device import Placement, acting_device, check_device_spec
 from sparring.policy.finite_step import finite_update
 from sparring.policy.replay_buffer import make_replay_buffer
 
@@ -54,8 +55,10 @@ class DQNPolicy(Policy):
     def default_config(cls) -> dict:
         return dict(
             model=dict(type='q_mlp'),
+            device='cpu',  # the learner's: 'cpu', 'cuda', 'cuda:N' or 'auto' (CUDA where torch has it)
             collect=dict(
                 n_steps=8,  # rollout length T per env per iteration
+                device='cpu',  # where collectors, evaluators and snapshots act (same choices)
                 eps_start=1.0,
                 eps_end=0.05,
                 eps_decay_fraction=0.1,  # epsilon reaches eps_end after this fraction of the run ...
@@ -88,6 +91,8 @@ class DQNPolicy(Policy):
         )
 
     config_constraints = {
+        'device': check_device_spec,
+        'collect.device': check_device_spec,
         'collect.n_steps': in_range(1, None),
         'collect.eps_start': in_range(0.0, 1.0),
         'collect.eps_end': in_range(0.0, 1.0),
@@ -141,6 +146,7 @@ class DQNPolicy(Policy):
         self.gradient_steps = 0
         self.skipped_updates = 0  # steps refused because the loss or a gradient was not finite
         self.agent_steps = 0  # decisions of this policy that reached ``learn``
+        self.to_device(acting_device(cfg))  # the replay buffer stays in host memory; sampled batches move
 
     # -- acting -------------------------------------------------------------------------------
     @property
@@ -148,12 +154,11 @@ class DQNPolicy(Policy):
         return float(self.net.epsilon)
 
     def _obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
-        tensor = torch.as_tensor(obs)
+        tensor = self.placement.tensor(obs)
         return tensor.float() if tensor.dtype == torch.float64 else tensor
 
-    @staticmethod
-    def _mask_tensor(action_mask: Optional[np.ndarray]) -> Optional[torch.Tensor]:
-        return None if action_mask is None else torch.as_tensor(action_mask, dtype=torch.bool)
+    def _mask_tensor(self, action_mask: Optional[np.ndarray]) -> Optional[torch.Tensor]:
+        return None if action_mask is None else self.placement.tensor(action_mask, dtype=torch.bool)
 
     @torch.inference_mode()
     def act(self, obs: np.ndarray, state: Any = None, deterministic: bool = False,
@@ -166,7 +171,8 @@ class DQNPolicy(Policy):
         action = greedy if epsilon == 0.0 else D.categorical_sample(probs.log(), self.generator)
         log_prob = probs.gather(-1, action.unsqueeze(-1)).squeeze(-1).log()
         value = q.gather(-1, action.unsqueeze(-1)).squeeze(-1)
-        return ActOutput(action.numpy(), log_prob.numpy(), value.numpy(), None)
+        host = self.placement.numpy
+        return ActOutput(host(action), host(log_prob), host(value), None)
 
     @torch.inference_mode()
     def action_probabilities(self, obs: np.ndarray, action_mask: Optional[np.ndarray] = None,
@@ -174,11 +180,11 @@ class DQNPolicy(Policy):
         """The greedy policy's probabilities (the policy evaluated, without exploration)."""
         mask = self._mask_tensor(action_mask)
         greedy = F.masked_argmax(self.net(self._obs_tensor(obs)), mask)
-        return F.epsilon_greedy_probs(greedy, self.num_actions, mask, 0.0).numpy()
+        return self.placement.numpy(F.epsilon_greedy_probs(greedy, self.num_actions, mask, 0.0))
 
     @torch.inference_mode()
     def value(self, obs: np.ndarray, state: Any = None) -> np.ndarray:
-        return self.net(self._obs_tensor(obs)).max(-1).values.numpy()
+        return self.placement.numpy(self.net(self._obs_tensor(obs)).max(-1).values)
 
     # -- learning -----------------------------------------------------------------------------
     def transitions(self, chunk: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
@@ -218,10 +224,10 @@ class DQNPolicy(Policy):
     def compute_loss(self, data: Dict[str, np.ndarray], weights: Optional[np.ndarray] = None):
         """(weighted TD loss, TD errors, Q of the taken actions) on a batch of replay columns."""
         learn = self.cfg['learn']
-        batch = {k: torch.as_tensor(v) for k, v in data.items()}
+        batch = {k: self.placement.tensor(v) for k, v in data.items()}
         batch['obs'], batch['next_obs'] = self._obs_tensor(data['obs']), self._obs_tensor(data['next_obs'])
         if weights is not None:
-            weights = torch.as_tensor(weights)
+            weights = self.placement.tensor(weights)
         q = self.net(batch['obs'])
         q_taken = q.gather(-1, batch['action'].unsqueeze(-1)).squeeze(-1)
         with torch.no_grad():
@@ -269,7 +275,7 @@ class DQNPolicy(Policy):
             if learn['max_grad_norm'] is not None:
                 torch.nn.utils.clip_grad_norm_(self.net.parameters(), learn['max_grad_norm'])
             self.optimizer.step()
-            self.replay.update_priorities(sample.indices, td_error.numpy())
+            self.replay.update_priorities(sample.indices, self.placement.numpy(td_error))
             self.gradient_steps += 1
             if self.gradient_steps % learn['target_update_every'] == 0:
                 self._update_target()
@@ -288,9 +294,14 @@ class DQNPolicy(Policy):
     def reset_optimizer(self) -> None:
         self.optimizer.state.clear()
 
-    # -- parameters ---------------------------------------------------------------------------
+    # -- parameters (out on the CPU; loading copies them onto the device) --------------------------
+    def _move_to(self, placement: Placement) -> None:
+        placement.module(self.net)
+        placement.module(self.target_net)
+        placement.optimizer(self.optimizer)
+
     def get_params(self) -> Dict[str, torch.Tensor]:
-        return {k: v.detach().clone() for k, v in self.net.state_dict().items()}
+        return self.placement.host_copy(dict(self.net.state_dict()))
 
     def set_params(self, params: Dict[str, torch.Tensor], version: int) -> None:
         """New acting parameters; the target network restarts from them too (e.g. a league reset)."""
@@ -300,8 +311,8 @@ class DQNPolicy(Policy):
 
     def state_dict(self) -> Dict[str, Any]:
         replay = self.replay.state_dict() if self.cfg['replay']['in_checkpoint'] else None
-        return dict(params=self.get_params(), target_params=copy.deepcopy(self.target_net.state_dict()),
-                    optimizer=self.optimizer.state_dict(), version=self._version,
+        return dict(params=self.get_params(), target_params=self.placement.host_copy(self.target_net.state_dict()),
+                    optimizer=self.placement.to_host(self.optimizer.state_dict()), version=self._version,
                     generator=self.generator.get_state(), gradient_steps=self.gradient_steps,
                     agent_steps=self.agent_steps, replay=replay)
 

@@ -262,9 +262,9 @@ def epsilon_greedy_probs(greedy: torch.Tensor, num_actions: int, action_mask: Op
     """``[B, A]`` probabilities of epsilon-greedy: 1 - epsilon on the greedy action, epsilon spread evenly
     over the legal actions (illegal ones get exactly 0; a row with none legal counts all as legal)."""
     if action_mask is None:
-        legal = torch.ones(greedy.shape[0], num_actions, dtype=torch.float32)
+        legal = torch.ones(greedy.shape[0], num_actions, dtype=torch.float32, device=greedy.device)
     else:
         legal = (action_mask | ~action_mask.any(-1, keepdim=True)).float()
     probs = epsilon * legal / legal.sum(-1, keepdim=True)
-    probs[torch.arange(greedy.shape[0]), greedy] += 1.0 - epsilon
+    probs[torch.arange(greedy.shape[0], device=greedy.device), greedy] += 1.0 - epsilon
     return probs

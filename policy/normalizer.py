@@ -23,7 +23,7 @@ class RunningNormalizer(nn.Module):
     @torch.no_grad()
     def update(self, batch: np.ndarray | torch.Tensor) -> None:
         """Merge a batch ``[N, *shape]`` into the running statistics."""
-        x = torch.as_tensor(batch, dtype=torch.float64).reshape(-1, *self.mean.shape)
+        x = torch.as_tensor(batch, dtype=torch.float64, device=self.mean.device).reshape(-1, *self.mean.shape)
         n = x.shape[0]
         if n == 0:
             return

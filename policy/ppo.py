@@ -31,6 +31,7 @@ from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.base import ActOutput, Policy
+from sparring.policy.device import Placement, acting_device, check_device_spec
 from sparring.policy.finite_step import finite_update
 from sparring.policy.grad_clip import SecondMomentClipper
 from sparring.policy.kl_penalty import KLPenaltySteps
@@ -62,9 +63,11 @@ class PPOPolicy(KLPenaltySteps, Policy):
     def default_config(cls) -> dict:
         return dict(
             model=dict(type='mlp'),
+            device='cpu',  # the learner's: 'cpu', 'cuda', 'cuda:N' or 'auto' (CUDA where torch has it)
             obs_norm=False,  # running mean/variance normalisation of observations
             collect=dict(
                 n_steps=128,  # rollout length T per env per iteration
+                device='cpu',  # where collectors, evaluators and snapshots act (same choices)
             ),
             learn=dict(
                 objective='clip',  # 'clip': clipped surrogate; 'kl_penalty': adaptive KL penalty
@@ -94,6 +97,8 @@ class PPOPolicy(KLPenaltySteps, Policy):
         )
 
     config_constraints = {
+        'device': check_device_spec,
+        'collect.device': check_device_spec,
         'collect.n_steps': in_range(1, None),
         'learn.objective': one_of(*OBJECTIVES),
         'learn.epochs': in_range(1, None),
@@ -163,6 +168,7 @@ class PPOPolicy(KLPenaltySteps, Policy):
         self.generator = torch.Generator().manual_seed(seed)
         if self.continuous:
             self._action_shape = action_space.shape
+        self.to_device(acting_device(cfg))
 
     def _reset_adaptation(self) -> None:
         """beta and the lr multiplier back to their start, and no previous chunk to replay."""
@@ -175,7 +181,7 @@ class PPOPolicy(KLPenaltySteps, Policy):
         return self.model.initial_state(batch_size) if self.recurrent else None
 
     def _obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
-        tensor = torch.as_tensor(obs)
+        tensor = self.placement.tensor(obs)
         return tensor.float() if tensor.dtype == torch.float64 else tensor
 
     def _step(self, obs: np.ndarray, state: Any):
@@ -187,7 +193,7 @@ class PPOPolicy(KLPenaltySteps, Policy):
         if state is None:
             raise ValueError('PPO with a recurrent model: pass state=policy.initial_state(batch) on the first '
                              'step and the returned ActOutput.state after that')
-        parts = tuple(torch.as_tensor(part) for part in state)
+        parts = tuple(self.placement.tensor(part) for part in state)
         if any(part.shape[0] != prepared.shape[0] for part in parts):
             raise ValueError(f'PPO: recurrent state rows {[tuple(p.shape) for p in parts]} do not match the '
                              f'{prepared.shape[0]} observations')
@@ -205,12 +211,13 @@ class PPOPolicy(KLPenaltySteps, Policy):
             log_prob = D.gaussian_log_prob(head, self.model.log_std, action)
             action = action.reshape(action.shape[0], *self._action_shape)
         else:
-            mask = None if action_mask is None else torch.as_tensor(action_mask, dtype=torch.bool)
+            mask = None if action_mask is None else self.placement.tensor(action_mask, dtype=torch.bool)
             log_probs = D.categorical_log_probs(head, mask)
             action = log_probs.argmax(-1) if deterministic else D.categorical_sample(log_probs, self.generator)
             log_prob = D.categorical_log_prob(log_probs, action)
-        next_state = None if next_state is None else tuple(part.numpy() for part in next_state)
-        return ActOutput(action.numpy(), log_prob.numpy(), value.numpy(), next_state)
+        host = self.placement.numpy
+        next_state = None if next_state is None else tuple(host(part) for part in next_state)
+        return ActOutput(host(action), host(log_prob), host(value), next_state)
 
     @torch.inference_mode()
     def action_probabilities(self, obs: np.ndarray, action_mask: Optional[np.ndarray] = None,
@@ -218,14 +225,14 @@ class PPOPolicy(KLPenaltySteps, Policy):
         if self.continuous:
             raise TypeError('action_probabilities: the policy has a continuous (Box) action space')
         head, _, _ = self._step(obs, state)
-        mask = None if action_mask is None else torch.as_tensor(action_mask, dtype=torch.bool)
-        return D.categorical_log_probs(head, mask).exp().numpy()
+        mask = None if action_mask is None else self.placement.tensor(action_mask, dtype=torch.bool)
+        return self.placement.numpy(D.categorical_log_probs(head, mask).exp())
 
     @torch.inference_mode()
     def value(self, obs: np.ndarray, state: Any = None) -> np.ndarray:
         if self.recurrent:
-            return self._step(obs, state)[1].numpy()
-        return self.model.value(self.net.prepare(self._obs_tensor(obs))).numpy()
+            return self.placement.numpy(self._step(obs, state)[1])
+        return self.placement.numpy(self.model.value(self.net.prepare(self._obs_tensor(obs))))
 
     # -- learning -----------------------------------------------------------------------------
     def _forward(self, batch: TrainBatch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -262,7 +269,7 @@ class PPOPolicy(KLPenaltySteps, Policy):
 
     def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
         learn = self.cfg['learn']
-        batch = self._train_batch(chunk)
+        batch = self.placement.move(self._train_batch(chunk))
         n = batch.num_steps
         if n == 0:
             raise ValueError('PPO.learn: the chunk holds no trainable step (train_mask is all False)')
@@ -317,9 +324,9 @@ class PPOPolicy(KLPenaltySteps, Policy):
             batch.fields.pop('old_head', None)
             self.value_replay_batch = batch
         stats.update(skipped_updates=self.skipped_updates)  # so far
+        predicted, target = (self.placement.numpy(batch.steps(key)) for key in ('value', 'ret'))
         stats.update(lr=lr, clip_range=clip_range, gradient_steps=updates, samples=n, samples_consumed=consumed,
-                     early_stop=float(stopped_early),
-                     explained_variance=F.explained_variance(batch.steps('value').numpy(), batch.steps('ret').numpy()))
+                     early_stop=float(stopped_early), explained_variance=F.explained_variance(predicted, target))
         stats.update(value_stats)
         return stats
 
@@ -397,21 +404,29 @@ class PPOPolicy(KLPenaltySteps, Policy):
             self.grad_clipper.reset()
         self._reset_adaptation()
 
-    # -- parameters ---------------------------------------------------------------------------
+    # -- parameters (out on the CPU; loading copies them onto the device) --------------------------
+    def _move_to(self, placement: Placement) -> None:
+        placement.module(self.net)
+        placement.optimizer(self.optimizer)
+        if self.grad_clipper is not None:
+            self.grad_clipper.second_moments = placement.move(self.grad_clipper.second_moments)
+        self.value_replay_batch = placement.move(self.value_replay_batch)
+
     def get_params(self) -> Dict[str, torch.Tensor]:
-        return {k: v.detach().clone() for k, v in self.net.state_dict().items()}
+        return self.placement.host_copy(dict(self.net.state_dict()))
 
     def set_params(self, params: Dict[str, torch.Tensor], version: int) -> None:
-        self.net.load_state_dict(params)
+        self.net.load_state_dict(params)  # copies each tensor onto the parameter's device
         self._version = int(version)
 
     def state_dict(self) -> Dict[str, Any]:
-        state = dict(params=self.get_params(), optimizer=self.optimizer.state_dict(), version=self._version,
+        host = self.placement.to_host
+        state = dict(params=self.get_params(), optimizer=host(self.optimizer.state_dict()), version=self._version,
                      generator=self.generator.get_state(), kl_beta=self.kl_beta, lr_multiplier=self.lr_multiplier)
         if self.grad_clipper is not None:
-            state['grad_clipper'] = self.grad_clipper.state_dict()
+            state['grad_clipper'] = host(self.grad_clipper.state_dict())
         if self.value_replay_batch is not None:
-            state['value_replay_batch'] = self.value_replay_batch.state_dict()
+            state['value_replay_batch'] = host(self.value_replay_batch.state_dict())
         return state
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
@@ -424,4 +439,4 @@ class PPOPolicy(KLPenaltySteps, Policy):
         if self.grad_clipper is not None and 'grad_clipper' in state:
             self.grad_clipper.load_state_dict(state['grad_clipper'])
         replay = state.get('value_replay_batch')
-        self.value_replay_batch = None if replay is None else TrainBatch.from_state_dict(replay)
+        self.value_replay_batch = None if replay is None else self.placement.move(TrainBatch.from_state_dict(replay))

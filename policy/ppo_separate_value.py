@@ -147,8 +147,14 @@ class SeparateValuePPOPolicy(PPOPolicy):
         super().reset_optimizer()
         self.value_optimizer.state.clear()
 
+    def _move_to(self, placement) -> None:
+        super()._move_to(placement)
+        value_optimizer = getattr(self, 'value_optimizer', None)  # absent while PPO's constructor places the net
+        if value_optimizer is not None:
+            placement.optimizer(value_optimizer)
+
     def state_dict(self) -> dict:
-        return dict(super().state_dict(), value_optimizer=self.value_optimizer.state_dict())
+        return dict(super().state_dict(), value_optimizer=self.placement.to_host(self.value_optimizer.state_dict()))
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)

@@ -4,6 +4,8 @@ It counts train iterations and samples, and measures OpenAI Five's two data-qual
 *staleness* (policy version minus the version that produced a chunk) and *sample reuse*
 (samples consumed by gradient steps / samples produced). The same class serves the serial
 pipeline (direct calls) and the parallel learner worker (chunks arriving over the network).
+It moves its policy to ``policy.device`` (the model, optimiser state and batches live there);
+collectors and evaluators act with policies built on ``policy.collect.device``.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from sparring.worker.chunk import Chunk
 
 class Learner:
     def __init__(self, policy: Policy, max_env_steps: int) -> None:
-        self.policy = policy
+        self.policy = policy.to_learner_device()
         self.max_env_steps = max_env_steps
         self.train_iter = 0
         self.env_steps = 0  # env steps behind the chunks received: drives annealing
