@@ -26,17 +26,15 @@ Without a secret, a local run makes one up and hands it only to its own workers.
 """
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import sys
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
 
 from sparring.config.schema import ConfigError
 from sparring.framework.commander import Commander
 from sparring.framework.coordinator import INIT_REF
 from sparring.framework.interrupts import shielded, terminate_as_interrupt
+from sparring.framework.local_launcher import LocalLauncher, worker_context
 from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
 from sparring.framework.sessions import learner_id
 from sparring.worker.remote.replicas import check_replica_config
@@ -50,168 +48,9 @@ from sparring.worker.run_kind import run_kind
 from sparring.worker.runtime import seed_everything, set_torch_threads
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
 
-EXIT_TAIL_LINES = 20
 REQUESTS_PER_PEER = 4  # a worker has one request and one heartbeat in flight, each on a connection of its own
 REQUEST_HEADER_BYTES = 256 << 10  # the largest request header (a publish's statistics) is a few kB
 SERVE_SLICE_SECONDS = 0.05
-
-
-# What a worker imports before it can work: loaded once by the fork server, so a worker (or a
-# restarted one) starts in milliseconds instead of importing torch again on a busy machine.
-WORKER_PRELOAD = ['torch', 'torch._dynamo',  # a torch optimizer's first construction imports _dynamo (about 1 s)
-                  'sparring.framework.workers', 'sparring.policy', 'sparring.league', 'sparring.dizoo',
-                  'sparring.worker.battle_collector', 'sparring.worker.collector', 'sparring.worker.learner',
-                  'sparring.worker.battle_evaluator', 'sparring.worker.checkpoint']
-# Thread pools started at import (OpenBLAS) would not survive a fork; the fork server starts with one thread each.
-SINGLE_THREAD_ENV = dict(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1', OPENBLAS_NUM_THREADS='1')
-
-
-def worker_process(argv: List[str], output_path: str, env: Dict[str, str]) -> None:
-    """A local worker's process: its own session (a Ctrl-C at the terminal reaches only the launcher,
-    which stops the workers in order), its output appended to its log file, then the worker's run."""
-    os.setsid()
-    fd = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None:
-            stream.reconfigure(line_buffering=True)
-    os.environ.update(env)
-    from sparring.framework.workers import build_parser, run_worker
-    sys.exit(run_worker(build_parser().parse_args(argv)))
-
-
-@contextlib.contextmanager
-def main_script_hidden():
-    """Hide the main script from multiprocessing while a worker starts. A worker gets everything from
-    the commander, so it must not run the user's script again (which it would, by default, before its
-    target, and which an unguarded ``parallel_pipeline(config)`` at a script's top level cannot take)."""
-    main = sys.modules['__main__']
-    saved = {key: main.__dict__[key] for key in ('__file__', '__spec__') if key in main.__dict__}
-    main.__dict__.pop('__file__', None)
-    main.__spec__ = None
-    try:
-        yield
-    finally:
-        main.__dict__.pop('__spec__', None)
-        main.__dict__.update(saved)
-
-
-def worker_context():
-    """The multiprocessing context that starts local workers: a fork server with the workers' imports
-    preloaded where the platform has one, else spawn."""
-    import multiprocessing as mp
-    if 'forkserver' not in mp.get_all_start_methods():
-        return mp.get_context('spawn')
-    import multiprocessing.forkserver
-    context = mp.get_context('forkserver')
-    context.set_forkserver_preload(WORKER_PRELOAD)
-    saved = {key: os.environ.get(key) for key in SINGLE_THREAD_ENV}
-    os.environ.update(SINGLE_THREAD_ENV)
-    try:
-        with main_script_hidden():
-            multiprocessing.forkserver.ensure_running()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-    return context
-
-
-class LocalLauncher:
-    """Worker processes on this machine: started, watched, restarted and stopped by worker id."""
-
-    def __init__(self, exp_dir: str, commander: str, secret: Optional[str], curve_dir: Optional[str],
-                 bind_host: str) -> None:
-        self.exp_dir = exp_dir
-        self.commander = commander
-        self.curve_dir = curve_dir
-        self.bind_host = bind_host
-        self.env = dict(SINGLE_THREAD_ENV)
-        if secret is not None:
-            self.env[SECRET_ENV] = secret
-        self.context = worker_context()
-        self.processes: Dict[str, object] = {}
-        self.roles: Dict[str, Tuple[str, Optional[str]]] = {}
-        self.restarts: Dict[str, int] = {}
-        self.all_pids: List[int] = []
-
-    def output_path(self, worker_id: str) -> str:
-        return os.path.join(self.exp_dir, 'workers', worker_id, 'output.log')
-
-    def start(self, worker_id: str, role: str, player_id: Optional[str] = None, replica: int = 0) -> int:
-        # The worker exits when this process does (its direct parent is the fork server).
-        argv = ['--role', role, '--commander', self.commander, '--worker-id', worker_id, '--bind-host', self.bind_host,
-                '--parent-pid', str(os.getpid())]
-        if player_id is not None:
-            argv += ['--player-id', player_id, '--replica', str(replica)]
-        if self.curve_dir:
-            argv += ['--curve-dir', self.curve_dir]
-        path = self.output_path(worker_id)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        process = self.context.Process(target=worker_process, args=(argv, path, self.env), name=worker_id)
-        with main_script_hidden():
-            process.start()
-        self.processes[worker_id] = process
-        self.roles[worker_id] = (role, player_id, replica)
-        self.all_pids.append(process.pid)
-        self._write_pids()
-        return process.pid
-
-    def restart(self, worker_id: str) -> int:
-        self.restarts[worker_id] = self.restarts.get(worker_id, 0) + 1
-        return self.start(worker_id, *self.roles[worker_id])
-
-    def kill(self, worker_id: str) -> None:
-        """SIGKILL a worker and reap it (a replica whose group broke)."""
-        process = self.processes.pop(worker_id, None)
-        if process is not None:
-            process.kill()
-            process.join()
-
-    def poll(self) -> List[Tuple[str, int]]:
-        """Workers that exited since the last call, with their exit codes (negative: killed by that signal)."""
-        exited = [(wid, p.exitcode) for wid, p in self.processes.items() if p.exitcode is not None]
-        for wid, _ in exited:
-            self.processes.pop(wid).join()
-        if exited:
-            self._write_pids()
-        return exited
-
-    def tail(self, worker_id: str) -> str:
-        try:
-            with open(self.output_path(worker_id), 'rb') as f:
-                lines = f.read().decode('utf-8', 'replace').splitlines()
-        except OSError:
-            return ''
-        return '\n'.join(lines[-EXIT_TAIL_LINES:])
-
-    def stop(self, timeout: float) -> None:
-        """SIGTERM what is still running, then SIGKILL what outlives ``timeout``; reap everything."""
-        for process in self.processes.values():
-            if process.exitcode is None:
-                process.terminate()
-        deadline = time.monotonic() + timeout
-        for process in self.processes.values():
-            process.join(max(0.0, deadline - time.monotonic()))
-            if process.exitcode is None:
-                process.kill()
-                process.join()
-        self.processes.clear()
-        self._write_pids()
-
-    def _write_pids(self) -> None:
-        import multiprocessing.forkserver
-        path = os.path.join(self.exp_dir, 'workers', 'pids.json')
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        server = getattr(getattr(multiprocessing.forkserver, '_forkserver', None), '_forkserver_pid', None)
-        with open(path + '.tmp', 'w') as f:
-            json.dump(dict(running={wid: p.pid for wid, p in self.processes.items()}, launcher=os.getpid(),
-                           fork_server=server, started=self.all_pids), f)
-        os.replace(path + '.tmp', path)
 
 
 def request_limit(commander) -> int:
