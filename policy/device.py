@@ -106,8 +106,18 @@ class Placement:
         return _map_tensors(obj, lambda t: t if t.device == self.device else t.to(self.device))
 
     def module(self, module: torch.nn.Module) -> None:
-        """Parameters and buffers (a normaliser's statistics, DQN's epsilon) in place: optimisers keep them."""
-        module.to(self.device)
+        """Parameters (and their gradients) and buffers (a normaliser's statistics, DQN's epsilon) onto the device.
+
+        The tensors are swapped in place, so every Parameter stays the same object whatever the two devices:
+        optimisers, gradient clippers and gradient hooks that hold them keep working (a plain ``.to`` keeps
+        them only between devices of compatible tensor types, e.g. CPU and CUDA, and replaces them otherwise).
+        """
+        swapping = torch.__future__.get_swap_module_params_on_conversion()
+        torch.__future__.set_swap_module_params_on_conversion(True)
+        try:
+            module.to(self.device)
+        finally:
+            torch.__future__.set_swap_module_params_on_conversion(swapping)
 
     def optimizer(self, optimizer: torch.optim.Optimizer) -> None:
         """Its state next to its (already moved) parameters: torch's own loading casts each state tensor
