@@ -43,6 +43,9 @@ class LeagueRun:
         self.learners: Dict[str, Learner] = {}
         self.collectors: Dict[str, object] = {}
         for index, pid in enumerate(self.player_ids):
+            # Built on policy.collect.device; its Learner moves it to policy.device. In one process that
+            # policy also collects and is evaluated, so it acts where it learns (no copy to keep fresh);
+            # the pool's league snapshots act on policy.collect.device.
             policy = policy_cls(cfg.policy, obs_space, act_space, seed=cfg.seed + index)
             if self.kind.keeps_initial_params:
                 # Every player starts from the same initial parameters, which resets return to.
