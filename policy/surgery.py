@@ -286,8 +286,8 @@ def _linear(old_params: dict, fresh: dict, prefix: str, weight_name: str, bias_n
 def _prepared(policy: Policy, obs: np.ndarray) -> torch.Tensor:
     """Observations as the first layer sees them (normalised, flattened)."""
     with torch.no_grad():
-        tensor = torch.as_tensor(np.asarray(obs, np.float32))
-        return policy.net.prepare(tensor).reshape(len(tensor), -1).double()
+        tensor = policy.placement.tensor(np.asarray(obs, np.float32))
+        return policy.net.prepare(tensor).reshape(len(tensor), -1).double().cpu()
 
 
 def _removed_feature_fill(old: Policy, obs_map: FeatureMap, observations: Optional[np.ndarray]):
@@ -298,7 +298,7 @@ def _removed_feature_fill(old: Policy, obs_map: FeatureMap, observations: Option
         prepared = _prepared(old, observations).mean(0)
         return raw.astype(np.float32), prepared.float()
     normalizer = getattr(old.net, 'normalizer', None)
-    raw = normalizer.mean.reshape(-1).numpy().astype(np.float32) if normalizer is not None else \
+    raw = normalizer.mean.reshape(-1).cpu().numpy().astype(np.float32) if normalizer is not None else \
         np.zeros(obs_map.old_size, np.float32)
     return raw, torch.zeros(obs_map.old_size)
 
@@ -316,7 +316,8 @@ def _new_action_offset(old: Policy, act_map: FeatureMap, opts: dict, observation
         kept = int((act_map.source >= 0).sum())
         return float(np.log(prior * kept / (1.0 - added * prior)))
     with torch.no_grad():
-        logits = old.model(old.net.prepare(torch.as_tensor(np.asarray(observations, np.float32))))[0].double()
+        prepared = old.net.prepare(old.placement.tensor(np.asarray(observations, np.float32)))
+        logits = old.model(prepared)[0].double().cpu()
     logits = logits[:, torch.as_tensor(act_map.source[act_map.source >= 0])]
     if action_mask is not None:
         mask = torch.as_tensor(np.asarray(action_mask)[:, act_map.source[act_map.source >= 0]], dtype=torch.bool)
