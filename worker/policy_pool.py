@@ -12,7 +12,8 @@ it (so a snapshot stays playable after its parent's network changes shape), in m
 * ``'bot:<name>'`` is a bot from ``BOT_REGISTRY`` (fixed opponents and reference players), options
   in query form: ``'bot:connect_four_mcts?num_simulations=1000'``;
 * anything else is a frozen policy built from the store, cached; one stored before a surgery
-  changed the env's observations or actions plays through its adapter.
+  changed the env's observations or actions plays through its adapter. Like every policy that only
+  acts, it is built on ``policy.collect.device`` (the CPU by default), never on the learner's device.
 """
 from __future__ import annotations
 
