@@ -46,7 +46,7 @@ class ExportedPolicy(torch.nn.Module):
             raise ConfigError(f'export: {type(policy).__name__} has no network to export (a bot?); expected a '
                               f'trained PPO or DQN player')
         # A copy, frozen: the export must not touch the policy's own parameters.
-        self.net = copy.deepcopy(policy.net).requires_grad_(False)
+        self.net = copy.deepcopy(policy.net).cpu().requires_grad_(False)  # a file that runs anywhere
         self.q_values = not hasattr(policy.net, 'prepare')  # a DQN player's network gives Q values
         self.recurrent = bool(getattr(policy, 'recurrent', False))
         self.continuous = isinstance(policy.action_space, gym.spaces.Box)

@@ -107,7 +107,7 @@ class LearnerWorker(Worker):
     def _join_group(self, info: dict, restored: bool) -> None:
         """Form the player's replica group; every replica starts from the lead's parameters and counters."""
         self.group = ReplicaGroup(info['group_address'], info['replica'], info['replicas'],
-                                  timeout_seconds=self.par.worker_timeout_seconds * 3)
+                                  timeout_seconds=self.par.worker_timeout_seconds * 3, device=self.policy.device)
         self.group.share_lead_state(self.policy.net)
         restored_flag, version, iteration, env_steps = self.group.share_numbers(
             restored, self.policy.version, self.learner.train_iter, self.learner.env_steps)

@@ -47,7 +47,8 @@ class ReplicaGroup:
         self.rank, self.size = rank, size
         self.store = dist.TCPStore(host, int(port), size, is_master=rank == 0,
                                    timeout=datetime.timedelta(seconds=timeout_seconds))
-        backend = 'nccl' if str(device).startswith('cuda') else 'gloo'
+        self.device = torch.device(device)
+        backend = 'nccl' if self.device.type == 'cuda' else 'gloo'  # NCCL reduces tensors on the GPUs
         self.group_started = False
         dist.init_process_group(backend, store=self.store, rank=rank, world_size=size,
                                 timeout=datetime.timedelta(seconds=timeout_seconds))
@@ -74,8 +75,9 @@ class ReplicaGroup:
         ``counts`` summed over the group (each replica passes the same keys)."""
         keys = sorted(counts)
         state = torch.tensor([float(has_chunk), float(stop and self.is_lead)] + [float(counts[k]) for k in keys],
-                             dtype=torch.float64)
+                             dtype=torch.float64, device=self.device)
         dist.all_reduce(state, op=dist.ReduceOp.SUM)
+        state = state.cpu()
         totals = {k: int(v) for k, v in zip(keys, state[2:].tolist())}
         return bool(state[0] == self.size), bool(state[1] > 0), totals
 
@@ -89,9 +91,9 @@ class ReplicaGroup:
 
     def share_numbers(self, *values: float) -> List[float]:
         """The lead's ``values`` on every replica (a reset flag, its version and iteration)."""
-        state = torch.tensor([float(v) for v in values], dtype=torch.float64)
+        state = torch.tensor([float(v) for v in values], dtype=torch.float64, device=self.device)
         dist.broadcast(state, src=0)
-        return state.tolist()
+        return state.cpu().tolist()
 
     def close(self) -> None:
         for hook in self._hooks:
