@@ -161,6 +161,8 @@ class ParallelRun:
         return phase != 'done'
 
     def _exited(self, worker_id: str, code: int) -> None:
+        if worker_id in self.launcher.processes:
+            return  # already started again, with its replica group (it died in the same moment as another)
         self.commander.drop_worker_id(worker_id, f'process exited with code {code}')
         role, player_id, replica = self.launcher.roles[worker_id]
         if not self._wanted(role):
