@@ -66,6 +66,11 @@ def base_config() -> dict:
             evaluators=1,  # local evaluator processes (0: the commander runs the final evaluation itself)
             local_learners=True,  # start a learner process per active player here (False: join them by hand)
             learner_replicas=1,  # learner processes per player, averaging gradients (torch.distributed)
+            launcher='local',  # 'local': forked processes here; 'ray': Ray actors (placement, GPUs, restarts)
+            ray_address=None,  # the Ray cluster to use (None: $RAY_ADDRESS, else one started for the run)
+            ray_resources=dict(learner=dict(num_cpus=1.0, num_gpus=0.0, resources={}),
+                               collector=dict(num_cpus=1.0, num_gpus=0.0, resources={}),
+                               evaluator=dict(num_cpus=1.0, num_gpus=0.0, resources={})),  # per role; resources: custom
             chunk_len=None,  # env steps per chunk and env (None: policy.collect.n_steps)
             publish_every=1,  # a learner publishes its parameters every this many updates
             max_chunks_ahead=None,  # chunks a player's learner may have waiting before collectors wait (None: collectors)
@@ -128,6 +133,8 @@ BASE_CONSTRAINTS = {
     'parallel.max_message_mb': in_range(1, None),
     'parallel.audit_reports': of_type(bool),
     'parallel.learner_replicas': in_range(1, None),
+    'parallel.launcher': one_of('local', 'ray'),
+    'parallel.ray_address': of_type(str, allow_none=True),
 }
 
 

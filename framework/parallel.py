@@ -65,8 +65,8 @@ class ParallelRun:
     def __init__(self, cfg, resume: bool = False) -> None:
         import zmq
         check_replica_config(cfg)
-        # The fork server imports the workers' modules while this process builds the commander.
-        worker_context()
+        if cfg.parallel.launcher == 'local':
+            worker_context()  # the fork server imports the workers' modules while this process builds the commander
         self.cfg = cfg
         par = cfg.parallel
         secret = None
@@ -107,7 +107,12 @@ class ParallelRun:
         self.address = advertised_address(self.server.address, par.advertise_host)
         with open(os.path.join(self.commander.dir, 'address'), 'w') as f:
             f.write(self.address + '\n')
-        self.launcher = LocalLauncher(cfg.exp_name, self.server.address, secret, self.security.curve_dir, par.host)
+        if par.launcher == 'ray':
+            from sparring.framework.ray_launcher import RayLauncher
+            self.launcher = RayLauncher(cfg.exp_name, self.address, secret, self.security.curve_dir, par.host, par)
+        else:
+            self.launcher = LocalLauncher(cfg.exp_name, self.server.address, secret, self.security.curve_dir,
+                                          par.host)
         self.logger.line(f'commander at {self.address} ({par.auth} authentication); join a worker from another '
                          f'machine with: sparring worker --role collector --commander {self.address}')
         self.closed = False

@@ -1,0 +1,63 @@
+"""Parallel mode on Ray: a league on a two-node local cluster, collectors on the second node, a collector actor
+killed and brought back by Ray, and every game counted once. Skipped without the ray extra."""
+import importlib.util
+import os
+import time
+
+import pytest
+
+os.environ.setdefault('RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER', '0')  # keep Ray on 127.0.0.1 (set before ray loads)
+ray = pytest.importorskip('ray')
+
+from sparring.framework.parallel import ParallelRun  # noqa: E402
+from sparring.framework.run_setup import prepare_config  # noqa: E402
+from sparring.league import BaseLeague  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location('parallel_run_helpers',
+                                               os.path.join(os.path.dirname(__file__), 'test_parallel_run.py'))
+helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(helpers)
+
+
+@pytest.fixture
+def two_node_cluster():
+    from ray.cluster_utils import Cluster
+    cluster = Cluster(initialize_head=True, head_node_args=dict(num_cpus=4, resources=dict(head_node=4),
+                                                                include_dashboard=False))
+    cluster.add_node(num_cpus=4, resources=dict(collector_node=4))
+    ray.init(address=cluster.address, log_to_driver=False)
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def test_a_league_on_a_two_node_ray_cluster_survives_a_killed_collector(tmp_path, two_node_cluster):
+    exp = tmp_path / 'on_ray'
+    config = helpers._config(exp, max_env_steps=4096)
+    on_head = dict(num_cpus=1, resources=dict(head_node=1))
+    config['parallel'].update(launcher='ray', max_restarts=3, worker_timeout_seconds=15.0, ray_resources=dict(
+        learner=on_head, evaluator=on_head, collector=dict(num_cpus=1, resources=dict(collector_node=1))))
+    run = ParallelRun(prepare_config(config, seed=3))
+    try:
+        run.start()
+        commander = run.commander
+        helpers._wait(lambda: commander.counters['chunks'] >= 4, 'the first chunks', step=run.step)
+        head = ray.get_runtime_context().get_node_id()
+        nodes = {wid: ray.get(worker.actor.where.remote())[1] for wid, worker in run.launcher.processes.items()}
+        assert nodes['learner-naive_sp_0'] == head and nodes['evaluator-0'] == head
+        assert nodes['collector-0'] != head and nodes['collector-1'] != head
+        ray.kill(run.launcher.processes['collector-0'].actor, no_restart=False)  # Ray brings it back
+        helpers._wait(lambda: any(k.startswith('collector-0/') for k in commander.worker_stats), 'collector-0 again',
+                      step=run.step)
+        chunks = commander.counters['chunks']
+        helpers._wait(lambda: run.finished, 'the run to end', step=run.step)
+        summary = run.close()
+    finally:
+        if not run.closed:
+            run.close(abort='test failed')
+    assert summary['env_steps'] >= 4096 and commander.counters['chunks'] > chunks
+    league = BaseLeague.load(str(exp / 'league_state.npz'))
+    helpers._check_games_counted_once(str(exp), league)  # nothing lost or doubled by the restart
+    assert (exp / 'workers' / 'collector-0' / 'output.log').exists()
