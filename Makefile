@@ -12,7 +12,7 @@ install: $(STAMP)
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test,league,openspiel,pettingzoo,atari,mujoco,export]'
+	$(PY) -m pip install --quiet -e '.[test,league,openspiel,pettingzoo,atari,mujoco,export,ray]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -56,6 +56,7 @@ setup(
         'atari': ['gymnasium[atari]'],  # ale-py, which ships the ROMs
         'mujoco': ['gymnasium[mujoco]'],  # mujoco and what Gymnasium's MuJoCo envs import
         'export': ['onnx>=1.15', 'onnxruntime>=1.17'],  # `sparring export --format onnx` and running the file
+        'ray': ['ray>=2.9'],  # parallel.launcher='ray': workers as actors on a Ray cluster
     },
     entry_points={'console_scripts': ['sparring=sparring.framework.cli:main']},
 )
