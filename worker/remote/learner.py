@@ -297,6 +297,9 @@ class LearnerWorker(Worker):
         # Called from the heartbeat thread: copy the dicts the main thread updates before reading them.
         out = {k: float(v) for k, v in dict(getattr(self, 'counts', {})).items()}
         out['queued'] = float(len(getattr(self, 'queue', ())))
+        learner = getattr(self, 'learner', None)
+        if learner is not None:  # samples through gradient steps, and the env steps behind them
+            out.update(samples_consumed=float(learner.samples_consumed), trained_env_steps=float(learner.env_steps))
         puller = getattr(self, 'puller', None)
         if puller is not None:
             out.update({f'rejected_{reason}': float(n) for reason, n in dict(puller.rejected.counts).items()})
