@@ -18,12 +18,18 @@ from easydict import EasyDict
 from sparring.config import compile_config, compile_section, load_config, save_config
 from sparring.config.compile import CONFIG_FILENAME, to_plain
 from sparring.config.registry import ENV_REGISTRY
+from sparring.config.schema import ConfigError
 from sparring.framework.report_page import write_final_report
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.policy_pool import BOT_PREFIX
 from sparring.worker.run_kind import is_league_run
 
 LEAGUE_STATE_FILE = 'league_state.npz'
+# What a resumed run may change (prefixes of dotted keys): budgets, evaluation and checkpoint settings, the
+# learning rate, how the run is wired and logged. Everything else shaped the players and stays.
+RESUME_MAY_CHANGE = ('train.', 'env.stop_value', 'env.n_evaluator_episodes', 'env.evaluator_env_num',
+                     'battle.eval_opponents', 'battle.eval_deterministic', 'policy.learn.lr', 'torch_threads',
+                     'parallel.')
 
 
 def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
@@ -47,10 +53,21 @@ def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[
         if is_league_run(given):
             complete_league_config(given)  # as the saved one was completed
         changed = config_differences(to_plain(given), to_plain(cfg))
+        for key in [k for k in changed if not _has(cfg, k) or not _has(given, k)]:
+            changed.remove(key)  # a setting this version added (its default) or dropped: not a change of the run's
+            if _has(given, key):
+                _set_dotted(cfg, key, _get_dotted(given, key))
+        refused = [key for key in changed if not key.startswith(RESUME_MAY_CHANGE)]
+        if refused:
+            raise ConfigError(f'--resume: the config given differs from the saved one ({saved}) at '
+                              f'{", ".join(refused[:8])}{" ..." if len(refused) > 8 else ""}; a resumed run keeps '
+                              f'what shaped its players (env, model, league, seed ...). Expected the saved values, '
+                              f'or a new run (another exp_name). On resume these may change: '
+                              f'{", ".join(RESUME_MAY_CHANGE)}')
+        for key in changed:  # budgets, evaluation and learning-rate settings: the new values are taken
+            _set_dotted(cfg, key, _get_dotted(given, key))
         if changed:
-            warnings.warn(f'--resume uses the saved config {saved}; the config given now differs at '
-                          f'{", ".join(changed[:8])}{" ..." if len(changed) > 8 else ""}, which is ignored',
-                          stacklevel=3)
+            warnings.warn(f'--resume continues {saved} with changed {", ".join(changed)}', stacklevel=3)
         if is_league_run(cfg):
             complete_league_config(cfg)  # a config saved before completion was written by an older version
     else:
@@ -66,6 +83,27 @@ def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[
     if max_env_steps is not None:
         cfg.train.max_env_steps = int(max_env_steps)
     return cfg
+
+
+def _get_dotted(cfg, key: str):
+    for part in key.split('.'):
+        cfg = cfg[part]
+    return cfg
+
+
+def _has(cfg, key: str) -> bool:
+    try:
+        _get_dotted(cfg, key)
+        return True
+    except (KeyError, TypeError):
+        return False
+
+
+def _set_dotted(cfg, key: str, value) -> None:
+    *parents, last = key.split('.')
+    for part in parents:
+        cfg = cfg[part]
+    cfg[last] = value
 
 
 def config_differences(a, b, path: str = '') -> list:

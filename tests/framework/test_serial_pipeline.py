@@ -5,6 +5,8 @@ import os
 import pytest
 import torch
 
+from sparring.config.schema import ConfigError
+
 from sparring.framework import serial_pipeline
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.framework.cli import load_config_file, main
@@ -56,11 +58,19 @@ def test_resume_continues_with_the_stopped_runs_counters_and_parameters(tmp_path
         assert torch.equal(tensor, same['learner']['policy']['params'][key])
     assert same['learner']['policy']['version'] == stopped['learner']['policy']['version']
 
-    # A changed config is not applied on resume, and the run says so.
+    # What shaped the player cannot change on resume: refused, with the reason and what may change.
     changed = _config(exp, max_env_steps=512, tensorboard=False)
-    changed['policy']['learn']['lr'] = 0.5
-    with pytest.warns(UserWarning, match=r'differs at policy\.learn\.lr, which is ignored'):
+    changed['policy']['model'] = dict(hidden_sizes=[7])
+    with pytest.raises(ConfigError, match=r'differs from the saved one .* at policy\.model\.hidden_sizes.*may change'):
         serial_pipeline(changed, seed=1, resume=True)
+    # A budget, the evaluation or the learning rate may, and the run takes the new values and says so.
+    faster = _config(exp, max_env_steps=640, tensorboard=False)
+    faster['policy']['learn']['lr'] = 5e-4
+    with pytest.warns(UserWarning, match=r'with changed .*policy\.learn\.lr'):
+        taken = serial_pipeline(faster, seed=1, resume=True)
+    assert taken['env_steps'] == 640
+    log = (exp / 'log.txt').read_text()
+    assert 'resumed from' in log and 'at 512 env steps' in log
 
     # A larger budget continues counting from there, with the optimiser state carried over.
     more = serial_pipeline(_config(exp, tensorboard=False), seed=1, resume=True, max_env_steps=1024)
