@@ -143,12 +143,7 @@ class LocalLauncher:
         return exited
 
     def tail(self, worker_id: str) -> str:
-        try:
-            with open(self.output_path(worker_id), 'rb') as f:
-                lines = f.read().decode('utf-8', 'replace').splitlines()
-        except OSError:
-            return ''
-        return '\n'.join(lines[-EXIT_TAIL_LINES:])
+        return tail_of(self.output_path(worker_id))
 
     def stop(self, timeout: float) -> None:
         """SIGTERM what is still running, then SIGKILL what outlives ``timeout``; reap everything."""
@@ -173,3 +168,13 @@ class LocalLauncher:
             json.dump(dict(running={wid: p.pid for wid, p in self.processes.items()}, launcher=os.getpid(),
                            fork_server=server, started=self.all_pids), f)
         os.replace(path + '.tmp', path)
+
+
+def tail_of(path: str) -> str:
+    """The last lines of a worker's output (shown when it keeps dying)."""
+    try:
+        with open(path, 'rb') as f:
+            lines = f.read().decode('utf-8', 'replace').splitlines()
+    except OSError:
+        return ''
+    return '\n'.join(lines[-EXIT_TAIL_LINES:])

@@ -22,7 +22,7 @@ import sys
 from typing import Dict, List, Optional, Tuple
 
 from sparring.config.optional import require
-from sparring.framework.local_launcher import EXIT_TAIL_LINES, SINGLE_THREAD_ENV
+from sparring.framework.local_launcher import SINGLE_THREAD_ENV, tail_of
 from sparring.framework.messaging import SECRET_ENV, is_loopback
 
 # Ray otherwise swaps 127.0.0.1 for the machine's network address; a run on one machine keeps to loopback.
@@ -149,12 +149,7 @@ class RayLauncher:
             self.ray.kill(worker.actor, no_restart=True)
 
     def tail(self, worker_id: str) -> str:
-        try:
-            with open(self.output_path(worker_id), 'rb') as f:
-                lines = f.read().decode('utf-8', 'replace').splitlines()
-        except OSError:
-            return ''
-        return '\n'.join(lines[-EXIT_TAIL_LINES:])
+        return tail_of(self.output_path(worker_id))
 
     def stop(self, timeout: float) -> None:
         """End every actor still running; a Ray instance started for the run goes with them."""

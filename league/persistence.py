@@ -8,36 +8,20 @@ renamed over the target, so a crash leaves either the old file or the new one, n
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from typing import Any, Dict
 
 import numpy as np
 
 from sparring.league.errors import LeagueError
+from sparring.worker.state_file import STATE_ENTRY as _STATE_ENTRY, write_archive
 
-_STATE_ENTRY = '__state__'
 _ARRAY_TAG = '__ndarray__'
 
 
 def save_state(state: dict, path: str) -> str:
     """Write ``state`` (nested dicts / lists / scalars / numpy arrays) to ``path``; returns it."""
     arrays: Dict[str, np.ndarray] = {}
-    document = json.dumps(_pack(state, arrays), allow_nan=False)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp', dir=directory)
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            np.savez(f, **{_STATE_ENTRY: np.frombuffer(document.encode('utf-8'), dtype=np.uint8)}, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return write_archive(path, json.dumps(_pack(state, arrays), allow_nan=False), arrays)
 
 
 def load_state(path: str) -> dict:

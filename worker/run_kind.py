@@ -47,11 +47,7 @@ class LeagueKind:
 
     def spaces(self):
         """(observation space, action space) of one seat."""
-        probe = make_battle_env(self.cfg.env, 1, self.cfg.seed)
-        try:
-            return probe.observation_space, probe.action_space
-        finally:
-            probe.close()
+        return _spaces_of(make_battle_env(self.cfg.env, 1, self.cfg.seed))
 
     def collector(self, policy, n_steps: int, seed: int, player_id: str, player_index: int,
                   sample_opponent: Optional[Callable]):
@@ -82,11 +78,7 @@ class SingleAgentKind:
         return SINGLE_AGENT_LEAGUE
 
     def spaces(self):
-        probe = make_env_manager(self.cfg.env, 1, self.cfg.seed, self.cfg.import_names)
-        try:
-            return probe.observation_space, probe.action_space
-        finally:
-            probe.close()
+        return _spaces_of(make_env_manager(self.cfg.env, 1, self.cfg.seed, self.cfg.import_names))
 
     def collector(self, policy, n_steps: int, seed: int, player_id: str, player_index: int,
                   sample_opponent: Optional[Callable]):
@@ -96,6 +88,14 @@ class SingleAgentKind:
     def evaluation(self, seed_shift: int = 0) -> ReturnEvaluation:
         """``seed_shift``: a resumed run's evaluation episodes start where the run got, not at the first ones."""
         return ReturnEvaluation(self.cfg, self.cfg.seed + seed_shift + SINGLE_AGENT_EVAL_SEED_OFFSET)
+
+
+def _spaces_of(probe):
+    """A probe env's spaces; the probe is closed."""
+    try:
+        return probe.observation_space, probe.action_space
+    finally:
+        probe.close()
 
 
 def run_kind(cfg):

@@ -34,7 +34,12 @@ class StateFileError(ValueError):
 def save_state_file(state: Any, path: str) -> str:
     """Write ``state`` to ``path`` atomically; returns the path."""
     arrays: Dict[str, np.ndarray] = {}
-    document = json.dumps(_pack(state, arrays))
+    return write_archive(path, json.dumps(_pack(state, arrays)), arrays)
+
+
+def write_archive(path: str, document: str, arrays: Dict[str, np.ndarray]) -> str:
+    """An ``.npz`` of ``document`` (entry ``__state__``) and ``arrays``, written to a temporary file in the same
+    directory, flushed to disk and renamed over ``path``: a crash leaves the old file or the new one."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp', dir=directory)
