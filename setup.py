@@ -57,6 +57,7 @@ setup(
         'mujoco': ['gymnasium[mujoco]'],  # mujoco and what Gymnasium's MuJoCo envs import
         'export': ['onnx>=1.15', 'onnxruntime>=1.17'],  # `sparring export --format onnx` and running the file
         'ray': ['ray>=2.9'],  # parallel.launcher='ray': workers as actors on a Ray cluster
+        'bench': ['stable-baselines3>=2.3'],  # benchmarks/vs_sb3.py: the side-by-side comparison
     },
     entry_points={'console_scripts': ['sparring=sparring.framework.cli:main']},
 )
