@@ -32,14 +32,16 @@ from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.base import ActOutput, Policy
 from sparring.policy.device import Placement, acting_device, check_device_spec
-from sparring.policy.finite_step import finite_update
 from sparring.policy.grad_clip import SecondMomentClipper
+from sparring.policy.gradient_step import GradientStep, read_rows
 from sparring.policy.kl_penalty import KLPenaltySteps
 from sparring.policy.normalizer import RunningNormalizer
 from sparring.policy.train_batch import TrainBatch, step_batch, window_batch
 
 OBJECTIVES = ('clip', 'kl_penalty')
 GRAD_CLIPS = ('none', 'five')
+# The figures a minibatch reports, in the order of the row ``_update`` returns.
+STEP_STATS = ('policy_loss', 'value_loss', 'entropy', 'approx_kl', 'clip_fraction')
 
 
 class _Network(torch.nn.Module):
@@ -286,32 +288,38 @@ class PPOPolicy(KLPenaltySteps, Policy):
         units = batch.num_units
         minibatch = max(1, units // learn['num_minibatches'])
         starts = range(0, units - minibatch + 1, minibatch)
-        sums = dict(policy_loss=0.0, value_loss=0.0, entropy=0.0, approx_kl=0.0, clip_fraction=0.0)
-        if self.grad_clipper is not None:
-            sums['grad_clip_fraction'] = 0.0
-        updates = consumed = 0
+        # Each minibatch's figures stay tensors (None: a skipped step) and are read back once, at the end.
+        rows, clip_fractions = [], []
+        consumed = 0
         stopped_early = False
         batch_kl = None
         for _ in range(learn['epochs']):
             order = torch.randperm(units, generator=self.generator)
             replay_parts = self._replay_minibatches(replay, len(starts)) if replay is not None else None
-            epoch_kl, epoch_updates = 0.0, 0
+            epoch_rows = []
             for i, start in enumerate(starts):
                 part = batch.take(order[start:start + minibatch])
-                step_stats, steps = self._update(part, replay_parts[i] if replay_parts else None, clip_range)
-                for key, val in step_stats.items():
-                    sums[key] += val
-                updates += 1
+                row, steps = self._update(part, replay_parts[i] if replay_parts else None, clip_range)
+                epoch_rows.append(row)
+                clip_fractions.append(self._gradient_step().last_grad_clip_fraction if row is not None else 0.0)
                 consumed += steps
-                epoch_kl += step_stats['approx_kl']
-                epoch_updates += 1
+            rows += epoch_rows
             if self.kl_penalty:
                 batch_kl, stopped_early = self._kl_stops_early(batch)
                 if stopped_early:
                     break
-            elif learn['target_kl'] is not None and epoch_kl / max(epoch_updates, 1) > learn['target_kl']:
-                stopped_early = True
-                break
+            elif learn['target_kl'] is not None:
+                epoch_kl = sum(r[3] for r in read_rows(epoch_rows, len(STEP_STATS)))
+                if epoch_kl / max(len(epoch_rows), 1) > learn['target_kl']:
+                    stopped_early = True
+                    break
+        updates = len(rows)
+        sums = dict.fromkeys(STEP_STATS, 0.0)
+        for row in read_rows(rows, len(STEP_STATS)):
+            for key, val in zip(STEP_STATS, row):
+                sums[key] += val
+        if self.grad_clipper is not None:
+            sums['grad_clip_fraction'] = sum(clip_fractions)  # in order from 0, as the per-step sums were
         value_stats = self._after_policy_epochs(batch, progress)
         if self.net.normalizer is not None:
             # After the update, so the chunk's log-probs were computed with the statistics it used.
@@ -344,8 +352,17 @@ class PPOPolicy(KLPenaltySteps, Policy):
         size = max(1, replay.num_units // count)
         return [replay.take(order[(i * size) % replay.num_units:][:size]) for i in range(count)]
 
+    def _gradient_step(self) -> GradientStep:
+        """The step over the current optimiser (a subclass may build its own after this constructor)."""
+        cached = getattr(self, '_gradient_step_cache', None)
+        if cached is None or cached.optimizer is not self.optimizer:
+            cached = self._gradient_step_cache = GradientStep(self.net.parameters(), self.optimizer,
+                                                              self.cfg['learn']['max_grad_norm'], self.grad_clipper)
+        return cached
+
     def _update(self, part: TrainBatch, replay: Optional[TrainBatch], clip_range: float):
-        """One gradient step on a minibatch; returns (its statistics, steps it trained on)."""
+        """One gradient step on a minibatch; returns (its ``STEP_STATS`` as one tensor, or None if the step
+        was refused as not finite; steps it trained on)."""
         learn = self.cfg['learn']
         head, value = self._forward(part)
         head, value = part.flatten_kept(head), part.flatten_kept(value)
@@ -367,26 +384,11 @@ class PPOPolicy(KLPenaltySteps, Policy):
                 pg_loss, approx_kl, clip_frac = F.clipped_surrogate_loss(log_prob, old_log_prob, adv, clip_range)
             entropy_mean = entropy.mean()
         loss = pg_loss + learn['value_coef'] * v_loss - learn['entropy_coef'] * entropy_mean
-        self.optimizer.zero_grad(set_to_none=True)
-        if loss.requires_grad:  # not for a minibatch of value-only steps when the value is fitted apart
-            loss.backward()
-        if not finite_update(loss, self.net.parameters()):  # skipped and counted, never applied
-            self.optimizer.zero_grad(set_to_none=True)
+        if not self._gradient_step().step(loss):  # skipped and counted, never applied
             self.skipped_updates += 1
-            skipped = dict.fromkeys(('policy_loss', 'value_loss', 'entropy', 'approx_kl', 'clip_fraction'), 0.0)
-            if self.grad_clipper is not None:
-                skipped['grad_clip_fraction'] = 0.0
-            return skipped, 0
-        stats = {}
-        if self.grad_clipper is not None:
-            stats['grad_clip_fraction'] = self.grad_clipper.clip_()
-        if learn['max_grad_norm'] is not None:
-            torch.nn.utils.clip_grad_norm_(self.net.parameters(), learn['max_grad_norm'])
-        self.optimizer.step()
-        for key, val in (('policy_loss', pg_loss), ('value_loss', v_loss), ('entropy', entropy_mean),
-                         ('approx_kl', approx_kl), ('clip_fraction', clip_frac)):
-            stats[key] = val.detach().item()
-        return stats, int(head.shape[0])
+            return None, 0
+        row = torch.stack([t.detach().double() for t in (pg_loss, v_loss, entropy_mean, approx_kl, clip_frac)])
+        return row, int(head.shape[0])
 
     def _value_loss(self, part: TrainBatch, value: torch.Tensor, replay: Optional[TrainBatch]) -> torch.Tensor:
         """The value loss on a minibatch (``value`` its flat predictions), with the replayed chunk's part if any."""
