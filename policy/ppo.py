@@ -36,6 +36,7 @@ from sparring.policy.grad_clip import SecondMomentClipper
 from sparring.policy.gradient_step import GradientStep, read_rows
 from sparring.policy.kl_penalty import KLPenaltySteps
 from sparring.policy.normalizer import RunningNormalizer
+from sparring.policy.threads import torch_threads
 from sparring.policy.train_batch import TrainBatch, step_batch, window_batch
 
 OBJECTIVES = ('clip', 'kl_penalty')
@@ -95,6 +96,7 @@ class PPOPolicy(KLPenaltySteps, Policy):
                 eta=50.0,  # 'kl_penalty': weight of the hinge eta * max(0, KL - 2 kl_target)^2
                 kl_adapt_factor=1.5,  # 'kl_penalty': beta (and at its bounds the lr) moves by this factor
                 value_replay=None,  # also fit the value on the previous chunk; None: only for 'kl_penalty'
+                threads=None,  # torch threads during the update (None: the process's torch_threads)
             ),
         )
 
@@ -122,6 +124,7 @@ class PPOPolicy(KLPenaltySteps, Policy):
         'learn.eta': in_range(0.0, None),
         'learn.kl_adapt_factor': in_range(1.0, None, open_lo=True),
         'learn.value_replay': of_type(bool, allow_none=True),
+        'learn.threads': in_range(1, None, allow_none=True),
     }
 
     @classmethod
@@ -270,6 +273,10 @@ class PPOPolicy(KLPenaltySteps, Policy):
         return step_batch(chunk, advantages, returns)
 
     def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
+        with torch_threads(self.cfg['learn'].get('threads')):  # configs compiled before the key: unset
+            return self._learn(chunk, progress)
+
+    def _learn(self, chunk: Dict[str, np.ndarray], progress: float) -> Dict[str, float]:
         learn = self.cfg['learn']
         batch = self.placement.move(self._train_batch(chunk))
         n = batch.num_steps
@@ -289,10 +296,7 @@ class PPOPolicy(KLPenaltySteps, Policy):
         minibatch = max(1, units // learn['num_minibatches'])
         starts = range(0, units - minibatch + 1, minibatch)
         # Each minibatch's figures stay tensors (None: a skipped step) and are read back once, at the end.
-        rows, clip_fractions = [], []
-        consumed = 0
-        stopped_early = False
-        batch_kl = None
+        rows, clip_fractions, consumed, stopped_early, batch_kl = [], [], 0, False, None
         for _ in range(learn['epochs']):
             order = torch.randperm(units, generator=self.generator)
             replay_parts = self._replay_minibatches(replay, len(starts)) if replay is not None else None
