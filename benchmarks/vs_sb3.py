@@ -3,7 +3,8 @@
 Needs SB3 in the venv (``pip install -e .[bench]`` or ``pip install stable-baselines3``); installs nothing.
 Every run is a fresh child process with one torch thread; for each seed the two libraries run back to
 back (the order alternates by seed), so the machine's load falls on both alike. The load average is
-printed and stored with every run.
+printed and stored with every run. One-time costs of a fresh process (imports, including the
+``torch._dynamo`` import of the first optimiser) are paid before either library's clock starts.
 
 * ``cartpole``: CartPole-v1, sparring's ready ``cartpole_ppo`` config against SB3 with the rl-zoo
   hyperparameters (8 envs x 32 steps, batch 256, 20 epochs, lr 1e-3 and clip 0.2 annealed over 1e5
@@ -50,9 +51,13 @@ def load() -> list:
 
 
 # -- the child runs: each prints one JSON line ------------------------------------------------------
-def _one_thread() -> None:
+def _prepare_process() -> None:
+    """One torch thread, and the one-time costs of a fresh process paid before either clock starts: the
+    first optimiser imports ``torch._dynamo`` (about a second here), which both libraries would pay."""
+    import gymnasium  # noqa: F401
     import torch
     torch.set_num_threads(1)
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
 
 
 def sparring_run(task: str, seed: int, workdir: str) -> dict:
@@ -132,7 +137,7 @@ def sb3_pendulum(seed: int) -> dict:
 
 
 def child(library: str, task: str, seed: int, workdir: str) -> dict:
-    _one_thread()
+    _prepare_process()
     before = load()
     if library == 'sparring':
         result = sparring_run(task, seed, workdir)
