@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 
+import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -79,24 +80,32 @@ def main(argv=None) -> int:
     parser.add_argument('--collectors', default='1,2,4')
     parser.add_argument('--replicas', default='1,2')
     parser.add_argument('--launchers', default='local,ray')
+    parser.add_argument('--repeats', type=int, default=1)
     args = parser.parse_args(argv)
     os.environ.setdefault('RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER', '0')  # a Ray instance of our own stays on 127.0.0.1
     workdir = tempfile.mkdtemp(prefix='scale_')
     rows = []
-    for launcher, collectors, replicas in itertools.product(
-            args.launchers.split(','), map(int, args.collectors.split(',')), map(int, args.replicas.split(','))):
-        rows.append(measure(workdir, args.seconds, collectors, replicas, launcher))
+    # Launchers interleaved per setting (and the order alternated between repeats), so that a machine whose
+    # load drifts during the run favours neither.
+    for repeat in range(args.repeats):
+        for collectors, replicas in itertools.product(map(int, args.collectors.split(',')),
+                                                      map(int, args.replicas.split(','))):
+            launchers = args.launchers.split(',')
+            for launcher in launchers if repeat % 2 == 0 else launchers[::-1]:
+                rows.append(dict(measure(workdir, args.seconds, collectors, replicas, launcher), repeat=repeat))
     gpu = 'no GPU' if not torch.cuda.is_available() else measure(workdir, args.seconds, 2, 1, 'local', 'cuda')
     ratios = {}
     for collectors, replicas in itertools.product(map(int, args.collectors.split(',')), map(int, args.replicas.split(','))):
-        pair = {r['launcher']: r for r in rows if r['collectors'] == collectors and r['replicas'] == replicas}
-        if 'local' in pair and 'ray' in pair:
-            ratios[f'c{collectors}_r{replicas}'] = round(pair['ray']['env_steps_per_second']
-                                                         / max(pair['local']['env_steps_per_second'], 1e-9), 3)
+        rates = {launcher: [r['env_steps_per_second'] for r in rows if r['launcher'] == launcher
+                            and r['collectors'] == collectors and r['replicas'] == replicas]
+                 for launcher in ('local', 'ray')}
+        if rates['local'] and rates['ray']:  # medians over the repeats
+            ratios[f'c{collectors}_r{replicas}'] = round(float(np.median(rates['ray']))
+                                                         / max(float(np.median(rates['local'])), 1e-9), 3)
     result = dict(seconds=args.seconds, rows=rows, ray_over_local_env_steps=ratios, cuda=gpu,
                   load_average=os.getloadavg(), cpus=os.cpu_count())
     print('ray / local env steps/s:', ratios)
-    merge_results('scale', result)
+    merge_results('scale', {f'c{args.collectors}_r{args.replicas}_x{args.repeats}': result})
     return 0
 
 
