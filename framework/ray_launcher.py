@@ -116,7 +116,9 @@ class RayLauncher:
             argv += ['--player-id', player_id, '--replica', str(replica)]
         if self.curve_dir:
             argv += ['--curve-dir', self.curve_dir]
-        actor = self.actor_class.options(name=None, **self.options(role)).remote(
+        # The environment is the actor process's from its start: thread pools (OpenBLAS, OpenMP) read it when
+        # numpy and torch load, before the worker's own code runs.
+        actor = self.actor_class.options(runtime_env=dict(env_vars=self.env), **self.options(role)).remote(
             argv, self.output_path(worker_id), self.env)
         self.processes[worker_id] = RayWorker(actor, actor.run.remote())
         self.roles[worker_id] = (role, player_id, replica)
