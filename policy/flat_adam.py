@@ -50,7 +50,7 @@ class FlatAdam:
         return torch.cat([p.grad.reshape(-1) for p in self.params])
 
     def views(self, flat: torch.Tensor) -> list:
-        """``flat`` cut into tensors shaped like the parameters (e.g. the gradient, for its norm)."""
+        """``flat`` cut into tensors shaped like the parameters."""
         return [part.view_as(p) for part, p in zip(flat.split(self.sizes), self.params)]
 
     @torch.no_grad()

@@ -77,7 +77,7 @@ class GradientStep:
             self.optimizer.zero_grad(set_to_none=True)
             return False
         if self.max_grad_norm is not None:
-            total_norm = torch.nn.utils.get_total_norm(self.flat.views(grad), 2.0)
+            total_norm = torch.nn.utils.get_total_norm([p.grad for p in self.params], 2.0)  # = the flat's
             grad.mul_(torch.clamp(self.max_grad_norm / (total_norm + 1e-6), max=1.0))
         self.flat.step(grad)
         return True

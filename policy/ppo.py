@@ -391,7 +391,7 @@ class PPOPolicy(KLPenaltySteps, Policy):
         if not self._gradient_step().step(loss):  # skipped and counted, never applied
             self.skipped_updates += 1
             return None, 0
-        row = torch.stack([t.detach().double() for t in (pg_loss, v_loss, entropy_mean, approx_kl, clip_frac)])
+        row = torch.stack([t.detach() for t in (pg_loss, v_loss, entropy_mean, approx_kl, clip_frac)])  # exact
         return row, int(head.shape[0])
 
     def _value_loss(self, part: TrainBatch, value: torch.Tensor, replay: Optional[TrainBatch]) -> torch.Tensor:
