@@ -50,4 +50,5 @@ def summary(commander, pictures: List[str], state_path: str) -> dict:
                 stop_seconds=commander.reached[1] if commander.reached else None,
                 stop_reason=commander.stop_reason, games=commander.counters['games'],
                 counters=dict(commander.counters), worker_stats=dict(commander.worker_stats), pictures=pictures,
-                checkpoint=state_path, league_table=commander.league.table() or None)
+                checkpoint=state_path, league_table=commander.league.table() or None,
+                exact=commander.coordinator.last_exact, history=commander.coordinator.history)

@@ -52,6 +52,7 @@ class EvalDispatch:
         del self.running[body['task_id']]
         worker.eval_task_id = None
         co.record_evaluation(pid, body['results'], body.get('returns', []), version=body['version'], journal=journal)
+        co.note_evaluation_round([pid], periodic=not running[1]['final'])
         return True
 
     def finals_pending(self) -> List[dict]:
@@ -62,3 +63,4 @@ class EvalDispatch:
                        version: Optional[int] = None) -> None:
         self.coordinator.pending.remove(job)
         self.coordinator.record_evaluation(job['player_id'], results, returns, version=version, journal=journal)
+        self.coordinator.note_evaluation_round([job['player_id']], periodic=False)

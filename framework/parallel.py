@@ -34,6 +34,7 @@ from sparring.config.schema import ConfigError
 from sparring.framework.commander import Commander
 from sparring.framework.coordinator import INIT_REF
 from sparring.framework.interrupts import shielded, terminate_as_interrupt
+from sparring.framework.live_policies import LivePolicies
 from sparring.framework.local_launcher import LocalLauncher, worker_context
 from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
 from sparring.framework.sessions import learner_id
@@ -104,6 +105,8 @@ class ParallelRun:
             self.logger.close()
             raise
         self.commander.transport_rejects = lambda: dict(self.server.rejected.counts)
+        if cfg.battle.exact_analysis:  # the nash branch's meta-game and exploitability, from the published players
+            self.commander.coordinator.use_exact_analysis(LivePolicies(self.commander).get)
         self.address = advertised_address(self.server.address, par.advertise_host)
         with open(os.path.join(self.commander.dir, 'address'), 'w') as f:
             f.write(self.address + '\n')

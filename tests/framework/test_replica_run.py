@@ -53,3 +53,20 @@ def test_a_killed_replica_restarts_its_group_and_the_run_goes_on(tmp_path):
     text = [(exp / 'workers' / w / 'log.txt').read_text() for w in ('learner-naive_sp_0', 'learner-naive_sp_0-r1')]
     finals = [re.findall(r'parameters ([0-9a-f]{16}) after (\d+) iterations', t)[-1] for t in text]
     assert finals[0] == finals[1]
+
+
+def test_a_parallel_league_computes_the_exact_meta_game_and_exploitability(tmp_path):
+    """battle.exact_analysis in parallel mode: the nash branch solves the exact meta-game of the published
+    players, and every evaluation reports exploitability, as in the serial mode."""
+    exp = tmp_path / 'exact'
+    config = helpers._config(exp, max_env_steps=2048)
+    config['env'].update(type='rock_paper_scissors', collector_env_num=8)
+    config['policy']['learn'].update(gamma=0.0, gae_lambda=0.0)
+    config['league']['players'] = dict(naive_sp=dict(one_phase_step=3, branch_probs=dict(nash=1.0), mutate_prob=1.0))
+    config['battle'] = dict(exact_analysis=True)
+    config['train'].update(eval_every_iters=4)
+    summary = parallel_pipeline(config, seed=0)
+    exact = summary['exact']
+    assert set(exact['exploitability']) == {'naive_sp_0'} and 0.0 <= exact['meta_exploitability'] <= 2.0
+    assert len(exact['meta_strategy']) >= 2  # snapshots joined the population the meta-strategy mixes
+    assert any(entry['exact'] for entry in summary['history'])

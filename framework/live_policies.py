@@ -1,0 +1,33 @@
+"""The players' policies as the commander holds them: the newest published parameters of each active
+player and the stored ones of every snapshot, for what the commander computes itself (the exact analysis
+of small games: exploitability and the meta-game the ``nash`` branch solves)."""
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+from sparring.config.registry import POLICY_REGISTRY
+from sparring.worker.policy_pool import PolicyPool
+from sparring.worker.remote.wire import arrays_to_params
+
+
+class LivePolicies:
+    def __init__(self, commander) -> None:
+        self.commander = commander
+        cfg = commander.cfg
+        self.pool = PolicyPool(commander.store, commander.observation_space, commander.action_space, seed=cfg.seed)
+        self._live: Dict[str, Tuple[int, object]] = {}  # player -> (version, policy)
+
+    def get(self, ref: str):
+        """The policy under ``ref``: an active player's at its newest published version, else a stored one."""
+        live = self.commander.live.get(ref)
+        if live is None:
+            return self.pool.get(ref)
+        version, policy = self._live.get(ref, (None, None))
+        if policy is None:
+            cfg = self.commander.cfg
+            policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, self.commander.observation_space,
+                                                          self.commander.action_space, seed=cfg.seed)
+        if version != live.version:
+            policy.set_params(arrays_to_params(live.arrays), live.version)
+            self._live[ref] = (live.version, policy)
+        return policy
