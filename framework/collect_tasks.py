@@ -36,18 +36,22 @@ class CollectTasks:
         self.tasks: Dict[int, Tuple[str, str]] = {}  # collect task id -> (session, player)
         self.chunks_before_learner = {pid: 0 for pid in coordinator.player_ids}
         self.chunks_consumed = {pid: 0 for pid in coordinator.player_ids}
-        self.max_ahead = par.max_chunks_ahead or max(1, par.collectors)
+        # With replicas, every replica needs chunks in hand at once (they train in step): at least two each.
+        self.replicas = par.learner_replicas
+        self.max_ahead = max(par.max_chunks_ahead or max(1, par.collectors), 2 * self.replicas if self.replicas > 1
+                             else 1)
         self.last_player: Dict[str, str] = {}  # worker id -> player it collected for last
         self.in_flight: Dict[str, 'OrderedDict[str, InFlight]'] = {pid: OrderedDict() for pid in coordinator.player_ids}
         self.reclaimed = {pid: 0 for pid in coordinator.player_ids}  # since the current learner joined
         self._reclaimed_ids: Set[str] = set()
-        self._turns: Dict[str, int] = defaultdict(int)
+        self._sent: Dict[str, int] = defaultdict(int)  # chunks handed out per learner endpoint
         self._next_id = 0
 
     def learner_joined(self, pid: str) -> None:
         """A new learner process for ``pid``: chunks sent to its predecessor are gone."""
         self.chunks_before_learner[pid] = self.coordinator.player_chunks[pid]
         self.chunks_consumed[pid] = 0
+        self._sent.clear()  # a new learner process (or group): the counts start again with its endpoints
         self.in_flight[pid].clear()
         self.reclaimed[pid] = 0
 
@@ -123,7 +127,8 @@ class CollectTasks:
         busy = defaultdict(int)
         for _, pid in self.tasks.values():
             busy[pid] += 1
-        ready = [pid for pid in co.player_ids if pid in live and learner_endpoints(pid)]
+        # A player with replicas gets chunks once every replica listens, so none is left without its share.
+        ready = [pid for pid in co.player_ids if pid in live and len(learner_endpoints(pid)) >= self.replicas]
         if not ready:
             return 'wait', dict(seconds=WAIT_SECONDS, reason='no learner has published parameters yet')
         ready = [pid for pid in ready if self.chunks_ahead(pid) + busy[pid] < self.max_ahead]
@@ -138,5 +143,6 @@ class CollectTasks:
         worker.task_id = self._next_id
         self.last_player[worker.worker_id] = pid
         endpoints = learner_endpoints(pid)
-        self._turns[pid] += 1
-        return 'task', dict(task_id=worker.task_id, player_id=pid, endpoint=endpoints[self._turns[pid] % len(endpoints)])
+        endpoint = min(endpoints, key=lambda e: self._sent[e])  # the replica that was sent the fewest so far
+        self._sent[endpoint] += 1
+        return 'task', dict(task_id=worker.task_id, player_id=pid, endpoint=endpoint)
