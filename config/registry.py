@@ -83,7 +83,7 @@ LEAGUE_REGISTRY = Registry('league')
 BOT_REGISTRY = Registry('bot')
 
 # Modules that register the built-in classes. They are imported lazily (see ``ensure_builtins``)
-# so that ``import sparring.framework`` stays cheap and free of import cycles.
+# so that ``import sparring.config`` stays cheap and nothing on this floor imports a floor above it.
 BUILTIN_MODULES = (
     'sparring.worker.env',
     'sparring.policy',

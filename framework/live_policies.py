@@ -3,7 +3,7 @@ player and the stored ones of every snapshot, for what the commander computes it
 of small games: exploitability and the meta-game the ``nash`` branch solves)."""
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.worker.policy_pool import PolicyPool
@@ -11,10 +11,12 @@ from sparring.worker.remote.wire import arrays_to_params
 
 
 class LivePolicies:
-    def __init__(self, commander) -> None:
+    def __init__(self, commander, pool_seed: Optional[int] = None) -> None:
+        """``pool_seed``: the seed of the snapshots' and bots' pool (default: the run's)."""
         self.commander = commander
         cfg = commander.cfg
-        self.pool = PolicyPool(commander.store, commander.observation_space, commander.action_space, seed=cfg.seed)
+        self.pool = PolicyPool(commander.store, commander.observation_space, commander.action_space,
+                               seed=cfg.seed if pool_seed is None else pool_seed)
         self._live: Dict[str, Tuple[int, object]] = {}  # player -> (version, policy)
 
     def get(self, ref: str):

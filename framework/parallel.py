@@ -42,9 +42,6 @@ from sparring.worker.remote.replicas import check_replica_config
 from sparring.worker.logger import RunLogger
 from sparring.framework.messaging import (SECRET_ENV, CurveGuard, Security, Server, Signer,
                                           advertised_address, check_bind, is_loopback, load_secret, new_secret)
-from sparring.config.registry import POLICY_REGISTRY
-from sparring.worker.policy_pool import PolicyPool
-from sparring.worker.remote.wire import arrays_to_params
 from sparring.worker.run_kind import run_kind
 from sparring.worker.runtime import seed_everything, set_torch_threads
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
@@ -196,17 +193,13 @@ class ParallelRun:
     def _evaluate_here(self) -> None:
         """The final evaluation in this process, for a run without evaluator workers."""
         cfg, commander = self.cfg, self.commander
-        pool = PolicyPool(commander.store, commander.observation_space, commander.action_space,
-                          seed=cfg.seed + LEAGUE_EVAL_SEED_OFFSET)
+        policies = LivePolicies(commander, pool_seed=cfg.seed + LEAGUE_EVAL_SEED_OFFSET)
         evaluation = run_kind(cfg).evaluation()
         try:
             for job in commander.evals.finals_pending():
-                live = commander.live[job['player_id']]
-                policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, commander.observation_space,
-                                                              commander.action_space, seed=cfg.seed)
-                policy.set_params(arrays_to_params(live.arrays), live.version)
-                commander.finish_pending_evaluation(job, *evaluation(policy, commander.eval_opponents, pool),
-                                                    version=live.version)
+                policy = policies.get(job['player_id'])
+                commander.finish_pending_evaluation(job, *evaluation(policy, commander.eval_opponents, policies.pool),
+                                                    version=policy.version)
         finally:
             evaluation.close()
 

@@ -128,10 +128,8 @@ class LearnerWorker(Worker):
             stop = False
             if self.lead and self.directive != 'run':
                 drain_since = drain_since or time.monotonic()
-                expected = self.expected_chunks
-                idle = time.monotonic() - max(last_change, drain_since)
-                stop = self.directive == 'stop' or (expected is not None and self.group_totals['arrived'] >= expected) \
-                    or idle >= self.par.drain_timeout_seconds
+                stop = self.directive == 'stop' or self._drained(self.group_totals['arrived'],
+                                                                 max(last_change, drain_since))
             train, stop, self.group_totals = self.group.agree(
                 picked is not None, stop, dict(arrived=self.arrived, consumed=self.arrived - len(self.queue)))
             if self.group_totals['arrived'] != last_total:
@@ -154,7 +152,6 @@ class LearnerWorker(Worker):
                 self.group.share_lead_state(self.policy.net, buffers_only=True)
 
     def _loop(self) -> None:
-        par = self.par
         drain_since: Optional[float] = None
         last_chunk_at = time.monotonic()
         while self.directive != 'stop':
@@ -168,14 +165,17 @@ class LearnerWorker(Worker):
                 self.wait_seconds += time.perf_counter() - waited
                 if self.directive == 'drain':
                     drain_since = drain_since or time.monotonic()
-                    expected = self.expected_chunks
-                    idle = time.monotonic() - max(last_chunk_at, drain_since)
-                    if (expected is not None and self.arrived >= expected) \
-                            or idle >= par.drain_timeout_seconds:
+                    if self._drained(self.arrived, max(last_chunk_at, drain_since)):
                         return
                 continue
             chunk, fresh = picked
             self._train(chunk, fresh)
+
+    def _drained(self, arrived: int, idle_since: float) -> bool:
+        """Draining is over once every chunk the commander expects has arrived, or none came for the drain timeout."""
+        expected = self.expected_chunks
+        return (expected is not None and arrived >= expected) \
+            or time.monotonic() - idle_since >= self.par.drain_timeout_seconds
 
     def _receive(self, timeout: float) -> bool:
         """Move chunks from the socket into the queue while it has room; True if any arrived."""
