@@ -4,8 +4,9 @@ parallel run) and ``sparring surgery --checkpoint RUN --config new_config.py --o
 
 Using what a run trained: ``sparring eval RUN --against bot:random RUN2:player_id ...`` (win / draw /
 loss with standard errors and an Elo difference), ``sparring play RUN [--seat first|second]`` (a person
-against the trained player in the terminal), ``sparring export RUN --format onnx|torchscript --out FILE``
-and ``sparring report RUN`` (write ``RUN/report.html`` again).
+against the trained player in the terminal), ``sparring export RUN --format onnx|torchscript --out FILE``,
+``sparring report RUN`` (write ``RUN/report.html`` again) and ``sparring exploit RUN --budget-steps N``
+(train a fresh exploiter against a frozen player: approximate exploitability).
 
 A config file is a Python file that defines ``config`` (a plain dict); ``main_config`` is accepted
 too, as DI-engine users name it so. The config file's folder is importable while it runs and during
@@ -29,13 +30,17 @@ from typing import List, Optional
 from sparring.config.registry import RegistryError
 from sparring.config.schema import ConfigError
 from sparring.league.errors import LeagueError
+from sparring.worker.checkpoint import CheckpointError
 from sparring.worker.env.errors import EnvError
+from sparring.worker.state_file import StateFileError
 
 CONFIG_NAMES = ('config', 'main_config')
 USAGE_ERROR = 2  # the exit code of argparse's usage errors: the command was given something it cannot use
 # What a user's input can cause, reported in one line (SurgeryError is a ConfigError). ImportError covers
-# import_names and the optional extras, whose messages name the module or the extra to install.
-USER_ERRORS = (ConfigError, LeagueError, EnvError, RegistryError, FileExistsError, FileNotFoundError, ImportError)
+# import_names and the optional extras, whose messages name the module or the extra to install. A damaged
+# checkpoint or parameter file of a run a command reads is named by StateFileError / CheckpointError.
+USER_ERRORS = (ConfigError, LeagueError, EnvError, RegistryError, FileExistsError, FileNotFoundError, ImportError,
+               StateFileError, CheckpointError)
 
 
 class ConfigFileError(ValueError):
@@ -146,6 +151,17 @@ def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
     export.add_argument('--out', required=True, help='the file to write')
     report = sub.add_parser('report', help='write RUN/report.html from the run\'s saved state', parents=[debug])
     report.add_argument('run', help='the experiment directory of a run')
+    exploit = sub.add_parser('exploit', help='train a fresh exploiter against a frozen player of a run and report '
+                                             'its win rate and return over its training (approximate '
+                                             'exploitability)', parents=[debug])
+    _add_player_arguments(exploit)
+    exploit.add_argument('--budget-steps', type=int, required=True, help='env steps of the exploiter\'s training')
+    exploit.add_argument('--seed', type=int, default=None, help='the exploiter\'s seed (default: the run\'s)')
+    exploit.add_argument('--eval-games', type=int, default=None, help='evaluation games per checkpoint (default 400)')
+    exploit.add_argument('--eval-every', type=int, default=None, metavar='STEPS',
+                         help='env steps between checkpoints (default: a tenth of the budget)')
+    exploit.add_argument('--no-exact', action='store_true', help='skip the exact analysis where the game offers one')
+    exploit.add_argument('--json', default=None, metavar='OUT', help='also write the report as JSON to this file')
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -194,7 +210,7 @@ def _run(args: argparse.Namespace) -> int:
         surgery(args.checkpoint, load_config_file(args.config), args.out, options=options, obs_map=args.obs_map,
                 act_map=args.action_map, record_steps=args.record_steps)
         print(f'resume with: sparring train {args.config} --exp-name {args.out} --resume')
-    elif args.command in ('eval', 'play', 'export', 'report'):
+    elif args.command in ('eval', 'play', 'export', 'report', 'exploit'):
         return _use_run(args)
     return 0
 
@@ -228,6 +244,16 @@ def _use_run(args: argparse.Namespace) -> int:
             raise FileNotFoundError(f'{args.run}: no report_data.json; the report page is written by league runs '
                                     f'(after every evaluation)')
         print(f'report: {path}')
+    elif args.command == 'exploit':
+        from sparring.framework.exploit import exploit_player, format_report
+        report = exploit_player(args.run, args.budget_steps, player=args.player, snapshot=args.snapshot,
+                                seed=args.seed, eval_games=args.eval_games, eval_every_steps=args.eval_every,
+                                exact=not args.no_exact, say=print)
+        print(format_report(report))
+        if args.json:
+            with open(args.json, 'w') as f:
+                json.dump(report, f, indent=2)
+            print(f'report: {args.json}')
     return 0
 
 

@@ -2,7 +2,9 @@
 
 Each opponent gets ``n_episodes`` games, spread over the env slots with a fixed quota per slot
 and the home seat alternating, so both seats are played equally. Bots that need the true game
-state (MCTS over OpenSpiel games) get it from the env.
+state (MCTS over OpenSpiel games) get it from the env. Besides each game's outcome, the result keeps
+the home side's return of each game (a team's: the mean over its agents), since where a game pays
+more than win or lose (poker's chips) the outcome alone does not say how much was won.
 """
 from __future__ import annotations
 
@@ -19,6 +21,13 @@ from sparring.worker.battle_arena import Arena
 class BattleEvalResult:
     opponent_id: str
     outcomes: List[str]
+    returns: List[float] = dataclasses.field(default_factory=list)  # the home side's, game by game
+
+    @property
+    def mean_return(self) -> float:
+        if not self.returns:
+            raise ValueError(f'BattleEvalResult against {self.opponent_id!r} holds no returns')
+        return float(np.mean(self.returns))
 
     @property
     def games(self) -> int:
@@ -65,10 +74,19 @@ class BattleEvaluator:
             arena.set_opponent(slot, opponent_id, opponent)
         arena.reset()
         outcomes: List[str] = []
+        returns: List[float] = []
+        running = np.zeros(B)  # the home side's return of each slot's current game
+        slots = np.arange(B)
         while (quota > 0).any():
             actions, _ = arena.act()
-            for slot, _, outcome in arena.finished(arena.step(actions)):
+            step = arena.step(actions)
+            # Read before finished(): it flips the home seat of the slots whose game ended.
+            home_reward = step.reward[slots, arena.home_seat]
+            running += home_reward.reshape(B, -1).mean(axis=1)  # a team's agents: their mean
+            for slot, _, outcome in arena.finished(step):
                 if quota[slot] > 0:
                     outcomes.append(outcome)
+                    returns.append(float(running[slot]))
                     quota[slot] -= 1
-        return BattleEvalResult(opponent_id, outcomes)
+                running[slot] = 0.0
+        return BattleEvalResult(opponent_id, outcomes, returns)
