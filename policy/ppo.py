@@ -9,6 +9,10 @@
   whole batch's KL exceeds ``4 * kl_target``; after the update beta is multiplied or divided by
   ``kl_adapt_factor`` when the KL left ``[kl_target / 2, 2 kl_target]``, and the learning rate
   follows when beta leaves ``[1/30, 30]``. The value function is fitted on the previous chunk too.
+* ``'mmd'`` (magnetic mirror descent, :mod:`sparring.policy.mmd`): the clipped surrogate plus
+  ``mmd_kl_coef * KL(pi || pi_old) + magnet_coef * KL(pi || magnet)``, the magnet ``'uniform'`` or
+  ``'moving'`` (a network trailing the policy by ``magnet_lr`` per update); its last iterate converges in
+  two-player zero-sum games. Discrete actions only.
 
 Shared: GAE(lambda) with truncated episodes bootstrapped, per-minibatch advantage
 normalisation, minibatch epochs, gradient clipping (global norm and/or OpenAI Five's per-element
@@ -35,11 +39,12 @@ from sparring.policy.device import Placement, acting_device, check_device_spec
 from sparring.policy.grad_clip import SecondMomentClipper
 from sparring.policy.gradient_step import GradientStep, read_rows
 from sparring.policy.kl_penalty import KLPenaltySteps
+from sparring.policy.mmd import MAGNETS, MagnetSteps
 from sparring.policy.normalizer import RunningNormalizer
 from sparring.policy.threads import torch_threads
 from sparring.policy.train_batch import TrainBatch, step_batch, window_batch
 
-OBJECTIVES = ('clip', 'kl_penalty')
+OBJECTIVES = ('clip', 'kl_penalty', 'mmd')
 GRAD_CLIPS = ('none', 'five')
 # The figures a minibatch reports, in the order of the row ``_update`` returns.
 STEP_STATS = ('policy_loss', 'value_loss', 'entropy', 'approx_kl', 'clip_fraction')
@@ -58,7 +63,7 @@ class _Network(torch.nn.Module):
 
 
 @POLICY_REGISTRY.register('ppo')
-class PPOPolicy(KLPenaltySteps, Policy):
+class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
     #: the value loss is a term of the policy's loss (a subclass that fits the value apart sets False)
     value_in_policy_loss = True
 
@@ -96,6 +101,11 @@ class PPOPolicy(KLPenaltySteps, Policy):
                 eta=50.0,  # 'kl_penalty': weight of the hinge eta * max(0, KL - 2 kl_target)^2
                 kl_adapt_factor=1.5,  # 'kl_penalty': beta (and at its bounds the lr) moves by this factor
                 value_replay=None,  # also fit the value on the previous chunk; None: only for 'kl_penalty'
+                mmd_kl_coef=1.0,  # 'mmd': weight of KL(pi || pi at the update's start), 1 / mirror step size
+                magnet='uniform',  # 'mmd': 'uniform' over legal actions, or 'moving' (trails the policy)
+                magnet_coef=0.05,  # 'mmd': weight alpha of KL(pi || magnet)
+                magnet_coef_final=None,  # 'mmd': alpha annealed linearly to this over the run (None: constant)
+                magnet_lr=0.05,  # 'mmd', moving magnet: fraction of the way to the policy per update
                 threads=None,  # torch threads during the update (None: the process's torch_threads)
             ),
         )
@@ -124,6 +134,11 @@ class PPOPolicy(KLPenaltySteps, Policy):
         'learn.eta': in_range(0.0, None),
         'learn.kl_adapt_factor': in_range(1.0, None, open_lo=True),
         'learn.value_replay': of_type(bool, allow_none=True),
+        'learn.mmd_kl_coef': in_range(0.0, None),
+        'learn.magnet': one_of(*MAGNETS),
+        'learn.magnet_coef': in_range(0.0, None),
+        'learn.magnet_coef_final': in_range(0.0, None, allow_none=True),
+        'learn.magnet_lr': in_range(0.0, 1.0),
         'learn.threads': in_range(1, None, allow_none=True),
     }
 
@@ -170,6 +185,7 @@ class PPOPolicy(KLPenaltySteps, Policy):
         replay = learn['value_replay']
         self.replays_value = self.kl_penalty if replay is None else bool(replay)
         self._reset_adaptation()
+        self._init_magnet()
         self.generator = torch.Generator().manual_seed(seed)
         if self.continuous:
             self._action_shape = action_space.shape
@@ -291,6 +307,8 @@ class PPOPolicy(KLPenaltySteps, Policy):
             group['lr'] = lr
         if self.kl_penalty:  # the trust region is around the parameters this update starts from
             self._keep_old_policy(batch)
+        elif self.mmd:
+            self._keep_magnet(batch, progress)
         replay = self.value_replay_batch if self.replays_value and self.value_in_policy_loss else None
         units = batch.num_units
         minibatch = max(1, units // learn['num_minibatches'])
@@ -332,8 +350,11 @@ class PPOPolicy(KLPenaltySteps, Policy):
         stats = {k: v / max(updates, 1) for k, v in sums.items()}
         if self.kl_penalty:
             stats.update(self._adapt_kl_penalty(batch_kl))
+        elif self.mmd:
+            stats.update(self._move_magnet())
         if self.replays_value:
             batch.fields.pop('old_head', None)
+            batch.fields.pop('magnet_head', None)
             self.value_replay_batch = batch
         stats.update(skipped_updates=self.skipped_updates)  # so far
         predicted, target = (self.placement.numpy(batch.steps(key)) for key in ('value', 'ret'))
@@ -384,6 +405,8 @@ class PPOPolicy(KLPenaltySteps, Policy):
             if self.kl_penalty:
                 pg_loss, approx_kl, clip_frac = self._kl_penalty_loss(part, head, mask, log_prob, old_log_prob, adv,
                                                                       clip_range)
+            elif self.mmd:
+                pg_loss, approx_kl, clip_frac = self._mmd_loss(part, head, mask, log_prob, old_log_prob, adv, clip_range)
             else:
                 pg_loss, approx_kl, clip_frac = F.clipped_surrogate_loss(log_prob, old_log_prob, adv, clip_range)
             entropy_mean = entropy.mean()
@@ -409,10 +432,13 @@ class PPOPolicy(KLPenaltySteps, Policy):
         if self.grad_clipper is not None:
             self.grad_clipper.reset()
         self._reset_adaptation()
+        self._reset_magnet()
 
     # -- parameters (out on the CPU; loading copies them onto the device) --------------------------
     def _move_to(self, placement: Placement) -> None:
         placement.module(self.net)
+        if self.magnet_net is not None:
+            placement.module(self.magnet_net)
         placement.optimizer(self.optimizer)
         if self.grad_clipper is not None:
             self.grad_clipper.second_moments = placement.move(self.grad_clipper.second_moments)
@@ -433,6 +459,7 @@ class PPOPolicy(KLPenaltySteps, Policy):
             state['grad_clipper'] = host(self.grad_clipper.state_dict())
         if self.value_replay_batch is not None:
             state['value_replay_batch'] = host(self.value_replay_batch.state_dict())
+        state.update(self._magnet_state())
         return state
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
@@ -446,3 +473,4 @@ class PPOPolicy(KLPenaltySteps, Policy):
             self.grad_clipper.load_state_dict(state['grad_clipper'])
         replay = state.get('value_replay_batch')
         self.value_replay_batch = None if replay is None else self.placement.move(TrainBatch.from_state_dict(replay))
+        self._load_magnet_state(state)
