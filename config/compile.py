@@ -56,6 +56,9 @@ def base_config() -> dict:
             max_env_steps=1_000_000,
             max_wall_seconds=0.0,  # stop after this much training time (0: no limit)
             eval_every_iters=10,  # 0 disables periodic evaluation
+            # serial mode: play each evaluation in a child process beside training, its result recorded
+            # eval_every_iters rounds later (the same rounds on every machine, so a run stays reproducible)
+            eval_in_background=False,
             checkpoint_every_iters=50,  # 0 keeps only the final checkpoint
             progress_bar=True,
             tensorboard=True,
@@ -106,6 +109,7 @@ BASE_CONSTRAINTS = {
     'train.max_env_steps': in_range(1, None),
     'train.max_wall_seconds': in_range(0.0, None),
     'train.eval_every_iters': in_range(0, None),
+    'train.eval_in_background': of_type(bool),
     'train.checkpoint_every_iters': in_range(0, None),
     'parallel.collectors': in_range(0, None),
     'parallel.evaluators': in_range(0, None),

@@ -185,8 +185,10 @@ class RunCoordinator:
         return jobs
 
     def record_evaluation(self, pid: str, results: Dict[str, List[str]], returns: Sequence[float] = (),
-                          version: Optional[int] = None, journal: Callable[[dict], None] = None) -> dict:
-        """One player's evaluation: rated games to the league, the report kept and logged, the stop rule."""
+                          version: Optional[int] = None, journal: Callable[[dict], None] = None,
+                          at_env_steps: Optional[int] = None) -> dict:
+        """One player's evaluation: rated games to the league, the report kept and logged (at ``at_env_steps``,
+        the run's env steps when the evaluated parameters were taken, if not now), the stop rule."""
         rated = {oid: outcomes for oid, outcomes in results.items() if oid in self.rated}
         if rated:
             entry = dict(op='eval', player=pid, results=rated)
@@ -199,7 +201,7 @@ class RunCoordinator:
         if self.logger is not None:
             prefixes = [(f'eval/{pid}/vs_{oid}/', s) for oid, s in report.items()] if results else [('eval/', report)]
             for prefix, figures in prefixes:
-                self.logger.scalars(figures, self.env_steps, prefix=prefix)
+                self.logger.scalars(figures, self.env_steps if at_env_steps is None else at_env_steps, prefix=prefix)
         self.say(f'eval {pid} (iteration {self.train_iterations[pid]}): {text}')
         self.watch.evaluated(pid, report)
         stop_value = self.cfg.env.stop_value
@@ -211,14 +213,17 @@ class RunCoordinator:
             self.begin_drain('stop value reached')
         return report
 
-    def note_evaluation_round(self, player_ids: Sequence[str], periodic: bool = True) -> Optional[dict]:
+    def note_evaluation_round(self, player_ids: Sequence[str], periodic: bool = True,
+                              at: Optional[Tuple[int, float]] = None) -> Optional[dict]:
         """After the players in ``player_ids`` were evaluated together: the exact analysis, and for a
-        periodic evaluation an entry in the run's history (the final one is the summary's)."""
+        periodic evaluation an entry in the run's history (the final one is the summary's), dated ``at``
+        (env steps, seconds) when the evaluated parameters were taken, if not now."""
         if self.analysis is not None:
             self.exact_report()
         if not periodic:
             return None
-        entry = dict(env_steps=self.env_steps, seconds=round(self.wall_seconds, 2),
+        env_steps, seconds = at if at is not None else (self.env_steps, round(self.wall_seconds, 2))
+        entry = dict(env_steps=env_steps, seconds=seconds,
                      eval={pid: self.last_eval[pid] for pid in player_ids},
                      exact={k: v for k, v in self.last_exact.items() if k != 'meta_strategy'})
         self.history.append(entry)

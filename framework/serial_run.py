@@ -4,17 +4,23 @@ Each round, every active player in turn collects a chunk (a league player's coll
 game's opponent from the coordinator's league), reports the chunk's games and env steps, learns
 from it, and reports its iteration; the coordinator answers with the snapshot / reset verdict, which
 is carried out here (a snapshot freezes the parameters in the store, a reset reloads the ones the
-league names). Evaluations the coordinator queued are played after the round. A single-agent run is
-the one-player case: no opponents, no games, evaluation by episode return.
+league names). Evaluations the coordinator queued are played after the round, or with
+``train.eval_in_background`` sent to a child process with a frozen copy of the parameters and
+recorded ``eval_every_iters`` rounds later (waiting for them if need be), so that the record falls on
+the same round on every machine. A single-agent run is the one-player case: no opponents, no games,
+evaluation by episode return.
 """
 from __future__ import annotations
 
 import os
 from typing import Dict, List, Optional
 
+import torch
+
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.coordinator import INIT_REF, RunCoordinator
 from sparring.framework.run_setup import LEAGUE_STATE_FILE
+from sparring.worker.background_evaluation import BackgroundEvaluation
 from sparring.worker.learner import Learner
 from sparring.worker.policy_pool import PolicyPool
 from sparring.worker.run_kind import SINGLE_AGENT, run_kind
@@ -56,6 +62,12 @@ class LeagueRun:
             self.collectors[pid] = self.kind.collector(policy, cfg.policy.collect.n_steps, cfg.seed + resumed_steps,
                                                        pid, index, self._opponent_sampler(pid))
         self.evaluation = self.kind.evaluation(seed_shift=resumed_steps)
+        self.background = (BackgroundEvaluation(cfg, self.player_ids, seed_shift=resumed_steps)
+                           if cfg.train.eval_in_background else None)
+        # Background evaluations sent and not recorded yet, in the order sent: the job, the parameters'
+        # version, the round it is recorded at and the run's env steps and seconds when it was sent.
+        self.in_flight: List[dict] = []
+        self.tasks_sent = 0
         self.eval_history: Dict[str, list] = {pid: [] for pid in self.player_ids}  # (version, score) per evaluation
         if cfg.battle.exact_analysis:
             self.coordinator.use_exact_analysis(self.pool.get)
@@ -109,21 +121,39 @@ class LeagueRun:
         return stats
 
     def evaluate_pending(self) -> Dict[str, dict]:
-        """Play the evaluations the coordinator queued; their reports by player (empty if none was due)."""
+        """Play the evaluations the coordinator queued (in the background: record those due at this round
+        and send the new ones); their reports by player (empty if none was recorded)."""
+        if self.background is None:
+            jobs = self.coordinator.take_pending()
+            for job in jobs:
+                self._evaluate(job['player_id'])
+            if jobs:
+                self.coordinator.note_evaluation_round([job['player_id'] for job in jobs],
+                                                       periodic=not any(job['final'] for job in jobs))
+            return {job['player_id']: self.coordinator.last_eval[job['player_id']] for job in jobs}
+        reports = self._record_due(self.rounds)
         jobs = self.coordinator.take_pending()
-        for job in jobs:
-            self._evaluate(job['player_id'])
         if jobs:
-            self.coordinator.note_evaluation_round([job['player_id'] for job in jobs],
-                                                   periodic=not any(job['final'] for job in jobs))
-        return {job['player_id']: self.coordinator.last_eval[job['player_id']] for job in jobs}
+            final = any(job['final'] for job in jobs)
+            self._send(jobs, self.rounds + self.cfg.train.eval_every_iters)
+            if final:  # nothing trains on while a final evaluation is played: wait for it
+                reports.update(self._record_due(None))
+        return reports
 
     def evaluate(self) -> Dict[str, dict]:
         """Every active player now, whether due or not."""
+        if self.background is not None:
+            self.settle_evaluations()
+            self._send([dict(player_id=pid, final=False) for pid in self.player_ids], self.rounds)
+            return self._record_due(None)
         for pid in self.player_ids:
             self._evaluate(pid)
         self.coordinator.note_evaluation_round(self.player_ids)
         return {pid: self.coordinator.last_eval[pid] for pid in self.player_ids}
+
+    def settle_evaluations(self) -> Dict[str, dict]:
+        """Record every evaluation still in the background, waiting for it (before the final evaluation)."""
+        return self._record_due(None) if self.in_flight else {}
 
     def _evaluate(self, pid: str) -> dict:
         policy = self.learners[pid].policy
@@ -132,19 +162,57 @@ class LeagueRun:
         self.eval_history[pid].append((policy.version, self.coordinator.summarise(results, returns)[1]))
         return report
 
+    def _send(self, jobs: List[dict], due_round: int) -> None:
+        """Send ``jobs`` (evaluated together) to the background with the players' parameters as they are now."""
+        group = dict(due_round=int(due_round), env_steps=self.env_steps, seconds=round(self.coordinator.wall_seconds, 2),
+                     group=self.tasks_sent + 1)
+        for job in jobs:
+            policy = self.learners[job['player_id']].policy
+            self._submit(dict(group, player_id=job['player_id'], version=policy.version, final=bool(job['final'])),
+                         policy.get_params())
+
+    def _submit(self, entry: dict, params) -> None:
+        self.tasks_sent += 1
+        entry = dict(entry, task_id=self.tasks_sent)
+        self.background.submit(entry['task_id'], entry['player_id'], entry['version'], params,
+                               self.coordinator.eval_opponents)
+        self.in_flight.append(entry)
+
+    def _record_due(self, round_: Optional[int]) -> Dict[str, dict]:
+        """Record the background evaluations due by ``round_`` (all of them for None), group by group."""
+        reports: Dict[str, dict] = {}
+        while self.in_flight and (round_ is None or self.in_flight[0]['due_round'] <= round_):
+            group = [e for e in self.in_flight if e['group'] == self.in_flight[0]['group']]
+            for entry in group:
+                results, returns = self.background.result(entry['task_id'])
+                pid = entry['player_id']
+                reports[pid] = self.coordinator.record_evaluation(pid, results, returns, version=entry['version'],
+                                                                  at_env_steps=entry['env_steps'])
+                self.eval_history[pid].append((entry['version'], self.coordinator.summarise(results, returns)[1]))
+            self.in_flight = self.in_flight[len(group):]
+            self.coordinator.note_evaluation_round([e['player_id'] for e in group],
+                                                   periodic=not any(e['final'] for e in group),
+                                                   at=(group[0]['env_steps'], group[0]['seconds']))
+        return reports
+
     # -- persistence --------------------------------------------------------------------------
     def state_dict(self) -> dict:
         """The checkpoint, in the layout runs of this kind have always written (old checkpoints still resume)."""
         rng = capture_rng()
         if not self.kind.is_league:
             (pid,) = self.player_ids
-            return dict(learner=self.learners[pid].state_dict(), collector=self.collectors[pid].state_dict(),
-                        evaluator_history=self.eval_history[pid], rng=rng, wall_seconds=self.wall_seconds)
-        self.league.save(os.path.join(self.exp_dir, LEAGUE_STATE_FILE))
-        return dict(learners={pid: l.state_dict() for pid, l in self.learners.items()},
-                    collectors={pid: c.state_dict() for pid, c in self.collectors.items()},
-                    rounds=self.rounds, wall_seconds=self.wall_seconds, last_eval=self.last_eval,
-                    history=self.history, league_state=self.league.state_dict(), rng=rng)
+            state = dict(learner=self.learners[pid].state_dict(), collector=self.collectors[pid].state_dict(),
+                         evaluator_history=self.eval_history[pid], rng=rng, wall_seconds=self.wall_seconds)
+        else:
+            self.league.save(os.path.join(self.exp_dir, LEAGUE_STATE_FILE))
+            state = dict(learners={pid: l.state_dict() for pid, l in self.learners.items()},
+                         collectors={pid: c.state_dict() for pid, c in self.collectors.items()},
+                         rounds=self.rounds, wall_seconds=self.wall_seconds, last_eval=self.last_eval,
+                         history=self.history, league_state=self.league.state_dict(), rng=rng)
+        if self.in_flight:  # a resumed run sends them again, with the parameters they were sent with
+            state['evaluations_in_flight'] = [dict(entry, params=self.background.task(entry['task_id'])['params'])
+                                              for entry in self.in_flight]
+        return state
 
     def _load(self, state: dict) -> None:
         coordinator = self.coordinator
@@ -169,11 +237,37 @@ class LeagueRun:
         self.wall_seconds = float(state['wall_seconds'])
         coordinator.resume_clock(self.wall_seconds)
         restore_rng(state['rng'])
+        left = [dict(entry) for entry in state.get('evaluations_in_flight', [])]
+        for entry in left:
+            entry['params'] = {k: torch.as_tensor(v) for k, v in entry['params'].items()}
+        if self.background is not None:
+            for entry in left:
+                self._submit({k: v for k, v in entry.items() if k != 'params'}, entry['params'])
+        else:  # the resumed run evaluates in-process: play them now, each on a copy of its player
+            for group in sorted({e['group'] for e in left}):
+                self._record_frozen([e for e in left if e['group'] == group])
+
+    def _record_frozen(self, group: List[dict]) -> None:
+        """Evaluate parameters that are not the live players' (background evaluations a checkpoint kept)."""
+        obs_space, act_space = self.kind.spaces()
+        policy = POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, obs_space, act_space, seed=self.cfg.seed)
+        for entry in group:
+            policy.set_params(entry['params'], entry['version'])
+            results, returns = self.evaluation(policy, self.coordinator.eval_opponents, self.pool)
+            self.coordinator.record_evaluation(entry['player_id'], results, returns, version=entry['version'],
+                                               at_env_steps=entry['env_steps'])
+            self.eval_history[entry['player_id']].append((entry['version'],
+                                                          self.coordinator.summarise(results, returns)[1]))
+        self.coordinator.note_evaluation_round([e['player_id'] for e in group],
+                                               periodic=not any(e['final'] for e in group),
+                                               at=(group[0]['env_steps'], group[0]['seconds']))
 
     def close(self) -> None:
         for collector in self.collectors.values():
             collector.close()
         self.evaluation.close()
+        if self.background is not None:
+            self.background.close()
 
 
 def _unified(state: dict, kind) -> dict:
@@ -190,4 +284,5 @@ def _unified(state: dict, kind) -> dict:
     return dict(learners={SINGLE_AGENT: learner}, collectors={SINGLE_AGENT: state['collector']},
                 rounds=learner['train_iter'], wall_seconds=state['wall_seconds'], last_eval={}, history=[],
                 league_state=None, rng=state['rng'], eval_history={SINGLE_AGENT: history},
-                evaluated_versions={SINGLE_AGENT: history[-1][0] if history else None})
+                evaluated_versions={SINGLE_AGENT: history[-1][0] if history else None},
+                evaluations_in_flight=state.get('evaluations_in_flight', []))

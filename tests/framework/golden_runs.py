@@ -93,8 +93,9 @@ def flatten(value: Any, path: str, arrays: Dict[str, np.ndarray], text: Dict[str
         text[path] = repr(value)
 
 
-def run_case(name: str, workdir: str) -> Dict[str, np.ndarray]:
-    """Run one case in ``workdir``; every number it leaves behind, flat."""
+def run_case(name: str, workdir: str, edit=None) -> Dict[str, np.ndarray]:
+    """Run one case in ``workdir`` (its config changed by ``edit(config)`` if given); every number it
+    leaves behind, flat."""
     from sparring.framework import serial_pipeline
     from sparring.worker.checkpoint import CheckpointManager
     from sparring.league.persistence import load_state
@@ -102,7 +103,10 @@ def run_case(name: str, workdir: str) -> Dict[str, np.ndarray]:
     exp = os.path.join(workdir, name)
     before = torch.get_num_threads()
     try:
-        summary = serial_pipeline(CASES[name](exp))
+        config = CASES[name](exp)
+        if edit is not None:
+            edit(config)
+        summary = serial_pipeline(config)
     finally:
         torch.set_num_threads(before)
     arrays: Dict[str, np.ndarray] = {}
