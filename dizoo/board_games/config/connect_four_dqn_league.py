@@ -27,6 +27,6 @@ config = dict(
         reference_players=connect_four_sparring_partners(),
     ),
     battle=dict(eval_deterministic=True, eval_opponents=['bot:connect_four_mcts?num_simulations=10']),
-    train=dict(max_env_steps=3_000_000, max_wall_seconds=1500.0, eval_every_iters=100,
+    train=dict(max_env_steps=3_000_000, max_wall_seconds=1500.0, eval_every_iters=100, eval_in_background=True,
                checkpoint_every_iters=200),
 )

@@ -30,6 +30,6 @@ config = dict(
         reference_players=connect_four_sparring_partners(),
     ),
     battle=dict(eval_deterministic=True, eval_opponents=['bot:connect_four_mcts?num_simulations=100']),
-    train=dict(max_env_steps=20_000_000, max_wall_seconds=1800.0, eval_every_iters=25,
+    train=dict(max_env_steps=20_000_000, max_wall_seconds=1800.0, eval_every_iters=25, eval_in_background=True,
                checkpoint_every_iters=50),
 )

@@ -1,0 +1,76 @@
+"""Env steps per wall-second of the serial connect-four league with its ready config, whole runs.
+
+Variants (each a fresh process, the ready config ``dizoo/board_games/config/connect_four_league.py``
+with only the named settings changed and a wall-time budget of ``--seconds``):
+
+* ``ready``: the ready config as it is (evaluation beside training, ``train.eval_in_background``);
+* ``inline``: the periodic evaluation played in the training process (the earlier default);
+* ``no_eval``: no periodic evaluation at all (the ceiling evaluation can reach).
+
+The figure is the run's env steps over its wall time (collection, updates, league bookkeeping and
+evaluation included; the final evaluation after the budget is not counted). Writes
+``benchmarks/results/league_speed.json`` with the load average at the start and end of each run.
+
+    .venv/bin/python benchmarks/league_speed.py [--seconds 90] [--only ready inline no_eval]
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+from results_file import merge_results
+
+VARIANTS = dict(ready={}, inline=dict(eval_in_background=False), no_eval=dict(eval_every_iters=0))
+
+
+def one_run(variant: str, seconds: float, workdir: str) -> dict:
+    """Train the ready config for ``seconds`` with the variant's settings; the run's figures."""
+    from sparring.dizoo.board_games.config.connect_four_league import config as ready
+    from sparring.framework import serial_pipeline
+    config = copy.deepcopy(ready)
+    config['exp_name'] = os.path.join(workdir, variant)
+    config['train'] = dict(config['train'], max_wall_seconds=seconds, progress_bar=False, tensorboard=False,
+                           checkpoint_every_iters=0, **VARIANTS[variant])
+    load_start = os.getloadavg()
+    summary = serial_pipeline(config, seed=0)
+    return dict(variant=variant, env_steps=summary['env_steps'], wall_seconds=round(summary['wall_seconds'], 2),
+                env_steps_per_second=round(summary['env_steps'] / summary['wall_seconds'], 1),
+                rounds=summary['rounds'], evaluations=len(summary['history']), load_start=load_start,
+                load_end=os.getloadavg())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--seconds', type=float, default=90.0)
+    parser.add_argument('--only', nargs='+', choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument('--child', nargs=3, metavar=('VARIANT', 'SECONDS', 'WORKDIR'), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        variant, seconds, workdir = args.child
+        print(json.dumps(one_run(variant, float(seconds), workdir)))
+        return
+    results = dict(machine=platform.machine(), cpus=os.cpu_count(), seconds=args.seconds,
+                   load_at_start=os.getloadavg(), runs={})
+    print(f'load average at start: {results["load_at_start"]}')
+    with tempfile.TemporaryDirectory() as workdir:
+        for variant in args.only:
+            out = subprocess.run([sys.executable, __file__, '--child', variant, str(args.seconds), workdir],
+                                 check=True, capture_output=True, text=True).stdout
+            run = json.loads(out.strip().splitlines()[-1])
+            results['runs'][variant] = run
+            print(f'{variant:8s} {run["env_steps_per_second"]:8.0f} env steps/s  ({run["env_steps"]} steps, '
+                  f'{run["rounds"]} rounds, {run["evaluations"]} periodic evaluations, load {run["load_end"][0]:.2f})')
+    ready = results['runs'].get('ready')
+    if ready:
+        results['target_5k_met'] = ready['env_steps_per_second'] >= 5000
+    merge_results('league_speed', results)
+
+
+if __name__ == '__main__':
+    main()
