@@ -34,6 +34,7 @@ from sparring.config.schema import ConfigError, in_range, of_type, one_of
 from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
+from sparring.policy.augment import check_mirror, check_mirror_fits, with_mirror
 from sparring.policy.base import ActOutput, Policy
 from sparring.policy.device import Placement, acting_device, check_device_spec
 from sparring.policy.grad_clip import SecondMomentClipper
@@ -107,6 +108,7 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
                 magnet_coef_final=None,  # 'mmd': alpha annealed linearly to this over the run (None: constant)
                 magnet_lr=0.05,  # 'mmd', moving magnet: fraction of the way to the policy per update
                 threads=None,  # torch threads during the update (None: the process's torch_threads)
+                mirror=None,  # dict(obs_axis, actions): also train on each step's mirror image (policy/augment.py)
             ),
         )
 
@@ -140,6 +142,7 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
         'learn.magnet_coef_final': in_range(0.0, None, allow_none=True),
         'learn.magnet_lr': in_range(0.0, 1.0),
         'learn.threads': in_range(1, None, allow_none=True),
+        'learn.mirror': check_mirror,
     }
 
     @classmethod
@@ -172,6 +175,9 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
             self.bptt_len = int(model.bptt_len)
         self.continuous = isinstance(action_space, gym.spaces.Box)
         learn = cfg['learn']
+        self.mirror = learn.get('mirror')  # configs compiled before the key: unset
+        check_mirror_fits(self.mirror, observation_space.shape, None if self.continuous else int(action_space.n),
+                          self.recurrent)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=learn['lr'], eps=learn['adam_eps'])
         self.lr_schedule = F.LinearSchedule(learn['lr'], 0.0 if learn['anneal_lr'] else learn['lr'])
         self.clip_schedule = F.LinearSchedule(learn['clip_range'],
@@ -286,7 +292,8 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
                                     chunk['truncated'], learn['gamma'], learn['gae_lambda'])
         if self.recurrent:
             return window_batch(chunk, advantages, returns, self.bptt_len)
-        return step_batch(chunk, advantages, returns)
+        batch = step_batch(chunk, advantages, returns)
+        return with_mirror(batch, self.mirror) if self.mirror else batch
 
     def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
         with torch_threads(self.cfg['learn'].get('threads')):  # configs compiled before the key: unset
