@@ -4,6 +4,12 @@ Three convolutions (32 8x8 stride 4, 64 4x4 stride 2, 64 3x3 stride 1) and a 512
 form one trunk shared by the policy and value heads. Weights are orthogonal with gain sqrt(2),
 the policy head's 0.01 (a near-uniform first policy) and the value head's 1. uint8 observations
 are scaled to [0, 1] inside the model, so trajectory chunks keep the compact uint8 frames.
+
+``trunk_precision='bfloat16'`` runs the convolutions and the hidden layer in bfloat16 (autocast, on
+whichever device the batch is: CPUs with AMX or AVX-512 BF16 and recent GPUs compute it several
+times faster); parameters, gradients and the two heads stay float32, so log-probabilities and values
+keep full precision. Acting and learning use the same trunk, so a step's recorded log-probability
+is the one the update recomputes.
 """
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sparring.config.schema import ConfigError, in_range, sequence_of
+from sparring.config.schema import ConfigError, in_range, one_of, sequence_of
 from sparring.config.registry import MODEL_REGISTRY
 from sparring.policy.model.mlp import action_output, orthogonal_init
 
@@ -42,12 +48,14 @@ class NatureCNNActorCritic(nn.Module):
             hidden_size=512,
             init_log_std=0.0,  # Box actions only
             policy_head_gain=0.01,  # small: the initial policy is near uniform / near zero mean
+            trunk_precision='float32',  # or 'bfloat16': the trunk under autocast (see the module docstring)
         )
 
     config_constraints = {
         'conv_layers': sequence_of(_conv_layer_spec, min_len=1),
         'hidden_size': in_range(1, None),
         'policy_head_gain': in_range(0.0, None, open_lo=True),
+        'trunk_precision': one_of('float32', 'bfloat16'),
     }
 
     def __init__(self, cfg: dict, observation_space: gym.Space, action_space: gym.Space) -> None:
@@ -77,10 +85,16 @@ class NatureCNNActorCritic(nn.Module):
             self.log_std = log_std
         self.policy_head = orthogonal_init(nn.Linear(cfg['hidden_size'], out_dim), cfg['policy_head_gain'])
         self.value_head = orthogonal_init(nn.Linear(cfg['hidden_size'], 1), 1.0)
+        self.trunk_bfloat16 = cfg.get('trunk_precision', 'float32') == 'bfloat16'  # configs before the key: unset
 
     def features(self, obs: torch.Tensor) -> torch.Tensor:
         images = obs.reshape(obs.shape[0], *self.input_shape).float()
-        return self.trunk(images * self.pixel_scale if self.pixel_scale != 1.0 else images)
+        images = images * self.pixel_scale if self.pixel_scale != 1.0 else images
+        if not self.trunk_bfloat16:
+            return self.trunk(images)
+        with torch.autocast(device_type=images.device.type, dtype=torch.bfloat16):
+            hidden = self.trunk(images)
+        return hidden.float()
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns (logits or Gaussian mean, value) for a batch of images ``[B, C, H, W]``."""

@@ -101,3 +101,28 @@ def test_ppo_with_the_cnn_acts_on_uint8_frames_and_learns():
     stats = policy.learn(chunk)
     assert np.isfinite(stats['policy_loss']) and np.isfinite(stats['value_loss'])
     assert any(not torch.equal(before[k], v) for k, v in policy.get_params().items())
+
+
+BOARD = gym.spaces.Box(0.0, 1.0, (3, 6, 7), np.float32)
+
+
+def test_a_bfloat16_trunk_keeps_float32_heads_and_parameters_and_comes_close():
+    exact = build(BOARD, gym.spaces.Discrete(7), conv_layers=[[64, 4, 1]], hidden_size=256)
+    fast = build(BOARD, gym.spaces.Discrete(7), conv_layers=[[64, 4, 1]], hidden_size=256, trunk_precision='bfloat16')
+    fast.load_state_dict(exact.state_dict())
+    obs = (torch.rand(32, 3, 6, 7) < 0.3).float()
+    (logits, value), (fast_logits, fast_value) = exact(obs), fast(obs)
+    assert fast_logits.dtype == fast_value.dtype == torch.float32
+    assert all(p.dtype == torch.float32 for p in fast.parameters())
+    # bfloat16 keeps 8 significant bits: about 1 % of the hidden activations' size, not more.
+    scale = exact.features(obs).abs().max()
+    assert (fast.features(obs) - exact.features(obs)).abs().max() < 0.02 * scale
+    assert not torch.equal(fast.features(obs), exact.features(obs))  # it really ran in bfloat16
+    torch.testing.assert_close(fast_value, value, atol=0.05, rtol=0.05)
+    fast_value.sum().backward()
+    assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in fast.trunk.parameters())
+
+
+def test_an_unknown_trunk_precision_is_refused():
+    with pytest.raises(ConfigError, match='trunk_precision'):
+        build(BOARD, gym.spaces.Discrete(7), conv_layers=[[64, 4, 1]], hidden_size=256, trunk_precision='float16')
