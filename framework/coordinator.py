@@ -203,7 +203,7 @@ class RunCoordinator:
             for prefix, figures in prefixes:
                 self.logger.scalars(figures, self.env_steps if at_env_steps is None else at_env_steps, prefix=prefix)
         self.say(f'eval {pid} (iteration {self.train_iterations[pid]}): {text}')
-        self.watch.evaluated(pid, report)
+        self.watch.evaluated(pid, report, at_env_steps)
         stop_value = self.cfg.env.stop_value
         if (stop_value is not None and pid == self.first and self.reached is None and score is not None
                 and score >= stop_value):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from typing import Dict
+from typing import Dict, Optional
 
 import numpy as np
 
@@ -62,11 +62,12 @@ class LeagueWatch:
         return self._course
 
     # -- the three moments ------------------------------------------------------------------------
-    def evaluated(self, pid: str, report: dict) -> None:
+    def evaluated(self, pid: str, report: dict, env_steps: Optional[int] = None) -> None:
         co = self.co
         if not all(isinstance(s, dict) for s in report.values()):  # a single agent's returns: no league to watch
             return
-        self.course['evaluations'].append(dict(env_steps=co.env_steps, seconds=round(co.wall_seconds, 2), player=pid,
+        env_steps = co.env_steps if env_steps is None else env_steps  # when the evaluated parameters were taken
+        self.course['evaluations'].append(dict(env_steps=env_steps, seconds=round(co.wall_seconds, 2), player=pid,
                                                results=report, ratings=ratings_now(self.league)))
         if self.logging:
             self._log_league(pid, report)
@@ -130,7 +131,7 @@ class LeagueWatch:
 class NoWatch:
     """A single-agent run: nothing to watch."""
 
-    def evaluated(self, pid: str, report: dict) -> None:
+    def evaluated(self, pid: str, report: dict, env_steps: Optional[int] = None) -> None:
         pass
 
     def snapshot(self, verdict: dict) -> None:
