@@ -56,8 +56,10 @@ class _Forest:
         self.uct = uct
         n, num_actions = legal.shape
         self.nodes_per_tree = uct.num_simulations + 1
-        size = n * self.nodes_per_tree + 1  # the last entry is the shared "no child" node
-        self.no_child = size - 1
+        # Two shared nodes after the trees': ``no_child`` fills untried slots (visited once, valued
+        # -inf, so UCB1 never picks it); ``end`` is where a descent goes after its leaf.
+        size = n * self.nodes_per_tree + 2
+        self.no_child, self.end = size - 2, size - 1
         self.roots = np.arange(n) * self.nodes_per_tree
         self.visits = np.zeros(size)
         self.value = np.zeros(size)  # summed results, from the view of the player who moved into the node
@@ -68,6 +70,10 @@ class _Forest:
         self.terminal_value = np.zeros(size)  # 1 won by the move into the node, 0 a draw
         # Where selection stops: a node with an untried action, or a terminal one. Every node starts so.
         self.stops = np.ones(size, bool)
+        # Where selection goes from each node: its UCB1 child, or ``end`` where it stops. Only the
+        # nodes on a simulation's path change their statistics (or their children's), so this is
+        # recomputed for them after each backup rather than at every step of every descent.
+        self.next_node = np.full(size, self.end)
         self.num_legal = np.zeros(size, np.int64)
         self.num_expanded = np.zeros(size, np.int64)
         self.child = np.full((size, num_actions), self.no_child, np.int64)  # by slot
@@ -75,45 +81,48 @@ class _Forest:
         self.mover[self.roots], self.other[self.roots] = own, opp
         self.num_legal[self.roots] = legal.sum(axis=1)
         self.slot_action[self.roots] = uct.shuffled_actions(legal)
+        # The nodes of each descent by depth, then ``end``; no game is longer than the board.
+        self.paths = np.empty((uct.geometry.num_cells + 3, n), np.int64)
+        self.paths[0] = self.roots
+        self.trees = np.arange(n)
 
     def run(self) -> np.ndarray:
         for simulation in range(self.uct.num_simulations):
-            path, depth = self._select()
-            leaf_value, growing, new = self._expand_and_play_out(path[-1], simulation)
-            # The new nodes go one level below their trees' leaves.
-            nodes = np.stack(path + [path[-1]])
-            nodes[depth[growing] + 1, growing] = new
+            paths = self._select()
+            depth = (paths[1:] != self.end).sum(axis=0)
+            leaf = paths[depth, self.trees]
+            leaf_value, growing, new = self._expand_and_play_out(leaf, simulation)
+            paths[depth[growing] + 1, growing] = new
             depth[growing] += 1
-            self._back_up(nodes, depth, leaf_value)
+            self._back_up(paths, depth, leaf_value)
         return self._most_visited_actions()
 
-    def _select(self) -> list:
+    def _select(self) -> np.ndarray:
         """Descend every tree by UCB1 while its node is fully expanded and not terminal: the nodes
-        visited, one array per depth (a tree that stopped repeats its last node), and each tree's depth."""
-        node = self.roots
-        path = [node]
-        depth = np.zeros(len(node), np.int64)
-        c = self.uct.exploration
-        rows = np.arange(len(node))
+        visited by depth ``[levels, n]``, each tree's followed by ``end`` down to the last level."""
+        node, level, next_node, paths = self.roots, 0, self.next_node, self.paths
         while True:
-            descend = ~self.stops[node]
-            if not descend.any():
-                return path, depth
-            children = self.child[node]
-            child_visits = self.visits[children]
-            # Trees that stop here compute a throwaway score; keep their log finite.
-            log_visits = np.log(np.maximum(self.visits[node], 1.0))
-            score = self.value[children] / child_visits + c * np.sqrt(log_visits[:, None] / child_visits)
-            best = children[rows, score.argmax(axis=1)]
-            node = np.where(descend, best, node)
-            path.append(node)
-            depth += descend
+            level += 1
+            node = next_node[node]
+            paths[level] = node
+            if (node == self.end).all():
+                return paths[:level + 1]
+
+    def _update_next_nodes(self, nodes: np.ndarray) -> None:
+        """Recompute where selection goes from ``nodes``: the UCB1 choice among the children,
+        ties to the earliest expanded; ``end`` where it stops."""
+        children = self.child[nodes]
+        child_visits = self.visits[children]
+        log_visits = np.log(self.visits[nodes])
+        score = self.value[children] / child_visits + self.uct.exploration * np.sqrt(log_visits[:, None] / child_visits)
+        best = children[np.arange(len(nodes)), score.argmax(axis=1)]
+        self.next_node[nodes] = np.where(self.stops[nodes], self.end, best)
 
     def _expand_and_play_out(self, leaf: np.ndarray, simulation: int):
         """Add one child below each non-terminal leaf and play it out: the value of the position
         reached, from the view of the player who moved into it; the trees that grew; their new nodes."""
         uct, g = self.uct, self.uct.geometry
-        leaf_value = self.terminal_value[leaf].copy()
+        leaf_value = self.terminal_value[leaf]
         growing = np.flatnonzero(~self.terminal[leaf])
         if len(growing) == 0:
             return leaf_value, growing, growing
@@ -125,28 +134,27 @@ class _Forest:
         new = self.roots[growing] + simulation + 1
         self.child[parent, slot] = new
         mover, other = self.mover[parent], self.other[parent]
-        occupied = mover | other
-        placed = mover | g.move_bits(occupied, action)
+        placed = mover | g.move_bits(mover | other, action)
         self.mover[new], self.other[new] = other, placed
         result, over = uct.playouts(other, placed)  # from the view of ``other``, now to move
         self.terminal[new] = over
-        self.terminal_value[new] = np.where(over, -result, 0.0)
-        legal = g.legal_mask(other | placed) & ~over[:, None]
+        # Only read for terminal nodes (their playout is the game's result); legal moves and
+        # their order only for the others.
+        self.terminal_value[new] = leaf_value[growing] = -result
+        legal = g.legal_mask(other | placed)
         self.num_legal[new] = legal.sum(axis=1)
         self.slot_action[new] = uct.shuffled_actions(legal)
-        leaf_value[growing] = -result
         return leaf_value, growing, new
 
-    def _back_up(self, nodes: np.ndarray, leaf_depth: np.ndarray, leaf_value: np.ndarray) -> None:
+    def _back_up(self, paths: np.ndarray, leaf_depth: np.ndarray, leaf_value: np.ndarray) -> None:
         """Add a visit and the leaf's value, its sign flipping at each level, to every node on each
-        path (``nodes`` ``[depth, n]``, valid down to ``leaf_depth``)."""
-        levels_above_leaf = leaf_depth - np.arange(len(nodes))[:, None]
-        # Below a tree's leaf the stack holds leftovers (its leaf repeated).
-        on_path = levels_above_leaf >= 0
+        path (``paths`` ``[levels, n]``, each tree's down to its ``leaf_depth``, then ``end``)."""
+        levels_above_leaf = leaf_depth - np.arange(len(paths))[:, None]
         sign = 1.0 - 2.0 * (levels_above_leaf & 1)
-        visited = nodes[on_path]
-        self.visits[visited] += 1.0
-        self.value[visited] += (sign * leaf_value)[on_path]
+        # ``end`` collects the updates below the leaves; its statistics are never read.
+        self.visits[paths] += 1.0
+        self.value[paths] += sign * leaf_value
+        self._update_next_nodes(paths[levels_above_leaf >= 0])
 
     def _most_visited_actions(self) -> np.ndarray:
         root_children = self.child[self.roots]

@@ -26,9 +26,10 @@ import numpy as np
 
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 
-# A cell's code: the move number at which the playout fills it (0, 1, ...; the mover plays the even
-# ones), or one of these for a cell that is not empty.
-MOVER_STONE, OTHER_STONE, NOT_A_CELL = 125, 126, 127
+# A cell's code: its state in the top two bits, and for an empty cell the move number at which the
+# playout fills it (0, 1, ...; the mover plays the even ones) in the low six.
+EMPTY, MOVER_STONE, OTHER_STONE, NOT_A_CELL = 0, 64, 128, 192
+MOVE_NUMBER_BITS = 63
 # The time at which a cell becomes a player's, and NEVER if it does not; stones already on the
 # board are theirs from time -1.
 NEVER, ALREADY = 127, -1
@@ -36,12 +37,14 @@ NEVER, ALREADY = 127, -1
 
 def _time_tables() -> np.ndarray:
     """``[player, code]`` -> the time the cell of that code becomes the player's (int8)."""
-    codes = np.arange(128)
-    tables = np.full((2, 128), NEVER, np.int8)
+    codes = np.arange(256)
+    move_number = codes & MOVE_NUMBER_BITS
+    tables = np.full((2, 256), NEVER, np.int8)
     for player in (0, 1):
-        played = (codes < MOVER_STONE) & (codes % 2 == player)
-        tables[player, played] = codes[played]
-    tables[0, MOVER_STONE] = tables[1, OTHER_STONE] = ALREADY
+        played = (codes & ~MOVE_NUMBER_BITS == EMPTY) & (move_number % 2 == player)
+        tables[player, played] = move_number[played]
+    tables[0, codes & ~MOVE_NUMBER_BITS == MOVER_STONE] = ALREADY
+    tables[1, codes & ~MOVE_NUMBER_BITS == OTHER_STONE] = ALREADY
     return tables
 
 
@@ -57,8 +60,10 @@ class RandomPlayouts:
         self.is_cell[g.cell_bit_index.astype(np.int64)] = True
         self.lines = self._line_bits()
         self.lines_by_position = np.ascontiguousarray(self.lines.T)
-        self.move_numbers = np.arange(self.num_bits, dtype=np.uint8)
-        self.not_a_cell_code = np.uint8(NOT_A_CELL)
+        self.places = np.arange(self.num_bits, dtype=np.uint8)
+        self.not_a_cell_codes = np.where(self.is_cell, EMPTY, NOT_A_CELL).astype(np.uint8)
+        self.sentinel_waits = np.where(self.is_cell, 0.0, np.inf)
+        self.not_a_cell_keys = np.where(self.is_cell, 0.0, 2.0)
         self.time_tables = _time_tables()
 
     def _line_bits(self) -> np.ndarray:
@@ -87,29 +92,35 @@ class RandomPlayouts:
         opponent already has a line (result -1) or the board is full (result 0).
         """
         n = len(mover)
+        occupied = mover | other
         mover_cells, other_cells = self.unpack(np.stack([mover, other]))
-        empty = self.is_cell & ~(mover_cells | other_cells)
-        stone_codes = self.not_a_cell_code - 2 * mover_cells.view(np.uint8) - other_cells.view(np.uint8)
-        codes = np.where(empty, self._fill_times(empty), stone_codes)
+        stone_cells = mover_cells | other_cells
+        # Sorting puts the stones first, then the empty cells in the order they are filled, then
+        # the bits that are no cell; so an empty cell's move number is its place less the stones.
+        order = np.argsort(self._fill_keys(stone_cells), axis=1)
+        place = np.empty((n, self.num_bits), np.uint8)
+        place[np.arange(n)[:, None], order] = self.places
+        move_number = (place - np.bitwise_count(occupied).astype(np.uint8)[:, None]) & np.uint8(MOVE_NUMBER_BITS)
+        states = (mover_cells.view(np.uint8) << 6) | (other_cells.view(np.uint8) << 7) | self.not_a_cell_codes
         # Rows: player 0 (the mover) of every position, then player 1; [2n, position in line, line],
         # because reducing over a middle axis is far cheaper than over a short last one.
-        times = np.take(self.time_tables, codes, axis=1).reshape(2 * n, self.num_bits)
+        times = np.take(self.time_tables, move_number | states, axis=1).reshape(2 * n, self.num_bits)
         first_line = times[:, self.lines_by_position].max(axis=1).min(axis=1)  # when each player first has a line
         mover_first, other_first = first_line[:n], first_line[n:]
         result = (mover_first < other_first).astype(np.float64) - (other_first < mover_first)
-        over = (other_first == ALREADY) | ~empty.any(axis=1)
+        over = (other_first == ALREADY) | (occupied == self.geometry.full_board)
         return result, over
 
-    def _fill_times(self, empty: np.ndarray) -> np.ndarray:
-        """The move number at which random play fills each empty cell ``[n, num_bits]`` (uint8; any
-        number elsewhere)."""
+    def _fill_keys(self, stone_cells: np.ndarray) -> np.ndarray:
+        """Sort keys ``[n, num_bits]``: empty cells in the order random play fills them, below them
+        the stones, above them the bits that are no cell."""
         g = self.geometry
         if g.gravity:
-            waits = self.rng.standard_exponential(empty.shape) * empty
-            keys = np.cumsum(waits.reshape(len(empty), g.cols, g.column_bits), axis=2).reshape(empty.shape)
+            # Stones wait 0 and sit at the bottom of their columns; a column's top (sentinel) bit
+            # waits forever.
+            waits = self.rng.standard_exponential(stone_cells.shape) * ~stone_cells + self.sentinel_waits
+            keys = np.cumsum(waits.reshape(len(waits), g.cols, g.column_bits), axis=2).reshape(stone_cells.shape)
         else:
-            keys = self.rng.random(empty.shape)
-        keys[~empty] = np.inf
-        fill_time = np.empty(empty.shape, np.uint8)
-        fill_time[np.arange(len(empty))[:, None], np.argsort(keys, axis=1)] = self.move_numbers
-        return fill_time
+            keys = self.rng.random(stone_cells.shape) + self.not_a_cell_keys
+        keys -= stone_cells  # below every empty cell, even one whose wait came out as 0
+        return keys

@@ -90,16 +90,18 @@ def test_every_simulation_is_backed_up_once_along_its_path():
     opp = np.array([0, g.move_table[3] << 1], np.uint64)
     forest = _Forest(uct, own, opp, g.legal_mask(own | opp))
     forest.run()
-    used = forest.visits[:-1] > 0
-    assert forest.visits[forest.roots].tolist() == [300, 300]
+    trees = slice(0, forest.no_child)  # the shared no-child and end-of-descent nodes come after the trees
+    visits, children = forest.visits[trees], forest.child[trees]
+    used = visits > 0
+    assert visits[forest.roots].tolist() == [300, 300]
     # A node's visits: one for the playout that made it (none for a root), plus its children's.
-    real_children = np.where(forest.child[:-1] != forest.no_child, forest.visits[forest.child[:-1]], 0.0)
-    from_children = real_children.sum(axis=1)
-    expanded = used & ~forest.terminal[:-1]
+    from_children = np.where(children != forest.no_child, forest.visits[children], 0.0).sum(axis=1)
+    expanded = used & ~forest.terminal[trees]
     own_playout = np.ones(len(used))
     own_playout[forest.roots] = 0
-    np.testing.assert_array_equal(forest.visits[:-1][expanded], (from_children + own_playout)[expanded])
-    assert (np.abs(forest.value[:-1]) <= forest.visits[:-1]).all()
+    np.testing.assert_array_equal(visits[expanded], (from_children + own_playout)[expanded])
+    assert expanded.sum() > 300  # nodes deeper than the roots' children were checked too
+    assert (np.abs(forest.value[trees]) <= visits).all()
 
 
 @pytest.mark.parametrize('game, moves, win', [
