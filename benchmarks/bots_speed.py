@@ -59,15 +59,16 @@ def positions(game: str, random_moves: int, seed: int = 0):
     return np.stack(obs), np.stack(masks), env
 
 
-def time_moves(bot, obs, mask, min_seconds: float = 2.0) -> float:
-    """Milliseconds per move (per position of the batch), the median of repeated batches."""
-    times = []
-    start = time.perf_counter()
-    while not times or (time.perf_counter() - start < min_seconds and len(times) < 20):
-        t = time.perf_counter()
-        bot.act(obs, action_mask=mask)
-        times.append(time.perf_counter() - t)
-    return float(np.median(times)) / len(obs) * 1e3
+def time_moves(bots: dict, obs, mask, rounds: int = 5) -> dict:
+    """Milliseconds per move (per position of the batch) of each bot, the median over ``rounds``
+    batches; the bots take turns batch by batch, so a change of the machine's load hits all alike."""
+    times = {name: [] for name in bots}
+    for _ in range(rounds):
+        for name, bot in bots.items():
+            start = time.perf_counter()
+            bot.act(obs, action_mask=mask)
+            times[name].append(time.perf_counter() - start)
+    return {name: float(np.median(t)) / len(obs) * 1e3 for name, t in times.items()}
 
 
 def speed() -> dict:
@@ -77,10 +78,9 @@ def speed() -> dict:
         for label, moves in (('empty', 0), ('mid_game', mid_game)):
             obs, mask, env = positions(game, moves)
             for simulations in (100, 1000):
-                row = {}
-                for name, cls in classes.items():
-                    bot = cls({'num_simulations': simulations}, env.observation_space, env.action_space, seed=0)
-                    row[name] = round(time_moves(bot, obs, mask), 3)
+                bots = {name: cls({'num_simulations': simulations}, env.observation_space, env.action_space, seed=0)
+                        for name, cls in classes.items()}
+                row = {name: round(ms, 3) for name, ms in time_moves(bots, obs, mask).items()}
                 row['speedup'] = round(row['sequential'] / row['lockstep'], 1)
                 row['load_average'] = round(os.getloadavg()[0], 2)
                 out[f'{game}/{label}/{simulations}'] = row

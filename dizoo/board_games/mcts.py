@@ -105,16 +105,16 @@ class _Forest:
             level += 1
             node = next_node[node]
             paths[level] = node
-            if (node == self.end).all():
+            if node.min() == self.end:  # ``end`` is the highest index
                 return paths[:level + 1]
 
     def _update_next_nodes(self, nodes: np.ndarray) -> None:
         """Recompute where selection goes from ``nodes``: the UCB1 choice among the children,
         ties to the earliest expanded; ``end`` where it stops."""
         children = self.child[nodes]
-        child_visits = self.visits[children]
+        per_visit = 1.0 / self.visits[children]
         log_visits = np.log(self.visits[nodes])
-        score = self.value[children] / child_visits + self.uct.exploration * np.sqrt(log_visits[:, None] / child_visits)
+        score = self.value[children] * per_visit + self.uct.exploration * np.sqrt(log_visits[:, None] * per_visit)
         best = children[np.arange(len(nodes)), score.argmax(axis=1)]
         self.next_node[nodes] = np.where(self.stops[nodes], self.end, best)
 
