@@ -137,6 +137,10 @@ def test_plays_boards_of_any_configured_size():
     obs, mask, env = position('tictactoe', [0, 20, 1, 21, 2, 22], **board)  # both threaten; seat 0 wins at 3
     bot = make_bot('tictactoe', env, num_simulations=400, win_length=4)
     assert bot.act(obs, action_mask=mask).action.tolist() == [3]
+    board = dict(rows=7, cols=8, win_length=4)  # all 64 bits of a bitboard in use
+    obs, mask, env = position('connect_four', [0, 0, 1, 1, 2, 2], **board)
+    bot = make_bot('connect_four', env, num_simulations=200, win_length=4)
+    assert bot.act(obs, action_mask=mask).action.tolist() == [3]
 
 
 def test_moves_are_legal_and_reproducible_from_the_seed_and_state_dict():
