@@ -186,9 +186,10 @@ class RunCoordinator:
 
     def record_evaluation(self, pid: str, results: Dict[str, List[str]], returns: Sequence[float] = (),
                           version: Optional[int] = None, journal: Callable[[dict], None] = None,
-                          at_env_steps: Optional[int] = None) -> dict:
-        """One player's evaluation: rated games to the league, the report kept and logged (at ``at_env_steps``,
-        the run's env steps when the evaluated parameters were taken, if not now), the stop rule."""
+                          at_env_steps: Optional[int] = None, at_iteration: Optional[int] = None) -> dict:
+        """One player's evaluation: rated games to the league, the report kept and logged (at ``at_env_steps``
+        and ``at_iteration``, the run's env steps and the player's iteration when the evaluated parameters
+        were taken, if not now), the stop rule."""
         rated = {oid: outcomes for oid, outcomes in results.items() if oid in self.rated}
         if rated:
             entry = dict(op='eval', player=pid, results=rated)
@@ -202,7 +203,8 @@ class RunCoordinator:
             prefixes = [(f'eval/{pid}/vs_{oid}/', s) for oid, s in report.items()] if results else [('eval/', report)]
             for prefix, figures in prefixes:
                 self.logger.scalars(figures, self.env_steps if at_env_steps is None else at_env_steps, prefix=prefix)
-        self.say(f'eval {pid} (iteration {self.train_iterations[pid]}): {text}')
+        iteration = self.train_iterations[pid] if at_iteration is None else at_iteration
+        self.say(f'eval {pid} (iteration {iteration}): {text}')
         self.watch.evaluated(pid, report, at_env_steps)
         stop_value = self.cfg.env.stop_value
         if (stop_value is not None and pid == self.first and self.reached is None and score is not None

@@ -168,8 +168,8 @@ class LeagueRun:
                      group=self.tasks_sent + 1)
         for job in jobs:
             policy = self.learners[job['player_id']].policy
-            self._submit(dict(group, player_id=job['player_id'], version=policy.version, final=bool(job['final'])),
-                         policy.get_params())
+            self._submit(dict(group, player_id=job['player_id'], version=policy.version, final=bool(job['final']),
+                              iteration=self.learners[job['player_id']].train_iter), policy.get_params())
 
     def _submit(self, entry: dict, params) -> None:
         self.tasks_sent += 1
@@ -187,7 +187,8 @@ class LeagueRun:
                 results, returns = self.background.result(entry['task_id'])
                 pid = entry['player_id']
                 reports[pid] = self.coordinator.record_evaluation(pid, results, returns, version=entry['version'],
-                                                                  at_env_steps=entry['env_steps'])
+                                                                  at_env_steps=entry['env_steps'],
+                                                                  at_iteration=entry['iteration'])
                 self.eval_history[pid].append((entry['version'], self.coordinator.summarise(results, returns)[1]))
             self.in_flight = self.in_flight[len(group):]
             self.coordinator.note_evaluation_round([e['player_id'] for e in group],
@@ -255,7 +256,7 @@ class LeagueRun:
             policy.set_params(entry['params'], entry['version'])
             results, returns = self.evaluation(policy, self.coordinator.eval_opponents, self.pool)
             self.coordinator.record_evaluation(entry['player_id'], results, returns, version=entry['version'],
-                                               at_env_steps=entry['env_steps'])
+                                               at_env_steps=entry['env_steps'], at_iteration=entry['iteration'])
             self.eval_history[entry['player_id']].append((entry['version'],
                                                           self.coordinator.summarise(results, returns)[1]))
         self.coordinator.note_evaluation_round([e['player_id'] for e in group],
