@@ -29,11 +29,29 @@ from typing import Dict, Optional
 
 import torch
 
+from sparring.config.schema import in_range, one_of
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.train_batch import TrainBatch
 
 MAGNETS = ('uniform', 'moving')
+
+# PPO's ``learn`` keys of this objective (read only when ``learn.objective='mmd'``).
+MMD_DEFAULTS = dict(
+    mmd_kl_coef=1.0,  # weight of KL(pi || pi at the update's start): 1 / the mirror-descent step size
+    magnet='uniform',  # 'uniform' over the legal actions, or 'moving' (a network trailing the policy)
+    magnet_coef=0.05,  # weight alpha of KL(pi || magnet)
+    magnet_coef_final=None,  # alpha annealed linearly to this over the run (None: constant)
+    magnet_lr=0.05,  # moving magnet: fraction of the way to the policy per update
+)
+
+MMD_CONSTRAINTS = {
+    'learn.mmd_kl_coef': in_range(0.0, None),
+    'learn.magnet': one_of(*MAGNETS),
+    'learn.magnet_coef': in_range(0.0, None),
+    'learn.magnet_coef_final': in_range(0.0, None, allow_none=True),
+    'learn.magnet_lr': in_range(0.0, 1.0),
+}
 
 
 def reverse_kl(log_probs: torch.Tensor, ref_log_probs: Optional[torch.Tensor]) -> torch.Tensor:

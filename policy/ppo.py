@@ -34,13 +34,14 @@ from sparring.config.schema import ConfigError, in_range, of_type, one_of
 from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
+from sparring.policy.average_policy import AVERAGE_CONSTRAINTS, AVERAGE_DEFAULTS, AveragePolicySteps
 from sparring.policy.augment import check_mirror, check_mirror_fits, with_mirror
 from sparring.policy.base import ActOutput, Policy
 from sparring.policy.device import Placement, acting_device, check_device_spec
 from sparring.policy.grad_clip import SecondMomentClipper
 from sparring.policy.gradient_step import GradientStep, read_rows
 from sparring.policy.kl_penalty import KLPenaltySteps
-from sparring.policy.mmd import MAGNETS, MagnetSteps
+from sparring.policy.mmd import MMD_CONSTRAINTS, MMD_DEFAULTS, MagnetSteps
 from sparring.policy.normalizer import RunningNormalizer
 from sparring.policy.threads import torch_threads
 from sparring.policy.train_batch import TrainBatch, step_batch, window_batch
@@ -64,7 +65,7 @@ class _Network(torch.nn.Module):
 
 
 @POLICY_REGISTRY.register('ppo')
-class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
+class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
     #: the value loss is a term of the policy's loss (a subclass that fits the value apart sets False)
     value_in_policy_loss = True
 
@@ -74,6 +75,7 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
             model=dict(type='mlp'),
             device='cpu',  # the learner's: 'cpu', 'cuda', 'cuda:N' or 'auto' (CUDA where torch has it)
             obs_norm=False,  # running mean/variance normalisation of observations
+            average=dict(AVERAGE_DEFAULTS),  # an NFSP-style average-policy network (sparring.policy.average_policy)
             collect=dict(
                 n_steps=128,  # rollout length T per env per iteration
                 device='cpu',  # where collectors, evaluators and snapshots act (same choices)
@@ -102,11 +104,7 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
                 eta=50.0,  # 'kl_penalty': weight of the hinge eta * max(0, KL - 2 kl_target)^2
                 kl_adapt_factor=1.5,  # 'kl_penalty': beta (and at its bounds the lr) moves by this factor
                 value_replay=None,  # also fit the value on the previous chunk; None: only for 'kl_penalty'
-                mmd_kl_coef=1.0,  # 'mmd': weight of KL(pi || pi at the update's start), 1 / mirror step size
-                magnet='uniform',  # 'mmd': 'uniform' over legal actions, or 'moving' (trails the policy)
-                magnet_coef=0.05,  # 'mmd': weight alpha of KL(pi || magnet)
-                magnet_coef_final=None,  # 'mmd': alpha annealed linearly to this over the run (None: constant)
-                magnet_lr=0.05,  # 'mmd', moving magnet: fraction of the way to the policy per update
+                **MMD_DEFAULTS,  # 'mmd' only: mmd_kl_coef, magnet, magnet_coef, magnet_coef_final, magnet_lr
                 threads=None,  # torch threads during the update (None: the process's torch_threads)
                 mirror=None,  # dict(obs_axis, actions): also train on each step's mirror image (policy/augment.py)
             ),
@@ -136,11 +134,8 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
         'learn.eta': in_range(0.0, None),
         'learn.kl_adapt_factor': in_range(1.0, None, open_lo=True),
         'learn.value_replay': of_type(bool, allow_none=True),
-        'learn.mmd_kl_coef': in_range(0.0, None),
-        'learn.magnet': one_of(*MAGNETS),
-        'learn.magnet_coef': in_range(0.0, None),
-        'learn.magnet_coef_final': in_range(0.0, None, allow_none=True),
-        'learn.magnet_lr': in_range(0.0, 1.0),
+        **MMD_CONSTRAINTS,
+        **AVERAGE_CONSTRAINTS,
         'learn.threads': in_range(1, None, allow_none=True),
         'learn.mirror': check_mirror,
     }
@@ -193,6 +188,7 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
         self._reset_adaptation()
         self._init_magnet()
         self.generator = torch.Generator().manual_seed(seed)
+        self._init_average(lambda: MODEL_REGISTRY.get(cfg['model']['type'])(cfg['model'], observation_space, action_space))
         if self.continuous:
             self._action_shape = action_space.shape
         self.to_device(acting_device(cfg))
@@ -251,8 +247,11 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
                              state: Any = None) -> np.ndarray:
         if self.continuous:
             raise TypeError('action_probabilities: the policy has a continuous (Box) action space')
-        head, _, _ = self._step(obs, state)
         mask = None if action_mask is None else self.placement.tensor(action_mask, dtype=torch.bool)
+        answer = self._answer_probabilities(self._obs_tensor(obs), mask)  # an average policy answering
+        if answer is not None:
+            return self.placement.numpy(answer)
+        head, _, _ = self._step(obs, state)
         return self.placement.numpy(D.categorical_log_probs(head, mask).exp())
 
     @torch.inference_mode()
@@ -297,7 +296,7 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
 
     def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
         with torch_threads(self.cfg['learn'].get('threads')):  # configs compiled before the key: unset
-            return self._learn(chunk, progress)
+            return dict(self._learn(chunk, progress), **self._learn_average(chunk))
 
     def _learn(self, chunk: Dict[str, np.ndarray], progress: float) -> Dict[str, float]:
         learn = self.cfg['learn']
@@ -444,6 +443,7 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
     # -- parameters (out on the CPU; loading copies them onto the device) --------------------------
     def _move_to(self, placement: Placement) -> None:
         placement.module(self.net)
+        self._move_average(placement)
         if self.magnet_net is not None:
             placement.module(self.magnet_net)
         placement.optimizer(self.optimizer)
@@ -452,10 +452,10 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
         self.value_replay_batch = placement.move(self.value_replay_batch)
 
     def get_params(self) -> Dict[str, torch.Tensor]:
-        return self.placement.host_copy(dict(self.net.state_dict()))
+        return self._with_average_params(self.placement.host_copy(dict(self.net.state_dict())))
 
     def set_params(self, params: Dict[str, torch.Tensor], version: int) -> None:
-        self.net.load_state_dict(params)  # copies each tensor onto the parameter's device
+        self.net.load_state_dict(self._load_average_params(params))  # copies each tensor onto the parameter's device
         self._version = int(version)
 
     def state_dict(self) -> Dict[str, Any]:
@@ -466,7 +466,7 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
             state['grad_clipper'] = host(self.grad_clipper.state_dict())
         if self.value_replay_batch is not None:
             state['value_replay_batch'] = host(self.value_replay_batch.state_dict())
-        state.update(self._magnet_state())
+        state.update(self._magnet_state(), **self._average_state())
         return state
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
@@ -481,3 +481,4 @@ class PPOPolicy(MagnetSteps, KLPenaltySteps, Policy):
         replay = state.get('value_replay_batch')
         self.value_replay_batch = None if replay is None else self.placement.move(TrainBatch.from_state_dict(replay))
         self._load_magnet_state(state)
+        self._load_average_state(state)
