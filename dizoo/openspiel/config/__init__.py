@@ -5,7 +5,7 @@ from __future__ import annotations
 
 def poker_mmd_config(game: str, max_wall_seconds: float, n_steps: int, mmd_kl_coef: float, magnet_coef: float,
                      one_phase_step: int, eval_every_iters: int, max_env_steps: int = 100_000_000,
-                     magnet_coef_final=None) -> dict:
+                     magnet_coef_final=None, average_window: int = 0) -> dict:
     """Self-play on ``game`` with PPO's ``'mmd'`` objective, scored exactly (``battle.exact_analysis``).
 
     One active player plays itself (both seats train); its last iterate is the run's single-network answer,
@@ -13,6 +13,8 @@ def poker_mmd_config(game: str, max_wall_seconds: float, n_steps: int, mmd_kl_co
     rule says) it is frozen into a snapshot; the exact Nash meta-strategy over the snapshots and the live
     player is the league's answer (``meta_expl``). Advantages are left unnormalised: the magnet and KL terms
     are weighed against returns in chips, and normalising would rescale the step size every update.
+    ``average_window`` > 0 adds the NFSP-style average network (``policy.average``) fitted to the player's
+    choices over that many updates; it then answers for the player (and for each snapshot).
     """
     return dict(
         exp_name=f'runs/{game}_mmd',
@@ -20,6 +22,7 @@ def poker_mmd_config(game: str, max_wall_seconds: float, n_steps: int, mmd_kl_co
         policy=dict(
             type='ppo',
             model=dict(hidden_sizes=[64, 64]),
+            average=dict(enabled=average_window > 0, window=max(1, average_window), steps=16, batch_size=512),
             collect=dict(n_steps=n_steps),
             learn=dict(objective='mmd', mmd_kl_coef=mmd_kl_coef, magnet='uniform', magnet_coef=magnet_coef,
                        magnet_coef_final=magnet_coef_final, normalize_advantage=False, epochs=4, num_minibatches=4,

@@ -3,5 +3,5 @@
 """
 from sparring.dizoo.openspiel.config import poker_mmd_config
 
-config = poker_mmd_config('leduc_poker', max_wall_seconds=900.0, n_steps=32, mmd_kl_coef=20.0, magnet_coef=0.05,
-                          one_phase_step=10, eval_every_iters=10)
+config = poker_mmd_config('leduc_poker', max_wall_seconds=900.0, n_steps=32, mmd_kl_coef=100.0, magnet_coef=0.2,
+                          one_phase_step=20, eval_every_iters=20)
