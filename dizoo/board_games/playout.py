@@ -67,16 +67,16 @@ class RandomPlayouts:
         self.time_tables = _time_tables()
 
     def _line_bits(self) -> np.ndarray:
-        """Bit indices ``[lines, win_length]`` of every winning line."""
+        """Bit indices ``[lines, win_length]`` of every winning line: ``win_length`` cells a
+        line's shift apart (a run that would cross the board's edge meets a sentinel bit or runs
+        off the end, as in :meth:`BoardGeometry.has_line`)."""
         g, k = self.geometry, self.geometry.win_length
-        bit_of_cell = g.cell_bit_index.astype(np.int64).reshape(g.rows, g.cols)
         lines = []
-        for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
-            for r in range(g.rows):
-                for c in range(g.cols):
-                    end_r, end_c = r + (k - 1) * dr, c + (k - 1) * dc
-                    if 0 <= end_r < g.rows and 0 <= end_c < g.cols:
-                        lines.append([bit_of_cell[r + i * dr, c + i * dc] for i in range(k)])
+        for shift in g.shifts:
+            for start in range(self.num_bits - (k - 1) * shift):
+                bits = [start + i * shift for i in range(k)]
+                if self.is_cell[bits].all():
+                    lines.append(bits)
         return np.array(lines, np.int64)
 
     def unpack(self, stones: np.ndarray) -> np.ndarray:
