@@ -110,13 +110,14 @@ class _Forest:
 
     def _update_next_nodes(self, nodes: np.ndarray) -> None:
         """Recompute where selection goes from ``nodes``: the UCB1 choice among the children,
-        ties to the earliest expanded; ``end`` where it stops."""
+        ties to the earliest expanded. A node that stops keeps ``end``: it stops for good or until
+        its last untried action is expanded, on a path that brings it back here."""
+        nodes = nodes[~self.stops[nodes]]
         children = self.child[nodes]
         per_visit = 1.0 / self.visits[children]
         log_visits = np.log(self.visits[nodes])
         score = self.value[children] * per_visit + self.uct.exploration * np.sqrt(log_visits[:, None] * per_visit)
-        best = children[np.arange(len(nodes)), score.argmax(axis=1)]
-        self.next_node[nodes] = np.where(self.stops[nodes], self.end, best)
+        self.next_node[nodes] = children[np.arange(len(nodes)), score.argmax(axis=1)]
 
     def _expand_and_play_out(self, leaf: np.ndarray, simulation: int):
         """Add one child below each non-terminal leaf and play it out: the value of the position
