@@ -10,6 +10,7 @@ MCTS-1000. Writes ``benchmarks/results/connect_four_strength.json`` (one entry p
 the load average at the start and the end.
 
     .venv/bin/python benchmarks/connect_four_strength.py [--minutes 60] [--label ready] [--keep DIR]
+        [--env-steps N] [--mirror]
 """
 from __future__ import annotations
 
@@ -28,13 +29,20 @@ MCTS = 'bot:connect_four_mcts?num_simulations={}'
 TARGETS = dict(mcts_100=0.90, mcts_1000=0.50)
 
 
-def run(config: dict, minutes: float, eval_every: int, workdir: str, label: str) -> dict:
+CONNECT_FOUR_MIRROR = dict(obs_axis=-1, actions=[6, 5, 4, 3, 2, 1, 0])
+
+
+def run(config: dict, minutes: float, eval_every: int, workdir: str, label: str, env_steps: int = 10 ** 10,
+        mirror: bool = False) -> dict:
     from sparring.framework import serial_pipeline
     from sparring.framework.evaluate_player import evaluate_player
     config = copy.deepcopy(config)
     config['exp_name'] = os.path.join(workdir, label)
     config['battle'] = dict(config.get('battle', {}), eval_opponents=[MCTS.format(100), MCTS.format(1000)])
-    config['train'] = dict(config['train'], max_wall_seconds=60.0 * minutes, max_env_steps=10 ** 10,
+    if mirror:
+        policy = config['policy']
+        policy['learn'] = dict(policy['learn'], mirror=CONNECT_FOUR_MIRROR)
+    config['train'] = dict(config['train'], max_wall_seconds=60.0 * minutes, max_env_steps=env_steps,
                            eval_every_iters=eval_every, eval_in_background=True, checkpoint_every_iters=500,
                            progress_bar=False, tensorboard=False)
     load_start = os.getloadavg()
@@ -57,6 +65,8 @@ def main() -> None:
     parser.add_argument('--minutes', type=float, default=60.0)
     parser.add_argument('--eval-every', type=int, default=300, help='rounds between evaluations (about 90 s)')
     parser.add_argument('--label', default='ready')
+    parser.add_argument('--env-steps', type=int, default=10 ** 10, help='an env-step budget as well as the time')
+    parser.add_argument('--mirror', action='store_true', help='train with policy.learn.mirror (left-right)')
     parser.add_argument('--config', default='sparring.dizoo.board_games.config.connect_four_league',
                         help='module holding the config dict to train')
     parser.add_argument('--keep', default=None, help='keep the run in this directory (default: a temporary one)')
@@ -68,12 +78,12 @@ def main() -> None:
     print(f'load average at start: {os.getloadavg()}')
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
-        result = run(config, args.minutes, args.eval_every, args.keep, args.label)
+        result = run(config, args.minutes, args.eval_every, args.keep, args.label, args.env_steps, args.mirror)
     else:
         with tempfile.TemporaryDirectory() as workdir:
-            result = run(config, args.minutes, args.eval_every, workdir, args.label)
+            result = run(config, args.minutes, args.eval_every, workdir, args.label, args.env_steps, args.mirror)
     result.update(seconds=round(time.perf_counter() - started, 1), cpus=os.cpu_count(), machine=platform.machine(),
-                  torch=torch.__version__, config=args.config)
+                  torch=torch.__version__, config=args.config, mirror=args.mirror)
     for point in result['curve']:
         print(f'{point["seconds"]:8.0f} s {point["env_steps"]:>11,} steps  ' +
               '  '.join(f'{oid}:{w:.2f}' for oid, w in point['win'].items()))
