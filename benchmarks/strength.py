@@ -12,12 +12,17 @@ seconds and env steps, the load average when it started and ended, whether and w
 was first met and whether the final evaluation meets it. The machine is shared: run it under
 ``flock /tmp/sparring-bench.lock`` so heavy benchmarks do not overlap.
 
-    flock /tmp/sparring-bench.lock .venv/bin/python benchmarks/strength.py [--only kuhn leduc] [--minutes-scale 1.0]
+    flock /tmp/sparring-bench.lock .venv/bin/python benchmarks/strength.py [--only kuhn leduc] [--minutes-scale 1.0] \
+        [--override '{"policy": {"collect": {"n_steps": 64}}}']
+
+``--override`` (JSON) is merged into each section's ready config, to measure a variant; every result records
+the policy and league sections it ran with.
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import platform
 import tempfile
@@ -33,6 +38,14 @@ QUIET = dict(progress_bar=False, tensorboard=False)
 
 def _load_average() -> list:
     return [round(x, 2) for x in os.getloadavg()]
+
+
+def _merged(base: dict, override: dict) -> dict:
+    """``base`` with ``override`` merged in, nested dicts key by key."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
 def _run_league(config: dict, workdir: str, name: str, seconds: float) -> dict:
@@ -55,10 +68,11 @@ def _first(curve: list, met: Callable[[dict], bool]) -> Optional[dict]:
 
 
 def poker(game: str, config: dict, minutes: float, meta_target: float, player_target: Optional[float],
-          workdir: str, scale: float) -> dict:
+          workdir: str, scale: float, override: dict) -> dict:
     """One poker league run, scored against its targets (``player_target`` None: the better of the two answers
     against ``meta_target``)."""
     load_start = _load_average()
+    config = _merged(config, override)
     summary = _run_league(config, workdir, game, 60.0 * minutes * scale)
     curve = [_exact_point(h['seconds'], h['env_steps'], h['exact']) for h in summary['history']]
     final = _exact_point(summary['wall_seconds'], summary['env_steps'], summary['exact'])
@@ -76,7 +90,8 @@ def poker(game: str, config: dict, minutes: float, meta_target: float, player_ta
                targets=dict(meta_exploitability=meta_target, player_exploitability=player_target),
                final=final, final_meets_target=met(final), first_met=first,
                best_meta_exploitability=min(p['meta_exploitability'] for p in curve),
-               best_player_exploitability=min(p['player_exploitability'] for p in curve), curve=curve)
+               best_player_exploitability=min(p['player_exploitability'] for p in curve),
+               config=dict(policy=config['policy'], league=config['league']), curve=curve)
     print(f'{game}: final meta {final["meta_exploitability"]:.4f} player {final["player_exploitability"]:.4f} after '
           f'{final["seconds"]:.0f} s / {final["env_steps"]:,} env steps; target {"met" if out["final_meets_target"] else "missed"} '
           f'at the end, first met at {first["seconds"] if first else "never"} s; load {load_start} -> {out["load_average_end"]}')
@@ -86,17 +101,17 @@ def poker(game: str, config: dict, minutes: float, meta_target: float, player_ta
     return out
 
 
-def kuhn(workdir: str, scale: float) -> dict:
+def kuhn(workdir: str, scale: float, override: dict) -> dict:
     from sparring.dizoo.openspiel.config.kuhn_poker_mmd import config
-    return poker('kuhn_poker', config, 5.0, 0.01, 0.03, workdir, scale)
+    return poker('kuhn_poker', config, 5.0, 0.01, 0.03, workdir, scale, override)
 
 
-def leduc(workdir: str, scale: float) -> dict:
+def leduc(workdir: str, scale: float, override: dict) -> dict:
     from sparring.dizoo.openspiel.config.leduc_poker_mmd import config
-    return poker('leduc_poker', config, 15.0, 0.3, None, workdir, scale)
+    return poker('leduc_poker', config, 15.0, 0.3, None, workdir, scale, override)
 
 
-SECTIONS: Dict[str, Callable[[str, float], dict]] = dict(kuhn=kuhn, leduc=leduc)
+SECTIONS: Dict[str, Callable[[str, float, dict], dict]] = dict(kuhn=kuhn, leduc=leduc)
 
 
 def main() -> None:
@@ -104,6 +119,8 @@ def main() -> None:
     parser.add_argument('--only', nargs='+', choices=list(SECTIONS), default=list(SECTIONS))
     parser.add_argument('--minutes-scale', type=float, default=1.0,
                         help='scale every time budget (e.g. 0.1 for a quick check)')
+    parser.add_argument('--override', type=json.loads, default={},
+                        help='JSON merged into each section\'s ready config (a variant to measure)')
     args = parser.parse_args()
     torch.set_num_threads(1)
     machine = dict(cpus=os.cpu_count(), machine=platform.machine(), python=platform.python_version(),
@@ -112,7 +129,7 @@ def main() -> None:
         for section in args.only:
             started = time.perf_counter()
             print(f'== {section}', flush=True)
-            result = SECTIONS[section](workdir, args.minutes_scale)
+            result = SECTIONS[section](workdir, args.minutes_scale, args.override)
             merge_results('strength', {section: dict(result=result, seconds=round(time.perf_counter() - started, 1),
                                                      minutes_scale=args.minutes_scale, **machine)})
 
