@@ -2,7 +2,8 @@
 
 * ``speed``: milliseconds per move of ``connect_four_mcts`` (and ``tictactoe_mcts``) on a batch of
   50 positions, empty boards and mid-game ones, at 100 and 1000 simulations, for the lockstep
-  search (the registered bot) and the sequential reference (``SequentialUCT``), one thread.
+  search and the sequential one (``SequentialUCT``, the bots' search before), the bot held to
+  one search whatever the batch; one thread.
 * ``parity``: the lockstep bot against the sequential one at the same simulations, seats
   alternating, its score (win 1, draw 1/2) with its standard error; and each against the heuristic
   bot, whose scores should agree.
@@ -24,7 +25,6 @@ import torch
 
 import sparring.dizoo  # noqa: F401  (registers the games and their bots)
 from sparring.config.registry import BOT_REGISTRY
-from sparring.dizoo.board_games.mcts_reference import SequentialUCT
 from sparring.worker.env.battle import make_battle_env
 
 from results_file import merge_results
@@ -33,10 +33,12 @@ BATCH = 50
 
 
 def bot_classes(game: str) -> dict:
-    """The registered (lockstep) bot and the same bot on the sequential reference search."""
-    lockstep = BOT_REGISTRY.get(f'{game}_mcts')
-    return dict(lockstep=lockstep, sequential=type(f'Sequential{lockstep.__name__}', (lockstep,),
-                                                   {'search_class': SequentialUCT}))
+    """The registered bot held to one search whatever the batch: lockstep, and sequential (the
+    search the bot had before)."""
+    registered = BOT_REGISTRY.get(f'{game}_mcts')
+    return dict(lockstep=type(f'Lockstep{registered.__name__}', (registered,), {'lockstep_from_batch': 1}),
+                sequential=type(f'Sequential{registered.__name__}', (registered,),
+                                {'lockstep_from_batch': float('inf')}))
 
 
 def positions(game: str, random_moves: int, seed: int = 0):

@@ -1,10 +1,11 @@
-"""The sequential UCT search the board-game MCTS bots used before :mod:`.mcts`: one game at a time,
-on Python-int bitboards, with a move-by-move random rollout.
+"""The sequential UCT search: one game at a time, on Python-int bitboards, with a move-by-move
+random rollout.
 
-It is kept as the readable statement of the algorithm and as the baseline the lockstep search is
-measured against (``tests/dizoo/test_fast_mcts.py``, ``benchmarks/bots_speed.py``): same UCB1,
-same uniformly random expansion and rollouts, same most-visited choice. A bot searches with it
-when its class sets ``search_class = SequentialUCT``; the registered bots use the fast one.
+It was the board-game MCTS bots' only search before :mod:`.mcts`; now they use it for batches
+too small to repay the lockstep search's fixed cost per simulation. It is also the readable
+statement of the algorithm and the baseline the lockstep search is measured against
+(``benchmarks/bots_speed.py``): same UCB1, same uniformly random expansion and rollouts, same
+most-visited choice.
 """
 from __future__ import annotations
 

@@ -8,7 +8,6 @@ import sparring.dizoo  # noqa: F401  (registers the bots)
 from sparring.config.registry import BOT_REGISTRY
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.mcts import LockstepUCT, _Forest
-from sparring.dizoo.board_games.mcts_reference import SequentialUCT
 from sparring.dizoo.board_games.playout import RandomPlayouts
 from sparring.worker.env.battle import make_battle_env
 
@@ -26,8 +25,10 @@ def position(game: str, moves, **board):
     return step.obs[:, seat], step.action_mask[:, seat], env
 
 
-def make_bot(game: str, env, seed=0, **cfg):
-    return BOT_REGISTRY.get(f'{game}_mcts')(cfg, env.observation_space, env.action_space, seed=seed)
+def make_bot(game: str, env, seed=0, lockstep_from_batch=1, **cfg):
+    """The registered MCTS bot, by default held to the lockstep search even for a single position."""
+    held = type('Held', (BOT_REGISTRY.get(f'{game}_mcts'),), {'lockstep_from_batch': lockstep_from_batch})
+    return held(cfg, env.observation_space, env.action_space, seed=seed)
 
 
 def exact_outcome_probabilities(geometry: BoardGeometry, mover: int, other: int) -> np.ndarray:
@@ -182,9 +183,18 @@ def test_a_single_legal_move_is_played_without_search():
     assert out.action[0] == 6 and mask2[0, out.action[1]] and out.action[2] == 0
 
 
-def test_the_reference_search_still_plays_as_the_bots_did():
-    """``SequentialUCT`` is the baseline of the parity benchmark: it must still find the same win."""
+def test_the_sequential_search_still_plays_and_takes_the_small_batches():
+    """``SequentialUCT`` searches batches too small for the lockstep search, and is the parity baseline."""
     obs, mask, env = position('connect_four', [2, 5, 2, 5, 2, 6])
-    reference = type('Reference', (BOT_REGISTRY.get('connect_four_mcts'),), {'search_class': SequentialUCT})
-    bot = reference({'num_simulations': 200}, env.observation_space, env.action_space, seed=0)
+    bot = make_bot('connect_four', env, num_simulations=200, lockstep_from_batch=float('inf'))
     assert bot.act(obs, action_mask=mask).action.tolist() == [2]
+    registered = BOT_REGISTRY.get('connect_four_mcts')({'num_simulations': 20}, env.observation_space,
+                                                        env.action_space)
+    used = []
+    for name in ('lockstep_search', 'sequential_search'):
+        search = getattr(registered, name)
+        setattr(search, 'search', lambda *args, name=name, inner=search.search: used.append(name) or inner(*args))
+    small, large = registered.lockstep_from_batch - 1, registered.lockstep_from_batch
+    for rows in (small, large):
+        registered.act(np.repeat(obs, rows, 0), action_mask=np.repeat(mask, rows, 0))
+    assert used == ['sequential_search', 'lockstep_search']
