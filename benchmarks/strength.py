@@ -15,8 +15,9 @@ was first met and whether the final evaluation meets it. The machine is shared: 
     flock /tmp/sparring-bench.lock .venv/bin/python benchmarks/strength.py [--only kuhn leduc] [--minutes-scale 1.0] \
         [--override '{"policy": {"collect": {"n_steps": 64}}}']
 
-``--override`` (JSON) is merged into each section's ready config, to measure a variant; every result records
-the policy and league sections it ran with.
+``--override`` (JSON) is merged into each section's ready config, to measure a variant, and ``--label`` files
+its result under ``<section>_<label>`` instead of ``<section>``; every result records the policy and league
+sections it ran with.
 """
 from __future__ import annotations
 
@@ -121,6 +122,7 @@ def main() -> None:
                         help='scale every time budget (e.g. 0.1 for a quick check)')
     parser.add_argument('--override', type=json.loads, default={},
                         help='JSON merged into each section\'s ready config (a variant to measure)')
+    parser.add_argument('--label', default='', help='file the results under <section>_<label> (a variant)')
     args = parser.parse_args()
     torch.set_num_threads(1)
     machine = dict(cpus=os.cpu_count(), machine=platform.machine(), python=platform.python_version(),
@@ -130,7 +132,8 @@ def main() -> None:
             started = time.perf_counter()
             print(f'== {section}', flush=True)
             result = SECTIONS[section](workdir, args.minutes_scale, args.override)
-            merge_results('strength', {section: dict(result=result, seconds=round(time.perf_counter() - started, 1),
+            key = f'{section}_{args.label}' if args.label else section
+            merge_results('strength', {key: dict(result=result, seconds=round(time.perf_counter() - started, 1),
                                                      minutes_scale=args.minutes_scale, **machine)})
 
 
