@@ -183,17 +183,24 @@ class LeagueRun:
         reports: Dict[str, dict] = {}
         while self.in_flight and (round_ is None or self.in_flight[0]['due_round'] <= round_):
             group = [e for e in self.in_flight if e['group'] == self.in_flight[0]['group']]
-            for entry in group:
-                results, returns = self.background.result(entry['task_id'])
-                pid = entry['player_id']
-                reports[pid] = self.coordinator.record_evaluation(pid, results, returns, version=entry['version'],
-                                                                  at_env_steps=entry['env_steps'],
-                                                                  at_iteration=entry['iteration'])
-                self.eval_history[pid].append((entry['version'], self.coordinator.summarise(results, returns)[1]))
+            reports.update(self._record_group(group, lambda entry: self.background.result(entry['task_id'])))
             self.in_flight = self.in_flight[len(group):]
-            self.coordinator.note_evaluation_round([e['player_id'] for e in group],
-                                                   periodic=not any(e['final'] for e in group),
-                                                   at=(group[0]['env_steps'], group[0]['seconds']))
+        return reports
+
+    def _record_group(self, group: List[dict], outcome_of) -> Dict[str, dict]:
+        """Record evaluations sent together, dated when they were sent; ``outcome_of(entry)`` plays or fetches
+        one: ``(outcomes per opponent, returns)``."""
+        reports = {}
+        for entry in group:
+            results, returns = outcome_of(entry)
+            pid = entry['player_id']
+            reports[pid] = self.coordinator.record_evaluation(pid, results, returns, version=entry['version'],
+                                                              at_env_steps=entry['env_steps'],
+                                                              at_iteration=entry['iteration'])
+            self.eval_history[pid].append((entry['version'], self.coordinator.summarise(results, returns)[1]))
+        self.coordinator.note_evaluation_round([e['player_id'] for e in group],
+                                               periodic=not any(e['final'] for e in group),
+                                               at=(group[0]['env_steps'], group[0]['seconds']))
         return reports
 
     # -- persistence --------------------------------------------------------------------------
@@ -252,16 +259,11 @@ class LeagueRun:
         """Evaluate parameters that are not the live players' (background evaluations a checkpoint kept)."""
         obs_space, act_space = self.kind.spaces()
         policy = POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, obs_space, act_space, seed=self.cfg.seed)
-        for entry in group:
+
+        def play(entry):
             policy.set_params(entry['params'], entry['version'])
-            results, returns = self.evaluation(policy, self.coordinator.eval_opponents, self.pool)
-            self.coordinator.record_evaluation(entry['player_id'], results, returns, version=entry['version'],
-                                               at_env_steps=entry['env_steps'], at_iteration=entry['iteration'])
-            self.eval_history[entry['player_id']].append((entry['version'],
-                                                          self.coordinator.summarise(results, returns)[1]))
-        self.coordinator.note_evaluation_round([e['player_id'] for e in group],
-                                               periodic=not any(e['final'] for e in group),
-                                               at=(group[0]['env_steps'], group[0]['seconds']))
+            return self.evaluation(policy, self.coordinator.eval_opponents, self.pool)
+        self._record_group(group, play)
 
     def close(self) -> None:
         for collector in self.collectors.values():
