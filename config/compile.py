@@ -51,6 +51,9 @@ def base_config() -> dict:
             # small zero-sum games (matrix games, Kuhn/Leduc poker): evaluate exploitability exactly and
             # give the league's ``nash`` branch the exact meta-game instead of win rates
             exact_analysis=False,
+            # serial mode: dict(every_evaluations=K, budget_steps=N[, eval_games=G]) trains an exploiter against
+            # the first player at every K-th periodic evaluation (framework/exploit_schedule.py)
+            exploit=None,
         ),
         train=dict(
             max_env_steps=1_000_000,
@@ -102,6 +105,19 @@ def base_config() -> dict:
     )
 
 
+def _check_exploit_spec(value) -> None:
+    """``battle.exploit``: None or dict(every_evaluations, budget_steps[, eval_games]), each an int >= 1."""
+    if value is None:
+        return
+    if not isinstance(value, dict) or not {'every_evaluations', 'budget_steps'} <= set(value) <= {
+            'every_evaluations', 'budget_steps', 'eval_games'}:
+        raise ConfigError(f'expected None or dict(every_evaluations=<int>, budget_steps=<int>[, eval_games=<int>]), '
+                          f'got {value!r}')
+    for key in sorted(value):
+        if isinstance(value[key], bool) or not isinstance(value[key], int) or value[key] < 1:
+            raise ConfigError(f'"{key}": expected an int >= 1, got {value[key]!r}')
+
+
 BASE_CONSTRAINTS = {
     'exp_name': of_type(str),
     'seed': in_range(0, 2 ** 32 - 1),
@@ -110,6 +126,7 @@ BASE_CONSTRAINTS = {
     'train.max_wall_seconds': in_range(0.0, None),
     'train.eval_every_iters': in_range(0, None),
     'train.eval_in_background': of_type(bool),
+    'battle.exploit': _check_exploit_spec,
     'train.checkpoint_every_iters': in_range(0, None),
     'parallel.collectors': in_range(0, None),
     'parallel.evaluators': in_range(0, None),
@@ -359,3 +376,4 @@ def load_config(path: str) -> EasyDict:
     reg.ensure_builtins()
     reg.import_modules(cfg.get('import_names', []))
     return EasyDict(cfg)
+

@@ -63,6 +63,9 @@ class ParallelRun:
     def __init__(self, cfg, resume: bool = False) -> None:
         import zmq
         check_replica_config(cfg)
+        if cfg.battle.get('exploit') is not None:
+            raise ConfigError('config key "battle.exploit": exploiters at evaluations run in serial mode; exploit a '
+                              'parallel run\'s players afterwards with `sparring exploit RUN --budget-steps N`')
         if cfg.parallel.launcher == 'local':
             worker_context()  # the fork server imports the workers' modules while this process builds the commander
         self.cfg = cfg

@@ -92,6 +92,7 @@ def _finish(cfg, run: LeagueRun, log: RunLogger) -> None:
     """The final evaluation of every player whose last one is out of date."""
     coordinator = run.coordinator
     run.settle_evaluations()  # what is still in the background counts before the final evaluation is chosen
+    run.exploits.finish()
     coordinator.begin_final_evaluation()
     finals = [job['player_id'] for job in coordinator.pending]
     if finals:

@@ -19,6 +19,7 @@ import torch
 
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.coordinator import INIT_REF, RunCoordinator
+from sparring.framework.exploit_schedule import ExploitSchedule
 from sparring.framework.run_setup import LEAGUE_STATE_FILE
 from sparring.worker.background_evaluation import BackgroundEvaluation
 from sparring.worker.learner import Learner
@@ -71,6 +72,8 @@ class LeagueRun:
         self.eval_history: Dict[str, list] = {pid: [] for pid in self.player_ids}  # (version, score) per evaluation
         if cfg.battle.exact_analysis:
             self.coordinator.use_exact_analysis(self.pool.get)
+        self.exploits = ExploitSchedule(cfg, self.kind.is_league, self.coordinator.history, say or (lambda line: None),
+                                        logger)
         self.rounds = 0
         self.wall_seconds = 0.0
         if state is not None:
@@ -128,8 +131,11 @@ class LeagueRun:
             for job in jobs:
                 self._evaluate(job['player_id'])
             if jobs:
-                self.coordinator.note_evaluation_round([job['player_id'] for job in jobs],
-                                                       periodic=not any(job['final'] for job in jobs))
+                periodic = not any(job['final'] for job in jobs)
+                self.coordinator.note_evaluation_round([job['player_id'] for job in jobs], periodic=periodic)
+                if periodic:
+                    policy = self.learners[jobs[0]['player_id']].policy
+                    self.exploits.after_evaluation(jobs[0]['player_id'], policy.get_params(), policy.version)
             return {job['player_id']: self.coordinator.last_eval[job['player_id']] for job in jobs}
         reports = self._record_due(self.rounds)
         jobs = self.coordinator.take_pending()
@@ -172,9 +178,10 @@ class LeagueRun:
                               iteration=self.learners[job['player_id']].train_iter), policy.get_params())
 
     def _submit(self, entry: dict, params) -> None:
+        """Send one evaluation; its entry keeps the parameters (for a checkpoint, and an exploiter)."""
         self.tasks_sent += 1
-        entry = dict(entry, task_id=self.tasks_sent)
-        self.background.submit(entry['task_id'], entry['player_id'], entry['version'], params,
+        entry = dict(entry, task_id=self.tasks_sent, params={k: v.detach().cpu() for k, v in params.items()})
+        self.background.submit(entry['task_id'], entry['player_id'], entry['version'], entry['params'],
                                self.coordinator.eval_opponents)
         self.in_flight.append(entry)
 
@@ -198,9 +205,11 @@ class LeagueRun:
                                                               at_env_steps=entry['env_steps'],
                                                               at_iteration=entry['iteration'])
             self.eval_history[pid].append((entry['version'], self.coordinator.summarise(results, returns)[1]))
-        self.coordinator.note_evaluation_round([e['player_id'] for e in group],
-                                               periodic=not any(e['final'] for e in group),
+        periodic = not any(e['final'] for e in group)
+        self.coordinator.note_evaluation_round([e['player_id'] for e in group], periodic=periodic,
                                                at=(group[0]['env_steps'], group[0]['seconds']))
+        if periodic:
+            self.exploits.after_evaluation(group[0]['player_id'], group[0]['params'], group[0]['version'])
         return reports
 
     # -- persistence --------------------------------------------------------------------------
@@ -218,8 +227,7 @@ class LeagueRun:
                          rounds=self.rounds, wall_seconds=self.wall_seconds, last_eval=self.last_eval,
                          history=self.history, league_state=self.league.state_dict(), rng=rng)
         if self.in_flight:  # a resumed run sends them again, with the parameters they were sent with
-            state['evaluations_in_flight'] = [dict(entry, params=self.background.task(entry['task_id'])['params'])
-                                              for entry in self.in_flight]
+            state['evaluations_in_flight'] = [dict(entry) for entry in self.in_flight]
         return state
 
     def _load(self, state: dict) -> None:
@@ -271,6 +279,7 @@ class LeagueRun:
         self.evaluation.close()
         if self.background is not None:
             self.background.close()
+        self.exploits.close()
 
 
 def _unified(state: dict, kind) -> dict:

@@ -75,10 +75,6 @@ class BackgroundEvaluation:
             self._receive()
         return self.answers.pop(task_id)
 
-    def task(self, task_id: int) -> dict:
-        """A task not answered yet (to save it with a checkpoint)."""
-        return self.unanswered[task_id]
-
     def _receive(self) -> None:
         try:
             ready = self.conn.poll(CHILD_START_SECONDS)
