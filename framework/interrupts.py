@@ -1,5 +1,10 @@
 """Ctrl-C and SIGTERM end a run the same way in every mode: what was done is saved, then the run stops
-with the resume hint. A second signal while it saves cannot cut the save short."""
+with the resume hint. A second signal while it saves cannot cut the save short.
+
+A KeyboardInterrupt raised where Python cannot pass it on (a finaliser or a callback that was running
+when the signal came) is lost, and the run would go on; so each signal is also noted, and a loop
+that calls :func:`raise_if_stopped` at its step boundaries stops at the next one regardless.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -8,21 +13,35 @@ import threading
 from typing import List
 
 
+_noted: List[int] = []  # signals that came inside terminate_as_interrupt, in order
+
+
 @contextlib.contextmanager
 def terminate_as_interrupt():
-    """Inside, SIGTERM raises KeyboardInterrupt as Ctrl-C does (only the main thread can handle signals)."""
+    """Inside, SIGINT and SIGTERM raise KeyboardInterrupt (as Ctrl-C does) and are noted for
+    :func:`raise_if_stopped` (only the main thread can handle signals)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def interrupt(signum, frame):
+        _noted.append(signum)
         raise KeyboardInterrupt(f'signal {signum}')
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    _noted.clear()
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _noted.clear()
+
+
+def raise_if_stopped() -> None:
+    """Raise KeyboardInterrupt if a signal came whose own KeyboardInterrupt was lost on the way."""
+    if _noted:
+        raise KeyboardInterrupt(f'signal {_noted[0]}')
 
 
 @contextlib.contextmanager

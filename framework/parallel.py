@@ -33,7 +33,7 @@ from typing import Optional
 from sparring.config.schema import ConfigError
 from sparring.framework.commander import Commander
 from sparring.framework.coordinator import INIT_REF
-from sparring.framework.interrupts import shielded, terminate_as_interrupt
+from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.framework.live_policies import LivePolicies
 from sparring.framework.local_launcher import LocalLauncher, worker_context
 from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
@@ -265,6 +265,7 @@ def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Option
         try:
             run.start()
             while not run.finished:
+                raise_if_stopped()
                 run.step()
         except KeyboardInterrupt:
             run.close(abort='interrupted')

@@ -15,7 +15,7 @@ from typing import Dict, Optional
 from sparring.framework.run_setup import closing_report, prepare_config
 from sparring.framework.serial_run import LeagueRun
 from sparring.framework.horizon import log_horizon
-from sparring.framework.interrupts import shielded, terminate_as_interrupt
+from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.logger import RunLogger, format_stats
 from sparring.worker.runtime import seed_everything, set_torch_threads
@@ -72,6 +72,7 @@ def _collect(cfg, run: LeagueRun, log: RunLogger, save) -> None:
     train, coordinator = cfg.train, run.coordinator
     first = run.player_ids[0]
     while coordinator.phase == 'collect':
+        raise_if_stopped()
         stats = run.train_round()
         steps, elapsed = run.env_steps, coordinator.wall_seconds
         for pid, s in stats.items():

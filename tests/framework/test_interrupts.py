@@ -69,3 +69,17 @@ def test_a_signal_while_shielded_waits_until_the_save_is_done():
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(1.0)
+
+
+def test_a_signal_whose_interrupt_was_lost_still_stops_the_loop_at_its_next_step():
+    from sparring.framework.interrupts import raise_if_stopped
+    with terminate_as_interrupt():
+        raise_if_stopped()  # nothing came yet
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+        except KeyboardInterrupt:
+            pass  # swallowed, as a finaliser running at that moment would
+        with pytest.raises(KeyboardInterrupt, match='signal 2'):
+            raise_if_stopped()
+    raise_if_stopped()  # outside, the noted signal is forgotten
