@@ -10,7 +10,7 @@ MCTS-1000. Writes ``benchmarks/results/connect_four_strength.json`` (one entry p
 the load average at the start and the end.
 
     .venv/bin/python benchmarks/connect_four_strength.py [--minutes 60] [--label ready] [--keep DIR]
-        [--env-steps N] [--mirror]
+        [--env-steps N] [--mirror] [--learn-threads N]
 """
 from __future__ import annotations
 
@@ -33,15 +33,17 @@ CONNECT_FOUR_MIRROR = dict(obs_axis=-1, actions=[6, 5, 4, 3, 2, 1, 0])
 
 
 def run(config: dict, minutes: float, eval_every: int, workdir: str, label: str, env_steps: int = 10 ** 10,
-        mirror: bool = False) -> dict:
+        mirror: bool = False, learn_threads: int = None) -> dict:
     from sparring.framework import serial_pipeline
     from sparring.framework.evaluate_player import evaluate_player
     config = copy.deepcopy(config)
     config['exp_name'] = os.path.join(workdir, label)
     config['battle'] = dict(config.get('battle', {}), eval_opponents=[MCTS.format(100), MCTS.format(1000)])
+    policy = config['policy']
     if mirror:
-        policy = config['policy']
         policy['learn'] = dict(policy['learn'], mirror=CONNECT_FOUR_MIRROR)
+    if learn_threads:
+        policy['learn'] = dict(policy['learn'], threads=learn_threads)
     config['train'] = dict(config['train'], max_wall_seconds=60.0 * minutes, max_env_steps=env_steps,
                            eval_every_iters=eval_every, eval_in_background=True, checkpoint_every_iters=500,
                            progress_bar=False, tensorboard=False)
@@ -67,6 +69,7 @@ def main() -> None:
     parser.add_argument('--label', default='ready')
     parser.add_argument('--env-steps', type=int, default=10 ** 10, help='an env-step budget as well as the time')
     parser.add_argument('--mirror', action='store_true', help='train with policy.learn.mirror (left-right)')
+    parser.add_argument('--learn-threads', type=int, default=None, help='policy.learn.threads (torch threads of the update)')
     parser.add_argument('--config', default='sparring.dizoo.board_games.config.connect_four_league',
                         help='module holding the config dict to train')
     parser.add_argument('--keep', default=None, help='keep the run in this directory (default: a temporary one)')
@@ -78,12 +81,15 @@ def main() -> None:
     print(f'load average at start: {os.getloadavg()}')
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
-        result = run(config, args.minutes, args.eval_every, args.keep, args.label, args.env_steps, args.mirror)
+        result = run(config, args.minutes, args.eval_every, args.keep, args.label, args.env_steps, args.mirror,
+                     args.learn_threads)
     else:
         with tempfile.TemporaryDirectory() as workdir:
-            result = run(config, args.minutes, args.eval_every, workdir, args.label, args.env_steps, args.mirror)
+            result = run(config, args.minutes, args.eval_every, workdir, args.label, args.env_steps, args.mirror,
+                     args.learn_threads)
     result.update(seconds=round(time.perf_counter() - started, 1), cpus=os.cpu_count(), machine=platform.machine(),
-                  torch=torch.__version__, config=args.config, mirror=args.mirror)
+                  torch=torch.__version__, config=args.config, mirror=args.mirror,
+                  learn_threads=args.learn_threads)
     for point in result['curve']:
         print(f'{point["seconds"]:8.0f} s {point["env_steps"]:>11,} steps  ' +
               '  '.join(f'{oid}:{w:.2f}' for oid, w in point['win'].items()))
