@@ -318,7 +318,7 @@ class RunCoordinator:
         return dict(env_steps=self.env_steps, player_env_steps=self.player_env_steps,
                     player_chunks=self.player_chunks, train_iterations=self.train_iterations,
                     versions=self.versions, next_eval=self.next_eval, counters=dict(self.counters),
-                    last_eval=self.last_eval, wall_seconds=self.wall_seconds)
+                    last_eval=self.last_eval, wall_seconds=self.wall_seconds, branch_games=self.watch.branch_state())
 
     def load_course_state(self, state: dict) -> None:
         self.env_steps = int(state['env_steps'])
@@ -326,4 +326,5 @@ class RunCoordinator:
             getattr(self, name).update(state[name])
         self.counters.update(state['counters'])
         self.last_eval = state['last_eval']
+        self.watch.load_branch_state(state.get('branch_games', {}))  # states saved before the key: none
         self.resume_clock(state['wall_seconds'])

@@ -54,6 +54,16 @@ class LeagueWatch:
             return job
         self.league.get_job_info = counted
 
+    def branch_state(self) -> Dict[str, Dict[str, int]]:
+        """The branch counts as plain dicts, for a checkpoint or a commander's state file."""
+        return {pid: dict(branches) for pid, branches in self.branch_games.items()}
+
+    def load_branch_state(self, state: Dict[str, Dict[str, int]]) -> None:
+        """Start counting from a saved run's counts: a resumed run's league does not hand its jobs out again."""
+        self.branch_games.clear()
+        for pid, branches in state.items():
+            self.branch_games[pid].update({branch: int(games) for branch, games in branches.items()})
+
     @property
     def course(self) -> dict:
         if self._course is None:
@@ -130,6 +140,12 @@ class LeagueWatch:
 
 class NoWatch:
     """A single-agent run: nothing to watch."""
+
+    def branch_state(self) -> dict:
+        return {}
+
+    def load_branch_state(self, state: dict) -> None:
+        pass
 
     def evaluated(self, pid: str, report: dict, env_steps: Optional[int] = None) -> None:
         pass

@@ -225,7 +225,8 @@ class LeagueRun:
             state = dict(learners={pid: l.state_dict() for pid, l in self.learners.items()},
                          collectors={pid: c.state_dict() for pid, c in self.collectors.items()},
                          rounds=self.rounds, wall_seconds=self.wall_seconds, last_eval=self.last_eval,
-                         history=self.history, league_state=self.league.state_dict(), rng=rng)
+                         history=self.history, league_state=self.league.state_dict(), rng=rng,
+                         branch_games=self.coordinator.watch.branch_state())
         if self.in_flight:  # a resumed run sends them again, with the parameters they were sent with
             state['evaluations_in_flight'] = [dict(entry) for entry in self.in_flight]
         return state
@@ -246,6 +247,7 @@ class LeagueRun:
         coordinator.env_steps = sum(coordinator.player_env_steps.values())
         coordinator.last_eval.update(state['last_eval'])
         coordinator.history.extend(state['history'])
+        coordinator.watch.load_branch_state(state.get('branch_games', {}))  # checkpoints before the key: none
         for pid, versions in state['evaluated_versions'].items():
             coordinator.evaluated_version[pid] = versions
         self.eval_history.update({pid: list(h) for pid, h in state['eval_history'].items()})

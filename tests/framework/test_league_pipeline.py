@@ -130,3 +130,19 @@ def test_exact_analysis_on_a_game_without_one_is_a_config_error(tmp_path):
     from sparring.config.schema import ConfigError
     with pytest.raises(ConfigError, match='battle.exact_analysis'):
         serial_pipeline(_matrix_config(tmp_path, env_type='prisoners_dilemma'))
+
+
+def test_branch_counts_survive_a_resume(tmp_path):
+    """The league watch's games per opponent branch go on from the checkpoint's counts, not from zero."""
+    whole = serial_pipeline(_config(tmp_path / 'whole'), seed=4, max_env_steps=512)
+    first = serial_pipeline(_config(tmp_path / 'halves'), seed=4, max_env_steps=256)
+    resumed = serial_pipeline(_config(tmp_path / 'halves'), seed=4, resume=True, max_env_steps=512)
+    counts = {name: CheckpointManager.load(s['checkpoint'])['branch_games']
+              for name, s in (('whole', whole), ('first', first), ('resumed', resumed))}
+    total = {name: sum(n for branches in c.values() for n in branches.values()) for name, c in counts.items()}
+    assert set(counts['first']) == {'naive_sp_0', 'naive_sp_1'} and total['first'] > 0
+    for pid, branches in counts['first'].items():
+        assert all(counts['resumed'][pid][branch] >= n for branch, n in branches.items())
+    # Games in progress at the checkpoint are drawn again after the resume, so a resumed run counts at
+    # least what the uninterrupted one did (and about half of that when the counts restarted at zero).
+    assert total['resumed'] >= total['whole'] > total['first']

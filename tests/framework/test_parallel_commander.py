@@ -199,6 +199,8 @@ def test_a_restarted_commander_replays_its_journal_to_the_same_league(tmp_path):
     publish(commander, learners[pid], pid, 9, 9)
     expected = commander.league.state_dict()
     steps, games, outstanding = commander.env_steps, commander.counters['games'], len(commander.outstanding)
+    branches = commander.coordinator.watch.branch_state()
+    assert sum(branches[pid].values()) == 15  # 5 chunks of 3 jobs, 9 of them before the saved state
     assert outstanding == 5  # one unplayed job per chunk
     commander.close()  # as if killed: no final save
 
@@ -208,6 +210,7 @@ def test_a_restarted_commander_replays_its_journal_to_the_same_league(tmp_path):
     assert [p['player_id'] for p in state['players']] == [p['player_id'] for p in expected['players']]
     assert state['job_count'] == expected['job_count'] and state['rng_state'] == expected['rng_state']
     assert (resumed.env_steps, resumed.counters['games']) == (steps, games)
+    assert resumed.coordinator.watch.branch_state() == branches  # saved counts plus the journal's tail
     assert resumed.train_iterations[pid] == 9 and resumed.versions[pid] == 9
     # the old workers died with the old commander: their unfinished games never count
     assert not resumed.outstanding and resumed.counters['jobs_abandoned'] == outstanding
