@@ -26,6 +26,7 @@ import torch
 import sparring.dizoo  # noqa: F401  (registers the games and their bots)
 from sparring.config.registry import BOT_REGISTRY
 from sparring.worker.env.battle import make_battle_env
+from sparring.worker.env.lockstep_match import first_game_results
 
 from results_file import merge_results
 
@@ -94,18 +95,7 @@ def speed() -> dict:
 
 def play(game: str, bots, num_games: int, seed: int) -> np.ndarray:
     """Seat 0's results (+1/0/-1) of ``num_games`` games between two bot instances, all in lockstep."""
-    env = make_battle_env(dict(type=game), num_games, seed)
-    step = env.reset()
-    results = np.zeros(num_games, np.int64)
-    finished = np.zeros(num_games, bool)
-    while not finished.all():
-        actions = np.stack([bots[k].act(step.obs[:, k], action_mask=step.action_mask[:, k]).action
-                            for k in range(2)], axis=1)
-        step = env.step(actions)
-        ended = (step.terminated | step.truncated) & ~finished
-        results[ended] = step.result[ended, 0]
-        finished |= ended
-    return results
+    return first_game_results(make_battle_env(dict(type=game), num_games, seed), bots)
 
 
 def score(game: str, first: tuple, second: tuple, num_games: int, seed: int) -> dict:

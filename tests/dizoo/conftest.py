@@ -5,6 +5,7 @@ import pytest
 import sparring.dizoo  # noqa: F401  (registers the games and their bots)
 from sparring.config.registry import BOT_REGISTRY
 from sparring.worker.env.battle import make_battle_env
+from sparring.worker.env.lockstep_match import first_game_results
 
 
 def random_legal_actions(step, rng: np.random.Generator) -> np.ndarray:
@@ -18,17 +19,7 @@ def play_match(game: str, bot_names, num_games: int, seed: int = 0, bot_cfgs=({}
     env = make_battle_env(dict(type=game, **(env_cfg or {})), num_games, seed)
     bots = [BOT_REGISTRY.get(name)(cfg, env.observation_space, env.action_space, seed=seed + 100 * k)
             for k, (name, cfg) in enumerate(zip(bot_names, bot_cfgs))]
-    step = env.reset()
-    results = np.zeros(num_games, np.int64)
-    finished = np.zeros(num_games, bool)
-    while not finished.all():
-        actions = np.stack([bots[k].act(step.obs[:, k], action_mask=step.action_mask[:, k]).action
-                            for k in range(2)], axis=1)
-        step = env.step(actions)
-        first_end = (step.terminated | step.truncated) & ~finished
-        results[first_end] = step.result[first_end, 0]
-        finished |= first_end
-    return results
+    return first_game_results(env, bots)
 
 
 @pytest.fixture
