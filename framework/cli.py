@@ -136,6 +136,9 @@ def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
     evaluate.add_argument('--games', type=int, default=None, help='games per opponent (default: the run\'s '
                                                                  'env.n_evaluator_episodes)')
     evaluate.add_argument('--sampled', action='store_true', help='sample actions (default: greedy)')
+    evaluate.add_argument('--search', type=int, default=None, metavar='SIMULATIONS',
+                          help='choose the player\'s moves by a tree search of this many simulations guided by its '
+                               'policy and value (tictactoe, connect_four; default: the network alone)')
     evaluate.add_argument('--seed', type=int, default=None, help='default: the run\'s seed, which replays the '
                                                                  'league\'s own evaluation games')
     evaluate.add_argument('--out', default=None, help='also write the report as JSON to this file')
@@ -220,7 +223,7 @@ def _use_run(args: argparse.Namespace) -> int:
     if args.command == 'eval':
         from sparring.framework.evaluate_player import evaluate_player, format_report, json_ready
         report = evaluate_player(args.run, args.against, player=args.player, snapshot=args.snapshot,
-                                 games=args.games, sampled=args.sampled, seed=args.seed)
+                                 games=args.games, sampled=args.sampled, seed=args.seed, search=args.search)
         print(format_report(report))
         if args.out:
             with open(args.out, 'w') as f:

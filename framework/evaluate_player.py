@@ -89,9 +89,11 @@ class Opponents:
 
 def evaluate_player(run_dir: str, against: Sequence[str], player: Optional[str] = None,
                     snapshot: Optional[str] = None, games: Optional[int] = None, sampled: bool = False,
-                    seed: Optional[int] = None) -> dict:
+                    seed: Optional[int] = None, search: Optional[int] = None) -> dict:
     """Play a run's player against each opponent in ``against``; returns the report (JSON-ready but for
-    infinite Elo bounds). ``games`` defaults to the run's ``env.n_evaluator_episodes``, ``seed`` to the run's."""
+    infinite Elo bounds). ``games`` defaults to the run's ``env.n_evaluator_episodes``, ``seed`` to the run's.
+    ``search``: the player chooses its moves by a tree search of that many simulations guided by its
+    policy and value (line games; :mod:`sparring.dizoo.board_games.guided_search`), not by the network alone."""
     run = TrainedRun(run_dir)
     if not run.kind.is_league:
         raise ConfigError(f'eval: {run_dir} trained a single agent on {run.cfg.env.type!r}; eval plays the '
@@ -105,20 +107,26 @@ def evaluate_player(run_dir: str, against: Sequence[str], player: Optional[str] 
         raise ConfigError(f'eval: --games must be at least 1, got {games}')
     pid = run.resolve(player, snapshot)
     policy = run.policy(pid, seed=seed)
+    if search is not None:
+        if isinstance(search, bool) or not isinstance(search, int) or search < 1:
+            raise ConfigError(f'eval: --search must be a number of simulations >= 1, got {search!r}')
+        from sparring.dizoo.board_games.guided_search import guided_search_player
+        policy = guided_search_player(cfg.env, policy, search, seed=seed)
     opponents = Opponents(run, seed)
     resolved: List[Tuple[str, object]] = [opponents.resolve(name) for name in against]
     env_seed = seed + LEAGUE_EVAL_SEED_OFFSET  # the league's evaluation games are played on these
     evaluator = BattleEvaluator(lambda: make_battle_env(cfg.env, cfg.env.evaluator_env_num, env_seed), games,
                                 deterministic=not sampled)
     results = evaluator.evaluate(policy, resolved)
-    return dict(run=run_dir, player=pid, games=games, sampled=bool(sampled), seed=seed,
+    return dict(run=run_dir, player=pid, games=games, sampled=bool(sampled), seed=seed, search=search,
                 opponents={r.opponent_id: outcome_statistics(r.outcomes) for r in results})
 
 
 def format_report(report: dict) -> str:
     """The report as lines of text: one per opponent."""
     lines = [f'{report["player"]} of {report["run"]}: {report["games"]} games per opponent, '
-             f'{"sampled" if report["sampled"] else "greedy"} play, seed {report["seed"]}']
+             f'{"sampled" if report["sampled"] else "greedy"} play, seed {report["seed"]}'
+             + (f', moves by a guided search of {report["search"]} simulations' if report.get('search') else '')]
     for name, s in report['opponents'].items():
         lines.append(f'  vs {name}: win {s["win"]:.1%} ± {s["win_se"]:.1%}  draw {s["draw"]:.1%} ± {s["draw_se"]:.1%}  '
                      f'loss {s["loss"]:.1%} ± {s["loss_se"]:.1%}  score {s["score"]:.3f}  '

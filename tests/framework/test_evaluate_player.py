@@ -69,3 +69,17 @@ def test_import_sparring_stays_cheap():
     code = ("import sys, sparring; assert 'torch' not in sys.modules and 'sparring.framework' not in sys.modules; "
             "assert callable(sparring.load_player) and 'sparring.framework.player_loader' in sys.modules")
     subprocess.run([sys.executable, '-c', code], check=True)
+
+
+def test_eval_with_a_guided_search_plays_at_least_as_well_as_the_network(trained_tictactoe, one_torch_thread, capsys):
+    run_dir, _ = trained_tictactoe
+    against = ['bot:random', 'bot:tictactoe_heuristic']
+    alone = evaluate_player(run_dir, against, games=20)
+    assert main(['eval', run_dir, '--against', *against, '--games', '20', '--search', '100']) == 0
+    assert 'guided search of 100 simulations' in capsys.readouterr().out
+    searched = evaluate_player(run_dir, against, games=20, search=100)
+    assert searched['search'] == 100 and alone['search'] is None
+    assert searched['opponents']['bot:random']['loss'] == 0.0  # every immediate win and block is in its tree
+    for name in against:
+        assert searched['opponents'][name]['score'] >= alone['opponents'][name]['score']
+    assert main(['eval', run_dir, '--against', 'bot:random', '--search', '0']) == 2

@@ -1,0 +1,207 @@
+"""Search at play time: PUCT tree search guided by a trained player's policy and value, in lockstep with numpy.
+
+The AlphaZero search (Silver et al. 2017) over the rules of a k-in-a-row game: each simulation
+descends by PUCT, ``Q + c_puct * P * sqrt(N_parent) / (1 + N_child)``, from the view of the player
+to move (an unvisited child counts ``Q = 0``), adds the node it reaches, and backs up the player's
+value of that node (the game's result where the game is over), its sign flipping at each level. A
+node's priors ``P`` are the player's action probabilities there; after ``num_simulations``
+simulations the most visited root action is played. Where the player's value is unreliable, the
+search still sees every win and loss within its tree.
+
+Every game of a batch has its own tree and gets the same simulations; what is shared is the numpy
+call and the network's forward pass, one batch per simulation. Nodes live in flat arrays indexed
+``tree * nodes_per_tree + node`` (a tree adds at most one node per simulation), children by action.
+
+:class:`GuidedSearchPlayer` wraps a trained policy as a player for the evaluator (``sparring eval
+RUN --search N``); the figures for the network alone and with search are reported apart.
+"""
+from __future__ import annotations
+
+from typing import Callable, Tuple
+
+import numpy as np
+
+from sparring.config.schema import ConfigError, in_range
+from sparring.dizoo.board_games.bitboard import BoardGeometry
+from sparring.dizoo.board_games.bots import LineGameBot
+from sparring.policy.bot import choose_best
+
+# (own stones, opponent stones, legal [n, A]) of positions with ``own`` to move -> (priors [n, A], values [n])
+Evaluate = Callable[[np.ndarray, np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray]]
+
+
+class LockstepPUCT:
+    """PUCT guided by ``evaluate`` for a batch of positions of one board geometry."""
+
+    def __init__(self, geometry: BoardGeometry, evaluate: Evaluate, num_simulations: int, c_puct: float,
+                 rng: np.random.Generator) -> None:
+        self.geometry, self.evaluate, self.rng = geometry, evaluate, rng
+        self.num_simulations, self.c_puct = int(num_simulations), float(c_puct)
+
+    def search(self, own: np.ndarray, opp: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """The most visited root action of each position (ties at random)."""
+        return choose_best(self.root_visits(own, opp, legal), self.rng)
+
+    def root_visits(self, own: np.ndarray, opp: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """Visits of each root action ``[n, A]`` after the search (``own`` to move; uint64 ``[n]``)."""
+        forest = _Forest(self, np.asarray(own, np.uint64), np.asarray(opp, np.uint64), np.asarray(legal, bool))
+        for simulation in range(self.num_simulations):
+            forest.simulate(simulation)
+        return forest.root_visits()
+
+
+class _Forest:
+    """The trees of one batched search."""
+
+    def __init__(self, puct: LockstepPUCT, own: np.ndarray, opp: np.ndarray, legal: np.ndarray) -> None:
+        self.puct, self.geometry = puct, puct.geometry
+        n, num_actions = legal.shape
+        self.nodes_per_tree = puct.num_simulations + 1
+        size = n * self.nodes_per_tree + 1
+        self.end = size - 1  # where a finished descent sits; its statistics are never read
+        self.roots = np.arange(n) * self.nodes_per_tree
+        self.trees = np.arange(n)
+        self.visits = np.zeros(size)
+        self.value = np.zeros(size)  # summed values, from the view of the player who moved into the node
+        self.prior = np.zeros((size, num_actions))
+        self.legal = np.zeros((size, num_actions), bool)
+        self.child = np.full((size, num_actions), -1, np.int64)
+        self.mover = np.zeros(size, np.uint64)  # the player to move at the node ...
+        self.other = np.zeros(size, np.uint64)  # ... and the one who just moved
+        self.terminal = np.zeros(size, bool)
+        self.terminal_value = np.zeros(size)  # 1: won by the move into the node; 0: a draw
+        self.mover[self.roots], self.other[self.roots] = own, opp
+        self.legal[self.roots] = legal
+        self._expand(self.roots)
+        self.visits[self.roots] = 1.0
+
+    def _expand(self, nodes: np.ndarray) -> np.ndarray:
+        """Store the player's priors at ``nodes`` (not over); returns their values for the player who moved into them."""
+        priors, values = self.puct.evaluate(self.mover[nodes], self.other[nodes], self.legal[nodes])
+        priors = np.where(self.legal[nodes], np.asarray(priors, np.float64), 0.0)
+        total = priors.sum(axis=1, keepdims=True)
+        uniform = self.legal[nodes] / np.maximum(self.legal[nodes].sum(axis=1, keepdims=True), 1)
+        self.prior[nodes] = np.where(total > 0, priors / np.where(total > 0, total, 1.0), uniform)
+        return -np.asarray(values, np.float64)
+
+    def simulate(self, simulation: int) -> None:
+        n = len(self.roots)
+        path = [self.roots]
+        node, walking = self.roots.copy(), np.ones(n, bool)
+        leaf = np.full(n, self.end)
+        leaf_value = np.zeros(n)
+        new_trees, new_nodes = [], []
+        while walking.any():
+            trees = np.flatnonzero(walking)
+            at = node[trees]
+            action = self._choose(at)
+            nxt = self.child[at, action]
+            fresh = nxt < 0
+            if fresh.any():  # add the child: the descent ends at it
+                grow_trees = trees[fresh]
+                created = self.roots[grow_trees] + simulation + 1
+                self._make(created, at[fresh], action[fresh])
+                nxt[fresh] = created
+                new_trees.append(grow_trees)
+                new_nodes.append(created)
+            ended = fresh | self.terminal[nxt]
+            step = np.full(n, self.end)
+            step[trees] = nxt
+            path.append(step)
+            node[trees] = nxt
+            leaf[trees[ended]] = nxt[ended]
+            walking[trees[ended]] = False
+        over = self.terminal[leaf]
+        leaf_value[over] = self.terminal_value[leaf[over]]
+        if new_trees:
+            trees, created = np.concatenate(new_trees), np.concatenate(new_nodes)
+            open_ = ~self.terminal[created]
+            if open_.any():
+                leaf_value[trees[open_]] = self._expand(created[open_])
+        self._back_up(np.stack(path), leaf, leaf_value)
+
+    def _choose(self, nodes: np.ndarray) -> np.ndarray:
+        children = self.child[nodes]
+        seen = children >= 0
+        child_visits = np.where(seen, self.visits[children], 0.0)
+        q = np.where(seen, self.value[children] / np.maximum(child_visits, 1.0), 0.0)
+        u = self.puct.c_puct * self.prior[nodes] * np.sqrt(self.visits[nodes])[:, None] / (1.0 + child_visits)
+        score = np.where(self.legal[nodes], q + u, -np.inf)
+        return score.argmax(axis=1)  # ties: the lowest action, so a search is reproducible without its rng
+
+    def _make(self, nodes: np.ndarray, parents: np.ndarray, actions: np.ndarray) -> None:
+        g = self.geometry
+        mover, other = self.mover[parents], self.other[parents]
+        placed = mover | g.move_bits(mover | other, actions)
+        self.child[parents, actions] = nodes
+        self.mover[nodes], self.other[nodes] = other, placed
+        won = g.has_line(placed)
+        occupied = other | placed
+        self.terminal[nodes] = won | (occupied == np.uint64(g.full_board))
+        self.terminal_value[nodes] = won
+        self.legal[nodes] = g.legal_mask(occupied) & ~self.terminal[nodes][:, None]
+
+    def _back_up(self, paths: np.ndarray, leaf: np.ndarray, leaf_value: np.ndarray) -> None:
+        """Add a visit and the leaf's value to every node on each path, the sign flipping at each level."""
+        depth = (paths == leaf).argmax(axis=0)  # the leaf's level in each tree's path
+        levels_above_leaf = depth - np.arange(len(paths))[:, None]
+        on_path = levels_above_leaf >= 0
+        sign = 1.0 - 2.0 * (levels_above_leaf & 1)
+        nodes = paths[on_path]
+        np.add.at(self.visits, nodes, 1.0)
+        np.add.at(self.value, nodes, (sign * leaf_value)[on_path])
+
+    def root_visits(self) -> np.ndarray:
+        children = self.child[self.roots]
+        return np.where(children >= 0, self.visits[children], 0.0)
+
+
+def policy_evaluator(policy, geometry: BoardGeometry) -> Evaluate:
+    """An :data:`Evaluate` from a trained policy that reads the line games' observation (own stones,
+    opponent stones, a to-move plane) and offers ``action_probabilities`` and ``value``."""
+    def evaluate(own: np.ndarray, opp: np.ndarray, legal: np.ndarray):
+        obs = np.empty((len(own), 3, geometry.rows, geometry.cols), np.float32)
+        obs[:, 0], obs[:, 1], obs[:, 2] = geometry.planes(own), geometry.planes(opp), 1.0
+        return policy.action_probabilities(obs, action_mask=legal), policy.value(obs)
+    return evaluate
+
+
+class GuidedSearchPlayer(LineGameBot):
+    """A trained player choosing its moves by :class:`LockstepPUCT` over its own policy and value."""
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return dict(super().default_config(), num_simulations=100, c_puct=1.5)
+
+    config_constraints = dict(LineGameBot.config_constraints, num_simulations=in_range(1, None),
+                              c_puct=in_range(0.0, None, open_lo=True))
+
+    def __init__(self, cfg, observation_space, action_space, guide, gravity: bool, seed: int = 0) -> None:
+        self.gravity = gravity
+        super().__init__(cfg, observation_space, action_space, seed)
+        for method in ('action_probabilities', 'value'):
+            if not callable(getattr(guide, method, None)):
+                raise TypeError(f'guided search: the player {type(guide).__name__} has no {method}(); expected a '
+                                f'policy with discrete action probabilities and a value (PPO)')
+        self.guide = guide
+        self.search = LockstepPUCT(self.geometry, policy_evaluator(guide, self.geometry), self.cfg['num_simulations'],
+                                   self.cfg['c_puct'], self.rng)
+
+    def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        own, opp = self._stones(obs)
+        return self.search.search(own, opp, action_mask)
+
+
+def guided_search_player(env_cfg, policy, num_simulations: int, seed: int = 0, c_puct: float = 1.5):
+    """``policy`` playing through :class:`GuidedSearchPlayer` on the board of ``env_cfg`` (a line game)."""
+    from sparring.dizoo.board_games.board_game_env import LineGameEnv
+    from sparring.worker.env.battle import battle_env_class
+    env_cls = battle_env_class(env_cfg.type)
+    if not (isinstance(env_cls, type) and issubclass(env_cls, LineGameEnv)):
+        raise ConfigError(f'--search: the search steps the rules of a k-in-a-row game (tictactoe, connect_four); '
+                          f'this run plays {env_cfg.type!r}')
+    geometry = BoardGeometry(env_cfg.rows, env_cfg.cols, env_cfg.win_length, env_cls.gravity)
+    obs_space = policy.observation_space if hasattr(policy, 'observation_space') else None
+    act_space = policy.action_space if hasattr(policy, 'action_space') else None
+    cfg = dict(win_length=geometry.win_length, num_simulations=int(num_simulations), c_puct=float(c_puct))
+    return GuidedSearchPlayer(cfg, obs_space, act_space, policy, env_cls.gravity, seed=seed)
