@@ -37,7 +37,7 @@ from sparring.framework.evaluate_player import evaluate_player
 from sparring.framework.league_pipeline import LeagueRun, complete_league_config
 from sparring.framework.run_setup import prepare_config
 
-from results_file import merge_results
+from results_file import merge_results, print_exploitability_curve
 
 QUIET = dict(progress_bar=False, tensorboard=False)
 
@@ -137,9 +137,7 @@ def poker(workdir: str, scale: float) -> dict:
         print(f'{game}: meta-strategy exploitability {summary["exact"]["meta_exploitability"]:.4f} after '
               f'{summary["wall_seconds"]:.0f} s / {summary["env_steps"]:,} env steps (best {best["meta_exploitability"]:.4f}); '
               f'<= 0.05 first at {under[0]["seconds"] if under else "never"} s')
-        for c in curve[::max(1, len(curve) // 12)]:
-            print(f'    {c["seconds"]:7.1f} s {c["env_steps"]:>10,} steps  meta {c["meta_exploitability"]:.4f}  '
-                  f'player {c["player_exploitability"]:.4f}')
+        print_exploitability_curve(curve, 12)
     return out
 
 

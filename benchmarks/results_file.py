@@ -20,3 +20,10 @@ def merge_results(name: str, results: dict) -> str:
         json.dump(previous, f, indent=2)
     print(f'wrote {path}')
     return path
+
+
+def print_exploitability_curve(curve: list, points: int) -> None:
+    """About ``points`` evenly spaced entries of an exact-exploitability curve (seconds, env steps, meta, player)."""
+    for c in curve[::max(1, len(curve) // points)]:
+        print(f'    {c["seconds"]:7.1f} s {c["env_steps"]:>11,} steps  meta {c["meta_exploitability"]:.4f}  '
+              f'player {c["player_exploitability"]:.4f}')

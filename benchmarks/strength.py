@@ -32,7 +32,7 @@ from typing import Callable, Dict, Optional
 
 import torch
 
-from results_file import merge_results
+from results_file import merge_results, print_exploitability_curve
 
 QUIET = dict(progress_bar=False, tensorboard=False)
 
@@ -96,9 +96,7 @@ def poker(game: str, config: dict, minutes: float, meta_target: float, player_ta
     print(f'{game}: final meta {final["meta_exploitability"]:.4f} player {final["player_exploitability"]:.4f} after '
           f'{final["seconds"]:.0f} s / {final["env_steps"]:,} env steps; target {"met" if out["final_meets_target"] else "missed"} '
           f'at the end, first met at {first["seconds"] if first else "never"} s; load {load_start} -> {out["load_average_end"]}')
-    for point in curve[::max(1, len(curve) // 15)]:
-        print(f'    {point["seconds"]:7.1f} s {point["env_steps"]:>11,} steps  meta {point["meta_exploitability"]:.4f}  '
-              f'player {point["player_exploitability"]:.4f}')
+    print_exploitability_curve(curve, 15)
     return out
 
 
