@@ -67,7 +67,9 @@ def main() -> None:
     parser.add_argument('--minutes', type=float, default=60.0)
     parser.add_argument('--eval-every', type=int, default=300, help='rounds between evaluations (about 90 s)')
     parser.add_argument('--label', default='ready')
-    parser.add_argument('--env-steps', type=int, default=10 ** 10, help='an env-step budget as well as the time')
+    parser.add_argument('--env-steps', type=int, default=10 ** 10,
+                        help='an env-step budget as well as the time; it is also the horizon over which the '
+                             'learning rate anneals to 0 (by default so far away that the rate stays constant)')
     parser.add_argument('--mirror', action='store_true', help='train with policy.learn.mirror (left-right)')
     parser.add_argument('--learn-threads', type=int, default=None, help='policy.learn.threads (torch threads of the update)')
     parser.add_argument('--config', default='sparring.dizoo.board_games.config.connect_four_league',
