@@ -60,7 +60,6 @@ class _Forest:
         size = n * self.nodes_per_tree + 1
         self.end = size - 1  # where a finished descent sits; its statistics are never read
         self.roots = np.arange(n) * self.nodes_per_tree
-        self.trees = np.arange(n)
         self.visits = np.zeros(size)
         self.value = np.zeros(size)  # summed values, from the view of the player who moved into the node
         self.prior = np.zeros((size, num_actions))
@@ -88,7 +87,7 @@ class _Forest:
         n = len(self.roots)
         path = [self.roots]
         node, walking = self.roots.copy(), np.ones(n, bool)
-        leaf = np.full(n, self.end)
+        leaf, leaf_depth = np.full(n, self.end), np.zeros(n, np.int64)
         leaf_value = np.zeros(n)
         new_trees, new_nodes = [], []
         while walking.any():
@@ -110,6 +109,7 @@ class _Forest:
             path.append(step)
             node[trees] = nxt
             leaf[trees[ended]] = nxt[ended]
+            leaf_depth[trees[ended]] = len(path) - 1
             walking[trees[ended]] = False
         over = self.terminal[leaf]
         leaf_value[over] = self.terminal_value[leaf[over]]
@@ -118,7 +118,7 @@ class _Forest:
             open_ = ~self.terminal[created]
             if open_.any():
                 leaf_value[trees[open_]] = self._expand(created[open_])
-        self._back_up(np.stack(path), leaf, leaf_value)
+        self._back_up(np.stack(path), leaf_depth, leaf_value)
 
     def _choose(self, nodes: np.ndarray) -> np.ndarray:
         children = self.child[nodes]
@@ -141,10 +141,10 @@ class _Forest:
         self.terminal_value[nodes] = won
         self.legal[nodes] = g.legal_mask(occupied) & ~self.terminal[nodes][:, None]
 
-    def _back_up(self, paths: np.ndarray, leaf: np.ndarray, leaf_value: np.ndarray) -> None:
-        """Add a visit and the leaf's value to every node on each path, the sign flipping at each level."""
-        depth = (paths == leaf).argmax(axis=0)  # the leaf's level in each tree's path
-        levels_above_leaf = depth - np.arange(len(paths))[:, None]
+    def _back_up(self, paths: np.ndarray, leaf_depth: np.ndarray, leaf_value: np.ndarray) -> None:
+        """Add a visit and the leaf's value to every node on each path (down to its leaf's level), the
+        sign flipping at each level."""
+        levels_above_leaf = leaf_depth - np.arange(len(paths))[:, None]
         on_path = levels_above_leaf >= 0
         sign = 1.0 - 2.0 * (levels_above_leaf & 1)
         nodes = paths[on_path]
@@ -183,7 +183,6 @@ class GuidedSearchPlayer(LineGameBot):
             if not callable(getattr(guide, method, None)):
                 raise TypeError(f'guided search: the player {type(guide).__name__} has no {method}(); expected a '
                                 f'policy with discrete action probabilities and a value (PPO)')
-        self.guide = guide
         self.search = LockstepPUCT(self.geometry, policy_evaluator(guide, self.geometry), self.cfg['num_simulations'],
                                    self.cfg['c_puct'], self.rng)
 
@@ -201,7 +200,5 @@ def guided_search_player(env_cfg, policy, num_simulations: int, seed: int = 0, c
         raise ConfigError(f'--search: the search steps the rules of a k-in-a-row game (tictactoe, connect_four); '
                           f'this run plays {env_cfg.type!r}')
     geometry = BoardGeometry(env_cfg.rows, env_cfg.cols, env_cfg.win_length, env_cls.gravity)
-    obs_space = policy.observation_space if hasattr(policy, 'observation_space') else None
-    act_space = policy.action_space if hasattr(policy, 'action_space') else None
     cfg = dict(win_length=geometry.win_length, num_simulations=int(num_simulations), c_puct=float(c_puct))
-    return GuidedSearchPlayer(cfg, obs_space, act_space, policy, env_cls.gravity, seed=seed)
+    return GuidedSearchPlayer(cfg, policy.observation_space, policy.action_space, policy, env_cls.gravity, seed=seed)
