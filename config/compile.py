@@ -54,6 +54,11 @@ def base_config() -> dict:
             # serial mode: dict(every_evaluations=K, budget_steps=N[, eval_games=G]) trains an exploiter against
             # the first player at every K-th periodic evaluation (framework/exploit_schedule.py)
             exploit=None,
+            # expert iteration: dict(num_simulations=N[, c_puct, sample_moves]) makes each learning player choose
+            # its collected moves by a search over the game's rules guided by its own network, recording the
+            # search's visit counts for policy.learn.objective='search' (an env that offers one: tictactoe,
+            # connect_four; dizoo/board_games/search_acting.py)
+            collect_search=None,
         ),
         train=dict(
             max_env_steps=1_000_000,
@@ -127,6 +132,7 @@ BASE_CONSTRAINTS = {
     'train.eval_every_iters': in_range(0, None),
     'train.eval_in_background': of_type(bool),
     'battle.exploit': _check_exploit_spec,
+    'battle.collect_search': of_type(dict, allow_none=True),
     'train.checkpoint_every_iters': in_range(0, None),
     'parallel.collectors': in_range(0, None),
     'parallel.evaluators': in_range(0, None),

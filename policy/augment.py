@@ -4,7 +4,8 @@ Connect four and tic-tac-toe look the same reflected left to right: a position's
 mirrored best move and the same value. ``policy.learn.mirror = dict(obs_axis=-1, actions=[...])``
 adds to each update's batch the mirror of every step: the observation flipped along ``obs_axis``
 (an axis of one observation, e.g. the board's columns), the action and the legal-action mask
-permuted by ``actions`` (``actions[a]`` is the mirror of action ``a``); advantage, return and the
+permuted by ``actions`` (``actions[a]`` is the mirror of action ``a``; so is a search's visit
+distribution, expert iteration's target); advantage, return and the
 recorded value are the step's own.
 
 The recorded log-probability is kept as well, and that is the right one for the importance ratio:
@@ -71,4 +72,6 @@ def with_mirror(batch: TrainBatch, mirror: dict) -> TrainBatch:
     if 'mask' in fields:
         # mask'[a'] = mask[a] with a' = actions[a], i.e. mask' = mask[:, inverse]; the mirror is its own inverse.
         mirrored['mask'] = fields['mask'][:, permutation]
+    if 'search_policy' in fields:  # a distribution over actions, permuted like the mask
+        mirrored['search_policy'] = fields['search_policy'][:, permutation]
     return TrainBatch({k: torch.cat([v, mirrored[k]]) for k, v in fields.items()})

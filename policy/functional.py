@@ -64,6 +64,17 @@ def ratio_statistics(log_ratio: torch.Tensor, clip_range: float) -> tuple[torch.
     return approx_kl, clip_fraction
 
 
+def search_target_loss(log_probs: torch.Tensor, target: torch.Tensor, log_prob: torch.Tensor,
+                       old_log_prob: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Expert iteration's policy loss: the cross-entropy from a search's visit distribution ``target``
+    ``[N, A]`` to the policy's ``log_probs`` ``[N, A]`` (actions the search never visited, illegal ones
+    among them, count nothing); returns (loss, approx-KL of the taken actions' ratios, clip fraction 0)."""
+    visited = target > 0
+    loss = -torch.where(visited, target * log_probs, torch.zeros_like(log_probs)).sum(-1).mean()
+    approx_kl, _ = ratio_statistics(log_prob - old_log_prob, float('inf'))
+    return loss, approx_kl, torch.zeros_like(approx_kl)
+
+
 def kl_penalty_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor,
                     kl: torch.Tensor, beta: float, eta: float, kl_target: float) -> tuple[torch.Tensor, torch.Tensor]:
     """PPO's adaptive-KL objective as a loss; returns (loss, mean KL).

@@ -46,7 +46,7 @@ from sparring.policy.normalizer import RunningNormalizer
 from sparring.policy.threads import torch_threads
 from sparring.policy.train_batch import TrainBatch, step_batch, window_batch
 
-OBJECTIVES = ('clip', 'kl_penalty', 'mmd')
+OBJECTIVES = ('clip', 'kl_penalty', 'mmd', 'search')
 GRAD_CLIPS = ('none', 'five')
 # The figures a minibatch reports, in the order of the row ``_update`` returns.
 STEP_STATS = ('policy_loss', 'value_loss', 'entropy', 'approx_kl', 'clip_fraction')
@@ -81,7 +81,9 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
                 device='cpu',  # where collectors, evaluators and snapshots act (same choices)
             ),
             learn=dict(
-                objective='clip',  # 'clip': clipped surrogate; 'kl_penalty': adaptive KL penalty
+                # 'clip': clipped surrogate; 'kl_penalty': adaptive KL penalty; 'mmd': magnetic mirror descent;
+                # 'search': towards the visit counts of the search it collects by (battle.collect_search)
+                objective='clip',
                 epochs=4,
                 num_minibatches=4,  # a recurrent model's minibatches are made of whole windows
                 lr=3e-4,
@@ -183,6 +185,10 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
             self.grad_clipper = SecondMomentClipper(self.net.parameters(), learn['grad_clip_sigmas'],
                                                     beta2=self.optimizer.defaults['betas'][1])
         self.kl_penalty = learn['objective'] == 'kl_penalty'
+        self.learns_from_search = learn['objective'] == 'search'
+        if self.learns_from_search and (self.continuous or self.recurrent):
+            raise ConfigError('config key "policy.learn.objective": \'search\' needs discrete actions and a '
+                              'feed-forward model (the search evaluates single positions)')
         replay = learn['value_replay']
         self.replays_value = self.kl_penalty if replay is None else bool(replay)
         self._reset_adaptation()
@@ -287,6 +293,9 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
 
     def _train_batch(self, chunk: Dict[str, np.ndarray]) -> TrainBatch:
         learn = self.cfg['learn']
+        if self.learns_from_search and 'search_policy' not in chunk:
+            raise ValueError('PPO.learn: objective \'search\' trains towards the chunk\'s search_policy, which it '
+                             'lacks; collect with battle.collect_search')
         advantages, returns = F.gae(chunk['reward'], chunk['value'], chunk['next_value'], chunk['terminated'],
                                     chunk['truncated'], learn['gamma'], learn['gae_lambda'])
         if self.recurrent:
@@ -413,6 +422,9 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
                                                                       clip_range)
             elif self.mmd:
                 pg_loss, approx_kl, clip_frac = self._mmd_loss(part, head, mask, log_prob, old_log_prob, adv, clip_range)
+            elif self.learns_from_search:
+                log_probs, target = self._acting_steps(part, D.categorical_log_probs(head, mask), part.steps('search_policy'))
+                pg_loss, approx_kl, clip_frac = F.search_target_loss(log_probs, target, log_prob, old_log_prob)
             else:
                 pg_loss, approx_kl, clip_frac = F.clipped_surrogate_loss(log_prob, old_log_prob, adv, clip_range)
             entropy_mean = entropy.mean()

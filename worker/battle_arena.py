@@ -16,6 +16,10 @@ opponent's per slot. Both are zeroed when a slot's game ends (and an opponent's 
 slot), and a recurrent opponent acts at every step of its games, also where it is not to move
 (its action is then ignored), just as the home policy does: a snapshot of a learner must see the
 game as it did while learning.
+
+With a ``search`` (expert iteration, ``battle.collect_search``) the home policy's moves come from
+``search.act(home, obs, action_mask) -> (ActOutput, visit distribution)`` instead of ``home.act``,
+and the distribution is among the home outputs as ``search_policy``.
 """
 from __future__ import annotations
 
@@ -30,10 +34,11 @@ from sparring.worker.recurrent_state import (State, initial_state, is_recurrent,
 
 
 class Arena:
-    def __init__(self, env, home: Policy, deterministic: bool = False) -> None:
+    def __init__(self, env, home: Policy, deterministic: bool = False, search=None) -> None:
         self.env = env
         self.home = home
         self.deterministic = deterministic
+        self.search = search
         B = env.num_envs
         self.home_seat = np.arange(B) % 2
         self.opponents: List[Optional[Policy]] = [None] * B
@@ -43,6 +48,9 @@ class Arena:
         team_size = getattr(env, 'team_size', None)
         self.agent_shape: Tuple[int, ...] = () if team_size is None else (int(team_size),)
         self.agents_per_seat = int(np.prod(self.agent_shape))
+        if search is not None and (self.agent_shape or is_recurrent(home)):
+            raise ValueError('battle arena: a search chooses one feed-forward player\'s moves; this game has teams '
+                             'or the player is recurrent')
         # The home policy's recurrent state per (slot, seat): each part [B, 2, ...]; None if feed-forward.
         self.home_state: State = None
         # Recurrent opponents' states: id(policy) -> (policy, state with one row per slot).
@@ -113,7 +121,8 @@ class Arena:
         """Actions ``[B, 2]`` (team envs: ``[B, 2, N]``) for the current step, and the home policy's outputs.
 
         The returned dict holds ``[B, 2]`` (``[B, 2, N]``) arrays ``action, log_prob, value`` and a bool
-        ``home_controlled`` for the (slot, seat) pairs the home policy acted for.
+        ``home_controlled`` for the (slot, seat) pairs the home policy acted for; with a search, also
+        ``search_policy`` ``[B, 2, A]``, the search's visit distribution where the home policy moved.
         """
         step = self.step_result
         B = self.num_envs
@@ -123,9 +132,12 @@ class Arena:
         # The home policy acts for its seat everywhere, and for the other seat in self-play slots.
         h_rows = np.concatenate([rows, rows[selfplay]])
         h_seats = np.concatenate([seats, 1 - seats[selfplay]])
-        out = self.home.act(self.as_rows(step.obs[h_rows, h_seats]),
-                            self.as_rows(take_rows(self.home_state, (h_rows, h_seats))),
-                            action_mask=self.as_rows(step.action_mask[h_rows, h_seats]), deterministic=self.deterministic)
+        home_obs, home_mask = self.as_rows(step.obs[h_rows, h_seats]), self.as_rows(step.action_mask[h_rows, h_seats])
+        if self.search is None:
+            out = self.home.act(home_obs, self.as_rows(take_rows(self.home_state, (h_rows, h_seats))),
+                                action_mask=home_mask, deterministic=self.deterministic)
+        else:
+            out, search_policy = self.search.act(self.home, home_obs, home_mask)
         put_rows(self.home_state, (h_rows, h_seats), self.from_rows(out.state))
         seats_shape = (B, 2, *self.agent_shape)
         actions = np.zeros(seats_shape, dtype=np.int64)
@@ -136,6 +148,9 @@ class Arena:
         home['log_prob'][h_rows, h_seats] = self.from_rows(out.log_prob)
         home['value'][h_rows, h_seats] = self.from_rows(out.value)
         home['home_controlled'][h_rows, h_seats] = True
+        if self.search is not None:
+            home['search_policy'] = np.zeros((B, 2, home_mask.shape[-1]), dtype=np.float32)
+            home['search_policy'][h_rows, h_seats] = search_policy
         # Other opponents: one batched call per distinct opponent, only where it is to move (a
         # recurrent one everywhere it plays, to keep its state in step with the game).
         opp_seats = 1 - seats

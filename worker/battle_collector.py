@@ -12,7 +12,8 @@ finished game is reported once in ``chunk.results``. A recurrent home policy's s
 arena per slot and seat, zeroed when a game ends) is recorded at the start of every BPTT window
 as ``window_state_<i>`` arrays ``[W, 2B, ...]``, column for column like the rest of the chunk.
 In a team env (``team_size`` N) every agent is a column: chunks are ``[T, 2B * N, ...]``, column
-``(2b + s) * N + i`` being agent i of seat s in slot b.
+``(2b + s) * N + i`` being agent i of seat s in slot b. With a ``search`` (expert iteration) the home
+player's moves are the search's, and chunks add its visit distributions ``search_policy`` ``[T, 2B, A]``.
 """
 from __future__ import annotations
 
@@ -32,9 +33,9 @@ OpponentSampler = Callable[[int], Tuple[str, Policy]]
 
 class BattleCollector(CollectorCounters):
     def __init__(self, env, policy: Policy, n_steps: int, sample_opponent: OpponentSampler,
-                 player_id: str = None, train_both_sides: bool = True) -> None:
+                 player_id: str = None, train_both_sides: bool = True, search=None) -> None:
         super().__init__(n_steps)
-        self.arena = Arena(env, policy)
+        self.arena = Arena(env, policy, search=search)
         self.policy = policy
         self.sample_opponent = sample_opponent
         self.player_id = player_id
@@ -71,6 +72,8 @@ class BattleCollector(CollectorCounters):
         )
         if getattr(self.policy, 'needs_next_obs', False):  # it bootstraps from these itself (DQN)
             buf['next_obs'] = np.empty_like(buf['obs'])
+        if arena.search is not None:
+            buf['search_policy'] = np.empty((*shape2, buf['action_mask'].shape[-1]), dtype=np.float32)
         bootstrap = np.zeros(shape2, dtype=np.float32)
         results = []
         version = self.policy.version
@@ -88,6 +91,8 @@ class BattleCollector(CollectorCounters):
             buf['action'][t] = home['action']
             buf['log_prob'][t] = home['log_prob']
             buf['value'][t] = home['value']
+            if 'search_policy' in buf:
+                buf['search_policy'][t] = home['search_policy']
             buf['value_mask'][t] = learnable
             buf['train_mask'][t] = learnable & arena.per_agent(step.to_move)
             nxt = arena.step(actions)

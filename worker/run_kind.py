@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from sparring.config.schema import ConfigError
 from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.collector import SampleCollector
-from sparring.worker.env.battle import is_battle_env, make_battle_env
+from sparring.worker.env.battle import battle_env_class, is_battle_env, make_battle_env
 from sparring.worker.env.manager import make_env_manager
 from sparring.worker.evaluation import GameEvaluation, ReturnEvaluation
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET, SINGLE_AGENT_EVAL_SEED_OFFSET, player_seed
@@ -52,9 +53,10 @@ class LeagueKind:
     def collector(self, policy, n_steps: int, seed: int, player_id: str, player_index: int,
                   sample_opponent: Optional[Callable]):
         """A player's collector on envs of its own; ``sample_opponent(slot)`` draws each game's opponent."""
+        search = collect_search(self.cfg, policy, player_seed(seed, player_index))
         env = make_battle_env(self.cfg.env, self.cfg.env.collector_env_num, player_seed(seed, player_index))
         return BattleCollector(env, policy, n_steps, sample_opponent, player_id=player_id,
-                               train_both_sides=self.cfg.battle.train_both_sides)
+                               train_both_sides=self.cfg.battle.train_both_sides, search=search)
 
     def evaluation(self, seed_shift: int = 0) -> GameEvaluation:
         # Every league evaluation replays the same seeds, so evaluations differ only by the players.
@@ -82,12 +84,36 @@ class SingleAgentKind:
 
     def collector(self, policy, n_steps: int, seed: int, player_id: str, player_index: int,
                   sample_opponent: Optional[Callable]):
+        if self.cfg.battle.collect_search is not None or needs_search(policy):
+            raise ConfigError(f'config key "battle.collect_search" (and policy.learn.objective=\'search\'): a search '
+                              f'over a game\'s rules is for two-player games; env {self.cfg.env.type!r} is single-agent')
         env = make_env_manager(self.cfg.env, self.cfg.env.collector_env_num, seed, self.cfg.import_names)
         return SampleCollector(env, policy, n_steps, player_id=player_id)
 
     def evaluation(self, seed_shift: int = 0) -> ReturnEvaluation:
         """``seed_shift``: a resumed run's evaluation episodes start where the run got, not at the first ones."""
         return ReturnEvaluation(self.cfg, self.cfg.seed + seed_shift + SINGLE_AGENT_EVAL_SEED_OFFSET)
+
+
+def needs_search(policy) -> bool:
+    """Whether ``policy`` learns from a search's visit counts (PPO's ``objective='search'``)."""
+    return bool(getattr(policy, 'learns_from_search', False))
+
+
+def collect_search(cfg, policy, seed: int):
+    """The search a league player collects its moves by (``battle.collect_search``), or None."""
+    spec = cfg.battle.collect_search
+    if spec is None:
+        if needs_search(policy):
+            raise ConfigError('config key "policy.learn.objective": \'search\' trains towards the visit counts of a '
+                              'search the player collects by; set "battle.collect_search", e.g. '
+                              'dict(num_simulations=50)')
+        return None
+    make = getattr(battle_env_class(cfg.env.type), 'search_acting', None)
+    if make is None:
+        raise ConfigError(f'config key "battle.collect_search": env {cfg.env.type!r} offers no search over its '
+                          f'rules; expected a game that does (tictactoe, connect_four)')
+    return make(cfg.env, dict(spec), seed)
 
 
 def _spaces_of(probe):

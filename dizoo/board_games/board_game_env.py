@@ -17,6 +17,7 @@ from gymnasium import spaces
 
 from sparring.config.schema import ConfigError, in_range
 from sparring.dizoo.board_games.bitboard import BoardGeometry
+from sparring.dizoo.board_games.search_acting import SearchActing
 from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.battle import BATTLE_ENV_CONSTRAINTS, NativeVecBattleEnv
 
@@ -44,6 +45,12 @@ class LineGameEnv(NativeVecBattleEnv):
             BoardGeometry(section['rows'], section['cols'], section['win_length'], cls.gravity)
         except ValueError as err:
             raise ConfigError(f'config keys "env.rows", "env.cols", "env.win_length": {err}') from None
+
+    @classmethod
+    def search_acting(cls, env_cfg: Mapping, search_cfg: dict, seed: int = 0) -> SearchActing:
+        """Expert iteration's acting over this game's rules (``battle.collect_search``)."""
+        geometry = BoardGeometry(env_cfg['rows'], env_cfg['cols'], env_cfg['win_length'], cls.gravity)
+        return SearchActing(search_cfg, geometry, seed)
 
     def __init__(self, cfg: Optional[Mapping], num_envs: int, seed: Optional[int] = None) -> None:
         super().__init__(cfg, num_envs, seed)

@@ -1,0 +1,84 @@
+"""Expert iteration's acting: a learning player's moves chosen by the search its own network guides.
+
+With ``battle.collect_search = dict(num_simulations=N, ...)`` a league player collects its games by
+:class:`~sparring.dizoo.board_games.guided_search.LockstepPUCT` over the game's rules, guided by its
+current policy (priors) and value (leaves), as AlphaZero's self-play does (Silver et al. 2017;
+Anthony et al. 2017 call it expert iteration). The search is the expert; the network learns to
+imitate it: each move it records the root's visit distribution as ``search_policy``, which PPO's
+``objective='search'`` trains the policy towards (and the value towards the game's result).
+
+The move played is drawn from the visit distribution while fewer than ``sample_moves`` stones are
+on the board, so self-play games start differently, and is the most visited move after that. The
+recorded log-probability and value are the network's own, for its statistics.
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+import numpy as np
+
+from sparring.config.compile import merge_class_section
+from sparring.config.schema import ConfigError, in_range
+from sparring.dizoo.board_games.bitboard import BoardGeometry
+from sparring.dizoo.board_games.guided_search import LockstepPUCT, policy_evaluator
+from sparring.policy.base import ActOutput
+from sparring.policy.bot import choose_best
+
+KEY = 'battle.collect_search'
+
+
+class SearchActing:
+    """Moves by guided search for the batches a collector's arena asks its home policy for."""
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return dict(num_simulations=50, c_puct=1.5, sample_moves=12)
+
+    config_constraints = dict(num_simulations=in_range(1, None), c_puct=in_range(0.0, None, open_lo=True),
+                              sample_moves=in_range(0, None))
+
+    def __init__(self, cfg: dict, geometry: BoardGeometry, seed: int = 0) -> None:
+        if not isinstance(cfg, dict):
+            raise ConfigError(f'config key "{KEY}": expected None or a dict of '
+                              f'{sorted(self.default_config())}, got {cfg!r}')
+        self.cfg = merge_class_section(type(self), cfg, KEY, validate=False)
+        self.geometry = geometry
+        self.rng = np.random.default_rng(seed)
+        self._searches = {}  # id(policy) -> (policy, its search)
+
+    def _search_for(self, policy) -> LockstepPUCT:
+        kept = self._searches.get(id(policy))
+        if kept is None or kept[0] is not policy:
+            if getattr(policy, 'recurrent', False):
+                raise ConfigError(f'config key "{KEY}": the search evaluates single positions; a recurrent '
+                                  f'policy\'s value depends on its state')
+            search = LockstepPUCT(self.geometry, policy_evaluator(policy, self.geometry), self.cfg['num_simulations'],
+                                  self.cfg['c_puct'], self.rng)
+            kept = self._searches[id(policy)] = (policy, search)
+        return kept[1]
+
+    def act(self, policy, obs: np.ndarray, action_mask: np.ndarray) -> Tuple[ActOutput, np.ndarray]:
+        """The moves for a batch of one seat's observations ``[n, 3, rows, cols]`` (rows without a legal
+        action: seats not to move, action 0) and the search's visit distribution ``[n, A]`` (zeros there)."""
+        obs, action_mask = np.asarray(obs), np.asarray(action_mask, bool)
+        n, num_actions = action_mask.shape
+        target = np.zeros((n, num_actions), np.float32)
+        action = np.zeros(n, np.int64)
+        rows = np.flatnonzero(action_mask.any(axis=1))
+        if len(rows):
+            g = self.geometry
+            own, opp = g.stones_from_plane(obs[rows, 0]), g.stones_from_plane(obs[rows, 1])
+            visits = self._search_for(policy).root_visits(own, opp, action_mask[rows])
+            target[rows] = visits / visits.sum(axis=1, keepdims=True)
+            action[rows] = self._choose(visits, target[rows], obs[rows, :2].sum(axis=(1, 2, 3)))
+        probs = policy.action_probabilities(obs, action_mask=action_mask)
+        chosen = np.maximum(probs[np.arange(n), action], np.finfo(np.float32).tiny)
+        return ActOutput(action, np.log(chosen).astype(np.float32), policy.value(obs)), target
+
+    def _choose(self, visits: np.ndarray, distribution: np.ndarray, stones: np.ndarray) -> np.ndarray:
+        best = choose_best(visits, self.rng)
+        sampled = (distribution.cumsum(axis=1) < self.rng.random((len(visits), 1))).sum(axis=1)
+        # Rounding may leave the last cumulative sum a hair under 1: stay on a visited action.
+        sampled = np.where(visits[np.arange(len(visits)), np.minimum(sampled, visits.shape[1] - 1)] > 0,
+                           np.minimum(sampled, visits.shape[1] - 1), best)
+        return np.where(stones < self.cfg['sample_moves'], sampled, best)

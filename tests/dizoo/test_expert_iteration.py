@@ -1,0 +1,161 @@
+"""Expert iteration: moves chosen by the guided search while collecting, and PPO trained towards its visits."""
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+import sparring.dizoo  # noqa: F401  (registers the games and bots)
+from sparring.config import compile_config, compile_section
+from sparring.config.registry import POLICY_REGISTRY
+from sparring.config.schema import ConfigError
+from sparring.dizoo.board_games.bitboard import BoardGeometry
+from sparring.dizoo.board_games.board_game_env import ConnectFourEnv
+from sparring.dizoo.board_games.search_acting import SearchActing
+from sparring.policy import functional as F
+from sparring.worker.battle_collector import BattleCollector
+from sparring.worker.env.battle import make_battle_env
+from sparring.worker.run_kind import run_kind
+
+CONNECT_FOUR = BoardGeometry(6, 7, 4, gravity=True)
+
+
+def _ppo(env, **learn):
+    cfg = compile_section('policy', dict(type='ppo', model=dict(type='cnn', conv_layers=[[8, 4, 1]], hidden_size=16),
+                                         learn=dict(dict(epochs=1, num_minibatches=1), **learn)))
+    return POLICY_REGISTRY.get('ppo')(cfg, env.observation_space, env.action_space, seed=0)
+
+
+def _observations(*games):
+    """Seat observations (own, opponent, to-move planes) of positions given as columns played from the empty board."""
+    env = ConnectFourEnv(None, len(games), seed=0)
+    step = env.reset()
+    for ply in range(max(len(g) for g in games)):
+        actions = np.zeros((len(games), 2), np.int64)
+        for b, game in enumerate(games):
+            if ply < len(game):
+                actions[b, ply % 2] = game[ply]
+        # A game shorter than the longest one waits: only step the envs that still have moves.
+        moving = np.array([ply < len(g) for g in games])
+        assert moving.all(), 'give games of equal length'
+        step = env.step(actions)
+    mover = len(games[0]) % 2
+    return step.obs[:, mover], step.action_mask[:, mover], step.obs[:, 1 - mover], step.action_mask[:, 1 - mover]
+
+
+def test_the_cross_entropy_towards_the_visits_by_hand():
+    target = torch.tensor([[0.75, 0.25, 0.0]])
+    log_probs = torch.log(torch.tensor([[0.5, 0.25, 0.25]]))
+    loss, kl, clip = F.search_target_loss(log_probs, target, torch.zeros(1), torch.zeros(1))
+    assert loss.item() == pytest.approx(0.75 * np.log(2) + 0.25 * np.log(4))
+    assert kl.item() == 0.0 and clip.item() == 0.0
+    # An illegal action has the lowest finite log-probability; never visited, it counts nothing.
+    masked = torch.tensor([[np.log(0.5), np.log(0.5), torch.finfo(torch.float32).min]])
+    loss, _, _ = F.search_target_loss(masked, target, torch.zeros(1), torch.zeros(1))
+    assert loss.item() == pytest.approx(np.log(2))
+
+
+def test_the_search_takes_the_win_the_network_does_not_see_and_records_its_visits():
+    # The first player (to move) wins in column 3; the untrained network has no idea.
+    own_obs, own_mask, idle_obs, idle_mask = _observations((0, 6, 1, 6, 2, 5))
+    env = ConnectFourEnv(None, 1)
+    policy = _ppo(env)
+    acting = SearchActing(dict(num_simulations=64, sample_moves=0), CONNECT_FOUR, seed=0)
+    obs, mask = np.concatenate([own_obs, idle_obs]), np.concatenate([own_mask, idle_mask])
+    out, target = acting.act(policy, obs, mask)
+    assert out.action[0] == 3 and target[0].argmax() == 3
+    assert target[0].sum() == pytest.approx(1.0) and (target[0][~mask[0]] == 0).all()
+    # The seat not to move gets no search: action 0 and an empty distribution (the env ignores it).
+    assert out.action[1] == 0 and (target[1] == 0).all()
+    # Log-probability and value are the network's own.
+    probs = policy.action_probabilities(obs, action_mask=mask)
+    assert out.log_prob[0] == pytest.approx(np.log(probs[0, 3]), rel=1e-5)
+    np.testing.assert_allclose(out.value, policy.value(obs), rtol=1e-6)
+
+
+def test_early_moves_are_drawn_from_the_visits_later_ones_are_the_most_visited():
+    acting = SearchActing(dict(num_simulations=8, sample_moves=2), CONNECT_FOUR, seed=0)
+    visits = np.array([[6.0, 2.0, 0, 0, 0, 0, 0]] * 400)
+    distribution = visits / 8.0
+    early = acting._choose(visits, distribution, np.zeros(400))
+    assert set(early.tolist()) == {0, 1} and 0.15 < (early == 1).mean() < 0.35  # 1 drawn with probability 1/4
+    assert (acting._choose(visits, distribution, np.full(400, 2)) == 0).all()
+
+
+def test_a_collector_with_the_search_records_the_visits_where_the_player_moved():
+    env = make_battle_env(dict(type='connect_four'), 4, 0)
+    policy = _ppo(env)
+    acting = SearchActing(dict(num_simulations=4), CONNECT_FOUR, seed=0)
+    collector = BattleCollector(env, policy, 6, lambda slot: ('me', policy), player_id='me', search=acting)
+    chunk = collector.collect()
+    chunk.validate()
+    d = chunk.data
+    assert d['search_policy'].shape == (6, 8, 7)
+    moved = d['train_mask']
+    np.testing.assert_allclose(d['search_policy'][moved].sum(-1), 1.0, rtol=1e-6)
+    assert (d['search_policy'][~moved] == 0).all()
+    # Every played move was one the search visited, and only legal actions were visited.
+    t, c = np.nonzero(moved)
+    assert (d['search_policy'][t, c, d['action'][t, c]] > 0).all()
+    assert (d['search_policy'][~d['action_mask']] == 0).all()
+
+
+def test_ppo_search_objective_moves_the_policy_towards_the_visits():
+    env = make_battle_env(dict(type='connect_four'), 4, 0)
+    policy = _ppo(env, objective='search', lr=1e-2, mirror=dict(obs_axis=-1, actions=[6, 5, 4, 3, 2, 1, 0]))
+    acting = SearchActing(dict(num_simulations=4), CONNECT_FOUR, seed=0)
+    chunk = BattleCollector(env, policy, 8, lambda slot: ('me', policy), search=acting).collect().data
+    moved = chunk['train_mask']
+    target = np.zeros_like(chunk['search_policy'])
+    target[..., 3][moved] = 1.0  # every move: the centre column
+    chunk = dict(chunk, search_policy=target)
+    obs, mask = chunk['obs'][moved], chunk['action_mask'][moved]
+    before = policy.action_probabilities(obs, action_mask=mask)[:, 3].mean()
+    for _ in range(10):
+        stats = policy.learn(chunk)
+    after = policy.action_probabilities(obs, action_mask=mask)[:, 3].mean()
+    assert after > max(0.8, before + 0.5) and stats['policy_loss'] < 0.5
+    del chunk['search_policy']
+    with pytest.raises(ValueError, match='search_policy'):
+        policy.learn(chunk)
+
+
+def test_mirror_augmentation_mirrors_the_visits():
+    from sparring.policy.augment import with_mirror
+    from sparring.policy.train_batch import TrainBatch
+    fields = dict(obs=torch.zeros(1, 3, 6, 7), action=torch.tensor([0]),
+                  search_policy=torch.tensor([[0.5, 0.3, 0.2, 0, 0, 0, 0]]))
+    mirrored = with_mirror(TrainBatch(fields), dict(obs_axis=-1, actions=[6, 5, 4, 3, 2, 1, 0]))
+    assert mirrored.fields['search_policy'][1].tolist() == pytest.approx([0, 0, 0, 0, 0.2, 0.3, 0.5])
+
+
+def _league_config(**battle):
+    from sparring.dizoo.board_games.config.connect_four_search import config
+    cfg = copy.deepcopy(config)
+    cfg['battle'].update(battle)
+    return cfg
+
+
+def test_misconfigurations_are_named(tmp_path):
+    def collector(cfg):
+        cfg = compile_config(cfg, exp_name=str(tmp_path / 'run'), save=False)
+        kind = run_kind(cfg)
+        obs_space, act_space = kind.spaces()
+        policy = POLICY_REGISTRY.get('ppo')(cfg.policy, obs_space, act_space)
+        return kind.collector(policy, 4, 0, 'p', 0, lambda slot: ('p', policy))
+    with pytest.raises(ConfigError, match='battle.collect_search.*num_simulation'):
+        collector(_league_config(collect_search=dict(num_simulation=10)))
+    with pytest.raises(ConfigError, match='"policy.learn.objective".*battle.collect_search'):
+        collector(_league_config(collect_search=None))
+    cfg = _league_config()
+    cfg['env'] = dict(type='rock_paper_scissors')
+    cfg['policy']['model'] = dict(type='mlp')
+    cfg['policy']['learn'].pop('mirror')
+    with pytest.raises(ConfigError, match='offers no search'):
+        collector(cfg)
+    with pytest.raises(ConfigError, match='collect_search'):
+        compile_config(_league_config(collect_search=50), save=False)
+    env = ConnectFourEnv(None, 1)
+    recurrent = compile_section('policy', dict(type='ppo', model=dict(type='lstm'), learn=dict(objective='search')))
+    with pytest.raises(ConfigError, match='discrete actions and a feed-forward'):
+        POLICY_REGISTRY.get('ppo')(recurrent, env.observation_space, env.action_space)
