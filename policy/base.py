@@ -63,6 +63,11 @@ class Policy:
         """``[B, A]`` probabilities of each discrete action (exact game-theoretic evaluation needs them)."""
         raise NotImplementedError(f'{type(self).__name__} does not expose action probabilities')
 
+    def probabilities_and_value(self, obs: np.ndarray, action_mask: Optional[np.ndarray] = None):
+        """``(action_probabilities, value)`` of a batch at once, as a search asks at every simulation; a
+        policy whose two heads share a forward pass overrides this to run it once."""
+        return self.action_probabilities(obs, action_mask=action_mask), self.value(obs)
+
     # -- learning -----------------------------------------------------------------------------
     def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
         """One update on a ``[T, B, ...]`` chunk; ``progress`` in [0, 1] drives annealing."""

@@ -13,6 +13,9 @@
   ``mmd_kl_coef * KL(pi || pi_old) + magnet_coef * KL(pi || magnet)``, the magnet ``'uniform'`` or
   ``'moving'`` (a network trailing the policy by ``magnet_lr`` per update); its last iterate converges in
   two-player zero-sum games. Discrete actions only.
+* ``'search'`` (expert iteration): the cross-entropy from the visit distribution of the search the
+  player collected its moves by (``battle.collect_search``, a chunk's ``search_policy``) to the
+  policy; with ``gamma = gae_lambda = 1`` the value learns the game's result, as AlphaZero's does.
 
 Shared: GAE(lambda) with truncated episodes bootstrapped, per-minibatch advantage
 normalisation, minibatch epochs, gradient clipping (global norm and/or OpenAI Five's per-element
@@ -30,24 +33,23 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from sparring.config.schema import ConfigError, in_range, of_type, one_of
+from sparring.config.schema import ConfigError
 from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
-from sparring.policy.average_policy import AVERAGE_CONSTRAINTS, AVERAGE_DEFAULTS, AveragePolicySteps
-from sparring.policy.augment import check_mirror, check_mirror_fits, with_mirror
+from sparring.policy.average_policy import AveragePolicySteps
+from sparring.policy.augment import check_mirror_fits, with_mirror
 from sparring.policy.base import ActOutput, Policy
-from sparring.policy.device import Placement, acting_device, check_device_spec
+from sparring.policy.device import Placement, acting_device
 from sparring.policy.grad_clip import SecondMomentClipper
 from sparring.policy.gradient_step import GradientStep, read_rows
 from sparring.policy.kl_penalty import KLPenaltySteps
-from sparring.policy.mmd import MMD_CONSTRAINTS, MMD_DEFAULTS, MagnetSteps
+from sparring.policy.mmd import MagnetSteps
 from sparring.policy.normalizer import RunningNormalizer
+from sparring.policy.ppo_config import PPO_CONSTRAINTS, ppo_default_config, validate_ppo_config
 from sparring.policy.threads import torch_threads
 from sparring.policy.train_batch import TrainBatch, step_batch, window_batch
 
-OBJECTIVES = ('clip', 'kl_penalty', 'mmd', 'search')
-GRAD_CLIPS = ('none', 'five')
 # The figures a minibatch reports, in the order of the row ``_update`` returns.
 STEP_STATS = ('policy_loss', 'value_loss', 'entropy', 'approx_kl', 'clip_fraction')
 
@@ -71,90 +73,13 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(
-            model=dict(type='mlp'),
-            device='cpu',  # the learner's: 'cpu', 'cuda', 'cuda:N' or 'auto' (CUDA where torch has it)
-            obs_norm=False,  # running mean/variance normalisation of observations
-            average=dict(AVERAGE_DEFAULTS),  # an NFSP-style average-policy network (sparring.policy.average_policy)
-            collect=dict(
-                n_steps=128,  # rollout length T per env per iteration
-                device='cpu',  # where collectors, evaluators and snapshots act (same choices)
-            ),
-            learn=dict(
-                # 'clip': clipped surrogate; 'kl_penalty': adaptive KL penalty; 'mmd': magnetic mirror descent;
-                # 'search': towards the visit counts of the search it collects by (battle.collect_search)
-                objective='clip',
-                epochs=4,
-                num_minibatches=4,  # a recurrent model's minibatches are made of whole windows
-                lr=3e-4,
-                anneal_lr=True,  # linearly to 0 over the run
-                adam_eps=1e-5,
-                clip_range=0.2,  # 'clip' only
-                anneal_clip_range=False,  # linearly to 0 over the run
-                value_clip_range=0.2,  # None: unclipped value loss
-                value_coef=0.5,
-                entropy_coef=0.0,
-                gamma=0.99,
-                gae_lambda=0.95,
-                normalize_advantage=True,
-                max_grad_norm=0.5,  # clip the global gradient norm (None: no norm clip)
-                grad_clip='none',  # 'five': also clip each element to +-grad_clip_sigmas * sqrt(v) first
-                grad_clip_sigmas=5.0,  # 'five': the bound in running RMS of the unclipped gradient
-                target_kl=None,  # 'clip': stop the epoch loop early once approx-KL exceeds this
-                kl_target=0.01,  # 'kl_penalty': the KL per update that beta steers towards
-                beta_init=1.0,  # 'kl_penalty': initial weight beta of the KL term
-                eta=50.0,  # 'kl_penalty': weight of the hinge eta * max(0, KL - 2 kl_target)^2
-                kl_adapt_factor=1.5,  # 'kl_penalty': beta (and at its bounds the lr) moves by this factor
-                value_replay=None,  # also fit the value on the previous chunk; None: only for 'kl_penalty'
-                **MMD_DEFAULTS,  # 'mmd' only: mmd_kl_coef, magnet, magnet_coef, magnet_coef_final, magnet_lr
-                threads=None,  # torch threads during the update (None: the process's torch_threads)
-                mirror=None,  # dict(obs_axis, actions): also train on each step's mirror image (policy/augment.py)
-            ),
-        )
+        return ppo_default_config()
 
-    config_constraints = {
-        'device': check_device_spec,
-        'collect.device': check_device_spec,
-        'collect.n_steps': in_range(1, None),
-        'learn.objective': one_of(*OBJECTIVES),
-        'learn.epochs': in_range(1, None),
-        'learn.num_minibatches': in_range(1, None),
-        'learn.lr': in_range(0.0, None, open_lo=True),
-        'learn.adam_eps': in_range(0.0, None, open_lo=True),
-        'learn.clip_range': in_range(0.0, None, open_lo=True),
-        'learn.value_clip_range': in_range(0.0, None, open_lo=True, allow_none=True),
-        'learn.value_coef': in_range(0.0, None),
-        'learn.entropy_coef': in_range(0.0, None),
-        'learn.gamma': in_range(0.0, 1.0),
-        'learn.gae_lambda': in_range(0.0, 1.0),
-        'learn.max_grad_norm': in_range(0.0, None, open_lo=True, allow_none=True),
-        'learn.grad_clip': one_of(*GRAD_CLIPS),
-        'learn.grad_clip_sigmas': in_range(0.0, None, open_lo=True),
-        'learn.target_kl': in_range(0.0, None, open_lo=True, allow_none=True),
-        'learn.kl_target': in_range(0.0, None, open_lo=True),
-        'learn.beta_init': in_range(*F.KL_BETA_BOUNDS),
-        'learn.eta': in_range(0.0, None),
-        'learn.kl_adapt_factor': in_range(1.0, None, open_lo=True),
-        'learn.value_replay': of_type(bool, allow_none=True),
-        **MMD_CONSTRAINTS,
-        **AVERAGE_CONSTRAINTS,
-        'learn.threads': in_range(1, None, allow_none=True),
-        'learn.mirror': check_mirror,
-    }
+    config_constraints = PPO_CONSTRAINTS
 
     @classmethod
     def validate_config(cls, section: dict) -> None:
-        learn = section['learn']
-        if learn['objective'] == 'kl_penalty' and learn['target_kl'] is not None:
-            raise ConfigError('config key "policy.learn.target_kl" is the clip objective\'s early stop; with '
-                              'objective=\'kl_penalty\' the epoch loop stops at 4 * kl_target: set "kl_target" '
-                              'and leave target_kl None')
-        model_cls = MODEL_REGISTRY.get(section['model']['type'])
-        if getattr(model_cls, 'recurrent', False):
-            n_steps, bptt_len = section['collect']['n_steps'], section['model']['bptt_len']
-            if n_steps % bptt_len:
-                raise ConfigError(f'config key "policy.collect.n_steps": {n_steps} is not a multiple of '
-                                  f'"policy.model.bptt_len" = {bptt_len}; a chunk must hold whole BPTT windows')
+        validate_ppo_config(section)
 
     def __init__(self, cfg: dict, observation_space: gym.Space, action_space: gym.Space, seed: int = 0) -> None:
         super().__init__(cfg, observation_space, action_space, seed)
@@ -259,6 +184,17 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
             return self.placement.numpy(answer)
         head, _, _ = self._step(obs, state)
         return self.placement.numpy(D.categorical_log_probs(head, mask).exp())
+
+    @torch.inference_mode()
+    def probabilities_and_value(self, obs: np.ndarray, action_mask: Optional[np.ndarray] = None):
+        if self.recurrent or self.continuous:
+            return super().probabilities_and_value(obs, action_mask)
+        obs_t = self._obs_tensor(obs)
+        mask = None if action_mask is None else self.placement.tensor(action_mask, dtype=torch.bool)
+        head, value = self.model(self.net.prepare(obs_t))
+        answer = self._answer_probabilities(obs_t, mask)  # an average policy answering
+        probs = D.categorical_log_probs(head, mask).exp() if answer is None else answer
+        return self.placement.numpy(probs), self.placement.numpy(value)
 
     @torch.inference_mode()
     def value(self, obs: np.ndarray, state: Any = None) -> np.ndarray:

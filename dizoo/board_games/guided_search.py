@@ -158,11 +158,11 @@ class _Forest:
 
 def policy_evaluator(policy, geometry: BoardGeometry) -> Evaluate:
     """An :data:`Evaluate` from a trained policy that reads the line games' observation (own stones,
-    opponent stones, a to-move plane) and offers ``action_probabilities`` and ``value``."""
+    opponent stones, a to-move plane) and offers ``probabilities_and_value`` (one forward pass)."""
     def evaluate(own: np.ndarray, opp: np.ndarray, legal: np.ndarray):
         obs = np.empty((len(own), 3, geometry.rows, geometry.cols), np.float32)
         obs[:, 0], obs[:, 1], obs[:, 2] = geometry.planes(own), geometry.planes(opp), 1.0
-        return policy.action_probabilities(obs, action_mask=legal), policy.value(obs)
+        return policy.probabilities_and_value(obs, action_mask=legal)
     return evaluate
 
 

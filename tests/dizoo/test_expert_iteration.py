@@ -159,3 +159,14 @@ def test_misconfigurations_are_named(tmp_path):
     recurrent = compile_section('policy', dict(type='ppo', model=dict(type='lstm'), learn=dict(objective='search')))
     with pytest.raises(ConfigError, match='discrete actions and a feed-forward'):
         POLICY_REGISTRY.get('ppo')(recurrent, env.observation_space, env.action_space)
+
+
+def test_probabilities_and_value_in_one_pass_equal_the_two_calls():
+    obs, mask, _, _ = _observations((3, 3, 4, 2))
+    env = ConnectFourEnv(None, 1)
+    for policy in (_ppo(env), POLICY_REGISTRY.get('ppo')(compile_section('policy', dict(
+            type='ppo', model=dict(type='cnn', conv_layers=[[8, 4, 1]], hidden_size=16),
+            average=dict(enabled=True, answer=True))), env.observation_space, env.action_space, seed=0)):
+        probs, value = policy.probabilities_and_value(obs, action_mask=mask)
+        np.testing.assert_array_equal(probs, policy.action_probabilities(obs, action_mask=mask))
+        np.testing.assert_array_equal(value, policy.value(obs))

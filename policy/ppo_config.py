@@ -1,0 +1,107 @@
+"""PPO's config section: the options with their defaults, their constraints, and the checks across keys.
+
+The policy itself is :class:`sparring.policy.ppo.PPOPolicy`; the objectives and what each option
+does are described there and in the README.
+"""
+from __future__ import annotations
+
+from sparring.config.schema import ConfigError, in_range, of_type, one_of
+from sparring.config.registry import MODEL_REGISTRY
+from sparring.policy import functional as F
+from sparring.policy.average_policy import AVERAGE_CONSTRAINTS, AVERAGE_DEFAULTS
+from sparring.policy.augment import check_mirror
+from sparring.policy.device import check_device_spec
+from sparring.policy.mmd import MMD_CONSTRAINTS, MMD_DEFAULTS
+
+OBJECTIVES = ('clip', 'kl_penalty', 'mmd', 'search')
+GRAD_CLIPS = ('none', 'five')
+
+
+def ppo_default_config() -> dict:
+    """PPO's options and their defaults (a new dict each call)."""
+    return dict(
+        model=dict(type='mlp'),
+        device='cpu',  # the learner's: 'cpu', 'cuda', 'cuda:N' or 'auto' (CUDA where torch has it)
+        obs_norm=False,  # running mean/variance normalisation of observations
+        average=dict(AVERAGE_DEFAULTS),  # an NFSP-style average-policy network (sparring.policy.average_policy)
+        collect=dict(
+            n_steps=128,  # rollout length T per env per iteration
+            device='cpu',  # where collectors, evaluators and snapshots act (same choices)
+        ),
+        learn=dict(
+            # 'clip': clipped surrogate; 'kl_penalty': adaptive KL penalty; 'mmd': magnetic mirror descent;
+            # 'search': towards the visit counts of the search it collects by (battle.collect_search)
+            objective='clip',
+            epochs=4,
+            num_minibatches=4,  # a recurrent model's minibatches are made of whole windows
+            lr=3e-4,
+            anneal_lr=True,  # linearly to 0 over the run
+            adam_eps=1e-5,
+            clip_range=0.2,  # 'clip' only
+            anneal_clip_range=False,  # linearly to 0 over the run
+            value_clip_range=0.2,  # None: unclipped value loss
+            value_coef=0.5,
+            entropy_coef=0.0,
+            gamma=0.99,
+            gae_lambda=0.95,
+            normalize_advantage=True,
+            max_grad_norm=0.5,  # clip the global gradient norm (None: no norm clip)
+            grad_clip='none',  # 'five': also clip each element to +-grad_clip_sigmas * sqrt(v) first
+            grad_clip_sigmas=5.0,  # 'five': the bound in running RMS of the unclipped gradient
+            target_kl=None,  # 'clip': stop the epoch loop early once approx-KL exceeds this
+            kl_target=0.01,  # 'kl_penalty': the KL per update that beta steers towards
+            beta_init=1.0,  # 'kl_penalty': initial weight beta of the KL term
+            eta=50.0,  # 'kl_penalty': weight of the hinge eta * max(0, KL - 2 kl_target)^2
+            kl_adapt_factor=1.5,  # 'kl_penalty': beta (and at its bounds the lr) moves by this factor
+            value_replay=None,  # also fit the value on the previous chunk; None: only for 'kl_penalty'
+            **MMD_DEFAULTS,  # 'mmd' only: mmd_kl_coef, magnet, magnet_coef, magnet_coef_final, magnet_lr
+            threads=None,  # torch threads during the update (None: the process's torch_threads)
+            mirror=None,  # dict(obs_axis, actions): also train on each step's mirror image (policy/augment.py)
+        ),
+    )
+
+
+PPO_CONSTRAINTS = {
+    'device': check_device_spec,
+    'collect.device': check_device_spec,
+    'collect.n_steps': in_range(1, None),
+    'learn.objective': one_of(*OBJECTIVES),
+    'learn.epochs': in_range(1, None),
+    'learn.num_minibatches': in_range(1, None),
+    'learn.lr': in_range(0.0, None, open_lo=True),
+    'learn.adam_eps': in_range(0.0, None, open_lo=True),
+    'learn.clip_range': in_range(0.0, None, open_lo=True),
+    'learn.value_clip_range': in_range(0.0, None, open_lo=True, allow_none=True),
+    'learn.value_coef': in_range(0.0, None),
+    'learn.entropy_coef': in_range(0.0, None),
+    'learn.gamma': in_range(0.0, 1.0),
+    'learn.gae_lambda': in_range(0.0, 1.0),
+    'learn.max_grad_norm': in_range(0.0, None, open_lo=True, allow_none=True),
+    'learn.grad_clip': one_of(*GRAD_CLIPS),
+    'learn.grad_clip_sigmas': in_range(0.0, None, open_lo=True),
+    'learn.target_kl': in_range(0.0, None, open_lo=True, allow_none=True),
+    'learn.kl_target': in_range(0.0, None, open_lo=True),
+    'learn.beta_init': in_range(*F.KL_BETA_BOUNDS),
+    'learn.eta': in_range(0.0, None),
+    'learn.kl_adapt_factor': in_range(1.0, None, open_lo=True),
+    'learn.value_replay': of_type(bool, allow_none=True),
+    **MMD_CONSTRAINTS,
+    **AVERAGE_CONSTRAINTS,
+    'learn.threads': in_range(1, None, allow_none=True),
+    'learn.mirror': check_mirror,
+}
+
+
+def validate_ppo_config(section: dict) -> None:
+    """Checks across keys, once the section is complete."""
+    learn = section['learn']
+    if learn['objective'] == 'kl_penalty' and learn['target_kl'] is not None:
+        raise ConfigError('config key "policy.learn.target_kl" is the clip objective\'s early stop; with '
+                          'objective=\'kl_penalty\' the epoch loop stops at 4 * kl_target: set "kl_target" '
+                          'and leave target_kl None')
+    model_cls = MODEL_REGISTRY.get(section['model']['type'])
+    if getattr(model_cls, 'recurrent', False):
+        n_steps, bptt_len = section['collect']['n_steps'], section['model']['bptt_len']
+        if n_steps % bptt_len:
+            raise ConfigError(f'config key "policy.collect.n_steps": {n_steps} is not a multiple of '
+                              f'"policy.model.bptt_len" = {bptt_len}; a chunk must hold whole BPTT windows')
