@@ -34,9 +34,12 @@ class LockstepPUCT:
     """PUCT guided by ``evaluate`` for a batch of positions of one board geometry."""
 
     def __init__(self, geometry: BoardGeometry, evaluate: Evaluate, num_simulations: int, c_puct: float,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, root_noise: float = 0.0, noise_alpha: float = 1.0) -> None:
         self.geometry, self.evaluate, self.rng = geometry, evaluate, rng
         self.num_simulations, self.c_puct = int(num_simulations), float(c_puct)
+        # Self-play's exploration (AlphaZero): the root's priors mixed with this share of Dirichlet(alpha)
+        # noise over the legal actions, so the search also tries moves the network dismisses.
+        self.root_noise, self.noise_alpha = float(root_noise), float(noise_alpha)
 
     def search(self, own: np.ndarray, opp: np.ndarray, legal: np.ndarray) -> np.ndarray:
         """The most visited root action of each position (ties at random)."""
@@ -72,6 +75,10 @@ class _Forest:
         self.mover[self.roots], self.other[self.roots] = own, opp
         self.legal[self.roots] = legal
         self._expand(self.roots)
+        if puct.root_noise > 0:
+            noise = np.where(legal, puct.rng.gamma(puct.noise_alpha, size=legal.shape), 0.0)
+            noise /= np.maximum(noise.sum(axis=1, keepdims=True), np.finfo(np.float64).tiny)
+            self.prior[self.roots] = (1.0 - puct.root_noise) * self.prior[self.roots] + puct.root_noise * noise
         self.visits[self.roots] = 1.0
 
     def _expand(self, nodes: np.ndarray) -> np.ndarray:

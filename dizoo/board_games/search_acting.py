@@ -8,7 +8,9 @@ imitate it: each move it records the root's visit distribution as ``search_polic
 ``objective='search'`` trains the policy towards (and the value towards the game's result).
 
 The move played is drawn from the visit distribution while fewer than ``sample_moves`` stones are
-on the board, so self-play games start differently, and is the most visited move after that. The
+on the board, so self-play games start differently, and is the most visited move after that. As in
+AlphaZero, the root's priors are mixed with ``root_noise`` of Dirichlet(``noise_alpha``) noise, so the
+search also tries moves the network dismisses and the network can learn where it was wrong. The
 recorded log-probability and value are the network's own, for its statistics.
 """
 from __future__ import annotations
@@ -32,10 +34,11 @@ class SearchActing:
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(num_simulations=50, c_puct=1.5, sample_moves=12)
+        return dict(num_simulations=50, c_puct=1.5, sample_moves=12, root_noise=0.25, noise_alpha=1.0)
 
     config_constraints = dict(num_simulations=in_range(1, None), c_puct=in_range(0.0, None, open_lo=True),
-                              sample_moves=in_range(0, None))
+                              sample_moves=in_range(0, None), root_noise=in_range(0.0, 1.0),
+                              noise_alpha=in_range(0.0, None, open_lo=True))
 
     def __init__(self, cfg: dict, geometry: BoardGeometry, seed: int = 0) -> None:
         if not isinstance(cfg, dict):
@@ -52,8 +55,9 @@ class SearchActing:
             if getattr(policy, 'recurrent', False):
                 raise ConfigError(f'config key "{KEY}": the search evaluates single positions; a recurrent '
                                   f'policy\'s value depends on its state')
-            search = LockstepPUCT(self.geometry, policy_evaluator(policy, self.geometry), self.cfg['num_simulations'],
-                                  self.cfg['c_puct'], self.rng)
+            cfg = self.cfg
+            search = LockstepPUCT(self.geometry, policy_evaluator(policy, self.geometry), cfg['num_simulations'],
+                                  cfg['c_puct'], self.rng, root_noise=cfg['root_noise'], noise_alpha=cfg['noise_alpha'])
             kept = self._searches[id(policy)] = (policy, search)
         return kept[1]
 

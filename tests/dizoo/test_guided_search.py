@@ -74,3 +74,21 @@ def test_search_is_refused_for_games_it_cannot_step():
     from easydict import EasyDict
     with pytest.raises(ConfigError, match='k-in-a-row'):
         guided_search_player(EasyDict(type='rock_paper_scissors'), policy=None, num_simulations=10)
+
+
+def test_root_noise_makes_the_search_try_moves_the_network_dismisses():
+    def confident(own, opp, legal):  # every prior on column 0
+        priors = np.zeros(legal.shape)
+        priors[:, 0] = 1.0
+        return priors, np.zeros(len(own))
+    own, opp = board()
+    legal = CONNECT_FOUR.legal_mask(own | opp)
+    plain = LockstepPUCT(CONNECT_FOUR, confident, 30, 1.0, np.random.default_rng(0)).root_visits(own, opp, legal)
+    assert plain[0, 0] == 30  # unvisited children count Q = 0: only the prior's column is ever tried
+    noisy = LockstepPUCT(CONNECT_FOUR, confident, 30, 1.0, np.random.default_rng(0), root_noise=0.5)
+    visits = noisy.root_visits(own, opp, legal)
+    assert visits.sum() == 30 and (visits[0, 1:] > 0).sum() >= 3
+    # Only legal actions get noise: a full column is never tried.
+    full = board(0, 0, 0, 0, 0, 0)
+    legal = CONNECT_FOUR.legal_mask(full[0] | full[1])
+    assert noisy.root_visits(*full, legal)[0, 0] == 0

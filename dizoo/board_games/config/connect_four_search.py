@@ -28,8 +28,8 @@ config = dict(
         players=dict(naive_sp=dict(one_phase_step=100, branch_probs=dict(sp=1.0))),
         reference_players=connect_four_sparring_partners(),
     ),
-    battle=dict(collect_search=dict(num_simulations=50, c_puct=1.5, sample_moves=12), eval_deterministic=True,
-                eval_opponents=['bot:connect_four_mcts?num_simulations=100']),
+    battle=dict(collect_search=dict(num_simulations=50, c_puct=1.5, sample_moves=12, root_noise=0.25, noise_alpha=1.0),
+                eval_deterministic=True, eval_opponents=['bot:connect_four_mcts?num_simulations=100']),
     train=dict(max_env_steps=20_000_000, max_wall_seconds=3600.0, eval_every_iters=25, eval_in_background=True,
                checkpoint_every_iters=50),
 )
