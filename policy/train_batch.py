@@ -98,7 +98,7 @@ def step_batch(chunk: Dict[str, np.ndarray], advantages: np.ndarray, returns: np
                 value=flat(chunk['value']), adv=flat(advantages), ret=flat(returns))
     if 'action_mask' in chunk:
         data['mask'] = flat(chunk['action_mask']).bool()
-    if 'search_policy' in chunk:  # expert iteration's targets (policy/search_target.py)
+    if 'search_policy' in chunk:  # expert iteration's targets (functional.search_target_loss)
         data['search_policy'] = flat(chunk['search_policy'])
     if acts is not None:
         data['acts'] = flat(acts).bool()
