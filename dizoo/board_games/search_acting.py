@@ -75,9 +75,9 @@ class SearchActing:
             visits = self._search_for(policy).root_visits(own, opp, action_mask[rows])
             target[rows] = visits / visits.sum(axis=1, keepdims=True)
             action[rows] = self._choose(visits, target[rows], obs[rows, :2].sum(axis=(1, 2, 3)))
-        probs = policy.action_probabilities(obs, action_mask=action_mask)
+        probs, value = policy.probabilities_and_value(obs, action_mask=action_mask)
         chosen = np.maximum(probs[np.arange(n), action], np.finfo(np.float32).tiny)
-        return ActOutput(action, np.log(chosen).astype(np.float32), policy.value(obs)), target
+        return ActOutput(action, np.log(chosen).astype(np.float32), value), target
 
     def _choose(self, visits: np.ndarray, distribution: np.ndarray, stones: np.ndarray) -> np.ndarray:
         best = choose_best(visits, self.rng)
