@@ -200,10 +200,9 @@ class GuidedSearchPlayer(LineGameBot):
 
 def guided_search_player(env_cfg, policy, num_simulations: int, seed: int = 0, c_puct: float = 1.5):
     """``policy`` playing through :class:`GuidedSearchPlayer` on the board of ``env_cfg`` (a line game)."""
-    from sparring.dizoo.board_games.board_game_env import LineGameEnv
     from sparring.worker.env.battle import battle_env_class
     env_cls = battle_env_class(env_cfg.type)
-    if not (isinstance(env_cls, type) and issubclass(env_cls, LineGameEnv)):
+    if not callable(getattr(env_cls, 'search_acting', None)):  # the line games, which offer a search over their rules
         raise ConfigError(f'--search: the search steps the rules of a k-in-a-row game (tictactoe, connect_four); '
                           f'this run plays {env_cfg.type!r}')
     geometry = BoardGeometry(env_cfg.rows, env_cfg.cols, env_cfg.win_length, env_cls.gravity)
