@@ -155,6 +155,12 @@ def test_misconfigurations_are_named(tmp_path):
         collector(cfg)
     with pytest.raises(ConfigError, match='collect_search'):
         compile_config(_league_config(collect_search=50), save=False)
+    with pytest.raises(ConfigError, match='num_simulations'):
+        collector(_league_config(collect_search=dict(num_simulations=0)))
+    single = dict(env=dict(type='gym', id='CartPole-v1'), policy=dict(type='ppo'),
+                  battle=dict(collect_search=dict(num_simulations=10)))
+    with pytest.raises(ConfigError, match='single-agent'):
+        collector(single)
     env = ConnectFourEnv(None, 1)
     recurrent = compile_section('policy', dict(type='ppo', model=dict(type='lstm'), learn=dict(objective='search')))
     with pytest.raises(ConfigError, match='discrete actions and a feed-forward'):
