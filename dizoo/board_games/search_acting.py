@@ -47,19 +47,18 @@ class SearchActing:
         self.cfg = merge_class_section(type(self), cfg, KEY, validate=False)
         self.geometry = geometry
         self.rng = np.random.default_rng(seed)
-        self._searches = {}  # id(policy) -> (policy, its search)
+        self._guide, self._search = None, None  # the arena's home policy and the search it guides
 
     def _search_for(self, policy) -> LockstepPUCT:
-        kept = self._searches.get(id(policy))
-        if kept is None or kept[0] is not policy:
+        if policy is not self._guide:
             if getattr(policy, 'recurrent', False):
                 raise ConfigError(f'config key "{KEY}": the search evaluates single positions; a recurrent '
                                   f'policy\'s value depends on its state')
             cfg = self.cfg
             search = LockstepPUCT(self.geometry, policy_evaluator(policy, self.geometry), cfg['num_simulations'],
                                   cfg['c_puct'], self.rng, root_noise=cfg['root_noise'], noise_alpha=cfg['noise_alpha'])
-            kept = self._searches[id(policy)] = (policy, search)
-        return kept[1]
+            self._guide, self._search = policy, search
+        return self._search
 
     def act(self, policy, obs: np.ndarray, action_mask: np.ndarray) -> Tuple[ActOutput, np.ndarray]:
         """The moves for a batch of one seat's observations ``[n, 3, rows, cols]`` (rows without a legal
