@@ -68,7 +68,7 @@ class Commander:
         self.known_workers: Set[str] = set()  # worker ids seen in this run: a returning learner restores
         self.outstanding: Dict[int, Tuple[str, str, str]] = {}  # job id -> (session, home, away)
         self.recent_chunks: Deque[str] = deque()
-        self.seen_chunks: Set[str] = set()
+        self.seen_chunks: Dict[str, int] = {}  # recent chunk ids -> the games recorded from them
         self.workers: Dict[str, WorkerRecord] = {}  # by session
         # By worker id, kept after it leaves; an earlier process of a restarted worker as '<id>/<pid>'.
         self.worker_stats: Dict[str, Dict[str, float]] = {}
@@ -113,7 +113,7 @@ class Commander:
             for job_id in (j for g in entry['games'] for j in g[1]) if op == 'games' else entry['jobs']:
                 self.outstanding.pop(job_id, None)
             if op == 'games':
-                self.remember_chunk(entry['chunk'])
+                self.remember_chunk(entry['chunk'], sum(len(ids) for _, ids, _ in entry['games']))
         return result
 
     def _commit(self, entry: dict):
@@ -122,11 +122,11 @@ class Commander:
         self.journal.append(entry)
         return result
 
-    def remember_chunk(self, chunk_id: str) -> None:
-        self.seen_chunks.add(chunk_id)
+    def remember_chunk(self, chunk_id: str, games: int = 0) -> None:
+        self.seen_chunks[chunk_id] = games
         self.recent_chunks.append(chunk_id)
         if len(self.recent_chunks) > RECENT_CHUNK_IDS:
-            self.seen_chunks.discard(self.recent_chunks.popleft())
+            self.seen_chunks.pop(self.recent_chunks.popleft(), None)
 
     # ------------------------------------------------------------------------------ requests
     def handle(self, message: Message) -> Tuple[str, dict, Optional[dict]]:
@@ -206,8 +206,9 @@ class Commander:
         if body['task_id'] is not None:
             self.collect.release(worker, body['task_id'])
         if body['chunk_id'] in self.seen_chunks:
+            # A report sent again because its answer was late: the same answer, nothing recorded twice.
             self.counters['duplicate_reports'] += 1
-            return self._ack(worker, duplicate=True, accepted=0, rejected=0)
+            return self._ack(worker, duplicate=True, accepted=self.seen_chunks[body['chunk_id']], rejected=0)
         groups: Dict[str, Tuple[List[int], List[str]]] = {}
         rejected = 0
         for job_id, outcome in body['results']:

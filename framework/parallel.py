@@ -189,9 +189,12 @@ class ParallelRun:
         if restarts >= self.cfg.parallel.max_restarts:
             raise RuntimeError(f'{worker_id} died {restarts + 1} times (last exit code {code}); its last output '
                                f'({self.launcher.output_path(worker_id)}):\n{self.launcher.tail(worker_id)}')
+        # A worker that chose to exit said why as its last words; a killed one has none worth repeating.
+        last_words = self.launcher.tail(worker_id).strip().splitlines()[-1:] if code > 0 else []
         pid = self.launcher.restart(worker_id)
         self.logger.line(f'{worker_id} exited with code {code}; restarted as pid {pid} '
-                         f'(restart {restarts + 1} of at most {self.cfg.parallel.max_restarts})')
+                         f'(restart {restarts + 1} of at most {self.cfg.parallel.max_restarts})'
+                         + ''.join(f'; its last words: {line[:300]}' for line in last_words))
 
     def _evaluate_here(self) -> None:
         """The final evaluation in this process, for a run without evaluator workers."""

@@ -248,3 +248,33 @@ def test_drop_counts_reach_the_log_and_tensorboard_as_they_happen(tmp_path):
     seen = commander.logger.scalars_seen
     assert seen['run/dropped/results_refused'] == 1 and seen['run/dropped/rejected_unauthenticated'] == 7
     assert 'dropped=8' in commander.logger.lines[-1]
+
+
+def test_a_worker_that_chose_to_exit_is_restarted_with_its_last_words_in_the_log(tmp_path):
+    from types import SimpleNamespace
+    from easydict import EasyDict
+    from sparring.framework.parallel import ParallelRun
+
+    class Launcher:
+        processes, roles, restarts = {}, {'collector-1': ('collector', None, 0), 'learner-p': ('learner', 'p', 0)}, {}
+
+        def tail(self, worker_id):
+            return ('INFO registered\nERROR collector-1: no answer to \'jobs\' from tcp://127.0.0.1:5 for 20 s\n'
+                    if worker_id == 'collector-1' else 'INFO training\n')
+
+        def restart(self, worker_id):
+            self.restarts[worker_id] = self.restarts.get(worker_id, 0) + 1
+            return 4321
+
+    lines, dropped = [], []
+    run = ParallelRun.__new__(ParallelRun)
+    run.launcher = Launcher()
+    run.cfg = EasyDict(parallel=dict(max_restarts=2, learner_replicas=1))
+    run.logger = SimpleNamespace(line=lines.append)
+    run.commander = SimpleNamespace(phase='collect', drop_worker_id=lambda wid, why: dropped.append((wid, why)))
+    run._exited('collector-1', 3)
+    run._exited('learner-p', -9)  # killed: its output ends mid-work, nothing to quote
+    assert dropped == [('collector-1', 'process exited with code 3'), ('learner-p', 'process exited with code -9')]
+    assert lines == ["collector-1 exited with code 3; restarted as pid 4321 (restart 1 of at most 2); its last "
+                     "words: ERROR collector-1: no answer to 'jobs' from tcp://127.0.0.1:5 for 20 s",
+                     'learner-p exited with code -9; restarted as pid 4321 (restart 1 of at most 2)']

@@ -208,3 +208,51 @@ def test_curve_lets_only_authorised_keys_in(tmp_path):
         thread.join()
         guard.stop()
         context.destroy(linger=0)
+
+
+def _worker_facing(server_address, worker_timeout):
+    from easydict import EasyDict
+    from sparring.worker.remote.base import Worker
+    worker = Worker(server_address, Security(Signer(SECRET)), worker_id='collector-0', timeout=5.0)
+    worker.par = EasyDict(worker_timeout_seconds=worker_timeout, request_timeout_seconds=30.0)
+    return worker
+
+
+def test_a_lost_reply_costs_the_worker_a_resend_not_its_life():
+    from sparring.worker.remote.base import FIRST_ATTEMPT_SECONDS, CommanderLost
+    context = zmq.Context()
+    server = Server(context, '127.0.0.1', 0, Security(Signer(SECRET)))
+    seen, stop = [], threading.Event()
+
+    def serve_all_but_the_first():
+        while not stop.is_set():
+            got = server.recv(0.05)
+            if got is not None:
+                seen.append(got[1].body)
+                if len(seen) > 1:  # the first answer is lost on the way
+                    server.reply(got[0], got[1].id, 'ack', dict(state='run'))
+
+    thread = threading.Thread(target=serve_all_but_the_first)
+    thread.start()
+    worker = _worker_facing(server.address, worker_timeout=30.0)  # the request timeout (30 s) is no shorter
+    try:
+        started = time.monotonic()
+        reply = worker.request('collect_task')
+        waited = time.monotonic() - started
+        assert reply.kind == 'ack' and worker.resends == 1 and not worker.lost
+        assert FIRST_ATTEMPT_SECONDS <= waited < FIRST_ATTEMPT_SECONDS + 3.0
+        assert len(seen) == 2 and seen[0] == seen[1] == dict(session=worker.session)  # the same request again
+        # a commander that answers nothing: the worker gives up after worker_timeout_seconds, resending meanwhile
+        stop.set()
+        thread.join()
+        worker.par.worker_timeout_seconds = 2.5
+        started = time.monotonic()
+        with pytest.raises(CommanderLost, match="no answer to 'collect_task'.* for 2 s"):
+            worker.request('collect_task')
+        assert 2.5 <= time.monotonic() - started < 4.0 and worker.resends == 1 + 2 and worker.lost
+    finally:
+        stop.set()
+        thread.join()
+        worker.client.close()
+        context.destroy(linger=0)
+        worker.context.destroy(linger=0)

@@ -92,9 +92,10 @@ def test_each_game_is_recorded_once_and_only_by_the_worker_that_holds_its_job(tm
     kind, ack, _ = report(commander, a, pid, [[j, 'win'] for j in jobs[:4]], chunk_id='c1', task_id=task['task_id'])
     assert (ack['accepted'], ack['rejected']) == (4, 0)
     assert recorded_games(commander.league) == 4
-    # the same chunk again (a retried report): nothing more is recorded
+    # the same chunk again (a report sent again when its answer was late): nothing more is recorded, and
+    # the collector hears the same count as the first time
     _, again, _ = report(commander, a, pid, [[j, 'win'] for j in jobs[:4]], chunk_id='c1')
-    assert again['duplicate']
+    assert again['duplicate'] and (again['accepted'], again['rejected']) == (4, 0)
     # finished jobs in a new chunk, another worker's jobs, unknown jobs: refused
     _, other, _ = report(commander, b, pid, [[jobs[4], 'loss'], [99_999, 'draw']])
     _, twice, _ = report(commander, a, pid, [[jobs[0], 'win'], [jobs[4], 'draw']])

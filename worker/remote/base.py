@@ -33,6 +33,7 @@ log = logging.getLogger('sparring.worker')
 
 EXIT_COMMANDER_LOST = 3
 EXIT_ORPHANED = 4
+FIRST_ATTEMPT_SECONDS = 2.0  # a request's first wait for its reply; replies come within milliseconds
 
 
 class CommanderLost(RuntimeError):
@@ -70,6 +71,7 @@ class Worker:
         self.last_contact = time.monotonic()
         self.lost = False
         self.expired = False
+        self.resends = 0  # requests asked again after their reply did not come in time
         self._stop_heartbeat = threading.Event()
         self._heartbeat_thread: Optional[threading.Thread] = None
 
@@ -130,9 +132,16 @@ class Worker:
 
     # -- talking -----------------------------------------------------------------------------
     def request(self, kind: str, body: Optional[dict] = None, arrays=None):
-        """The reply to a request, retried until ``worker_timeout_seconds`` pass without an answer."""
+        """The reply to a request, asked again until ``worker_timeout_seconds`` pass without an answer.
+
+        The first attempt waits :data:`FIRST_ATTEMPT_SECONDS`, each later one twice as long as the one
+        before, up to ``request_timeout_seconds``: one lost or late reply costs a resend, not the worker,
+        and a large reply on a slow link still gets the time it needs. The commander's requests are safe
+        to repeat (a repeated report or publish is recognised; repeated jobs are abandoned with the session).
+        """
         body = dict(body or {}, session=self.session)
         deadline = time.monotonic() + self.par.worker_timeout_seconds
+        attempt = min(FIRST_ATTEMPT_SECONDS, self.par.request_timeout_seconds)
         while True:
             self.check_alive()
             remaining = deadline - time.monotonic()
@@ -141,8 +150,12 @@ class Worker:
                 raise CommanderLost(f'{self.worker_id}: no answer to {kind!r} from {self.commander} for '
                                     f'{self.par.worker_timeout_seconds:.0f} s')
             try:
-                return self.client.request(kind, body, arrays, timeout=min(self.par.request_timeout_seconds, remaining))
+                return self.client.request(kind, body, arrays, timeout=min(attempt, remaining))
             except RequestTimeout:
+                self.resends += 1
+                log.warning('%s: no answer to %r within %.1f s; asking again', self.worker_id, kind,
+                            min(attempt, remaining))
+                attempt = min(2 * attempt, self.par.request_timeout_seconds)
                 continue
             except MessageError as err:
                 if err.reason == 'session':
@@ -206,7 +219,8 @@ class Worker:
                     os._exit(EXIT_ORPHANED)
                 extra = self.heartbeat_extra()
                 try:
-                    reply = client.request('heartbeat', dict(session=self.session, stats=self.stats(), **extra))
+                    stats = dict(self.stats(), resends=float(self.resends))
+                    reply = client.request('heartbeat', dict(session=self.session, stats=stats, **extra))
                 except Exception as err:
                     self.heartbeat_lost(extra)
                     if isinstance(err, RequestTimeout):
