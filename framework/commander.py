@@ -205,8 +205,7 @@ class Commander:
         self._check_player(pid)
         if body['task_id'] is not None:
             self.collect.release(worker, body['task_id'])
-        if body['chunk_id'] in self.seen_chunks:
-            # A report sent again because its answer was late: the same answer, nothing recorded twice.
+        if body['chunk_id'] in self.seen_chunks:  # sent again as its answer was late: the same answer, no record
             self.counters['duplicate_reports'] += 1
             return self._ack(worker, duplicate=True, accepted=self.seen_chunks[body['chunk_id']], rejected=0)
         groups: Dict[str, Tuple[List[int], List[str]]] = {}
