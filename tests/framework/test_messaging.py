@@ -236,9 +236,10 @@ def test_a_lost_reply_costs_the_worker_a_resend_not_its_life():
     thread.start()
     worker = _worker_facing(server.address, worker_timeout=30.0)  # the request timeout (30 s) is no shorter
     try:
-        started = time.monotonic()
+        started, worker.last_contact = time.monotonic(), 0.0
         reply = worker.request('collect_task')
         waited = time.monotonic() - started
+        assert worker.last_contact >= started  # an answer counts as contact: failing heartbeats alone end nothing
         assert reply.kind == 'ack' and worker.resends == 1 and not worker.lost
         assert FIRST_ATTEMPT_SECONDS <= waited < FIRST_ATTEMPT_SECONDS + 3.0
         assert len(seen) == 2 and seen[0] == seen[1] == dict(session=worker.session)  # the same request again

@@ -150,7 +150,7 @@ class Worker:
                 raise CommanderLost(f'{self.worker_id}: no answer to {kind!r} from {self.commander} for '
                                     f'{self.par.worker_timeout_seconds:.0f} s')
             try:
-                return self.client.request(kind, body, arrays, timeout=min(attempt, remaining))
+                reply = self.client.request(kind, body, arrays, timeout=min(attempt, remaining))
             except RequestTimeout:
                 self.resends += 1
                 log.warning('%s: no answer to %r within %.1f s; asking again', self.worker_id, kind,
@@ -162,6 +162,8 @@ class Worker:
                     self.expired = True
                     raise SessionExpired(str(err)) from None
                 raise
+            self.last_contact = time.monotonic()  # an answer is a sign of life, as a heartbeat's is
+            return reply
 
     def work_on(self, kind: str, do: Callable[[dict], None]) -> None:
         """Ask for tasks (``collect_task``, ``eval_task``) and do each, until the commander says stop."""
@@ -190,7 +192,8 @@ class Worker:
 
     def check_alive(self) -> None:
         if self.lost:
-            raise CommanderLost(f'{self.worker_id}: the commander at {self.commander} stopped answering heartbeats')
+            raise CommanderLost(f'{self.worker_id}: the commander at {self.commander} answered neither heartbeats '
+                                f'nor requests for {self.par.worker_timeout_seconds:.0f} s')
         if self.expired:
             raise SessionExpired(f'{self.worker_id}: the commander no longer knows this session')
 
