@@ -27,7 +27,8 @@ truncated-BPTT windows recomputed from the states the collector recorded.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from collections import deque
+from typing import Any, Deque, Dict, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -114,6 +115,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
         if self.learns_from_search and (self.continuous or self.recurrent):
             raise ConfigError('config key "policy.learn.objective": \'search\' needs discrete actions and a '
                               'feed-forward model (the search evaluates single positions)')
+        self.search_window = int(learn.get('search_window', 1))  # configs compiled before the key: unset
         replay = learn['value_replay']
         self.replays_value = self.kl_penalty if replay is None else bool(replay)
         self._reset_adaptation()
@@ -129,6 +131,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
         self.kl_beta = float(self.cfg['learn']['beta_init'])
         self.lr_multiplier = 1.0
         self.value_replay_batch: Optional[TrainBatch] = None
+        self.recent_batches: Deque[TrainBatch] = deque(maxlen=self.search_window - 1)  # the window before this chunk
 
     # -- acting -------------------------------------------------------------------------------
     def initial_state(self, batch_size: int) -> Any:
@@ -245,7 +248,8 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
 
     def _learn(self, chunk: Dict[str, np.ndarray], progress: float) -> Dict[str, float]:
         learn = self.cfg['learn']
-        batch = self.placement.move(self._train_batch(chunk))
+        fresh = self.placement.move(self._train_batch(chunk))
+        batch = TrainBatch.concat([*self.recent_batches, fresh]) if self.recent_batches else fresh
         n = batch.num_steps
         if n == 0:
             raise ValueError('PPO.learn: the chunk holds no trainable step (train_mask is all False)')
@@ -294,9 +298,11 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
         if self.grad_clipper is not None:
             sums['grad_clip_fraction'] = sum(clip_fractions)  # in order from 0, as the per-step sums were
         value_stats = self._after_policy_epochs(batch, progress)
+        if self.recent_batches.maxlen:
+            self.recent_batches.append(fresh)
         if self.net.normalizer is not None:
             # After the update, so the chunk's log-probs were computed with the statistics it used.
-            self.net.normalizer.update(batch.steps('obs'))
+            self.net.normalizer.update(fresh.steps('obs'))
         self._version += 1
         stats = {k: v / max(updates, 1) for k, v in sums.items()}
         if self.kl_penalty:
@@ -398,6 +404,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
         if self.grad_clipper is not None:
             self.grad_clipper.second_moments = placement.move(self.grad_clipper.second_moments)
         self.value_replay_batch = placement.move(self.value_replay_batch)
+        self.recent_batches = deque((placement.move(b) for b in self.recent_batches), maxlen=self.recent_batches.maxlen)
 
     def get_params(self) -> Dict[str, torch.Tensor]:
         return self._with_average_params(self.placement.host_copy(dict(self.net.state_dict())))
@@ -414,6 +421,8 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
             state['grad_clipper'] = host(self.grad_clipper.state_dict())
         if self.value_replay_batch is not None:
             state['value_replay_batch'] = host(self.value_replay_batch.state_dict())
+        if self.recent_batches:
+            state['recent_batches'] = [host(b.state_dict()) for b in self.recent_batches]
         state.update(self._magnet_state(), **self._average_state())
         return state
 
@@ -428,5 +437,8 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
             self.grad_clipper.load_state_dict(state['grad_clipper'])
         replay = state.get('value_replay_batch')
         self.value_replay_batch = None if replay is None else self.placement.move(TrainBatch.from_state_dict(replay))
+        self.recent_batches.clear()
+        self.recent_batches.extend(self.placement.move(TrainBatch.from_state_dict(b))
+                                   for b in state.get('recent_batches', []))
         self._load_magnet_state(state)
         self._load_average_state(state)

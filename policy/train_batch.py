@@ -63,6 +63,24 @@ class TrainBatch:
     def steps(self, name: str) -> torch.Tensor:
         return self.flatten_kept(self.fields[name])
 
+    @classmethod
+    def concat(cls, batches) -> 'TrainBatch':
+        """Step batches one after another (windows carry recurrent states of their own batch: not those)."""
+        if any(b.windowed for b in batches):
+            raise ValueError('TrainBatch.concat joins step batches only, not BPTT windows')
+        names = set(batches[0].fields).union(*(b.fields for b in batches))
+        fields = {}
+        for name in sorted(names):
+            if name == 'acts':  # dropped from a batch whose kept steps all act
+                fields[name] = torch.cat([b.fields[name] if name in b.fields else
+                                          torch.ones(b.num_units, dtype=torch.bool, device=b.fields['obs'].device)
+                                          for b in batches])
+            elif all(name in b.fields for b in batches):
+                fields[name] = torch.cat([b.fields[name] for b in batches])
+            else:
+                raise ValueError(f'TrainBatch.concat: field {name!r} is in some batches only')
+        return cls(fields)
+
     # -- checkpoints (a replayed batch is part of a learner's state) ---------------------------
     def state_dict(self) -> dict:
         return dict(fields=self.fields, keep=self.keep, state=self.state, starts=self.starts)

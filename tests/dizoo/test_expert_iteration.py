@@ -120,6 +120,35 @@ def test_ppo_search_objective_moves_the_policy_towards_the_visits():
         policy.learn(chunk)
 
 
+def test_a_search_window_trains_on_the_last_chunks_together_and_resumes_exactly():
+    env = make_battle_env(dict(type='connect_four'), 4, 0)
+    policy = _ppo(env, objective='search', search_window=2)
+    acting = SearchActing(dict(num_simulations=4), CONNECT_FOUR, seed=0)
+    collector = BattleCollector(env, policy, 8, lambda slot: ('me', policy), search=acting)
+    chunks = [collector.collect().data for _ in range(4)]
+    steps = [policy._train_batch(c).num_steps for c in chunks]
+    # by hand: the second update is one update on both chunks side by side (env columns concatenated)
+    alone = _ppo(env, objective='search')
+    together = {k: np.concatenate([chunks[0][k], chunks[1][k]], axis=1) for k in chunks[0]}
+    assert policy.learn(chunks[0])['samples'] == alone.learn(chunks[0])['samples'] == steps[0]
+    assert policy.learn(chunks[1])['samples'] == alone.learn(together)['samples'] == steps[0] + steps[1]
+    for name, value in policy.get_params().items():
+        torch.testing.assert_close(value, alone.get_params()[name], rtol=0, atol=1e-6)
+    # the window slides (the oldest chunk leaves), and a checkpoint carries it: a resumed learner goes on exactly
+    resumed = _ppo(env, objective='search', search_window=2)
+    resumed.load_state_dict(copy.deepcopy(policy.state_dict()))
+    for chunk, before in zip(chunks[2:], steps[1:]):
+        assert policy.learn(chunk)['samples'] == resumed.learn(chunk)['samples'] == before + policy._train_batch(
+            chunk).num_steps
+    for name, value in policy.get_params().items():
+        assert torch.equal(value, resumed.get_params()[name]), name
+    forgetful = _ppo(env, objective='search', search_window=2)
+    forgetful.load_state_dict({k: v for k, v in policy.state_dict().items() if k != 'recent_batches'})
+    assert forgetful.learn(chunks[0])['samples'] == steps[0]  # nothing kept: the window starts anew
+    with pytest.raises(ConfigError, match='search_window.*objective=.search'):
+        _ppo(env, search_window=2)
+
+
 def test_mirror_augmentation_mirrors_the_visits():
     from sparring.policy.augment import with_mirror
     from sparring.policy.train_batch import TrainBatch
