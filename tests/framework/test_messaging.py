@@ -257,3 +257,41 @@ def test_a_lost_reply_costs_the_worker_a_resend_not_its_life():
         worker.client.close()
         context.destroy(linger=0)
         worker.context.destroy(linger=0)
+
+
+def test_a_request_is_asked_again_past_the_worker_timeout_while_heartbeats_say_the_commander_lives(monkeypatch):
+    from sparring.worker.remote import base
+    monkeypatch.setattr(base, 'FIRST_ATTEMPT_SECONDS', 0.5)
+    context = zmq.Context()
+    server = Server(context, '127.0.0.1', 0, Security(Signer(SECRET)))
+    seen, stop = [], threading.Event()
+
+    def answer_the_third():  # as a commander busy for a while, or a large reply on a slow link
+        while not stop.is_set():
+            got = server.recv(0.05)
+            if got is not None:
+                seen.append(got[1].kind)
+                if len(seen) == 3:
+                    server.reply(got[0], got[1].id, 'ack', dict(state='run'))
+
+    def heartbeats_answered():
+        while not stop.is_set():
+            worker.last_contact = time.monotonic()
+            time.sleep(0.1)
+
+    worker = _worker_facing(server.address, worker_timeout=1.0)
+    threads = [threading.Thread(target=answer_the_third), threading.Thread(target=heartbeats_answered)]
+    for thread in threads:
+        thread.start()
+    try:
+        started = time.monotonic()
+        assert worker.request('jobs', dict(player_id='p', count=2)).kind == 'ack'
+        # two attempts unanswered (0.5 s, then about 1 s): past the worker timeout, yet not given up
+        assert time.monotonic() - started > 1.0 and worker.resends == 2 and seen == ['jobs'] * 3
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        worker.client.close()
+        context.destroy(linger=0)
+        worker.context.destroy(linger=0)

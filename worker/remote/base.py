@@ -132,19 +132,21 @@ class Worker:
 
     # -- talking -----------------------------------------------------------------------------
     def request(self, kind: str, body: Optional[dict] = None, arrays=None):
-        """The reply to a request, asked again until ``worker_timeout_seconds`` pass without an answer.
+        """The reply to a request, asked again until the commander has answered nothing, not even a
+        heartbeat, for ``worker_timeout_seconds``.
 
         The first attempt waits :data:`FIRST_ATTEMPT_SECONDS`, each later one twice as long as the one
         before, up to ``request_timeout_seconds``: one lost or late reply costs a resend, not the worker,
-        and a large reply on a slow link still gets the time it needs. The commander's requests are safe
-        to repeat (a repeated report or publish is recognised; repeated jobs are abandoned with the session).
+        and a large reply on a slow link still gets the time it needs while heartbeats say the commander
+        lives. The commander's requests are safe to repeat (a repeated report or publish is recognised;
+        repeated jobs are abandoned with the session).
         """
         body = dict(body or {}, session=self.session)
-        deadline = time.monotonic() + self.par.worker_timeout_seconds
+        started = time.monotonic()
         attempt = min(FIRST_ATTEMPT_SECONDS, self.par.request_timeout_seconds)
         while True:
             self.check_alive()
-            remaining = deadline - time.monotonic()
+            remaining = max(started, self.last_contact) + self.par.worker_timeout_seconds - time.monotonic()
             if remaining <= 0:
                 self.lost = True
                 raise CommanderLost(f'{self.worker_id}: no answer to {kind!r} from {self.commander} for '
