@@ -68,7 +68,7 @@ class TrainBatch:
         """Step batches one after another (windows carry recurrent states of their own batch: not those)."""
         if any(b.windowed for b in batches):
             raise ValueError('TrainBatch.concat joins step batches only, not BPTT windows')
-        names = set(batches[0].fields).union(*(b.fields for b in batches))
+        names = set().union(*(b.fields for b in batches))
         fields = {}
         for name in sorted(names):
             if name == 'acts':  # dropped from a batch whose kept steps all act

@@ -256,7 +256,9 @@ def test_a_worker_that_chose_to_exit_is_restarted_with_its_last_words_in_the_log
     from sparring.framework.parallel import ParallelRun
 
     class Launcher:
-        processes, roles, restarts = {}, {'collector-1': ('collector', None, 0), 'learner-p': ('learner', 'p', 0)}, {}
+        def __init__(self):
+            self.processes, self.restarts = {}, {}
+            self.roles = {'collector-1': ('collector', None, 0), 'learner-p': ('learner', 'p', 0)}
 
         def tail(self, worker_id):
             return ('INFO registered\nERROR collector-1: no answer to \'jobs\' from tcp://127.0.0.1:5 for 20 s\n'

@@ -218,23 +218,34 @@ def _worker_facing(server_address, worker_timeout):
     return worker
 
 
+class _Commander:
+    """A commander on a thread that answers only the requests whose number (from 1) ``answers`` holds."""
+
+    def __init__(self, answers):
+        self.context = zmq.Context()
+        self.server = Server(self.context, '127.0.0.1', 0, Security(Signer(SECRET)))
+        self.seen, self.answers, self.stop = [], answers, threading.Event()
+        self.thread = threading.Thread(target=self._serve)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop.is_set():
+            got = self.server.recv(0.05)
+            if got is not None:
+                self.seen.append(got[1])
+                if len(self.seen) in self.answers:
+                    self.server.reply(got[0], got[1].id, 'ack', dict(state='run'))
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        self.context.destroy(linger=0)
+
+
 def test_a_lost_reply_costs_the_worker_a_resend_not_its_life():
     from sparring.worker.remote.base import FIRST_ATTEMPT_SECONDS, CommanderLost
-    context = zmq.Context()
-    server = Server(context, '127.0.0.1', 0, Security(Signer(SECRET)))
-    seen, stop = [], threading.Event()
-
-    def serve_all_but_the_first():
-        while not stop.is_set():
-            got = server.recv(0.05)
-            if got is not None:
-                seen.append(got[1].body)
-                if len(seen) > 1:  # the first answer is lost on the way
-                    server.reply(got[0], got[1].id, 'ack', dict(state='run'))
-
-    thread = threading.Thread(target=serve_all_but_the_first)
-    thread.start()
-    worker = _worker_facing(server.address, worker_timeout=30.0)  # the request timeout (30 s) is no shorter
+    commander = _Commander(answers=range(2, 1000))  # the first answer is lost on the way
+    worker = _worker_facing(commander.server.address, worker_timeout=30.0)  # the request timeout (30 s) is no shorter
     try:
         started, worker.last_contact = time.monotonic(), 0.0
         reply = worker.request('collect_task')
@@ -242,56 +253,42 @@ def test_a_lost_reply_costs_the_worker_a_resend_not_its_life():
         assert worker.last_contact >= started  # an answer counts as contact: failing heartbeats alone end nothing
         assert reply.kind == 'ack' and worker.resends == 1 and not worker.lost
         assert FIRST_ATTEMPT_SECONDS <= waited < FIRST_ATTEMPT_SECONDS + 3.0
-        assert len(seen) == 2 and seen[0] == seen[1] == dict(session=worker.session)  # the same request again
+        bodies = [m.body for m in commander.seen]
+        assert len(bodies) == 2 and bodies[0] == bodies[1] == dict(session=worker.session)  # the same request again
         # a commander that answers nothing: the worker gives up after worker_timeout_seconds, resending meanwhile
-        stop.set()
-        thread.join()
+        commander.answers = ()
         worker.par.worker_timeout_seconds = 2.5
         started = time.monotonic()
         with pytest.raises(CommanderLost, match="no answer to 'collect_task'.* for 2 s"):
             worker.request('collect_task')
         assert 2.5 <= time.monotonic() - started < 4.0 and worker.resends == 1 + 2 and worker.lost
     finally:
-        stop.set()
-        thread.join()
+        commander.close()
         worker.client.close()
-        context.destroy(linger=0)
         worker.context.destroy(linger=0)
 
 
 def test_a_request_is_asked_again_past_the_worker_timeout_while_heartbeats_say_the_commander_lives(monkeypatch):
     from sparring.worker.remote import base
     monkeypatch.setattr(base, 'FIRST_ATTEMPT_SECONDS', 0.5)
-    context = zmq.Context()
-    server = Server(context, '127.0.0.1', 0, Security(Signer(SECRET)))
-    seen, stop = [], threading.Event()
-
-    def answer_the_third():  # as a commander busy for a while, or a large reply on a slow link
-        while not stop.is_set():
-            got = server.recv(0.05)
-            if got is not None:
-                seen.append(got[1].kind)
-                if len(seen) == 3:
-                    server.reply(got[0], got[1].id, 'ack', dict(state='run'))
+    commander = _Commander(answers={3})  # as a commander busy for a while, or a large reply on a slow link
+    worker = _worker_facing(commander.server.address, worker_timeout=1.0)
 
     def heartbeats_answered():
-        while not stop.is_set():
+        while not commander.stop.is_set():
             worker.last_contact = time.monotonic()
             time.sleep(0.1)
 
-    worker = _worker_facing(server.address, worker_timeout=1.0)
-    threads = [threading.Thread(target=answer_the_third), threading.Thread(target=heartbeats_answered)]
-    for thread in threads:
-        thread.start()
+    heartbeats = threading.Thread(target=heartbeats_answered)
+    heartbeats.start()
     try:
         started = time.monotonic()
         assert worker.request('jobs', dict(player_id='p', count=2)).kind == 'ack'
         # two attempts unanswered (0.5 s, then about 1 s): past the worker timeout, yet not given up
-        assert time.monotonic() - started > 1.0 and worker.resends == 2 and seen == ['jobs'] * 3
+        assert time.monotonic() - started > 1.0 and worker.resends == 2
+        assert [m.kind for m in commander.seen] == ['jobs'] * 3
     finally:
-        stop.set()
-        for thread in threads:
-            thread.join()
+        commander.close()
+        heartbeats.join()
         worker.client.close()
-        context.destroy(linger=0)
         worker.context.destroy(linger=0)

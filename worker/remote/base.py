@@ -151,12 +151,12 @@ class Worker:
                 self.lost = True
                 raise CommanderLost(f'{self.worker_id}: no answer to {kind!r} from {self.commander} for '
                                     f'{self.par.worker_timeout_seconds:.0f} s')
+            wait = min(attempt, remaining)
             try:
-                reply = self.client.request(kind, body, arrays, timeout=min(attempt, remaining))
+                reply = self.client.request(kind, body, arrays, timeout=wait)
             except RequestTimeout:
                 self.resends += 1
-                log.warning('%s: no answer to %r within %.1f s; asking again', self.worker_id, kind,
-                            min(attempt, remaining))
+                log.warning('%s: no answer to %r within %.1f s; asking again', self.worker_id, kind, wait)
                 attempt = min(2 * attempt, self.par.request_timeout_seconds)
                 continue
             except MessageError as err:
