@@ -12,6 +12,12 @@ on the board, so self-play games start differently, and is the most visited move
 AlphaZero, the root's priors are mixed with ``root_noise`` of Dirichlet(``noise_alpha``) noise, so the
 search also tries moves the network dismisses and the network can learn where it was wrong. The
 recorded log-probability and value are the network's own, for its statistics.
+
+Self-play by search keeps to the positions good play reaches; a weaker opponent leads the network
+into others, where it has never learnt to see a plain threat. With ``random_moves`` = p, each move of
+the opening (fewer than ``sample_moves`` stones) is, with probability p, a uniformly random legal
+move instead, so the games also pass through the odd positions weaker players make. The search still
+runs there and its visits are still the target: what it recommends does not depend on the move played.
 """
 from __future__ import annotations
 
@@ -34,11 +40,12 @@ class SearchActing:
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(num_simulations=50, c_puct=1.5, sample_moves=12, root_noise=0.25, noise_alpha=1.0)
+        return dict(num_simulations=50, c_puct=1.5, sample_moves=12, root_noise=0.25, noise_alpha=1.0,
+                    random_moves=0.0)
 
     config_constraints = dict(num_simulations=in_range(1, None), c_puct=in_range(0.0, None, open_lo=True),
                               sample_moves=in_range(0, None), root_noise=in_range(0.0, 1.0),
-                              noise_alpha=in_range(0.0, None, open_lo=True))
+                              noise_alpha=in_range(0.0, None, open_lo=True), random_moves=in_range(0.0, 1.0))
 
     def __init__(self, cfg: dict, geometry: BoardGeometry, seed: int = 0) -> None:
         if not isinstance(cfg, dict):
@@ -73,15 +80,19 @@ class SearchActing:
             own, opp = g.stones_from_plane(obs[rows, 0]), g.stones_from_plane(obs[rows, 1])
             visits = self._search_for(policy).root_visits(own, opp, action_mask[rows])
             target[rows] = visits / visits.sum(axis=1, keepdims=True)
-            action[rows] = self._choose(visits, target[rows], obs[rows, :2].sum(axis=(1, 2, 3)))
+            action[rows] = self._choose(visits, target[rows], obs[rows, :2].sum(axis=(1, 2, 3)), action_mask[rows])
         probs, value = policy.probabilities_and_value(obs, action_mask=action_mask)
         chosen = np.maximum(probs[np.arange(n), action], np.finfo(np.float32).tiny)
         return ActOutput(action, np.log(chosen).astype(np.float32), value), target
 
-    def _choose(self, visits: np.ndarray, distribution: np.ndarray, stones: np.ndarray) -> np.ndarray:
+    def _choose(self, visits: np.ndarray, distribution: np.ndarray, stones: np.ndarray,
+                legal: np.ndarray) -> np.ndarray:
         best = choose_best(visits, self.rng)
         sampled = (distribution.cumsum(axis=1) < self.rng.random((len(visits), 1))).sum(axis=1)
         # Rounding may leave the last cumulative sum a hair under 1: stay on a visited action.
         sampled = np.where(visits[np.arange(len(visits)), np.minimum(sampled, visits.shape[1] - 1)] > 0,
                            np.minimum(sampled, visits.shape[1] - 1), best)
+        if self.cfg['random_moves'] > 0:  # no draws otherwise, so runs without it keep their random streams
+            uniform = choose_best(legal.astype(np.float64), self.rng)  # ties at random: any legal move
+            sampled = np.where(self.rng.random(len(visits)) < self.cfg['random_moves'], uniform, sampled)
         return np.where(stones < self.cfg['sample_moves'], sampled, best)

@@ -77,9 +77,33 @@ def test_early_moves_are_drawn_from_the_visits_later_ones_are_the_most_visited()
     acting = SearchActing(dict(num_simulations=8, sample_moves=2), CONNECT_FOUR, seed=0)
     visits = np.array([[6.0, 2.0, 0, 0, 0, 0, 0]] * 400)
     distribution = visits / 8.0
-    early = acting._choose(visits, distribution, np.zeros(400))
+    legal = np.ones((400, 7), bool)
+    early = acting._choose(visits, distribution, np.zeros(400), legal)
     assert set(early.tolist()) == {0, 1} and 0.15 < (early == 1).mean() < 0.35  # 1 drawn with probability 1/4
-    assert (acting._choose(visits, distribution, np.full(400, 2)) == 0).all()
+    assert (acting._choose(visits, distribution, np.full(400, 2), legal) == 0).all()
+
+
+def test_random_moves_leave_the_visits_for_a_uniform_legal_move_in_the_opening_only():
+    acting = SearchActing(dict(num_simulations=8, sample_moves=2, random_moves=0.5), CONNECT_FOUR, seed=0)
+    n = 4000
+    visits = np.tile([[8.0, 0, 0, 0, 0, 0, 0]], (n, 1))  # the search is sure of action 0
+    legal = np.tile([True, False, True, True, False, True, True], (n, 1))  # five legal moves, 0 among them
+    early = acting._choose(visits, visits / 8.0, np.zeros(n), legal)
+    # by hand: P(0) = 1/2 (the visits) + 1/2 * 1/5 (uniform) = 0.6; each other legal move 1/2 * 1/5 = 0.1
+    counts = np.bincount(early, minlength=7) / n
+    assert counts[[1, 4]].sum() == 0  # never an illegal move
+    np.testing.assert_allclose(counts[[0, 2, 3, 5, 6]], [0.6, 0.1, 0.1, 0.1, 0.1], atol=0.025)
+    assert (acting._choose(visits, visits / 8.0, np.full(n, 2), legal) == 0).all()  # past the opening: the search's
+    # Without the option no extra random numbers are drawn, so a seeded run's games are as before it
+    # existed: exactly the tie-break keys [n, A] and the sampling draws [n, 1].
+    plain = SearchActing(dict(sample_moves=2), CONNECT_FOUR, seed=3)
+    spread = np.tile([[4.0, 4.0, 0, 0, 0, 0, 0]], (50, 1))
+    plain._choose(spread, spread / 8.0, np.zeros(50), legal[:50])
+    reference = np.random.default_rng(3)
+    reference.random(spread.shape), reference.random((50, 1))
+    assert plain.rng.random() == reference.random()
+    with pytest.raises(ConfigError, match='random_moves'):
+        SearchActing(dict(random_moves=1.5), CONNECT_FOUR)
 
 
 def test_a_collector_with_the_search_records_the_visits_where_the_player_moved():
