@@ -9,7 +9,7 @@ validated request to a reply, with an injected clock, so the commander is tested
 
 Exactly once: every game is a league job with an id, and a result counts only while its job is
 outstanding with the worker that reports it; a repeated report (same chunk id) or a result of an
-abandoned job is refused and counted. A worker silent for ``parallel.worker_timeout_seconds`` is
+abandoned job is refused and counted. A request sent again gets the first reply, not a second doing. A worker silent for ``parallel.worker_timeout_seconds`` is
 dropped: its outstanding jobs are abandoned (a game is recorded whole or not at all), its collect
 task goes to another collector, its evaluation job back to the queue.
 """
@@ -140,11 +140,13 @@ class Commander:
             return 'error', dict(error=f'unknown or expired session {body.get("session")!r}; register again',
                                  reason='session'), None
         worker.last_seen = self.clock()
-        handler = getattr(self, f'_on_{kind}', None)
-        if handler is None:
+        if not hasattr(self, f'_on_{kind}'):
             return 'error', dict(error=f'{kind!r} is not a request the commander serves', reason='schema'), None
+        return sessions.answer_once(worker, message, self._dispatch, self.counters)
+
+    def _dispatch(self, worker: WorkerRecord, message: Message) -> Tuple[str, dict, Optional[dict]]:
         try:
-            return handler(worker, message)
+            return getattr(self, f'_on_{message.kind}')(worker, message)
         except (MessageError, LeagueError) as err:
             return 'error', dict(error=str(err), reason=getattr(err, 'reason', 'schema')), None
 
@@ -178,8 +180,7 @@ class Commander:
         self.collect.undelivered(message.body.get('undelivered', []))
         if self.phase != 'collect':
             return 'stop', dict(reason=self.stop_reason or 'collection finished'), None
-        kind, body = self.collect.next_task(worker, self._learner_endpoints, self.live)
-        return kind, body, None
+        return (*self.collect.next_task(worker, self._learner_endpoints, self.live), None)
 
     def _learner_endpoints(self, pid: str) -> List[str]:
         """Where chunks of ``pid`` may go: its learner, or each of its replicas."""
@@ -268,8 +269,7 @@ class Commander:
 
     # -- evaluation ----------------------------------------------------------------------------
     def _on_eval_task(self, worker: WorkerRecord, message: Message):
-        kind, body = self.evals.task(worker)
-        return kind, body, None
+        return (*self.evals.task(worker), None)
 
     def _on_eval_report(self, worker: WorkerRecord, message: Message):
         if not self.evals.report(worker, message.body, self.journal.append):

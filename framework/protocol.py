@@ -49,6 +49,10 @@ def _at_most(n: int):
     return check
 
 
+# A worker numbers its requests; a request sent again (its reply lost or late) keeps its number, so the
+# commander answers it as it did the first time (:func:`~sparring.framework.sessions.answer_once`).
+NUMBER = field(INT, optional=True, check=non_negative)
+
 PROTOCOL: Dict[str, Schema] = {
     # -- requests ----------------------------------------------------------------------------
     'register': Schema(dict(role=field(STR), worker_id=field(STR, NONE), session=field(STR), pid=field(INT),
@@ -57,21 +61,24 @@ PROTOCOL: Dict[str, Schema] = {
     'heartbeat': Schema(dict(session=field(STR), stats=field(DICT, optional=True, check=numbers),
                              received=field(LIST, optional=True, items=(str,), check=_at_most(MAX_IDS)))),
     'goodbye': Schema(dict(session=field(STR))),
-    'collect_task': Schema(dict(session=field(STR),
+    'collect_task': Schema(dict(session=field(STR), request_number=NUMBER,
                                 undelivered=field(LIST, optional=True, items=(str,), check=_at_most(MAX_IDS)))),
-    'jobs': Schema(dict(session=field(STR), player_id=field(STR), count=field(INT, check=non_negative))),
-    'chunk_report': Schema(dict(session=field(STR), task_id=field(INT, NONE), chunk_id=field(STR),
-                                player_id=field(STR), version=field(INT, check=non_negative),
+    'jobs': Schema(dict(session=field(STR), request_number=NUMBER, player_id=field(STR),
+                        count=field(INT, check=non_negative))),
+    'chunk_report': Schema(dict(session=field(STR), request_number=NUMBER, task_id=field(INT, NONE),
+                                chunk_id=field(STR), player_id=field(STR), version=field(INT, check=non_negative),
                                 env_steps=field(INT, check=non_negative),
                                 results=field(LIST, items=(list,), check=_outcome_pairs),
                                 episode_returns=field(LIST, optional=True, items=(float,)))),
-    'params_request': Schema(dict(session=field(STR), ref=field(STR), have_version=field(INT, NONE))),
-    'publish': Schema(dict(session=field(STR), player_id=field(STR), version=field(INT, check=non_negative),
+    'params_request': Schema(dict(session=field(STR), request_number=NUMBER, ref=field(STR),
+                                  have_version=field(INT, NONE))),
+    'publish': Schema(dict(session=field(STR), request_number=NUMBER, player_id=field(STR),
+                           version=field(INT, check=non_negative),
                            train_iteration=field(INT, check=non_negative), final=field(BOOL),
                            chunks_consumed=field(INT, check=non_negative), endpoint=field(STR, optional=True),
                            stats=field(DICT, optional=True, check=numbers)), array_names=None),
-    'eval_task': Schema(dict(session=field(STR))),
-    'eval_report': Schema(dict(session=field(STR), task_id=field(INT), player_id=field(STR),
+    'eval_task': Schema(dict(session=field(STR), request_number=NUMBER)),
+    'eval_report': Schema(dict(session=field(STR), request_number=NUMBER, task_id=field(INT), player_id=field(STR),
                                version=field(INT), results=field(DICT, check=_outcome_lists),
                                returns=field(LIST, optional=True, items=(float,)))),
     # -- replies ----------------------------------------------------------------------------

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import socket
-from typing import Dict, Optional, Set
+from typing import Callable, Dict, Optional, Set, Tuple
 
 from sparring.config.compile import to_plain
 
@@ -26,6 +26,26 @@ class WorkerRecord:
     stats: Dict[str, float] = dataclasses.field(default_factory=dict)
     final: bool = False
     replica: int = 0  # a learner's place in its player's replica group (0: the lead)
+    last_reply: Optional[Tuple[int, str, tuple]] = None  # (request number, kind, reply) of its last numbered request
+
+
+# Requests that only read: asked again, they are answered anew (a parameters reply is too large to keep).
+READ_ONLY = ('heartbeat', 'params_request')
+
+
+def answer_once(worker: WorkerRecord, message, handle: Callable, counters: Dict[str, int]) -> tuple:
+    """The reply to a worker's request, done once however often it is sent: a request sent again because
+    its reply was lost or late (same number) gets the reply kept from the first time, so a lost answer
+    neither hands out a second batch of jobs nor loses a reset verdict of a publish."""
+    number = message.body.get('request_number')
+    kept = worker.last_reply
+    if number is not None and kept is not None and kept[:2] == (number, message.kind):
+        counters['repeated_requests'] += 1
+        return kept[2]
+    reply = handle(worker, message)
+    if number is not None and message.kind not in READ_ONLY:
+        worker.last_reply = (number, message.kind, reply)
+    return reply
 
 
 def register(commander, body: dict):

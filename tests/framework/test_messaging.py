@@ -254,7 +254,8 @@ def test_a_lost_reply_costs_the_worker_a_resend_not_its_life():
         assert reply.kind == 'ack' and worker.resends == 1 and not worker.lost
         assert FIRST_ATTEMPT_SECONDS <= waited < FIRST_ATTEMPT_SECONDS + 3.0
         bodies = [m.body for m in commander.seen]
-        assert len(bodies) == 2 and bodies[0] == bodies[1] == dict(session=worker.session)  # the same request again
+        # the same request again, under the same number, so the commander can answer it as the first time
+        assert len(bodies) == 2 and bodies[0] == bodies[1] == dict(session=worker.session, request_number=1)
         # a commander that answers nothing: the worker gives up after worker_timeout_seconds, resending meanwhile
         commander.answers = ()
         worker.par.worker_timeout_seconds = 2.5
@@ -287,6 +288,7 @@ def test_a_request_is_asked_again_past_the_worker_timeout_while_heartbeats_say_t
         # two attempts unanswered (0.5 s, then about 1 s): past the worker timeout, yet not given up
         assert time.monotonic() - started > 1.0 and worker.resends == 2
         assert [m.kind for m in commander.seen] == ['jobs'] * 3
+        assert [m.body['request_number'] for m in commander.seen] == [1, 1, 1]
     finally:
         commander.close()
         heartbeats.join()

@@ -182,6 +182,36 @@ def test_a_reset_is_passed_back_to_the_learner(tmp_path):
     assert ack['reset_param_ref'] == 'init'
 
 
+def test_a_request_sent_again_is_answered_as_the_first_time_not_done_twice(tmp_path):
+    # A reply lost on the way: the worker sends the same request (same number) again.
+    commander, _, learners = start(tmp_path, players=dict(naive_sp=dict(one_phase_step=2, mutate_prob=1.0)))
+    pid = commander.player_ids[0]
+    a, _ = join(commander, 'collector')
+    first = commander.handle(req('jobs', session=a, player_id=pid, count=3, request_number=7))
+    outstanding = dict(commander.outstanding)
+    again = commander.handle(req('jobs', session=a, player_id=pid, count=3, request_number=7))
+    assert again == first and commander.outstanding == outstanding  # the same three jobs, no second batch
+    assert commander.counters['repeated_requests'] == 1
+    # A new number is a new request; the same number under another kind is not a repeat.
+    fresh = commander.handle(req('jobs', session=a, player_id=pid, count=3, request_number=8))
+    assert {j['job_id'] for j in fresh[1]['jobs']}.isdisjoint(j['job_id'] for j in first[1]['jobs'])
+    kind, ack, _ = report(commander, a, pid, [[j['job_id'], 'win'] for j in fresh[1]['jobs']], chunk_id='c8')
+    assert kind == 'ack' and ack['accepted'] == 3 and commander.counters['repeated_requests'] == 1
+    # A publish whose answer carried a reset: sent again, it hears the reset again (and snapshots once).
+    arrays = params_to_arrays(commander.store.get('init')['params'])
+    body = dict(session=learners[pid], player_id=pid, version=4, train_iteration=4, final=False, chunks_consumed=0,
+                request_number=3)
+    _, ack, _ = commander.handle(req('publish', _arrays=arrays, **body))
+    snapshots = len(commander.league.historical_players)
+    _, ack_again, _ = commander.handle(req('publish', _arrays=arrays, **body))
+    assert ack['reset_param_ref'] == ack_again['reset_param_ref'] == 'init'
+    assert len(commander.league.historical_players) == snapshots and commander.counters['repeated_requests'] == 2
+    # Reading parameters is answered anew (a parameters reply is not kept), and keeps the publish's reply.
+    params = req('params_request', session=learners[pid], ref=pid, have_version=None, request_number=4)
+    assert commander.handle(params)[0] == commander.handle(params)[0] == 'params'
+    assert commander.counters['repeated_requests'] == 2 and commander.workers[learners[pid]].last_reply[0] == 3
+
+
 def test_a_restarted_commander_replays_its_journal_to_the_same_league(tmp_path):
     commander, _, learners = start(tmp_path)
     a, _ = join(commander, 'collector')

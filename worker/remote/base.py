@@ -72,6 +72,7 @@ class Worker:
         self.lost = False
         self.expired = False
         self.resends = 0  # requests asked again after their reply did not come in time
+        self.requests = 0  # numbered requests so far: a request asked again keeps its number
         self._stop_heartbeat = threading.Event()
         self._heartbeat_thread: Optional[threading.Thread] = None
 
@@ -138,10 +139,11 @@ class Worker:
         The first attempt waits :data:`FIRST_ATTEMPT_SECONDS`, each later one twice as long as the one
         before, up to ``request_timeout_seconds``: one lost or late reply costs a resend, not the worker,
         and a large reply on a slow link still gets the time it needs while heartbeats say the commander
-        lives. The commander's requests are safe to repeat (a repeated report or publish is recognised;
-        repeated jobs are abandoned with the session).
+        lives. Every attempt carries the request's number, and the commander answers a number it has
+        answered with the same reply, without doing the request twice.
         """
-        body = dict(body or {}, session=self.session)
+        self.requests += 1
+        body = dict(body or {}, session=self.session, request_number=self.requests)
         started = time.monotonic()
         attempt = min(FIRST_ATTEMPT_SECONDS, self.par.request_timeout_seconds)
         while True:
