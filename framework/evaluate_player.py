@@ -119,7 +119,13 @@ def evaluate_player(run_dir: str, against: Sequence[str], player: Optional[str] 
                                 deterministic=not sampled)
     results = evaluator.evaluate(policy, resolved)
     return dict(run=run_dir, player=pid, games=games, sampled=bool(sampled), seed=seed, search=search,
-                opponents={r.opponent_id: outcome_statistics(r.outcomes) for r in results})
+                opponents={r.opponent_id: dict(outcome_statistics(r.outcomes), by_seat=_by_seat(r)) for r in results})
+
+
+def _by_seat(result) -> Dict[int, dict]:
+    """Win, draw and loss rates (and errors) of the games the player played from each seat."""
+    return {seat: outcome_statistics([o for o, s in zip(result.outcomes, result.seats) if s == seat])
+            for seat in sorted(set(result.seats))}
 
 
 def format_report(report: dict) -> str:
@@ -131,6 +137,8 @@ def format_report(report: dict) -> str:
         lines.append(f'  vs {name}: win {s["win"]:.1%} ± {s["win_se"]:.1%}  draw {s["draw"]:.1%} ± {s["draw_se"]:.1%}  '
                      f'loss {s["loss"]:.1%} ± {s["loss_se"]:.1%}  score {s["score"]:.3f}  '
                      f'Elo {_elo(s["elo"])} [{_elo(s["elo_low"])}, {_elo(s["elo_high"])}]')
+        lines.append('    ' + '  '.join(f'as seat {seat}: win {b["win"]:.1%} draw {b["draw"]:.1%} loss {b["loss"]:.1%} '
+                                        f'({b["games"]} games)' for seat, b in s.get('by_seat', {}).items()))
     return '\n'.join(lines)
 
 

@@ -4,7 +4,8 @@ Each opponent gets ``n_episodes`` games, spread over the env slots with a fixed 
 and the home seat alternating, so both seats are played equally. Bots that need the true game
 state (MCTS over OpenSpiel games) get it from the env. Besides each game's outcome, the result keeps
 the home side's return of each game (a team's: the mean over its agents), since where a game pays
-more than win or lose (poker's chips) the outcome alone does not say how much was won.
+more than win or lose (poker's chips) the outcome alone does not say how much was won, and its seat,
+since in a turn-based game moving first or second can matter more than the opponent.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class BattleEvalResult:
     opponent_id: str
     outcomes: List[str]
     returns: List[float] = dataclasses.field(default_factory=list)  # the home side's, game by game
+    seats: List[int] = dataclasses.field(default_factory=list)  # the home side's seat, game by game (0 moves first)
 
     @property
     def mean_return(self) -> float:
@@ -75,18 +77,21 @@ class BattleEvaluator:
         arena.reset()
         outcomes: List[str] = []
         returns: List[float] = []
+        seats: List[int] = []
         running = np.zeros(B)  # the home side's return of each slot's current game
         slots = np.arange(B)
         while (quota > 0).any():
             actions, _ = arena.act()
             step = arena.step(actions)
             # Read before finished(): it flips the home seat of the slots whose game ended.
-            home_reward = step.reward[slots, arena.home_seat]
+            home_seat = arena.home_seat.copy()
+            home_reward = step.reward[slots, home_seat]
             running += home_reward.reshape(B, -1).mean(axis=1)  # a team's agents: their mean
             for slot, _, outcome in arena.finished(step):
                 if quota[slot] > 0:
                     outcomes.append(outcome)
                     returns.append(float(running[slot]))
+                    seats.append(int(home_seat[slot]))
                     quota[slot] -= 1
                 running[slot] = 0.0
-        return BattleEvalResult(opponent_id, outcomes, returns)
+        return BattleEvalResult(opponent_id, outcomes, returns, seats)

@@ -39,6 +39,11 @@ def test_eval_against_random_gives_the_rate_of_the_leagues_own_evaluation(traine
         mine, theirs = report['opponents'][label], league_eval[league_id]
         assert (mine['win'], mine['draw'], mine['loss']) == (theirs['win'], theirs['draw'], theirs['loss'])
         assert mine['games'] == theirs['games'] == 20
+        # the same games split by the player's seat: ten from each, their wins adding up to the whole
+        seats = mine['by_seat']
+        assert sorted(seats) == ['0', '1'] and seats['0']['games'] == seats['1']['games'] == 10
+        assert (seats['0']['win'] + seats['1']['win']) / 2 == pytest.approx(mine['win'])
+    assert 'as seat 0: win' in printed and 'as seat 1: win' in printed
 
 
 def test_eval_against_another_runs_player_and_a_snapshot(trained_tictactoe, one_torch_thread):

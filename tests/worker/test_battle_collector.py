@@ -5,6 +5,7 @@ import pytest
 import sparring.dizoo  # noqa: F401  (registers the games and bots)
 from sparring.config import compile_section
 from sparring.config.registry import BOT_REGISTRY, POLICY_REGISTRY
+from sparring.policy.bot import Bot
 from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.battle_evaluator import BattleEvaluator
 from sparring.worker.env.battle import make_battle_env
@@ -121,3 +122,23 @@ def test_evaluator_plays_the_quota_on_both_seats():
     assert result.win_rate >= 0.8
     with pytest.raises(ValueError, match='n_episodes must be >= 1'):
         BattleEvaluator(lambda: None, n_episodes=0)
+
+
+class _FirstFreeCell(Bot):
+    """Always the lowest legal action."""
+
+    def _choose(self, obs, action_mask):
+        return action_mask.argmax(axis=1)
+
+
+def test_the_evaluator_records_each_games_seat():
+    # Both sides take the first free cell: the first mover holds 0, 2, 4 and completes the diagonal 2-4-6
+    # with its fourth stone, so seat 0 wins every game and seat 1 loses every game (worked by hand).
+    env = make_battle_env(dict(type='tictactoe'), 1, 0)
+    first_free = _FirstFreeCell({}, env.observation_space, env.action_space)
+    evaluator = BattleEvaluator(lambda: make_battle_env(dict(type='tictactoe'), 3, 0), n_episodes=7)
+    (result,) = evaluator.evaluate(first_free, [('first_free', first_free)])
+    assert sorted(result.seats) == [0, 0, 0, 0, 1, 1, 1]  # slots of 3, 2, 2 games, each alternating from its own seat
+    assert [o for o, s in zip(result.outcomes, result.seats) if s == 0] == ['win'] * 4
+    assert [o for o, s in zip(result.outcomes, result.seats) if s == 1] == ['loss'] * 3
+    assert [len(result.outcomes), len(result.returns)] == [7, 7]
