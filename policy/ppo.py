@@ -15,7 +15,9 @@
   two-player zero-sum games. Discrete actions only.
 * ``'search'`` (expert iteration): the cross-entropy from the visit distribution of the search the
   player collected its moves by (``battle.collect_search``, a chunk's ``search_policy``) to the
-  policy; with ``gamma = gae_lambda = 1`` the value learns the game's result, as AlphaZero's does.
+  policy; with ``gamma = gae_lambda = 1`` the value learns the game's result, as AlphaZero's does, or
+  with ``search_value_weight`` = w the blend ``(1 - w) * result + w * the search's value`` where the
+  player moved (the search's value is the less noisy judgement; Oracle's connect-four AlphaZero averaged the two).
 
 Shared: GAE(lambda) with truncated episodes bootstrapped, per-minibatch advantage
 normalisation, minibatch epochs, gradient clipping (global norm and/or OpenAI Five's per-element
@@ -237,6 +239,13 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
                              'lacks; collect with battle.collect_search')
         advantages, returns = F.gae(chunk['reward'], chunk['value'], chunk['next_value'], chunk['terminated'],
                                     chunk['truncated'], learn['gamma'], learn['gae_lambda'])
+        weight = learn.get('search_value_weight', 0.0)  # configs compiled before the key: unset
+        if weight and self.learns_from_search:
+            if 'search_value' not in chunk:
+                raise ValueError('PPO.learn: search_value_weight blends the chunk\'s search_value into the value '
+                                 'target, which it lacks; collect with battle.collect_search')
+            moved = chunk['train_mask']  # a seat not to move was not searched: its target stays the result
+            returns = np.where(moved, (1.0 - weight) * returns + weight * chunk['search_value'], returns)
         if self.recurrent:
             return window_batch(chunk, advantages, returns, self.bptt_len)
         batch = step_batch(chunk, advantages, returns)

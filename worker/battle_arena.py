@@ -18,8 +18,9 @@ slot), and a recurrent opponent acts at every step of its games, also where it i
 game as it did while learning.
 
 With a ``search`` (expert iteration, ``battle.collect_search``) the home policy's moves come from
-``search.act(home, obs, action_mask) -> (ActOutput, visit distribution)`` instead of ``home.act``,
-and the distribution is among the home outputs as ``search_policy``.
+``search.act(home, obs, action_mask) -> (ActOutput, visit distribution, searched value)`` instead of
+``home.act``, and the distribution and value are among the home outputs as ``search_policy`` and
+``search_value``.
 """
 from __future__ import annotations
 
@@ -122,7 +123,8 @@ class Arena:
 
         The returned dict holds ``[B, 2]`` (``[B, 2, N]``) arrays ``action, log_prob, value`` and a bool
         ``home_controlled`` for the (slot, seat) pairs the home policy acted for; with a search, also
-        ``search_policy`` ``[B, 2, A]``, the search's visit distribution where the home policy moved.
+        ``search_policy`` ``[B, 2, A]``, the search's visit distribution where the home policy moved, and
+        ``search_value`` ``[B, 2]``, the search's value of the position for the player to move there.
         """
         step = self.step_result
         B = self.num_envs
@@ -137,7 +139,7 @@ class Arena:
             out = self.home.act(home_obs, self.as_rows(take_rows(self.home_state, (h_rows, h_seats))),
                                 action_mask=home_mask, deterministic=self.deterministic)
         else:
-            out, search_policy = self.search.act(self.home, home_obs, home_mask)
+            out, search_policy, search_value = self.search.act(self.home, home_obs, home_mask)
         put_rows(self.home_state, (h_rows, h_seats), self.from_rows(out.state))
         seats_shape = (B, 2, *self.agent_shape)
         actions = np.zeros(seats_shape, dtype=np.int64)
@@ -151,6 +153,8 @@ class Arena:
         if self.search is not None:
             home['search_policy'] = np.zeros((B, 2, home_mask.shape[-1]), dtype=np.float32)
             home['search_policy'][h_rows, h_seats] = search_policy
+            home['search_value'] = np.zeros((B, 2), dtype=np.float32)
+            home['search_value'][h_rows, h_seats] = search_value
         # Other opponents: one batched call per distinct opponent, only where it is to move (a
         # recurrent one everywhere it plays, to keep its state in step with the game).
         opp_seats = 1 - seats

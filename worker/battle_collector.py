@@ -13,7 +13,8 @@ arena per slot and seat, zeroed when a game ends) is recorded at the start of ev
 as ``window_state_<i>`` arrays ``[W, 2B, ...]``, column for column like the rest of the chunk.
 In a team env (``team_size`` N) every agent is a column: chunks are ``[T, 2B * N, ...]``, column
 ``(2b + s) * N + i`` being agent i of seat s in slot b. With a ``search`` (expert iteration) the home
-player's moves are the search's, and chunks add its visit distributions ``search_policy`` ``[T, 2B, A]``.
+player's moves are the search's, and chunks add its visit distributions ``search_policy`` ``[T, 2B, A]``
+and its values of the positions ``search_value`` ``[T, 2B]``.
 """
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ class BattleCollector(CollectorCounters):
             buf['next_obs'] = np.empty_like(buf['obs'])
         if arena.search is not None:
             buf['search_policy'] = np.empty((*shape2, buf['action_mask'].shape[-1]), dtype=np.float32)
+            buf['search_value'] = np.empty(shape2, dtype=np.float32)
         bootstrap = np.zeros(shape2, dtype=np.float32)
         results = []
         version = self.policy.version
@@ -93,6 +95,7 @@ class BattleCollector(CollectorCounters):
             buf['value'][t] = home['value']
             if 'search_policy' in buf:
                 buf['search_policy'][t] = home['search_policy']
+                buf['search_value'][t] = home['search_value']
             buf['value_mask'][t] = learnable
             buf['train_mask'][t] = learnable & arena.per_agent(step.to_move)
             nxt = arena.step(actions)

@@ -47,10 +47,14 @@ class LockstepPUCT:
 
     def root_visits(self, own: np.ndarray, opp: np.ndarray, legal: np.ndarray) -> np.ndarray:
         """Visits of each root action ``[n, A]`` after the search (``own`` to move; uint64 ``[n]``)."""
+        return self.root_visits_and_values(own, opp, legal)[0]
+
+    def root_visits_and_values(self, own: np.ndarray, opp: np.ndarray, legal: np.ndarray):
+        """The root visits ``[n, A]`` and the searched value of each root ``[n]`` for the player to move."""
         forest = _Forest(self, np.asarray(own, np.uint64), np.asarray(opp, np.uint64), np.asarray(legal, bool))
         for simulation in range(self.num_simulations):
             forest.simulate(simulation)
-        return forest.root_visits()
+        return forest.root_visits(), forest.root_values()
 
 
 class _Forest:
@@ -161,6 +165,14 @@ class _Forest:
     def root_visits(self) -> np.ndarray:
         children = self.child[self.roots]
         return np.where(children >= 0, self.visits[children], 0.0)
+
+    def root_values(self) -> np.ndarray:
+        """The mean value of every simulation below each root, for the player to move there (its children's
+        values are from that player's view): the search's judgement of the position, in [-1, 1]."""
+        children = self.child[self.roots]
+        seen = children >= 0
+        visits = np.where(seen, self.visits[children], 0.0).sum(axis=1)
+        return np.where(seen, self.value[children], 0.0).sum(axis=1) / np.maximum(visits, 1.0)
 
 
 def policy_evaluator(policy, geometry: BoardGeometry) -> Evaluate:

@@ -5,7 +5,8 @@ With ``battle.collect_search = dict(num_simulations=N, ...)`` a league player co
 current policy (priors) and value (leaves), as AlphaZero's self-play does (Silver et al. 2017;
 Anthony et al. 2017 call it expert iteration). The search is the expert; the network learns to
 imitate it: each move it records the root's visit distribution as ``search_policy``, which PPO's
-``objective='search'`` trains the policy towards (and the value towards the game's result).
+``objective='search'`` trains the policy towards (and the value towards the game's result), and the
+root's searched value as ``search_value`` (``learn.search_value_weight`` blends it into the value's target).
 
 The move played is drawn from the visit distribution while fewer than ``sample_moves`` stones are
 on the board, so self-play games start differently, and is the most visited move after that. As in
@@ -67,23 +68,25 @@ class SearchActing:
             self._guide, self._search = policy, search
         return self._search
 
-    def act(self, policy, obs: np.ndarray, action_mask: np.ndarray) -> Tuple[ActOutput, np.ndarray]:
+    def act(self, policy, obs: np.ndarray, action_mask: np.ndarray) -> Tuple[ActOutput, np.ndarray, np.ndarray]:
         """The moves for a batch of one seat's observations ``[n, 3, rows, cols]`` (rows without a legal
-        action: seats not to move, action 0) and the search's visit distribution ``[n, A]`` (zeros there)."""
+        action: seats not to move, action 0), the search's visit distribution ``[n, A]`` and its value of
+        each position for the player to move ``[n]`` (zeros where no move is made)."""
         obs, action_mask = np.asarray(obs), np.asarray(action_mask, bool)
         n, num_actions = action_mask.shape
         target = np.zeros((n, num_actions), np.float32)
+        searched_value = np.zeros(n, np.float32)
         action = np.zeros(n, np.int64)
         rows = np.flatnonzero(action_mask.any(axis=1))
         if len(rows):
             g = self.geometry
             own, opp = g.stones_from_plane(obs[rows, 0]), g.stones_from_plane(obs[rows, 1])
-            visits = self._search_for(policy).root_visits(own, opp, action_mask[rows])
+            visits, searched_value[rows] = self._search_for(policy).root_visits_and_values(own, opp, action_mask[rows])
             target[rows] = visits / visits.sum(axis=1, keepdims=True)
             action[rows] = self._choose(visits, target[rows], obs[rows, :2].sum(axis=(1, 2, 3)), action_mask[rows])
         probs, value = policy.probabilities_and_value(obs, action_mask=action_mask)
         chosen = np.maximum(probs[np.arange(n), action], np.finfo(np.float32).tiny)
-        return ActOutput(action, np.log(chosen).astype(np.float32), value), target
+        return ActOutput(action, np.log(chosen).astype(np.float32), value), target, searched_value
 
     def _choose(self, visits: np.ndarray, distribution: np.ndarray, stones: np.ndarray,
                 legal: np.ndarray) -> np.ndarray:

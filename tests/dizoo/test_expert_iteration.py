@@ -62,8 +62,9 @@ def test_the_search_takes_the_win_the_network_does_not_see_and_records_its_visit
     policy = _ppo(env)
     acting = SearchActing(dict(num_simulations=64, sample_moves=0), CONNECT_FOUR, seed=0)
     obs, mask = np.concatenate([own_obs, idle_obs]), np.concatenate([own_mask, idle_mask])
-    out, target = acting.act(policy, obs, mask)
+    out, target, value = acting.act(policy, obs, mask)
     assert out.action[0] == 3 and target[0].argmax() == 3
+    assert value[0] > 0.5 and value[1] == 0  # the search sees the win; the seat not to move gets nothing
     assert target[0].sum() == pytest.approx(1.0) and (target[0][~mask[0]] == 0).all()
     # The seat not to move gets no search: action 0 and an empty distribution (the env ignores it).
     assert out.action[1] == 0 and (target[1] == 0).all()
@@ -122,6 +123,9 @@ def test_a_collector_with_the_search_records_the_visits_where_the_player_moved()
     t, c = np.nonzero(moved)
     assert (d['search_policy'][t, c, d['action'][t, c]] > 0).all()
     assert (d['search_policy'][~d['action_mask']] == 0).all()
+    # the search's value of each position it ran from, for the player to move: a mean of game values
+    assert d['search_value'].shape == (6, 8) and (d['search_value'][~moved] == 0).all()
+    assert (np.abs(d['search_value'][moved]) <= 1.0).all() and (d['search_value'][moved] != 0).any()
 
 
 def test_ppo_search_objective_moves_the_policy_towards_the_visits():
@@ -250,3 +254,23 @@ def test_a_league_learns_by_expert_iteration_in_both_modes(tmp_path, mode):
     # Every update trained on chunks carrying the search's visits (PPO refuses a chunk without them).
     from sparring.framework.player_loader import load_player
     assert load_player(config['exp_name']).version >= 2
+
+
+def test_the_value_target_blends_the_result_with_the_search_value_where_the_player_moved():
+    env = make_battle_env(dict(type='connect_four'), 4, 0)
+    acting = SearchActing(dict(num_simulations=4), CONNECT_FOUR, seed=0)
+    plain = _ppo(env, objective='search', gamma=1.0, gae_lambda=1.0)
+    chunk = BattleCollector(env, plain, 16, lambda slot: ('me', plain), search=acting).collect().data
+    blended = _ppo(env, objective='search', gamma=1.0, gae_lambda=1.0, search_value_weight=0.25)
+    result = plain._train_batch(chunk).fields['ret'].numpy()  # gamma = lambda = 1: each game's result
+    # by hand: 0.75 * result + 0.25 * search value where the seat moved; the result alone where it waited
+    keep = chunk['value_mask'].reshape(-1)
+    moved = chunk['train_mask'].reshape(-1)[keep]
+    searched = chunk['search_value'].reshape(-1)[keep]
+    expected = np.where(moved, 0.75 * result + 0.25 * searched, result)
+    np.testing.assert_allclose(blended._train_batch(chunk).fields['ret'].numpy(), expected, rtol=1e-6)
+    assert moved.any() and (~moved).any() and not np.allclose(expected, result)
+    with pytest.raises(ValueError, match='search_value'):
+        blended._train_batch({k: v for k, v in chunk.items() if k != 'search_value'})
+    with pytest.raises(ConfigError, match='search_value_weight.*objective=.search'):
+        _ppo(env, search_value_weight=0.5)

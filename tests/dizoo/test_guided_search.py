@@ -92,3 +92,36 @@ def test_root_noise_makes_the_search_try_moves_the_network_dismisses():
     full = board(0, 0, 0, 0, 0, 0)
     legal = CONNECT_FOUR.legal_mask(full[0] | full[1])
     assert noisy.root_visits(*full, legal)[0, 0] == 0
+
+
+def test_the_root_value_is_the_mean_of_the_simulations_for_the_player_to_move_by_hand():
+    # Priors 0.7 / 0.3 on columns 0 / 1, every position worth c to its player to move; c_puct 1.
+    def constant(c):
+        def evaluate(own, opp, legal):
+            priors = np.zeros(legal.shape)
+            priors[:, 0], priors[:, 1] = 0.7, 0.3
+            return priors, np.full(len(own), c)
+        return evaluate
+
+    own, opp = board()
+    legal = CONNECT_FOUR.legal_mask(own | opp)
+
+    def root_value(c, simulations):
+        puct = LockstepPUCT(CONNECT_FOUR, constant(c), simulations, 1.0, np.random.default_rng(0))
+        return puct.root_visits_and_values(own, opp, legal)[1][0]
+    # One simulation reaches column 0's position, worth c to the opponent: -c to the player at the root.
+    assert root_value(0.5, 1) == pytest.approx(-0.5) and root_value(-0.25, 1) == pytest.approx(0.25)
+    # c = 0.5: column 0 scores -0.5 + 0.7 * sqrt(2) / 2 < 0 + 0.3 * sqrt(2): the second simulation takes column 1,
+    # also -0.5. c = -0.25: column 0 again (0.25 + 0.49 > 0.42), one level deeper, where the player at the root
+    # moves into a position worth -0.25 to it: (0.25 - 0.25) / 2 = 0.
+    assert root_value(0.5, 2) == pytest.approx(-0.5) and root_value(-0.25, 2) == pytest.approx(0.0)
+    # A lost position: the first player holds 1, 2, 3 of the bottom row, open at both ends, and the second
+    # player (to move) can block one end only. The search sees it however the network judges.
+    own, opp = board(1, 6, 2, 6, 3)
+    visits, values = LockstepPUCT(CONNECT_FOUR, uniform, 400, 1.0, np.random.default_rng(0)).root_visits_and_values(
+        own, opp, CONNECT_FOUR.legal_mask(own | opp))
+    assert values[0] < -0.8 and visits.sum() == 400
+    own, opp = board(0, 6, 1, 6, 2, 5)  # and a won one: the player to move completes the bottom row
+    _, values = LockstepPUCT(CONNECT_FOUR, uniform, 400, 1.0, np.random.default_rng(0)).root_visits_and_values(
+        own, opp, CONNECT_FOUR.legal_mask(own | opp))
+    assert values[0] > 0.8
