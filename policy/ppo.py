@@ -15,9 +15,8 @@
   two-player zero-sum games. Discrete actions only.
 * ``'search'`` (expert iteration): the cross-entropy from the visit distribution of the search the
   player collected its moves by (``battle.collect_search``, a chunk's ``search_policy``) to the
-  policy; with ``gamma = gae_lambda = 1`` the value learns the game's result, as AlphaZero's does, or
-  with ``search_value_weight`` = w the blend ``(1 - w) * result + w * the search's value`` where the
-  player moved (the search's value is the less noisy judgement; Oracle's connect-four AlphaZero averaged the two).
+  policy; with ``gamma = gae_lambda = 1`` the value learns the game's result, as AlphaZero's does
+  (:mod:`sparring.policy.expert_iteration`: a window of recent chunks, the search's value in the target).
 
 Shared: GAE(lambda) with truncated episodes bootstrapped, per-minibatch advantage
 normalisation, minibatch epochs, gradient clipping (global norm and/or OpenAI Five's per-element
@@ -29,14 +28,12 @@ truncated-BPTT windows recomputed from the states the collector recorded.
 """
 from __future__ import annotations
 
-from collections import deque
-from typing import Any, Deque, Dict, Optional
+from typing import Any, Dict, Optional
 
 import gymnasium as gym
 import numpy as np
 import torch
 
-from sparring.config.schema import ConfigError
 from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
@@ -44,6 +41,7 @@ from sparring.policy.average_policy import AveragePolicySteps
 from sparring.policy.augment import check_mirror_fits, with_mirror
 from sparring.policy.base import ActOutput, Policy
 from sparring.policy.device import Placement, acting_device
+from sparring.policy.expert_iteration import SearchSteps
 from sparring.policy.grad_clip import SecondMomentClipper
 from sparring.policy.gradient_step import GradientStep, read_rows
 from sparring.policy.kl_penalty import KLPenaltySteps
@@ -70,7 +68,7 @@ class _Network(torch.nn.Module):
 
 
 @POLICY_REGISTRY.register('ppo')
-class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
+class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, SearchSteps, Policy):
     #: the value loss is a term of the policy's loss (a subclass that fits the value apart sets False)
     value_in_policy_loss = True
 
@@ -113,11 +111,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
             self.grad_clipper = SecondMomentClipper(self.net.parameters(), learn['grad_clip_sigmas'],
                                                     beta2=self.optimizer.defaults['betas'][1])
         self.kl_penalty = learn['objective'] == 'kl_penalty'
-        self.learns_from_search = learn['objective'] == 'search'
-        if self.learns_from_search and (self.continuous or self.recurrent):
-            raise ConfigError('config key "policy.learn.objective": \'search\' needs discrete actions and a '
-                              'feed-forward model (the search evaluates single positions)')
-        self.search_window = int(learn.get('search_window', 1))  # configs compiled before the key: unset
+        self._init_search(learn)
         replay = learn['value_replay']
         self.replays_value = self.kl_penalty if replay is None else bool(replay)
         self._reset_adaptation()
@@ -133,7 +127,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
         self.kl_beta = float(self.cfg['learn']['beta_init'])
         self.lr_multiplier = 1.0
         self.value_replay_batch: Optional[TrainBatch] = None
-        self.recent_batches: Deque[TrainBatch] = deque(maxlen=self.search_window - 1)  # the window before this chunk
+        self._reset_window()
 
     # -- acting -------------------------------------------------------------------------------
     def initial_state(self, batch_size: int) -> Any:
@@ -234,18 +228,9 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
 
     def _train_batch(self, chunk: Dict[str, np.ndarray]) -> TrainBatch:
         learn = self.cfg['learn']
-        if self.learns_from_search and 'search_policy' not in chunk:
-            raise ValueError('PPO.learn: objective \'search\' trains towards the chunk\'s search_policy, which it '
-                             'lacks; collect with battle.collect_search')
         advantages, returns = F.gae(chunk['reward'], chunk['value'], chunk['next_value'], chunk['terminated'],
                                     chunk['truncated'], learn['gamma'], learn['gae_lambda'])
-        weight = learn.get('search_value_weight', 0.0)  # configs compiled before the key: unset
-        if weight and self.learns_from_search:
-            if 'search_value' not in chunk:
-                raise ValueError('PPO.learn: search_value_weight blends the chunk\'s search_value into the value '
-                                 'target, which it lacks; collect with battle.collect_search')
-            moved = chunk['train_mask']  # a seat not to move was not searched: its target stays the result
-            returns = np.where(moved, (1.0 - weight) * returns + weight * chunk['search_value'], returns)
+        returns = self._search_returns(chunk, returns)
         if self.recurrent:
             return window_batch(chunk, advantages, returns, self.bptt_len)
         batch = step_batch(chunk, advantages, returns)
@@ -258,7 +243,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
     def _learn(self, chunk: Dict[str, np.ndarray], progress: float) -> Dict[str, float]:
         learn = self.cfg['learn']
         fresh = self.placement.move(self._train_batch(chunk))
-        batch = TrainBatch.concat([*self.recent_batches, fresh]) if self.recent_batches else fresh
+        batch = self._with_window(fresh)
         n = batch.num_steps
         if n == 0:
             raise ValueError('PPO.learn: the chunk holds no trainable step (train_mask is all False)')
@@ -307,8 +292,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
         if self.grad_clipper is not None:
             sums['grad_clip_fraction'] = sum(clip_fractions)  # in order from 0, as the per-step sums were
         value_stats = self._after_policy_epochs(batch, progress)
-        if self.recent_batches.maxlen:
-            self.recent_batches.append(fresh)
+        self._remember(fresh)
         if self.net.normalizer is not None:
             # After the update, so the chunk's log-probs were computed with the statistics it used.
             self.net.normalizer.update(fresh.steps('obs'))
@@ -374,8 +358,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
             elif self.mmd:
                 pg_loss, approx_kl, clip_frac = self._mmd_loss(part, head, mask, log_prob, old_log_prob, adv, clip_range)
             elif self.learns_from_search:
-                log_probs, target = self._acting_steps(part, D.categorical_log_probs(head, mask), part.steps('search_policy'))
-                pg_loss, approx_kl, clip_frac = F.search_target_loss(log_probs, target, log_prob, old_log_prob)
+                pg_loss, approx_kl, clip_frac = self._search_loss(part, head, mask, log_prob, old_log_prob)
             else:
                 pg_loss, approx_kl, clip_frac = F.clipped_surrogate_loss(log_prob, old_log_prob, adv, clip_range)
             entropy_mean = entropy.mean()
@@ -413,7 +396,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
         if self.grad_clipper is not None:
             self.grad_clipper.second_moments = placement.move(self.grad_clipper.second_moments)
         self.value_replay_batch = placement.move(self.value_replay_batch)
-        self.recent_batches = deque((placement.move(b) for b in self.recent_batches), maxlen=self.recent_batches.maxlen)
+        self._move_window(placement)
 
     def get_params(self) -> Dict[str, torch.Tensor]:
         return self._with_average_params(self.placement.host_copy(dict(self.net.state_dict())))
@@ -430,9 +413,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
             state['grad_clipper'] = host(self.grad_clipper.state_dict())
         if self.value_replay_batch is not None:
             state['value_replay_batch'] = host(self.value_replay_batch.state_dict())
-        if self.recent_batches:
-            state['recent_batches'] = [host(b.state_dict()) for b in self.recent_batches]
-        state.update(self._magnet_state(), **self._average_state())
+        state.update(self._magnet_state(), **self._average_state(), **self._window_state(host))
         return state
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
@@ -446,8 +427,6 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, Policy):
             self.grad_clipper.load_state_dict(state['grad_clipper'])
         replay = state.get('value_replay_batch')
         self.value_replay_batch = None if replay is None else self.placement.move(TrainBatch.from_state_dict(replay))
-        self.recent_batches.clear()
-        self.recent_batches.extend(self.placement.move(TrainBatch.from_state_dict(b))
-                                   for b in state.get('recent_batches', []))
+        self._load_window_state(state)
         self._load_magnet_state(state)
         self._load_average_state(state)

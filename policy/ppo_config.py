@@ -11,6 +11,7 @@ from sparring.policy import functional as F
 from sparring.policy.average_policy import AVERAGE_CONSTRAINTS, AVERAGE_DEFAULTS
 from sparring.policy.augment import check_mirror
 from sparring.policy.device import check_device_spec
+from sparring.policy.expert_iteration import SEARCH_CONSTRAINTS, SEARCH_DEFAULTS, check_search_config
 from sparring.policy.mmd import MMD_CONSTRAINTS, MMD_DEFAULTS
 
 OBJECTIVES = ('clip', 'kl_penalty', 'mmd', 'search')
@@ -54,8 +55,7 @@ def ppo_default_config() -> dict:
             eta=50.0,  # 'kl_penalty': weight of the hinge eta * max(0, KL - 2 kl_target)^2
             kl_adapt_factor=1.5,  # 'kl_penalty': beta (and at its bounds the lr) moves by this factor
             value_replay=None,  # also fit the value on the previous chunk; None: only for 'kl_penalty'
-            search_window=1,  # 'search' only: each update trains on the last this many chunks (AlphaZero's window)
-            search_value_weight=0.0,  # 'search' only: the share of the search's value in the value target
+            **SEARCH_DEFAULTS,  # 'search' only: search_window, search_value_weight
             **MMD_DEFAULTS,  # 'mmd' only: mmd_kl_coef, magnet, magnet_coef, magnet_coef_final, magnet_lr
             threads=None,  # torch threads during the update (None: the process's torch_threads)
             mirror=None,  # dict(obs_axis, actions): also train on each step's mirror image (policy/augment.py)
@@ -87,8 +87,7 @@ PPO_CONSTRAINTS = {
     'learn.eta': in_range(0.0, None),
     'learn.kl_adapt_factor': in_range(1.0, None, open_lo=True),
     'learn.value_replay': of_type(bool, allow_none=True),
-    'learn.search_window': in_range(1, None),
-    'learn.search_value_weight': in_range(0.0, 1.0),
+    **SEARCH_CONSTRAINTS,
     **MMD_CONSTRAINTS,
     **AVERAGE_CONSTRAINTS,
     'learn.threads': in_range(1, None, allow_none=True),
@@ -103,14 +102,7 @@ def validate_ppo_config(section: dict) -> None:
         raise ConfigError('config key "policy.learn.target_kl" is the clip objective\'s early stop; with '
                           'objective=\'kl_penalty\' the epoch loop stops at 4 * kl_target: set "kl_target" '
                           'and leave target_kl None')
-    if learn['search_window'] > 1 and learn['objective'] != 'search':
-        raise ConfigError(f'config key "policy.learn.search_window": {learn["search_window"]} chunks at once is for '
-                          f'objective=\'search\' (its targets stay valid for older positions); objective '
-                          f'{learn["objective"]!r} needs the current chunk only: set 1')
-    if learn['search_value_weight'] > 0 and learn['objective'] != 'search':
-        raise ConfigError(f'config key "policy.learn.search_value_weight": {learn["search_value_weight"]} blends the '
-                          f'value of the search a player collected its moves by, for objective=\'search\'; objective '
-                          f'{learn["objective"]!r} has no search: set 0')
+    check_search_config(learn)
     model_cls = MODEL_REGISTRY.get(section['model']['type'])
     if getattr(model_cls, 'recurrent', False):
         n_steps, bptt_len = section['collect']['n_steps'], section['model']['bptt_len']
