@@ -10,7 +10,7 @@ MCTS-1000. Writes ``benchmarks/results/connect_four_strength.json`` (one entry p
 the load average at the start and the end.
 
     .venv/bin/python benchmarks/connect_four_strength.py [--minutes 60] [--label ready] [--keep DIR]
-        [--env-steps N] [--mirror] [--learn-threads N]
+        [--env-steps N] [--mirror] [--learn-threads N] [--seed S]
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ CONNECT_FOUR_MIRROR = dict(obs_axis=-1, actions=[6, 5, 4, 3, 2, 1, 0])
 
 
 def run(config: dict, minutes: float, eval_every: int, workdir: str, label: str, env_steps: int = 10 ** 10,
-        mirror: bool = False, learn_threads: int = None) -> dict:
+        mirror: bool = False, learn_threads: int = None, seed: int = 0) -> dict:
     from sparring.framework import serial_pipeline
     from sparring.framework.evaluate_player import evaluate_player
     config = copy.deepcopy(config)
@@ -48,7 +48,7 @@ def run(config: dict, minutes: float, eval_every: int, workdir: str, label: str,
                            eval_every_iters=eval_every, eval_in_background=True, checkpoint_every_iters=500,
                            progress_bar=False, tensorboard=False)
     load_start = os.getloadavg()
-    summary = serial_pipeline(config, seed=0)
+    summary = serial_pipeline(config, seed=seed)
     first = next(iter(summary['eval']))
     curve = [dict(seconds=h['seconds'], env_steps=h['env_steps'],
                   win={oid: round(s['win'], 3) for oid, s in h['eval'][first].items()}) for h in summary['history']]
@@ -57,7 +57,7 @@ def run(config: dict, minutes: float, eval_every: int, workdir: str, label: str,
         # Fresh bot seeds: not the ones the periodic evaluations used.
         final[name] = evaluate_player(config['exp_name'], [ref], games=200, seed=12345)['opponents'][ref]
     met = {name: final[name]['win'] >= target for name, target in TARGETS.items()}
-    return dict(label=label, minutes=minutes, wall_seconds=round(summary['wall_seconds'], 1),
+    return dict(label=label, seed=seed, minutes=minutes, wall_seconds=round(summary['wall_seconds'], 1),
                 env_steps=summary['env_steps'], env_steps_per_second=round(summary['env_steps'] / summary['wall_seconds']),
                 final=final, targets=TARGETS, met=met, curve=curve, load_start=load_start, load_end=os.getloadavg())
 
@@ -75,6 +75,7 @@ def main() -> None:
     parser.add_argument('--config', default='sparring.dizoo.board_games.config.connect_four_league',
                         help='module holding the config dict to train')
     parser.add_argument('--keep', default=None, help='keep the run in this directory (default: a temporary one)')
+    parser.add_argument('--seed', type=int, default=0, help='the run\'s seed (the final evaluation\'s bot seeds stay fixed)')
     args = parser.parse_args()
     import importlib
     config = importlib.import_module(args.config).config
@@ -84,11 +85,11 @@ def main() -> None:
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
         result = run(config, args.minutes, args.eval_every, args.keep, args.label, args.env_steps, args.mirror,
-                     args.learn_threads)
+                     args.learn_threads, args.seed)
     else:
         with tempfile.TemporaryDirectory() as workdir:
             result = run(config, args.minutes, args.eval_every, workdir, args.label, args.env_steps, args.mirror,
-                     args.learn_threads)
+                         args.learn_threads, args.seed)
     result.update(seconds=round(time.perf_counter() - started, 1), cpus=os.cpu_count(), machine=platform.machine(),
                   torch=torch.__version__, config=args.config, mirror=args.mirror,
                   learn_threads=args.learn_threads)

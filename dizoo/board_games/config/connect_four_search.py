@@ -6,8 +6,9 @@ value; the network then learns the search's visit distribution (``policy.learn.o
 and the game's result (``gamma = gae_lambda = 1``: the value is fitted to the outcome). The search
 sees tactics a few moves deep that the network alone misses, so the network learns them from it:
 the AlphaZero recipe. The first 12 stones of a game are drawn from the visit counts so self-play
-games differ; after that the most visited move is played. Same CNN as the PPO league
-(``connect_four_league.py``).
+games differ, a quarter of them uniformly at random (``random_moves``) so the games also pass through
+the odd positions weaker players lead into; after that the most visited move is played. Same CNN as
+the PPO league (``connect_four_league.py``).
 """
 from sparring.dizoo.board_games.config import connect_four_sparring_partners
 
@@ -28,7 +29,8 @@ config = dict(
         players=dict(naive_sp=dict(one_phase_step=100, branch_probs=dict(sp=1.0))),
         reference_players=connect_four_sparring_partners(),
     ),
-    battle=dict(collect_search=dict(num_simulations=50, c_puct=1.5, sample_moves=12, root_noise=0.25, noise_alpha=1.0),
+    battle=dict(collect_search=dict(num_simulations=50, c_puct=1.5, sample_moves=12, root_noise=0.25, noise_alpha=1.0,
+                                    random_moves=0.25),
                 eval_deterministic=True, eval_opponents=['bot:connect_four_mcts?num_simulations=100']),
     train=dict(max_env_steps=20_000_000, max_wall_seconds=3600.0, eval_every_iters=25, eval_in_background=True,
                checkpoint_every_iters=50),
