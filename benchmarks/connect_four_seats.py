@@ -70,6 +70,9 @@ def main() -> None:
     parser.add_argument('--simulations', type=int, default=100)
     parser.add_argument('--seed', type=int, default=777)
     args = parser.parse_args()
+    if not os.path.isdir(args.run_dir):
+        parser.error(f'{args.run_dir} is not a run directory; train one first, e.g. .venv/bin/sparring train '
+                     f'dizoo/board_games/config/connect_four_search.py')
     report = play(args.run_dir, args.games, args.simulations, args.seed)
     for name, s in report['by_seat'].items():
         print(f'network moving {name}: win {s["win"]} draw {s["draw"]} loss {s["loss"]} of {s["games"]}')
