@@ -57,7 +57,8 @@ def run(config: dict, minutes: float, eval_every: int, workdir: str, label: str,
         # Fresh bot seeds: not the ones the periodic evaluations used.
         final[name] = evaluate_player(config['exp_name'], [ref], games=200, seed=12345)['opponents'][ref]
     met = {name: final[name]['win'] >= target for name, target in TARGETS.items()}
-    return dict(label=label, seed=seed, minutes=minutes, wall_seconds=round(summary['wall_seconds'], 1),
+    return dict(label=label, seed=seed, minutes=minutes,
+                wall_seconds=round(summary['wall_seconds'], 1),
                 env_steps=summary['env_steps'], env_steps_per_second=round(summary['env_steps'] / summary['wall_seconds']),
                 final=final, targets=TARGETS, met=met, curve=curve, load_start=load_start, load_end=os.getloadavg())
 
@@ -75,7 +76,8 @@ def main() -> None:
     parser.add_argument('--config', default='sparring.dizoo.board_games.config.connect_four_league',
                         help='module holding the config dict to train')
     parser.add_argument('--keep', default=None, help='keep the run in this directory (default: a temporary one)')
-    parser.add_argument('--seed', type=int, default=0, help='the run\'s seed (the final evaluation\'s bot seeds stay fixed)')
+    parser.add_argument('--seed', type=int, default=0,
+                        help='the run\'s seed (the final evaluation\'s bot seeds stay fixed)')
     args = parser.parse_args()
     import importlib
     config = importlib.import_module(args.config).config

@@ -7,9 +7,9 @@ commander adds what a network needs: sessions (:mod:`~sparring.framework.session
 and the replies to the requests of :data:`~sparring.framework.protocol.PROTOCOL`. ``handle`` maps a
 validated request to a reply, with an injected clock, so the commander is tested without a socket.
 
-Exactly once: every game is a league job with an id, and a result counts only while its job is
-outstanding with the worker that reports it; a repeated report (same chunk id) or a result of an
-abandoned job is refused and counted. A request sent again gets the first reply, not a second doing. A worker silent for ``parallel.worker_timeout_seconds`` is
+Exactly once: every game is a league job with an id, and a result counts only while its job is held
+by the worker reporting it; a repeated report or a result of an abandoned job is refused and counted;
+a request sent again gets its first reply. A worker silent for ``parallel.worker_timeout_seconds`` is
 dropped: its outstanding jobs are abandoned (a game is recorded whole or not at all), its collect
 task goes to another collector, its evaluation job back to the queue.
 """

@@ -30,7 +30,7 @@ def log_progress(commander) -> None:
                  **{f'rejected_{k}': v for k, v in commander.transport_rejects().items()})
     figures['dropped'] = sum(drops.values()) or None
     commander.logger.scalars(dict(env_steps_per_second=rate, jobs_abandoned=commander.counters['jobs_abandoned'],
-                                  repeated_requests=commander.counters['repeated_requests'],
+                             repeated_requests=commander.counters['repeated_requests'],
                              episode_return=figures['ret'], games=commander.counters['games'],
                              historical=len(commander.league.historical_players)), commander.env_steps, prefix='run/')
     commander.logger.scalars(drops, commander.env_steps, prefix='run/dropped/')
