@@ -22,5 +22,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
+# The loop to run while editing: every test not marked slow (pytest.ini says what slow means).
+.PHONY: test-fast
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow"
+
 clean:
 	rm -rf runs .pytest_cache build *.egg-info

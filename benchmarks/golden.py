@@ -13,7 +13,9 @@ committed recordings allows for that, this tool does not).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import io
 import os
 import sys
 import tempfile
@@ -30,13 +32,22 @@ def load_golden_runs():
     return module
 
 
-def record(golden_runs, out_dir: str, names) -> int:
-    with tempfile.TemporaryDirectory(prefix='golden_run_') as workdir:
-        golden_runs.record(out_dir, workdir, names)
+def quiet(verbose: bool):
+    """The runs' own log lines hidden unless asked for, so the differences stand out."""
+    return contextlib.nullcontext() if verbose else contextlib.redirect_stdout(io.StringIO())
+
+
+def record(golden_runs, out_dir: str, names, verbose: bool = False) -> int:
+    for name in names or golden_runs.CASES:
+        with tempfile.TemporaryDirectory(prefix='golden_run_') as workdir, quiet(verbose):
+            arrays = golden_runs.run_case(name, workdir)
+        os.makedirs(out_dir, exist_ok=True)
+        golden_runs.save(golden_runs.golden_path(name, out_dir), arrays)
+        print(f'{name}: {golden_runs.count_values(arrays)} values -> {golden_runs.golden_path(name, out_dir)}')
     return 0
 
 
-def compare(golden_runs, directory: str, names) -> int:
+def compare(golden_runs, directory: str, names, verbose: bool = False) -> int:
     if not os.path.isdir(directory):
         sys.exit(f'golden compare: {directory} is not a directory; expected one written by '
                  f'`python benchmarks/golden.py record --out {directory}`')
@@ -50,7 +61,7 @@ def compare(golden_runs, directory: str, names) -> int:
         if not os.path.exists(path):
             sys.exit(f'golden compare: no recording {path}; record it first with --case {name}')
         then = golden_runs.load(path)
-        with tempfile.TemporaryDirectory(prefix='golden_run_') as workdir:
+        with tempfile.TemporaryDirectory(prefix='golden_run_') as workdir, quiet(verbose):
             now = golden_runs.run_case(name, workdir)
         found = golden_runs.differences(now, then)
         for difference in found:
@@ -60,9 +71,9 @@ def compare(golden_runs, directory: str, names) -> int:
             values = [d for d in found if d.reason == 'values']
             worst = (f' (worst abs {max(d.max_abs for d in values):.3g}, worst diff / scale '
                      f'{max(d.max_rel for d in values):.3g})' if values else '')
-            print(f'{name}: {len(found)} of {len(then)} recorded values differ{worst}')
+            print(f'{name}: {len(found)} of {golden_runs.count_values(then)} recorded values differ{worst}')
         else:
-            print(f'{name}: all {len(then)} recorded values identical')
+            print(f'{name}: all {golden_runs.count_values(then)} recorded values identical')
     print('DIFFERENT: ' + ', '.join(failed) if failed else 'IDENTICAL')
     return 1 if failed else 0
 
@@ -78,10 +89,11 @@ def main(argv=None) -> int:
     for sub in (rec, cmp):
         sub.add_argument('--case', action='append', choices=sorted(golden_runs.CASES),
                          help='only this case (repeatable; default: all)')
+        sub.add_argument('--verbose', action='store_true', help="show the runs' own log lines")
     args = parser.parse_args(argv)
     if args.command == 'record':
-        return record(golden_runs, args.out, args.case)
-    return compare(golden_runs, args.directory, args.case)
+        return record(golden_runs, args.out, args.case, args.verbose)
+    return compare(golden_runs, args.directory, args.case, args.verbose)
 
 
 if __name__ == '__main__':

@@ -8,16 +8,15 @@ league state, the compiled config and the run's summary. Only wall-clock figures
 Two users: ``test_golden_runs.py`` compares a run with the recordings in ``golden/`` (text and
 integers exactly, floats within a stated tolerance, since floats differ between CPUs), and
 ``benchmarks/golden.py`` records and compares runs bit for bit on one machine to prove a refactor
-changes nothing. ``python tests/framework/golden_runs.py`` (from the repository root) rewrites
-``golden/``: do it only when a change of behaviour is intended.
+changes nothing. ``python benchmarks/golden.py record --out tests/framework/golden`` rewrites the
+recordings: do it only when a change of behaviour is intended.
 """
 from __future__ import annotations
 
 import glob
 import json
 import os
-import sys
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple
 
 import numpy as np
 import torch
@@ -198,23 +197,15 @@ def differences(now: Dict[str, np.ndarray], then: Dict[str, np.ndarray]) -> List
     return found
 
 
+def count_values(arrays: Dict[str, np.ndarray]) -> int:
+    """How many values a record holds: its arrays and its text leaves."""
+    return len(arrays) - 1 + len(text_of(arrays))
+
+
+def save(path: str, arrays: Dict[str, np.ndarray]) -> None:
+    np.savez_compressed(path, **arrays)
+
+
 def load(path: str) -> Dict[str, np.ndarray]:
     with np.load(path) as stored:
         return {key: stored[key] for key in stored.files}
-
-
-def record(out_dir: str, workdir: str, names: Optional[Iterable[str]] = None) -> List[str]:
-    """Run the cases (all by default) in ``workdir`` and write each record to ``out_dir/<case>.npz``."""
-    os.makedirs(out_dir, exist_ok=True)
-    written = []
-    for name in (names or CASES):
-        arrays = run_case(name, workdir)
-        np.savez_compressed(golden_path(name, out_dir), **arrays)
-        print(f'{name}: {len(arrays) - 1} arrays -> {golden_path(name, out_dir)}')
-        written.append(golden_path(name, out_dir))
-    return written
-
-
-if __name__ == '__main__':
-    import tempfile
-    record(GOLDEN_DIR, sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix='golden_'))
