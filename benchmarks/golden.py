@@ -38,6 +38,7 @@ def quiet(verbose: bool):
 
 
 def record(golden_runs, out_dir: str, names, verbose: bool = False) -> int:
+    """Run the cases (all when ``names`` is empty) and write each record to ``out_dir/<case>.npz``."""
     for name in names or golden_runs.CASES:
         with tempfile.TemporaryDirectory(prefix='golden_run_') as workdir, quiet(verbose):
             arrays = golden_runs.run_case(name, workdir)
@@ -48,6 +49,8 @@ def record(golden_runs, out_dir: str, names, verbose: bool = False) -> int:
 
 
 def compare(golden_runs, directory: str, names, verbose: bool = False) -> int:
+    """Rerun the cases recorded in ``directory``; print every value that is not bit-for-bit the same.
+    0 when none differs, else 1."""
     if not os.path.isdir(directory):
         sys.exit(f'golden compare: {directory} is not a directory; expected one written by '
                  f'`python benchmarks/golden.py record --out {directory}`')
