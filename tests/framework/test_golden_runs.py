@@ -75,6 +75,7 @@ def case(request, tmp_path_factory):
     return name, now, golden_runs.load(golden_runs.golden_path(name))
 
 
+@pytest.mark.slow  # each case trains a small run
 def test_every_recorded_value_comes_out_again_within_tolerance(case):
     name, now, recorded = case
     found = golden_runs.differences(now, recorded)

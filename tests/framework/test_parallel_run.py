@@ -19,6 +19,8 @@ from sparring.framework.messaging import MAGIC, DataPusher, MessageError, Reques
 from sparring.framework.parallel import ParallelRun, parallel_pipeline
 from sparring.league.persistence import load_state
 
+pytestmark = pytest.mark.slow  # parallel runs of many processes, killed and resumed
+
 # Generous: several processes import torch at once on a loaded two-core machine.
 PATIENCE = 120.0
 
