@@ -32,10 +32,11 @@ per run as above):
     Adam's beta2 0.999 -> 0.9985 in code   0.50     0.50     0.49
 
 Each exceeds the tolerance in every run; run through this test, the value loss scaled by 1.001
-inside policy/ppo.py (no config shows it) fails with 14 CartPole arrays beyond it. What stays below it is a change as small as the CPU's own
-rounding: an entropy coefficient of 1e-4 instead of 0 moves CartPole's floats by 3.7e-5 only (its
-config record still fails). Across machines such effects cannot be told from rounding; on one
-machine, ``benchmarks/golden.py`` records and compares every value bit for bit.
+inside policy/ppo.py (no config shows it) fails with 14 CartPole arrays beyond it. What stays below
+it is a change as small as the CPU's own rounding: an entropy coefficient of 1e-4 instead of 0 moves
+CartPole's floats by 3.7e-5 only (its config record still fails). Across machines such effects
+cannot be told from rounding; on one machine, ``benchmarks/golden.py`` records and compares every
+value bit for bit.
 """
 import importlib.util
 import os
