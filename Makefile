@@ -9,10 +9,10 @@ STAMP := $(VENV)/.sparring-installed
 
 install: $(STAMP)
 
-$(STAMP): setup.py
+$(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test,league,openspiel,pettingzoo,atari,mujoco,export,ray]'
+	$(PY) -m pip install --quiet -e '.[test,league,openspiel,pettingzoo,atari,mujoco,export,ray,dev,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -21,6 +21,13 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+.PHONY: lint typecheck
+lint: $(STAMP)  # settings in pyproject.toml ([tool.ruff])
+	$(PY) -m ruff check .
+
+typecheck: $(STAMP)  # settings and the folders checked in pyproject.toml ([tool.mypy])
+	$(PY) -m mypy
 
 clean:
 	rm -rf runs .pytest_cache build *.egg-info
