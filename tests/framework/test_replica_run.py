@@ -3,7 +3,6 @@ import importlib.util
 import os
 import re
 
-from sparring.config import compile_config
 from sparring.framework.parallel import parallel_pipeline
 
 _spec = importlib.util.spec_from_file_location('parallel_run_helpers',
