@@ -261,7 +261,7 @@ def main() -> None:
         section_started = time.perf_counter()
         try:
             report[name] = sections[name]()
-        except Exception as exc:  # one section's failure is reported, the next still runs
+        except Exception as exc:  # noqa: BLE001 -- one section's failure is reported, the next still runs
             report[name] = dict(error=f'{type(exc).__name__}: {exc}', traceback=traceback.format_exc()[-3000:])
             print(f'section {name} failed: {report[name]["error"][:1500]}', flush=True)
         report.setdefault('section_seconds', {})[name] = round(time.perf_counter() - section_started, 1)
