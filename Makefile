@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.sparring-installed
 
-.PHONY: demo test install clean
+.PHONY: demo test docs install clean
 
 install: $(STAMP)
 
@@ -21,6 +21,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The documentation site, into site/; --strict turns a broken link or a missing reference into a failure.
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf runs .pytest_cache build *.egg-info
