@@ -290,13 +290,20 @@ def render(sections: Optional[List[Section]] = None, left_out: Optional[List[Tup
         out += [f'## {heading} {{ #{anchor} }}', '']
         for section in chosen:
             if heading != 'Top level':
-                out += [f'### {_escape(section.title)} {{ #{section.anchor} }}', '']
+                out += [f'### {_escape(section.title)} {{ #{section.anchor} data-toc-label="{_toc_label(section)}" }}', '']
             out += _section_lines(section)
     if left_out:
         out += ['## Not for configs', '']
         out += [f'- `{name}`: {_escape(reason)}' for name, reason in left_out]
         out.append('')
     return '\n'.join(out)
+
+
+def _toc_label(section: Section) -> str:
+    """A short entry for the page's table of contents: a long group of types by its first few names."""
+    names = section.names or [section.title]
+    shown = ', '.join(names[:3]) + (f' and {len(names) - 3} more' if len(names) > 3 else '')
+    return html.escape(shown, quote=True)
 
 
 def _section_lines(section: Section) -> List[str]:
@@ -308,13 +315,15 @@ def _section_lines(section: Section) -> List[str]:
         lines += [section.note, '']
     if not section.rows:
         return lines + ['No options.', '']
-    lines += ['| key | default | type | allowed | meaning |', '|---|---|---|---|---|']
+    lines += ['| key | default | type and allowed values | meaning |', '|---|---|---|---|']
     for row in section.rows:
         meaning = _escape(row.meaning) if row.meaning else ('' if row.see else UNDOCUMENTED)
         if row.see:
             meaning += f'{"; " if meaning else ""}its keys depend on its `type`: see {row.see}'
-        lines.append(f'| `{_cell(row.path)}` | {_default(row.default)} | {_escape(row.type_name)} | '
-                     f'{_escape(row.allowed)} | {meaning} |')
+        kind = _escape(row.type_name)
+        if row.allowed and row.allowed != row.type_name:
+            kind += f': {_escape(row.allowed)}'
+        lines.append(f'| `{_cell(row.path)}` | {_default(row.default)} | {kind} | {meaning} |')
     return lines + ['']
 
 

@@ -12,6 +12,7 @@ folder) document this checkout, whatever else is installed.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,3 +51,13 @@ def on_page_markdown(markdown, page, config, files):
             module = __import__(module_name)
             markdown = markdown.replace(marker, getattr(module, function)())
     return markdown
+
+
+# The docstrings use Sphinx roles (:class:`~sparring.league.Player`); rendered as Markdown they would
+# show the role's name before the code. Keep the code, and only the last part of a ``~`` name.
+SPHINX_ROLE = re.compile(r':(?:class|func|meth|mod|attr|data|exc|obj):(<code>)(~?)([^<]*)(</code>)')
+
+
+def on_page_content(html, page, config, files):
+    return SPHINX_ROLE.sub(lambda m: m.group(1) + (m.group(3).rsplit('.', 1)[-1] if m.group(2) else m.group(3))
+                           + m.group(4), html)
