@@ -19,9 +19,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from source_comments import key_comments
 
 UNDOCUMENTED = '*undocumented*'
-# Keys whose dict value a user replaces whole (a league player's ``branch_probs``), so its entries are not
-# separate keys.
-WHOLE_VALUE_KEYS = {'branch_probs'}
+# Keys whose dict value is one setting, not a section (a player's ``branch_probs``, replaced whole; a
+# league's ``active_players``, a count per player type), so its entries are not separate keys.
+WHOLE_VALUE_KEYS = {'branch_probs', 'active_players'}
 # Registered names that a user never writes in a config (the compiler refuses them), with the reason.
 NOT_FOR_CONFIGS = {('league', 'single_agent'): 'the league a single-agent run makes for itself'}
 
@@ -252,8 +252,17 @@ def _typed_section(path: str, group: Tuple[List[str], List[type]]) -> Section:
             values = [d.get(row.path) for d in per_name]
             if any(v != values[0] for v in values):
                 row.default = _PerName(list(zip(names, values)))
-    section.rows = rows
+    kind = comp.TYPED_SECTIONS[path].kind
+    chooser = KeyRow(path=f'{path}.type', default=_Raw(''), type_name='str',
+                     allowed=('for this table ' + ' or '.join(repr(n) for n in names)),
+                     meaning=f'the registered name of the {kind} class, which decides the keys of the section')
+    section.rows = [chooser] + rows
     return section
+
+
+@dataclass
+class _Raw:
+    text: str
 
 
 @dataclass
@@ -336,6 +345,8 @@ def _unique(items):
 
 
 def _default(value: Any) -> str:
+    if isinstance(value, _Raw):
+        return _escape(value.text)
     if isinstance(value, _PerName):
         return '<br>'.join(f'{name}: `{_cell(repr(v))}`' for name, v in value.pairs)
     return f'`{_cell(repr(value))}`'

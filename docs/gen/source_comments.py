@@ -101,48 +101,45 @@ def _add_site(key: str, line: int, value: ast.AST, prefix: str, sites: List[_Key
 
 
 def _follow_name(name: str, prefix: str, out: Dict[str, str], seen: set, namespace: dict) -> None:
-    """A module-level constant holding defaults (``AVERAGE_DEFAULTS``): read its own comments."""
+    """A module-level constant holding defaults (``AVERAGE_DEFAULTS``): read the comments where it is set."""
     value = namespace.get(name)
     if not isinstance(value, dict) or ('const', id(value)) in seen:
         return
     seen.add(('const', id(value)))
-    module = inspect.getmodule(_defining_object(name, namespace))
-    if module is None:
-        return
-    try:
-        tree = ast.parse(inspect.getsource(module))
-    except (OSError, TypeError, SyntaxError):
-        return
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            segment = ast.get_source_segment(inspect.getsource(module), node)
-            if segment is not None:
-                # Pad so that line numbers match the module (the comments are read by line).
-                padded = '\n' * (node.lineno - 1) + ' ' * node.col_offset + segment
-                _collect_source(padded, prefix, out, seen, vars(module))
-
-
-def _defining_object(name: str, namespace: dict):
-    """Something whose module defines ``name``: the namespace's own module, or where it was imported from."""
-    import sys
-    here = sys.modules.get(namespace.get('__name__', ''))
-    for module in list(sys.modules.values()):
-        if module is None or module is here:
-            continue
+    for path, module_vars in _candidate_sources(name, value, namespace):
         try:
-            if vars(module).get(name) is namespace[name] and _assigns(module, name):
-                return module
-        except Exception:
+            with open(path) as f:
+                source = f.read()
+            tree = ast.parse(source)
+        except (OSError, SyntaxError):
             continue
-    return here
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                # Parse the module whole, so that line numbers (by which comments are read) match it.
+                _collect_node(source, node.value, prefix, out, seen, module_vars)
+                return
 
 
-def _assigns(module, name: str) -> bool:
-    try:
-        source = inspect.getsource(module)
-    except (OSError, TypeError):
-        return False
-    return f'\n{name} = ' in source or source.startswith(f'{name} = ')
+def _candidate_sources(name: str, value: dict, namespace: dict):
+    """(source file, module globals) of the namespace's own module, then of the modules holding the same
+    object under ``name`` (where it was imported from)."""
+    import sys
+    own = namespace.get('__file__')
+    if own:
+        yield own, namespace
+    for module in list(sys.modules.values()):
+        module_vars = getattr(module, '__dict__', None)
+        path = getattr(module, '__file__', None)
+        if module_vars is None or not path or path == own or module_vars.get(name) is not value:
+            continue
+        yield path, module_vars
+
+
+def _collect_node(source: str, node: ast.AST, prefix: str, out: Dict[str, str], seen: set, namespace: dict) -> None:
+    sites: List[_KeySite] = []
+    _visit(node, prefix, sites, out, seen, namespace)
+    for path, text in _attribute(source, sites).items():
+        out.setdefault(path, text)
 
 
 def _attribute(source: str, sites: List[_KeySite]) -> Dict[str, str]:
