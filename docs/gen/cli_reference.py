@@ -28,7 +28,7 @@ def render() -> str:
 
 
 def _usage(parser: argparse.ArgumentParser) -> str:
-    formatter = argparse.HelpFormatter(parser.prog, width=100)
+    formatter = argparse.HelpFormatter(parser.prog, width=80)  # fits a code block on the page
     formatter.add_usage(parser.usage, parser._actions, parser._mutually_exclusive_groups)
     return formatter.format_help().strip()
 
