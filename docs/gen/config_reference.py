@@ -328,7 +328,8 @@ def _section_lines(section: Section) -> List[str]:
     for row in section.rows:
         meaning = _escape(row.meaning) if row.meaning else ('' if row.see else UNDOCUMENTED)
         if row.see:
-            meaning += f'{"; " if meaning else ""}its keys depend on its `type`: see {row.see}'
+            joint = ' ' if meaning.endswith('.') else '; ' if meaning else ''
+            meaning += f'{joint}{"I" if joint == " " else "i"}ts keys depend on its `type`: see {row.see}'
         kind = _escape(row.type_name)
         if row.allowed and row.allowed != row.type_name:
             kind += f': {_escape(row.allowed)}'
