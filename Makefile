@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.sparring-installed
 
-.PHONY: demo test install clean
+.PHONY: demo test docs install clean
 
 install: $(STAMP)
 
@@ -29,5 +29,9 @@ lint: $(STAMP)  # settings in pyproject.toml ([tool.ruff])
 typecheck: $(STAMP)  # settings and the folders checked in pyproject.toml ([tool.mypy])
 	$(PY) -m mypy
 
+# The documentation site, into site/; --strict turns a broken link or a missing reference into a failure.
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf runs .pytest_cache build *.egg-info
+	rm -rf runs site .pytest_cache .mypy_cache .ruff_cache build *.egg-info
