@@ -277,8 +277,8 @@ def render(sections: Optional[List[Section]] = None, left_out: Optional[List[Tup
         sections, left_out = collect_sections()
     rows = [r for s in sections for r in s.rows]
     missing = sum(1 for r in rows if r.meaning is None and not r.see)
-    out = [f'{len(rows)} keys in {len(sections)} tables; {missing} of them have no comment in the source yet '
-           f'and are marked {UNDOCUMENTED}.', '']
+    out = [(f'{len(rows)} keys in {len(sections)} tables; {missing} of them have no comment in the source yet '
+            f'and are marked {UNDOCUMENTED}.'), '']
     order = [('Top level', 'top-level', lambda s: s.prefix == '' and not s.names),
              ('Environments (`env`)', _section_anchor('env'), lambda s: s.prefix == 'env'),
              ('Environment managers (`env.manager`)', _section_anchor('env.manager'),

@@ -74,7 +74,7 @@ def run_page(path: str) -> int:
     for block in blocks:
         try:
             exec(compile(block.code, f'{path} (block at line {block.line})', 'exec'), namespace)
-        except BaseException:
+        except BaseException:  # noqa: BLE001 -- any failure of an example, SystemExit included, is reported
             traceback.print_exc()
             print(f'docs example failed: {path}, the block at line {block.line}', file=sys.stderr)
             return 1
