@@ -5,14 +5,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.sparring-installed
 
-.PHONY: demo test install clean
+.PHONY: demo test docs install clean
 
 install: $(STAMP)
 
-$(STAMP): setup.py
+$(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test,league,openspiel,pettingzoo,atari,mujoco,export,ray]'
+	$(PY) -m pip install --quiet -e '.[test,league,openspiel,pettingzoo,atari,mujoco,export,ray,dev,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -27,5 +27,16 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow"
 
+.PHONY: lint typecheck
+lint: $(STAMP)  # settings in pyproject.toml ([tool.ruff])
+	$(PY) -m ruff check .
+
+typecheck: $(STAMP)  # settings and the folders checked in pyproject.toml ([tool.mypy])
+	$(PY) -m mypy
+
+# The documentation site, into site/; --strict turns a broken link or a missing reference into a failure.
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf runs .pytest_cache build *.egg-info
+	rm -rf runs site .pytest_cache .mypy_cache .ruff_cache build *.egg-info

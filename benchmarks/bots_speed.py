@@ -50,7 +50,7 @@ def positions(game: str, random_moves: int, seed: int = 0):
     while len(obs) < BATCH:
         env = make_battle_env(dict(type=game), 1, int(rng.integers(2 ** 31)))
         step = env.reset()
-        for i in range(random_moves):
+        for _ in range(random_moves):
             scores = rng.random(step.action_mask.shape) * step.action_mask
             step = env.step(np.where(step.to_move, scores.argmax(axis=2), 0))
             if step.terminated[0]:

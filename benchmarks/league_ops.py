@@ -109,7 +109,7 @@ def main(argv=None) -> dict:
     get_job = {}
     for player in league.active_players:
         if player.player_type not in get_job:
-            get_job[player.player_type] = rate(lambda _: league.get_job_info(player.player_id), range(2_000), 5)
+            get_job[player.player_type] = rate(lambda _, pid=player.player_id: league.get_job_info(pid), range(2_000), 5)
     get_job['any_player'] = rate(lambda _: league.get_job_info(), range(2_000), 5)
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -31,13 +31,13 @@ import torch
 from gymnasium.wrappers.utils import RunningMeanStd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import merge_results  # noqa: E402
+from results_file import merge_results
 
-from sparring.config import compile_config  # noqa: E402
-from sparring.config.registry import POLICY_REGISTRY  # noqa: E402
-from sparring.dizoo.mujoco.config import WRITE_UP_RUNS, mujoco_ppo_config, mujoco_ppo_kl_config  # noqa: E402
-from sparring.worker.collector import SampleCollector  # noqa: E402
-from sparring.worker.env.manager import make_env_manager  # noqa: E402
+from sparring.config import compile_config
+from sparring.config.registry import POLICY_REGISTRY
+from sparring.dizoo.mujoco.config import WRITE_UP_RUNS, mujoco_ppo_config, mujoco_ppo_kl_config
+from sparring.worker.collector import SampleCollector
+from sparring.worker.env.manager import make_env_manager
 
 # The write-up's Tables 1 and 2: the threshold, the episodes its 5-episode average took to cross it,
 # and the best 5-episode average of its run (None where the table gives none).

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import merge_results  # noqa: E402
+from results_file import merge_results
 
 
 def league(exp: str, seconds: float, collectors: int, replicas: int, launcher: str, device: str = 'cpu') -> dict:

@@ -36,7 +36,7 @@ from typing import Dict, List
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import merge_results  # noqa: E402
+from results_file import merge_results
 
 FLOODER = r'''
 import os, sys, time, zmq

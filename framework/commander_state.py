@@ -161,7 +161,7 @@ def restore(commander) -> int:
     if os.path.exists(state_path):
         try:
             saved = load_state(state_path)
-        except Exception as err:  # a torn or damaged snapshot: the journal alone holds the whole run
+        except Exception as err:  # noqa: BLE001 -- a torn or damaged snapshot: the journal alone holds the whole run
             log.warning('%s is unreadable (%s: %s); rebuilding the run from %s alone', state_path,
                         type(err).__name__, err, commander.journal.path)
             commander.say(f'{state_path} is unreadable; rebuilding the run from the journal alone')

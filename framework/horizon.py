@@ -40,7 +40,7 @@ def _gymnasium_step_seconds(env_id: str) -> Optional[float]:
     try:
         import gymnasium
         env = gymnasium.make(env_id)
-    except Exception:  # an id Gymnasium cannot build here (missing extra): no horizon in seconds
+    except Exception:  # noqa: BLE001 -- an id Gymnasium cannot build here (missing extra): no horizon in seconds
         return None
     try:
         unwrapped = env.unwrapped

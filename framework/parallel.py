@@ -154,7 +154,7 @@ class ParallelRun:
             peer, message = got
             try:
                 kind, body, arrays = self.commander.handle(message)
-            except Exception as err:  # a bug must not take the run down with one worker's request
+            except Exception as err:  # noqa: BLE001 -- a bug must not take the run down with one worker's request
                 self.logger.line(f'commander: {type(err).__name__} handling a {message.kind!r} from '
                                  f'{message.sender}: {err}')
                 kind, body, arrays = 'error', dict(error=f'commander failed: {err}', reason='internal'), None

@@ -60,7 +60,7 @@ class _NativeTable:
             return None
         try:
             return states[0].action_to_string(seat, int(action))
-        except Exception:  # a game without move names: numbers only
+        except Exception:  # noqa: BLE001 -- a game without move names: numbers only
             return None
 
 

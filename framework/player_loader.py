@@ -25,6 +25,7 @@ from sparring.framework.run_setup import LEAGUE_STATE_FILE
 from sparring.league.base_league import BaseLeague
 from sparring.league.errors import LeagueError
 from sparring.policy.base import Policy
+from sparring.policy.device import devices_usable_here
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.policy_pool import BOT_PREFIX, ParamStore, PolicyPool
 from sparring.worker.run_kind import SINGLE_AGENT, run_kind
@@ -41,6 +42,8 @@ class TrainedRun:
                                     f'run (its exp_name)')
         self.run_dir = run_dir
         self.cfg = load_config(run_dir)
+        # A run trained on a GPU is used on any machine: its policies act where this process can.
+        self.device_notes = devices_usable_here(self.cfg.policy)
         self.kind = run_kind(self.cfg)
         league_file = os.path.join(run_dir, LEAGUE_STATE_FILE)
         self.league: Optional[BaseLeague] = None

@@ -222,7 +222,7 @@ class LeagueRun:
                          evaluator_history=self.eval_history[pid], rng=rng, wall_seconds=self.wall_seconds)
         else:
             self.league.save(os.path.join(self.exp_dir, LEAGUE_STATE_FILE))
-            state = dict(learners={pid: l.state_dict() for pid, l in self.learners.items()},
+            state = dict(learners={pid: learner.state_dict() for pid, learner in self.learners.items()},
                          collectors={pid: c.state_dict() for pid, c in self.collectors.items()},
                          rounds=self.rounds, wall_seconds=self.wall_seconds, last_eval=self.last_eval,
                          history=self.history, league_state=self.league.state_dict(), rng=rng,

@@ -12,7 +12,7 @@
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
@@ -37,6 +37,15 @@ def forgotten_prefix_length(win_rates: np.ndarray) -> int:
 
 class _BeatsOrSnapshotsMixin:
     """Play ``opponent`` unless it is too strong; then PFSP over its snapshots."""
+
+    # What the mixin reads of its host (an ActivePlayer), declared for the type checker.
+    league: Any
+    index: int
+    cfg: Any  # an EasyDict
+
+    if TYPE_CHECKING:  # the host's method, as ActivePlayer defines it; nothing here at run time
+        def _pfsp(self, group: PlayerGroup, weighting=None,
+                  win_rates: Optional[np.ndarray] = None) -> Optional[Player]: ...
 
     def _opponent_or_its_snapshots(self, opponent: Player, weighting=None) -> Player:
         if float(self.league.payoff.win_rates_by_index(self.index, [opponent.index])[0]) > self.cfg.min_valid_win_rate:
@@ -70,9 +79,14 @@ class MainPlayer(_BeatsOrSnapshotsMixin, ActivePlayer):
     def _main_players(self) -> PlayerGroup:
         return self.league.roster.active(MainPlayer)
 
+    def _any_main_player(self) -> Player:
+        main = self._uniform(self._main_players())
+        assert main is not None  # never empty: this player is a main player itself
+        return main
+
     def _sp_branch(self) -> Player:
         # AlphaStar: opponents of similar strength (variance) among a too-strong player's snapshots.
-        return self._opponent_or_its_snapshots(self._uniform(self._main_players()), 'variance')
+        return self._opponent_or_its_snapshots(self._any_main_player(), 'variance')
 
     def _verification_branch(self) -> Optional[Player]:
         roster, thresholds = self.league.roster, self.cfg.verification
@@ -81,7 +95,7 @@ class MainPlayer(_BeatsOrSnapshotsMixin, ActivePlayer):
             rates = self.win_rates(exploiter_snapshots)
             if rates.min() < thresholds.exploiter_win_rate:
                 return self._pfsp(exploiter_snapshots, 'squared', rates)
-        past_selves = roster.snapshots_of(self._uniform(self._main_players()).player_id)
+        past_selves = roster.snapshots_of(self._any_main_player().player_id)
         rates = self.win_rates(past_selves)
         keep = forgotten_prefix_length(rates)
         if keep and rates[:keep].min() < thresholds.forgotten_win_rate:

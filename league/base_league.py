@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Type, cast
 
 import numpy as np
 from easydict import EasyDict
@@ -275,6 +275,7 @@ class BaseLeague(LeagueStateMixin):
             return job
 
     def _get_job_info(self, player: ActivePlayer, eval_flag: bool) -> dict:
+        opponent: Player
         if eval_flag:
             opponent, branch = self._eval_opponent(player), 'eval'
         else:
@@ -307,15 +308,15 @@ class BaseLeague(LeagueStateMixin):
         return parse_job_result(job_result, self.roster)
 
     def _record_games(self, home: Player, away: Player, codes: Sequence[int]) -> None:
-        if home is away:
-            home.self_play_games += len(codes)  # no information about strength: not in payoff or ratings
+        if home is away:  # only an active player plays itself; no information about strength: not in payoff or ratings
+            cast(ActivePlayer, home).self_play_games += len(codes)
             return
         self.payoff.record_codes(home.index, away.index, codes)
         self.ratings.update_codes(home.player_id, away.player_id, codes)
         if home.kind == 'active':
-            home.on_game_result(away, codes)
+            cast(ActivePlayer, home).on_game_result(away, codes)
         if away.kind == 'active':
-            away.on_game_result(home, [REVERSED_CODE[c] for c in codes])
+            cast(ActivePlayer, away).on_game_result(home, [REVERSED_CODE[c] for c in codes])
 
     def record_eval_result(self, player_id: str, opponent_id: str, result: Sequence[str]) -> None:
         """An evaluator's games (same effect as ``finish_job`` with those player ids)."""
@@ -387,7 +388,7 @@ class BaseLeague(LeagueStateMixin):
             return plot_ratings(self, path, **kwargs)
 
 
-def _active_player_class(name, where: str) -> type:
+def _active_player_class(name, where: str) -> Type[ActivePlayer]:
     try:
         player_cls = PLAYER_REGISTRY.get(name)
     except RegistryError as err:

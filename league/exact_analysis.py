@@ -20,7 +20,7 @@ Profiles of frozen snapshots never change, so :class:`ProfileCache` keeps them b
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
@@ -39,7 +39,7 @@ class ExactAnalysis:
     def exploitability(self, profile: Any) -> float:
         raise NotImplementedError
 
-    def population_exploitability(self, profiles: Sequence[Any], weights: Sequence[float]) -> float:
+    def population_exploitability(self, profiles: Sequence[Any], weights: Union[Sequence[float], np.ndarray]) -> float:
         raise NotImplementedError
 
     # -- derived -----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from typing import Callable, List, Tuple
+from typing import Any, Callable, List, Tuple
 
 import numpy as np
 
@@ -38,6 +38,7 @@ def parse_job_result(job_result, roster) -> Tuple[Player, Player, List[int]]:
     away = by_id.get(ids[1]) if isinstance(ids[1], str) else None
     if home is None or away is None:
         roster.get(ids[0] if home is None else ids[1], 'finish_job player_ids')  # raises, naming it
+    assert home is not None and away is not None  # for the type checker: roster.get raised otherwise
     if 'result' not in job_result:
         raise LeagueError('finish_job: missing "result", the list of outcomes from the home player\'s view')
     codes = parse_outcomes(job_result['result'], 'finish_job result')
@@ -54,7 +55,7 @@ def parse_job_result(job_result, roster) -> Tuple[Player, Player, List[int]]:
     return home, away, codes
 
 
-def check_player_info(player_info, active: Callable[[str, str], ActivePlayer]) -> ActivePlayer:
+def check_player_info(player_info, active: Callable[[Any, str], ActivePlayer]) -> ActivePlayer:
     """The active player an ``update_active_player`` argument reports on (``active(player_id, where)`` finds it),
     once every key is checked; a :class:`LeagueError` names what is wrong."""
     if not isinstance(player_info, dict):

@@ -8,14 +8,20 @@ from the state; on any error the league is left as it was.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional
+
+import numpy as np
 
 from sparring.config.registry import LEAGUE_REGISTRY, RegistryError
 from sparring.league.config_util import to_plain
 from sparring.league.errors import LeagueError
+from sparring.league.payoff import BattleSharedPayoff
 from sparring.league.persistence import load_state, save_state
-from sparring.league.player import HistoricalPlayer
+from sparring.league.player import ActivePlayer, HistoricalPlayer, Player, ReferencePlayer
+from sparring.league.rating import LeagueRatings
+from sparring.league.roster import Roster
 
 STATE_SCHEMA_VERSION = 1
 
@@ -23,6 +29,23 @@ STATE_SCHEMA_VERSION = 1
 class LeagueStateMixin:
     """State of a league built on :class:`~sparring.league.base_league.BaseLeague`'s attributes
     (``cfg``, ``rng``, ``payoff``, ``ratings``, ``roster``, the job counters and its lock)."""
+
+    # What the mixin reads of its host, declared for the type checker (BaseLeague sets and defines them).
+    cfg: Any  # an EasyDict
+    rng: np.random.Generator
+    payoff: BattleSharedPayoff
+    ratings: LeagueRatings
+    roster: Roster
+    _lock: threading.RLock
+    _job_count: int
+    _eval_cursor: dict
+
+    if TYPE_CHECKING:  # the host's methods, as BaseLeague defines them; nothing here at run time
+        def __init__(self, cfg: Optional[dict] = None) -> None: ...
+        def _reset_state(self) -> None: ...
+        def _new_active_players(self) -> List[ActivePlayer]: ...
+        def _new_reference_players(self) -> List[ReferencePlayer]: ...
+        def _add_player(self, player: Player, rate: bool = True, **rating) -> None: ...
 
     @property
     def type_name(self) -> Optional[str]:
@@ -76,10 +99,12 @@ class LeagueStateMixin:
             raise LeagueError(f'league state: its active and reference players {sorted(saved_fixed)} differ from '
                               f'this config\'s {sorted(fresh)}')
         for saved in saved_players:
+            player: Player
             if saved['kind'] == 'historical':
-                player = HistoricalPlayer.from_state_dict(saved)
-                if player.parent_id not in fresh:
-                    raise LeagueError(f'league state: snapshot {player.player_id!r} has unknown parent {player.parent_id!r}')
+                snapshot = player = HistoricalPlayer.from_state_dict(saved)
+                if snapshot.parent_id not in fresh:
+                    raise LeagueError(f'league state: snapshot {snapshot.player_id!r} has unknown parent '
+                                      f'{snapshot.parent_id!r}')
             else:
                 player = fresh[saved['player_id']]
                 if player.kind != saved['kind']:
@@ -113,10 +138,11 @@ class LeagueStateMixin:
     def load(cls, path: str, cfg: Optional[dict] = None) -> 'LeagueStateMixin':
         """A league rebuilt from a saved file (with the saved config unless ``cfg`` is given)."""
         state = load_state(path)
-        league_cls = cls
+        league_cls: Callable[..., Any] = cls
         if cls.__dict__.get('registry_name') is None:  # BaseLeague.load: the saved type decides
+            saved_type: Any = state.get('league_type')  # read from the file: the registry refuses a wrong one
             try:
-                league_cls = LEAGUE_REGISTRY.get(state.get('league_type'))
+                league_cls = LEAGUE_REGISTRY.get(saved_type)
             except RegistryError as err:
                 raise LeagueError(f'{path}: {err}') from None
         league = league_cls(state['config'] if cfg is None else cfg)

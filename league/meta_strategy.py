@@ -19,7 +19,7 @@ beat earlier ones), ~2.7 s for a dense random one.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -63,7 +63,7 @@ def _maximin_strategy(matrix: np.ndarray, value: Optional[float] = None) -> Tupl
         objective[-1] = -1.0
         a_ub = np.hstack([-matrix.T, np.ones((m, 1))])  # v - (x^T A)_j <= 0
         a_eq = np.hstack([np.ones((1, n)), np.zeros((1, 1))])
-        bounds = [(0.0, None)] * n + [(None, None)]
+        bounds: List[Tuple[Optional[float], Optional[float]]] = [(0.0, None)] * n + [(None, None)]
         first = linprog(objective, A_ub=a_ub, b_ub=np.zeros(m), A_eq=a_eq, b_eq=[1.0], bounds=bounds, method='highs')
         _check(first, 'value')
         value = float(first.x[-1])

@@ -258,8 +258,8 @@ class BattleSharedPayoff:
         with self._lock:
             for row, owner in enumerate(self._row_owner):
                 games = self._wins[row] + self._draws[row] + self._losses[row]
-                for away in np.flatnonzero(games[:len(self._ids)] > 0.0):
-                    away = int(away)
+                for nonzero in np.flatnonzero(games[:len(self._ids)] > 0.0):
+                    away = int(nonzero)
                     if self._row_of[away] >= 0 and away < owner:
                         continue  # listed from the other row
                     record = BattleRecordDict(self._wins[row, away], self._draws[row, away],

@@ -22,7 +22,7 @@ The league owns no network parameters: every player carries a parameter *referen
 from __future__ import annotations
 
 import copy
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -49,7 +49,7 @@ class Player:
         self.model = to_plain(model or {})
         self.step = int(step)
         self.index: int = -1  # the payoff column, set when the player joins a league
-        self.league = None
+        self.league: Any = None  # the BaseLeague that attached it (not imported: it imports this module)
 
     def attach(self, league, index: int) -> None:
         self.league, self.index = league, index

@@ -281,7 +281,8 @@ class LeagueRatings:
 
     def summary(self, player_id: str) -> dict:
         """``elo``, ``trueskill_mu``, ``trueskill_sigma`` and ``trueskill_exposure`` (None if disabled)."""
-        out = dict(elo=None, trueskill_mu=None, trueskill_sigma=None, trueskill_exposure=None)
+        out: Dict[str, Optional[float]] = dict(elo=None, trueskill_mu=None, trueskill_sigma=None,
+                                               trueskill_exposure=None)
         if self.elo is not None:
             out['elo'] = self.elo[player_id]
         if self.trueskill is not None:

@@ -18,7 +18,7 @@ exploitability per player).
 from __future__ import annotations
 
 import html
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from sparring.league.report import HEADERS, league_rows
 from sparring.league.svg_chart import line_chart, timeline, win_rate_colour
@@ -132,7 +132,7 @@ def _ratings(league, course: Dict[str, list]) -> str:
     return ''.join(parts)
 
 
-def _lineage(league, course: Dict[str, list], facts: Dict[str, object]) -> str:
+def _lineage(league, course: Dict[str, list], facts: Dict[str, Any]) -> str:
     rows: Dict[str, List[dict]] = {p.player_id: [] for p in league.active_players}
     for event in course.get('snapshots', []):
         events = rows.setdefault(event['player'], [])

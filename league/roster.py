@@ -7,7 +7,7 @@ in place when a player joins.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Hashable, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -42,8 +42,8 @@ class Roster:
 
     def __init__(self) -> None:
         self.players: List = []
-        self.by_id: Dict[str, object] = {}
-        self._groups: Dict[Hashable, Tuple[Callable[[object], bool], PlayerGroup]] = {}
+        self.by_id: Dict[str, Any] = {}  # the players (not named: player.py imports this module)
+        self._groups: Dict[Hashable, Tuple[Callable[[Any], bool], PlayerGroup]] = {}
 
     def add(self, player) -> None:
         """Add a player that already has its payoff index."""
@@ -67,7 +67,7 @@ class Roster:
     def __iter__(self):
         return iter(self.players)
 
-    def group(self, key: Hashable, keep: Callable[[object], bool]) -> PlayerGroup:
+    def group(self, key: Hashable, keep: Callable[[Any], bool]) -> PlayerGroup:
         """The cached group named ``key`` of the players for which ``keep`` is true."""
         found = self._groups.get(key)
         if found is None:

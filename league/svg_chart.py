@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 PALETTE = ('#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22',
            '#17becf')
@@ -91,8 +91,8 @@ class Frame:
                 f'viewBox="0 0 {self.width} {self.height}">' + ''.join(parts) + '</svg>')
 
 
-def line_chart(series: Dict[str, Sequence[Point]], title: str, x_label: str, y_label: str,
-               y_range: Optional[Tuple[float, float]] = None, bands: Optional[Dict[str, Sequence[Point]]] = None,
+def line_chart(series: Mapping[str, Sequence[Point]], title: str, x_label: str, y_label: str,
+               y_range: Optional[Tuple[float, float]] = None, bands: Optional[Mapping[str, Sequence[Point]]] = None,
                width: int = 640, height: int = 260) -> str:
     """One line per named series of ``(x, y)`` points; ``bands[name]`` (``(low, high)`` per point of the
     series) shades a spread around a line. Empty series are left out; no series at all: a note."""
@@ -101,8 +101,8 @@ def line_chart(series: Dict[str, Sequence[Point]], title: str, x_label: str, y_l
         return f'<p class="note">{html.escape(title)}: nothing recorded yet.</p>'
     xs = [p[0] for points in series.values() for p in points]
     ys = [p[1] for points in series.values() for p in points]
-    for band in (bands or {}).values():
-        ys += [v for pair in band for v in pair]
+    for spread in (bands or {}).values():
+        ys += [v for pair in spread for v in pair]
     legend_width = 34 + 6 * max(len(name) for name in series)  # about 6 px a character at 10 px
     frame = Frame((min(xs), max(xs)), y_range or (min(ys), max(ys)), width + legend_width - 150, height,
                   right=legend_width)

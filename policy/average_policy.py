@@ -24,6 +24,7 @@ import torch
 
 from sparring.config.schema import in_range, of_type
 from sparring.policy import distributions as D
+from sparring.policy.ppo_host import PPOHost
 
 PARAM_PREFIX = 'average.'
 
@@ -77,7 +78,7 @@ class AveragePolicy:
         obs = torch.cat([s[0] for s in self.window])
         actions = torch.cat([s[1] for s in self.window])
         masks = None if self.window[0][2] is None else torch.cat([s[2] for s in self.window])
-        total = 0.0
+        total: float | torch.Tensor = 0.0  # a tensor after the first step: read back once, at the end
         for _ in range(self.cfg['steps']):
             rows = torch.randint(len(actions), (self.cfg['batch_size'],), generator=self.generator)
             mask = None if masks is None else masks[rows].to(device)
@@ -111,7 +112,7 @@ class AveragePolicy:
         self.optimizer.load_state_dict(state['optimizer'])
 
 
-class AveragePolicySteps:
+class AveragePolicySteps(PPOHost):
     """Mixed into :class:`PPOPolicy`: builds, trains, answers with and carries the average network.
     Needs from the policy: ``cfg``, ``model``, ``net``, ``continuous``, ``recurrent``, ``generator``, ``placement``."""
 

@@ -85,6 +85,24 @@ def acting_device(policy_cfg) -> torch.device:
     return resolve_device((policy_cfg.get('collect') or {}).get('device', 'cpu'), COLLECT_DEVICE_KEY)
 
 
+def devices_usable_here(policy_cfg) -> list:
+    """Point a stored policy config's devices at what this process has: each of ``device`` and
+    ``collect.device`` that names CUDA this process lacks becomes ``'cpu'``, in place.
+
+    A run trained with its learner or its acting on CUDA stores those specs in its config; the
+    commands that open the run later (eval, play, export, exploit) may run on a machine without a
+    GPU, where the stored parameters act just as well on the CPU. Returns one line per key changed.
+    """
+    changed = []
+    collect = policy_cfg.get('collect')
+    for key, section, name in ((DEVICE_KEY, policy_cfg, 'device'), (COLLECT_DEVICE_KEY, collect, 'device')):
+        if section is None or _problem(section.get(name, 'cpu')) is None:
+            continue
+        changed.append(f'{key}={section[name]!r} cannot be used here ({_problem(section[name])}): using the CPU')
+        section[name] = 'cpu'
+    return changed
+
+
 class Placement:
     """One policy's device and every crossing between it and the host. On the CPU each method returns
     its input's tensors themselves (no copy), so CPU runs compute exactly what they did before devices."""

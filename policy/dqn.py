@@ -36,6 +36,8 @@ from sparring.policy.replay_buffer import make_replay_buffer
 class _QNetwork(torch.nn.Module):
     """The Q model plus the exploration rate, so both travel in one state dict."""
 
+    epsilon: torch.Tensor  # the buffer registered below
+
     def __init__(self, model: torch.nn.Module, epsilon: float) -> None:
         super().__init__()
         self.model = model
@@ -226,8 +228,7 @@ class DQNPolicy(Policy):
         learn = self.cfg['learn']
         batch = {k: self.placement.tensor(v) for k, v in data.items()}
         batch['obs'], batch['next_obs'] = self._obs_tensor(data['obs']), self._obs_tensor(data['next_obs'])
-        if weights is not None:
-            weights = self.placement.tensor(weights)
+        weight_tensor = None if weights is None else self.placement.tensor(weights)
         q = self.net(batch['obs'])
         q_taken = q.gather(-1, batch['action'].unsqueeze(-1)).squeeze(-1)
         with torch.no_grad():
@@ -235,7 +236,7 @@ class DQNPolicy(Policy):
             next_q_online = self.net(batch['next_obs']) if learn['double'] else None
             boot = F.q_bootstrap(next_q_target, next_q_online, batch.get('next_mask'))
             target = batch['ret'] + batch['discount'] * boot
-        loss, td_error = F.td_loss(q_taken, target, weights, learn['loss'])
+        loss, td_error = F.td_loss(q_taken, target, weight_tensor, learn['loss'])
         return loss, td_error, q_taken.detach()
 
     def _update_target(self) -> None:

@@ -24,6 +24,7 @@ from sparring.config.schema import ConfigError, in_range
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.device import Placement
+from sparring.policy.ppo_host import PPOHost
 from sparring.policy.train_batch import TrainBatch
 
 # PPO's ``learn`` keys of this objective (checked against it by :func:`check_search_config`).
@@ -50,7 +51,7 @@ def check_search_config(learn: dict) -> None:
                           f'{learn["objective"]!r} has no search: set 0')
 
 
-class SearchSteps:
+class SearchSteps(PPOHost):
     """The 'search' objective's window of recent chunks, value targets and policy loss."""
 
     def _init_search(self, learn: dict) -> None:

@@ -10,10 +10,11 @@ with a constant), narrows the action mask, and maps the actions it picks back.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, cast
 
 import gymnasium as gym
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from sparring.config.schema import ConfigError
@@ -31,7 +32,7 @@ class FeatureMap:
     for a new entry the outgoing weights start at zero, so its scale is 0.
     """
 
-    def __init__(self, source: Sequence[int], old_size: int, scale: Optional[Sequence[float]] = None,
+    def __init__(self, source: npt.ArrayLike, old_size: int, scale: Optional[npt.ArrayLike] = None,
                  name: str = 'axis') -> None:
         self.name = name
         self.source = np.asarray(source, dtype=np.int64).reshape(-1)
@@ -120,8 +121,8 @@ class FeatureMap:
 
     @property
     def is_identity(self) -> bool:
-        return (self.new_size == self.old_size and np.array_equal(self.source, np.arange(self.old_size))
-                and np.all(self.scale == 1.0))
+        return bool(self.new_size == self.old_size and np.array_equal(self.source, np.arange(self.old_size))
+                    and np.all(self.scale == 1.0))
 
     def positions(self) -> np.ndarray:
         """``[old_size]``: where each old entry is in the new axis (its first copy), -1 if removed."""
@@ -167,7 +168,9 @@ class FeatureMap:
 def flat_size(space: gym.Space) -> int:
     if isinstance(space, gym.spaces.Discrete):
         return int(space.n)
-    return int(np.prod(space.shape))
+    shape = space.shape
+    assert shape is not None  # the spaces surgery supports are Discrete or have a shape
+    return int(np.prod(shape))
 
 
 def observation_map(old_space: gym.Space, new_space: gym.Space, old_names: Optional[Sequence[str]] = None,
@@ -302,9 +305,10 @@ class SpaceAdapter:
 class AdaptedPolicy(Policy):
     """A frozen policy of older spaces, acting in the current env through a :class:`SpaceAdapter`."""
 
-    def __init__(self, inner: Policy, adapter: SpaceAdapter, observation_space: gym.Space = None,
-                 action_space: gym.Space = None) -> None:
-        super().__init__(inner.cfg, observation_space, action_space, inner.seed)
+    def __init__(self, inner: Policy, adapter: SpaceAdapter, observation_space: Optional[gym.Space] = None,
+                 action_space: Optional[gym.Space] = None) -> None:
+        # Policy's spaces are given, except here: an adapted policy built without them copes (action_probabilities)
+        super().__init__(inner.cfg, observation_space, action_space, inner.seed)  # type: ignore[arg-type]
         self.inner = inner
         self.adapter = adapter
         self.continuous = getattr(inner, 'continuous', False)
@@ -314,7 +318,7 @@ class AdaptedPolicy(Policy):
         return self.inner.version
 
     @property
-    def recurrent(self) -> bool:
+    def recurrent(self) -> bool:  # type: ignore[override]  # read from the inner policy, never set
         return getattr(self.inner, 'recurrent', False)
 
     def initial_state(self, batch_size: int) -> Any:
@@ -333,7 +337,8 @@ class AdaptedPolicy(Policy):
                              state: Any = None) -> np.ndarray:
         old_mask = self.adapter.action_mask(action_mask, len(obs))
         old = self.inner.action_probabilities(self.adapter.observations(obs), old_mask, state)
-        n = int(self.action_space.n) if self.action_space is not None else int(self.adapter.action_index.max()) + 1
+        n = (int(cast(gym.spaces.Discrete, self.action_space).n) if self.action_space is not None
+             else int(self.adapter.action_index.max()) + 1)
         out = np.zeros((len(old), n), old.dtype)
         kept = self.adapter.action_index >= 0
         out[:, self.adapter.action_index[kept]] = old[:, kept]

@@ -15,7 +15,7 @@ without a gradient, mixed devices or dtypes) is left to ``optimizer.step()``.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, cast
 
 import torch
 
@@ -47,7 +47,8 @@ class FlatAdam:
                    for p in self.params)
 
     def flat_grad(self) -> torch.Tensor:
-        return torch.cat([p.grad.reshape(-1) for p in self.params])
+        grads = cast(List[torch.Tensor], [p.grad for p in self.params])  # all there: called once covers() held
+        return torch.cat([g.reshape(-1) for g in grads])
 
     def views(self, flat: torch.Tensor) -> list:
         """``flat`` cut into tensors shaped like the parameters."""
@@ -98,6 +99,7 @@ class FlatAdam:
     def _linked(self) -> tuple:
         if not self.ready():
             raise RuntimeError('FlatAdam.step: the optimiser state cannot be linked; check ready() first')
+        assert self._links is not None  # ready() linked them
         return self._links[1]
 
     def _link(self) -> bool:

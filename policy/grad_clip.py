@@ -8,7 +8,7 @@ step is never clipped (its bias-corrected moment is the squared gradient itself)
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, List
+from typing import Any, Dict, Iterable, List
 
 import torch
 
@@ -55,10 +55,10 @@ class SecondMomentClipper:
         for moment in self.second_moments:
             moment.zero_()
 
-    def state_dict(self) -> Dict[str, object]:
+    def state_dict(self) -> Dict[str, Any]:
         return dict(steps=self.steps, second_moments=[m.clone() for m in self.second_moments])
 
-    def load_state_dict(self, state: Dict[str, object]) -> None:
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
         moments = state['second_moments']
         if len(moments) != len(self.second_moments):
             raise ValueError(f'SecondMomentClipper: state holds {len(moments)} moments; expected '

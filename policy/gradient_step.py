@@ -9,7 +9,7 @@ about a fifth of a step.
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Iterable, List, Optional, cast
 
 import torch
 
@@ -72,12 +72,14 @@ class GradientStep:
 
     def _flat_step(self, loss: torch.Tensor) -> bool:
         """The same step on one flat gradient: guard, global-norm clip (torch's arithmetic) and Adam."""
+        assert self.flat is not None  # step() comes here only with a flat optimiser
         grad = self.flat.flat_grad()
         if not all_finite(loss, [grad]):
             self.optimizer.zero_grad(set_to_none=True)
             return False
         if self.max_grad_norm is not None:
-            total_norm = torch.nn.utils.get_total_norm([p.grad for p in self.params], 2.0)  # = the flat's
+            grads = cast(List[torch.Tensor], [p.grad for p in self.params])  # all there: covers() held
+            total_norm = torch.nn.utils.get_total_norm(grads, 2.0)  # = the flat's
             grad.mul_(torch.clamp(self.max_grad_norm / (total_norm + 1e-6), max=1.0))
         self.flat.step(grad)
         return True

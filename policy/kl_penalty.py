@@ -15,15 +15,19 @@ import torch
 
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
+from sparring.policy.ppo_host import PPOHost
 from sparring.policy.train_batch import TrainBatch
 
 # The epoch loop stops once the batch's KL passes this multiple of kl_target.
 KL_EARLY_STOP_MULTIPLE = 4.0
 
 
-class KLPenaltySteps:
+class KLPenaltySteps(PPOHost):
     """Needs from the policy: ``cfg``, ``model``, ``continuous``, ``kl_beta``, ``lr_multiplier``,
     ``_forward(batch)`` and ``_acting_steps(batch, *tensors)``."""
+
+    kl_beta: float
+    lr_multiplier: float
 
     def _keep_old_policy(self, batch: TrainBatch) -> None:
         with torch.no_grad():

@@ -32,6 +32,7 @@ import torch
 from sparring.config.schema import in_range, one_of
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
+from sparring.policy.ppo_host import PPOHost
 from sparring.policy.train_batch import TrainBatch
 
 MAGNETS = ('uniform', 'moving')
@@ -80,7 +81,7 @@ def mmd_policy_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantag
     return surrogate + kl_coef * kl_old + magnet_coef * kl_magnet, kl_old, kl_magnet
 
 
-class MagnetSteps:
+class MagnetSteps(PPOHost):
     """Needs from the policy: ``cfg``, ``net``, ``model``, ``continuous``, ``_forward(batch)``,
     ``_acting_steps(batch, *tensors)`` and, from :class:`KLPenaltySteps`, ``_keep_old_policy(batch)``."""
 
@@ -133,10 +134,10 @@ class MagnetSteps:
                   log_prob: torch.Tensor, old_log_prob: torch.Tensor, adv: torch.Tensor, clip_range: float):
         """(policy loss, KL to the old policy, clip fraction) of a minibatch, as the PPO update logs them."""
         learn = self.cfg['learn']
-        heads = [head, part.steps('old_head')]
+        all_steps = [head, part.steps('old_head')]
         if self.magnet_net is not None:
-            heads.append(part.steps('magnet_head'))
-        heads = self._acting_steps(part, *heads)
+            all_steps.append(part.steps('magnet_head'))
+        heads = self._acting_steps(part, *all_steps)
         acting_mask = None if mask is None else self._acting_steps(part, mask)[0]
         dists = [D.categorical_log_probs(h, acting_mask) for h in heads]
         magnet = dists[2] if len(dists) > 2 else None

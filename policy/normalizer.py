@@ -12,6 +12,11 @@ from torch import nn
 
 
 class RunningNormalizer(nn.Module):
+    # the buffers registered below (declared: nn.Module's attribute lookup does not say they are tensors)
+    mean: torch.Tensor
+    var: torch.Tensor
+    count: torch.Tensor
+
     def __init__(self, shape: tuple, clip: float = 10.0, eps: float = 1e-8) -> None:
         super().__init__()
         self.clip = clip

@@ -28,7 +28,7 @@ truncated-BPTT windows recomputed from the states the collector recorded.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, cast
 
 import gymnasium as gym
 import numpy as np
@@ -99,8 +99,8 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, SearchSteps, Po
         self.continuous = isinstance(action_space, gym.spaces.Box)
         learn = cfg['learn']
         self.mirror = learn.get('mirror')  # configs compiled before the key: unset
-        check_mirror_fits(self.mirror, observation_space.shape, None if self.continuous else int(action_space.n),
-                          self.recurrent)
+        n_actions = None if self.continuous else int(cast(gym.spaces.Discrete, action_space).n)
+        check_mirror_fits(self.mirror, observation_space.shape, n_actions, self.recurrent)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=learn['lr'], eps=learn['adam_eps'])
         self.lr_schedule = F.LinearSchedule(learn['lr'], 0.0 if learn['anneal_lr'] else learn['lr'])
         self.clip_schedule = F.LinearSchedule(learn['clip_range'],
@@ -119,7 +119,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, SearchSteps, Po
         self.generator = torch.Generator().manual_seed(seed)
         self._init_average(lambda: MODEL_REGISTRY.get(cfg['model']['type'])(cfg['model'], observation_space, action_space))
         if self.continuous:
-            self._action_shape = action_space.shape
+            self._action_shape = cast(gym.spaces.Box, action_space).shape  # continuous: a Box
         self.to_device(acting_device(cfg))
 
     def _reset_adaptation(self) -> None:
@@ -299,6 +299,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, SearchSteps, Po
         self._version += 1
         stats = {k: v / max(updates, 1) for k, v in sums.items()}
         if self.kl_penalty:
+            assert batch_kl is not None  # set by every epoch, and there is at least one
             stats.update(self._adapt_kl_penalty(batch_kl))
         elif self.mmd:
             stats.update(self._move_magnet())

@@ -94,6 +94,7 @@ class ReplayBuffer:
         if batch_size < 1:
             raise ValueError(f'{type(self).__name__}.sample: batch_size must be >= 1, got {batch_size}')
         indices, weights = self._draw(int(batch_size), float(beta))
+        assert self.storage is not None  # size > 0: allocated by the first add
         return ReplaySample({k: v[indices] for k, v in self.storage.items()}, indices, weights)
 
     def _draw(self, batch_size: int, beta: float):

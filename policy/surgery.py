@@ -32,7 +32,7 @@ what changed on observations: the largest change in any action probability and i
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -42,6 +42,9 @@ from sparring.config.compile import merge_class_section
 from sparring.config.schema import in_range, one_of
 from sparring.policy.base import Policy
 from sparring.policy.feature_map import (FeatureMap, SurgeryError, action_map, flat_size, observation_map)
+
+if TYPE_CHECKING:  # surgery takes PPO-style policies (checked by duck typing at run time); PPOPolicy is the type
+    from sparring.policy.ppo import PPOPolicy
 
 # Model keys surgery may change, per model type; any other difference is refused.
 CHANGEABLE_MODEL_KEYS = {
@@ -98,7 +101,8 @@ def _mlp_layout(model_cfg: dict) -> Tuple[List[Layer], Dict[str, int]]:
     """Actor and critic trunks (``actor.i``, ``critic.i``; a shared trunk has only ``actor.*``), two heads."""
     sizes = list(model_cfg['hidden_sizes'])
     critic = 'actor' if model_cfg['shared_trunk'] else 'critic'
-    layers, hidden = [], {}
+    layers: List[Layer] = []
+    hidden: Dict[str, int] = {}
     for trunk, axis in (('actor_trunk', 'actor'), ('critic_trunk', critic)):
         previous = 'obs'
         for i, size in enumerate(sizes):
@@ -112,7 +116,8 @@ def _mlp_layout(model_cfg: dict) -> Tuple[List[Layer], Dict[str, int]]:
 
 def _lstm_layout(model_cfg: dict) -> Tuple[List[Layer], Dict[str, int]]:
     """Encoder (``encoder.i``), the LSTM core (``core``; its gate rows ``core.gates``), two heads."""
-    layers, hidden = [], {}
+    layers: List[Layer] = []
+    hidden: Dict[str, int] = {}
     previous = 'obs'
     for i, size in enumerate(model_cfg['encoder_sizes']):
         layers.append((f'model.encoder.{2 * i}', f'encoder.{i}', previous, 'weight', ('bias',)))
@@ -129,13 +134,13 @@ def _lstm_layout(model_cfg: dict) -> Tuple[List[Layer], Dict[str, int]]:
 LAYOUTS = {'mlp': _mlp_layout, 'lstm': _lstm_layout}
 
 
-def _layout(policy: Policy) -> Tuple[List[Layer], Dict[str, int]]:
+def _layout(policy: PPOPolicy) -> Tuple[List[Layer], Dict[str, int]]:
     return LAYOUTS[policy.cfg['model']['type']](policy.cfg['model'])
 
 
 def _param_axes(layers: List[Layer]) -> Dict[str, Tuple[str, ...]]:
     """The axes of every dimension of every parameter, by state-dict key."""
-    axes = {'model.log_std': ('actions',)}
+    axes: Dict[str, Tuple[str, ...]] = {'model.log_std': ('actions',)}
     for prefix, out_axis, in_axis, weight, biases in layers:
         axes[f'{prefix}.{weight}'] = (out_axis, in_axis)
         for bias in biases:
@@ -143,7 +148,7 @@ def _param_axes(layers: List[Layer]) -> Dict[str, Tuple[str, ...]]:
     return axes
 
 
-def _check_compatible(old: Policy, new: Policy) -> None:
+def _check_compatible(old: PPOPolicy, new: PPOPolicy) -> None:
     for label, policy in (('old', old), ('new', new)):
         if not all(hasattr(policy, attr) for attr in ('net', 'model', 'optimizer')):
             raise SurgeryError(f'surgery: the {label} policy {type(policy).__name__} is not a PPO-style policy with '
@@ -170,7 +175,8 @@ def _check_compatible(old: Policy, new: Policy) -> None:
                            f'and continuous actions')
 
 
-def _axis_maps(old: Policy, new: Policy, obs_map: FeatureMap, act_map: FeatureMap, opts: dict) -> Dict[str, FeatureMap]:
+def _axis_maps(old: PPOPolicy, new: PPOPolicy, obs_map: FeatureMap, act_map: FeatureMap,
+               opts: dict) -> Dict[str, FeatureMap]:
     maps = {'obs': obs_map, 'actions': act_map, 'value': FeatureMap.identity(1, 'value')}
     old_hidden, new_hidden = _layout(old)[1], _layout(new)[1]
     for i, axis in enumerate(new_hidden):
@@ -185,7 +191,8 @@ def _axis_maps(old: Policy, new: Policy, obs_map: FeatureMap, act_map: FeatureMa
 
 # -- the operation -------------------------------------------------------------------------------
 
-def transplant(old: Policy, new: Policy, obs_map: Optional[FeatureMap] = None, act_map: Optional[FeatureMap] = None,
+def transplant(old: PPOPolicy, new: PPOPolicy, obs_map: Optional[FeatureMap] = None,
+               act_map: Optional[FeatureMap] = None,
                options: Optional[dict] = None, observations: Optional[np.ndarray] = None,
                action_mask: Optional[np.ndarray] = None, new_observations: Optional[np.ndarray] = None,
                names: Optional[Dict[str, Sequence[str]]] = None) -> SurgeryResult:
@@ -283,14 +290,14 @@ def _linear(old_params: dict, fresh: dict, prefix: str, weight_name: str, bias_n
     return weight, biases
 
 
-def _prepared(policy: Policy, obs: np.ndarray) -> torch.Tensor:
+def _prepared(policy: PPOPolicy, obs: np.ndarray) -> torch.Tensor:
     """Observations as the first layer sees them (normalised, flattened)."""
     with torch.no_grad():
         tensor = policy.placement.tensor(np.asarray(obs, np.float32))
         return policy.net.prepare(tensor).reshape(len(tensor), -1).double().cpu()
 
 
-def _removed_feature_fill(old: Policy, obs_map: FeatureMap, observations: Optional[np.ndarray]):
+def _removed_feature_fill(old: PPOPolicy, obs_map: FeatureMap, observations: Optional[np.ndarray]):
     """(raw stand-in values, first-layer-input stand-in values) for every old feature: the means on
     ``observations``, else the normaliser's mean (zeros without one)."""
     if observations is not None and len(observations):
@@ -303,7 +310,7 @@ def _removed_feature_fill(old: Policy, obs_map: FeatureMap, observations: Option
     return raw, torch.zeros(obs_map.old_size)
 
 
-def _new_action_offset(old: Policy, act_map: FeatureMap, opts: dict, observations, action_mask) -> float:
+def _new_action_offset(old: PPOPolicy, act_map: FeatureMap, opts: dict, observations, action_mask) -> float:
     """The offset of new actions' logits over the old logits' mean (see the module docstring)."""
     added = len(act_map.added)
     prior = opts['new_action_prior']
@@ -351,8 +358,10 @@ def _move_normalizer(old_params: dict, params: dict, obs_map: FeatureMap, space:
         flat = torch.as_tensor(np.asarray(new_observations, np.float64).reshape(len(new_observations), -1))
         mean[added] = flat[:, added].mean(0).to(mean.dtype)
         var[added] = flat[:, added].var(0, unbiased=False).clamp_min(1e-8).to(var.dtype)
-    params['normalizer.mean'] = mean.reshape(space.shape)
-    params['normalizer.var'] = var.reshape(space.shape)
+    shape = space.shape
+    assert shape is not None  # observation normalisation is for Box spaces
+    params['normalizer.mean'] = mean.reshape(shape)
+    params['normalizer.var'] = var.reshape(shape)
     params['normalizer.count'] = old_params['normalizer.count'].clone()
 
 
@@ -367,7 +376,7 @@ def _move_slices(name: str, key: str, value, maps: Dict[str, FeatureMap], axes: 
     return value
 
 
-def _moved_optimizer_state(old: Policy, new: Policy, maps: Dict[str, FeatureMap], layers: List[Layer],
+def _moved_optimizer_state(old: PPOPolicy, new: PPOPolicy, maps: Dict[str, FeatureMap], layers: List[Layer],
                            old_optimizer: dict, fresh_optimizer: dict) -> dict:
     """The new optimiser's state dict (its own hyper-parameters) with ``old``'s moments moved."""
     axes = _param_axes(layers)
@@ -384,7 +393,7 @@ def _moved_optimizer_state(old: Policy, new: Policy, maps: Dict[str, FeatureMap]
     return dict(fresh_optimizer, state=moved)
 
 
-def _moved_per_parameter(old: Policy, new: Policy, maps: Dict[str, FeatureMap], layers: List[Layer],
+def _moved_per_parameter(old: PPOPolicy, new: PPOPolicy, maps: Dict[str, FeatureMap], layers: List[Layer],
                          values: List[torch.Tensor]) -> List[torch.Tensor]:
     """A list with one second-moment tensor per parameter (in parameter order), moved."""
     axes = _param_axes(layers)
@@ -427,7 +436,8 @@ def compare(old: Policy, new: Policy, old_obs: np.ndarray, new_obs: np.ndarray, 
     the largest total-variation distance between the two action distributions (new and removed
     actions included); ``max_value_change``. Continuous actions: ``max_mean_action_change``.
     """
-    report = dict(observations=int(np.prod(np.shape(old_obs)[:2 if getattr(old, 'recurrent', False) else 1])))
+    steps_shape = np.shape(old_obs)[:2 if getattr(old, 'recurrent', False) else 1]
+    report: Dict[str, float] = dict(observations=int(np.prod(steps_shape)))
     if report['observations'] == 0:
         return report
     head_old, value_old = _outputs(old, old_obs, old_mask)

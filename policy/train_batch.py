@@ -49,6 +49,7 @@ class TrainBatch:
         """The sub-batch of the given units (steps or windows)."""
         if not self.windowed:
             return TrainBatch({k: v[units] for k, v in self.fields.items()})
+        assert self.state is not None and self.starts is not None  # windowed: both are there
         return TrainBatch({k: v[:, units] for k, v in self.fields.items()},
                           keep=None if self.keep is None else self.keep[:, units],
                           state=tuple(part[units] for part in self.state), starts=self.starts[:, units])

@@ -82,7 +82,7 @@ def _load_legacy(path: str) -> Any:
     try:
         with torch.serialization.safe_globals(_legacy_safe_globals()):
             state = torch.load(path, map_location='cpu', weights_only=True)
-    except Exception as err:  # the restricted unpickler refuses anything but tensors and plain data
+    except Exception as err:  # noqa: BLE001 -- the restricted unpickler refuses anything but tensors and plain data
         if os.environ.get(TRUST_PICKLE_ENV) != '1':
             raise StateFileError(
                 f'{path} is a pickle that holds more than tensors and plain data ({type(err).__name__}: '
@@ -91,7 +91,7 @@ def _load_legacy(path: str) -> Any:
                 f'load it once; it is then rewritten without pickles') from None
         try:
             state = torch.load(path, map_location='cpu', weights_only=False)
-        except Exception as err2:
+        except Exception as err2:  # noqa: BLE001 -- whatever torch raises, the file cannot be read: said in one line
             raise StateFileError(f'{path} is damaged or cut short ({type(err2).__name__}: {err2})') from None
     save_state_file(state, path)  # converted: the next load is pickle-free
     return state

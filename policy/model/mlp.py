@@ -6,7 +6,7 @@ actions get logits; Box actions get a Gaussian mean and a state-independent log-
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Sequence, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -19,8 +19,12 @@ from sparring.config.registry import MODEL_REGISTRY
 ACTIVATIONS = {'tanh': nn.Tanh, 'relu': nn.ReLU, 'elu': nn.ELU, 'gelu': nn.GELU}
 
 
-def orthogonal_init(layer: nn.Linear, gain: float) -> nn.Linear:
+Layer = TypeVar('Layer', nn.Linear, nn.Conv2d)
+
+
+def orthogonal_init(layer: Layer, gain: float) -> Layer:
     nn.init.orthogonal_(layer.weight, gain)
+    assert layer.bias is not None  # built with a bias (the layers' default)
     nn.init.zeros_(layer.bias)
     return layer
 

@@ -1,5 +1,4 @@
 """Tic-tac-toe and connect four: rules, masks, perspective, automatic reset, and their bots' strength."""
-import itertools
 
 import numpy as np
 import pytest

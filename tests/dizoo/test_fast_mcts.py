@@ -194,7 +194,7 @@ def test_the_sequential_search_still_plays_and_takes_the_small_batches():
     used = []
     for name in ('lockstep_search', 'sequential_search'):
         search = getattr(registered, name)
-        setattr(search, 'search', lambda *args, name=name, inner=search.search: used.append(name) or inner(*args))
+        search.search = lambda *args, name=name, inner=search.search: used.append(name) or inner(*args)
     small, large = registered.lockstep_from_batch - 1, registered.lockstep_from_batch
     for rows in (small, large):
         registered.act(np.repeat(obs, rows, 0), action_mask=np.repeat(mask, rows, 0))

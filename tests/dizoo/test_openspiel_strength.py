@@ -3,9 +3,9 @@ import pytest
 
 pytest.importorskip('pyspiel')
 
-from sparring.config import compile_config  # noqa: E402
-from sparring.dizoo.openspiel.config import poker_mmd_config  # noqa: E402
-from sparring.framework import serial_pipeline  # noqa: E402
+from sparring.config import compile_config
+from sparring.dizoo.openspiel.config import poker_mmd_config
+from sparring.framework import serial_pipeline
 
 # Exploitability of the uniform random policy in Kuhn poker (OpenSpiel's NashConv / 2).
 KUHN_UNIFORM_EXPLOITABILITY = 0.4583

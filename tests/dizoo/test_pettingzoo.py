@@ -75,8 +75,8 @@ def test_config_one_liner_compiles_and_kwargs_reach_the_env():
 
 
 @pytest.mark.parametrize('options, message', [
-    (dict(env='classic.conect_four_v3'), "unknown PettingZoo env 'classic.conect_four_v3'. Close names: "
-                                         "classic.connect_four_v3"),
+    (dict(env='classic.conect_four_v3'), ("unknown PettingZoo env 'classic.conect_four_v3'. Close names: "
+                                          "classic.connect_four_v3")),
     (dict(env='classic.connect_four_v1'), 'Close names: classic.connect_four_v3'),
     (dict(env='classic.connect_four_v3', api='parallel'), 'unknown PettingZoo env'),
     (dict(env='classic.connect_four_v3', kwargs=dict(board_size=9)), 'env.kwargs'),

@@ -200,7 +200,6 @@ def test_an_unreadable_state_file_is_rebuilt_from_the_journal(tmp_path):
 
 def test_what_an_unauthenticated_peer_costs_is_bounded():
     """Oversized headers are refused unread, and a peer that keeps failing to authenticate is ignored unhashed."""
-    import threading
     import time
 
     import zmq
@@ -277,6 +276,6 @@ def test_a_worker_that_chose_to_exit_is_restarted_with_its_last_words_in_the_log
     run._exited('collector-1', 3)
     run._exited('learner-p', -9)  # killed: its output ends mid-work, nothing to quote
     assert dropped == [('collector-1', 'process exited with code 3'), ('learner-p', 'process exited with code -9')]
-    assert lines == ["collector-1 exited with code 3; restarted as pid 4321 (restart 1 of at most 2); its last "
-                     "words: ERROR collector-1: no answer to 'jobs' from tcp://127.0.0.1:5 for 20 s",
+    assert lines == [("collector-1 exited with code 3; restarted as pid 4321 (restart 1 of at most 2); its last "
+                      "words: ERROR collector-1: no answer to 'jobs' from tcp://127.0.0.1:5 for 20 s"),
                      'learner-p exited with code -9; restarted as pid 4321 (restart 1 of at most 2)']

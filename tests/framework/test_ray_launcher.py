@@ -2,7 +2,6 @@
 killed and brought back by Ray, and every game counted once. Skipped without the ray extra."""
 import importlib.util
 import os
-import time
 
 import pytest
 

@@ -5,7 +5,6 @@ import re
 
 import pytest
 
-from sparring.config import compile_config
 from sparring.framework.parallel import parallel_pipeline
 
 pytestmark = pytest.mark.slow  # parallel runs with replica learner processes

@@ -198,7 +198,7 @@ def test_league_is_safe_to_share_between_threads():
             for _ in range(300):
                 job = league.get_job_info(player_id)
                 league.finish_job(dict(player_ids=job['player_ids'], result=['win', 'loss']))
-        except Exception as err:  # pragma: no cover - reported below
+        except Exception as err:  # noqa: BLE001 -- pragma: no cover - reported below
             errors.append(err)
 
     threads = [threading.Thread(target=work, args=(p.player_id,)) for p in league.active_players]

@@ -12,9 +12,10 @@ from sparring.policy.model.cnn import NatureCNNActorCritic
 
 pytestmark = pytest.mark.usefixtures('one_torch_thread')
 FRAMES = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+SIX_ACTIONS = gym.spaces.Discrete(6)
 
 
-def build(observation_space=FRAMES, action_space=gym.spaces.Discrete(6), **cfg):
+def build(observation_space=FRAMES, action_space=SIX_ACTIONS, **cfg):
     torch.manual_seed(0)
     section = compile_section('policy.model', dict(type='cnn', **cfg))
     return MODEL_REGISTRY.get('cnn')(section, observation_space, action_space)
@@ -111,7 +112,7 @@ def test_a_bfloat16_trunk_keeps_float32_heads_and_parameters_and_comes_close():
     fast = build(BOARD, gym.spaces.Discrete(7), conv_layers=[[64, 4, 1]], hidden_size=256, trunk_precision='bfloat16')
     fast.load_state_dict(exact.state_dict())
     obs = (torch.rand(32, 3, 6, 7) < 0.3).float()
-    (logits, value), (fast_logits, fast_value) = exact(obs), fast(obs)
+    (_, value), (fast_logits, fast_value) = exact(obs), fast(obs)
     assert fast_logits.dtype == fast_value.dtype == torch.float32
     assert all(p.dtype == torch.float32 for p in fast.parameters())
     # bfloat16 keeps 8 significant bits: about 1 % of the hidden activations' size, not more.

@@ -1,7 +1,6 @@
 """DQN: n-step targets, double-DQN and masked bootstraps, the TD loss, epsilon-greedy with masks,
 target updates, checkpoints, config errors, and the collectors and pipelines it runs in."""
 import copy
-import io
 
 import gymnasium as gym
 import numpy as np

@@ -13,9 +13,10 @@ from sparring.policy.train_batch import window_batch
 pytestmark = pytest.mark.usefixtures('one_torch_thread')
 
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+FOUR_ACTIONS = gym.spaces.Discrete(4)
 
 
-def _model(action_space=gym.spaces.Discrete(4), **cfg):
+def _model(action_space=FOUR_ACTIONS, **cfg):
     section = compile_section('policy.model', dict(dict(type='lstm', hidden_size=6, encoder_sizes=[5]), **cfg))
     torch.manual_seed(0)
     return MODEL_REGISTRY.get('lstm')(section, OBS, action_space)
@@ -99,7 +100,7 @@ def test_window_batch_layout_units_are_windows_by_columns():
             np.testing.assert_array_equal(batch.fields['adv'][:, u].numpy(), adv[window * 4:window * 4 + 4, column])
             np.testing.assert_array_equal(batch.state[0][u].numpy(), chunk['window_state_0'][window, column])
             done = chunk['terminated'][:, column]
-            expected_starts = [False if window * 4 + l == 0 else done[window * 4 + l - 1] for l in range(4)]
+            expected_starts = [False if window * 4 + k == 0 else done[window * 4 + k - 1] for k in range(4)]
             np.testing.assert_array_equal(batch.starts[:, u].numpy(), expected_starts)
     part = batch.take(torch.tensor([4, 1]))
     assert part.num_units == 2 and part.state[1].shape == (2, 8)

@@ -204,7 +204,7 @@ def test_optimizer_state_moves_with_the_parameters():
     old_state = old.optimizer.state_dict()['state']
     new_state = new.optimizer.state_dict()['state']
     assert len(new_state) == len(old_state) == len(names)
-    for i, name in enumerate(names):
+    for i in range(len(names)):
         before, after = old_state[i], new_state[i]
         assert int(after['step']) == int(before['step'])
         slices = tuple(slice(0, n) for n in before['exp_avg'].shape)  # the old entries come first here

@@ -5,7 +5,6 @@ from collections import deque
 
 import gymnasium as gym
 import numpy as np
-import pytest
 import torch
 
 from sparring.config import compile_section

@@ -11,7 +11,7 @@ from sparring.worker.env import (BaseEnvManager, EnvError, StepResult, Subproces
 from sparring.worker.env.subprocess_manager import available_cpus
 
 sys.path.insert(0, os.path.dirname(__file__))
-import test_env_fakes  # noqa: E402,F401  registers 'fake_counter'
+import test_env_fakes  # noqa: F401  registers 'fake_counter'
 
 
 def counter(**cfg) -> dict:

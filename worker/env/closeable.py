@@ -34,7 +34,7 @@ class Closeable:
     def __del__(self) -> None:
         try:
             self.close()
-        except Exception:  # at interpreter shutdown there is no one left to report to
+        except Exception:  # noqa: BLE001 -- at interpreter shutdown there is no one left to report to
             pass
 
 
@@ -44,7 +44,7 @@ def close_all(envs, label: str) -> None:
     for env in envs:
         try:
             env.close()
-        except Exception as err:  # keep closing the others; reported below
+        except Exception as err:  # noqa: BLE001 -- keep closing the others; reported below
             first_error = first_error or err
     if first_error is not None:
         raise EnvError(f'{label}: an env raised {type(first_error).__name__} in close(): {first_error}') \

@@ -68,7 +68,7 @@ class EnvGroup:
             for env in self.envs:
                 try:
                     env.close()
-                except Exception:  # the construction error being raised is the one to report
+                except Exception:  # noqa: BLE001 -- the construction error being raised is the one to report
                     pass
             raise
         check_batchable(self.observation_space, 'observation_space', self.label)

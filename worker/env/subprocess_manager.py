@@ -301,7 +301,7 @@ def _worker_main(conn, env_indices: List[int], env_cfg: dict, import_names: List
     try:
         try:
             group = _build_group(env_cfg, env_indices, import_names, registered_by)
-        except BaseException as err:
+        except BaseException as err:  # noqa: BLE001 -- sent to the parent, which raises it
             conn.send(('error', _error_text(err), traceback.format_exc()))
             return
         conn.send(('ok', (group.observation_space, group.action_space)))
@@ -344,7 +344,7 @@ def _serve(conn, group: EnvGroup, parent_pid: int) -> None:
             try:
                 group.close()
                 conn.send(('closed', None))
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 -- told to the parent in the reply
                 conn.send(('closed', f'{type(err).__name__}: {err}'))
             return
         try:
@@ -360,11 +360,11 @@ def _serve(conn, group: EnvGroup, parent_pid: int) -> None:
             else:
                 raise EnvError(f'env worker: unknown command {command!r}; expected step, reset or close')
             reply = ('ok', result)
-        except Exception as err:
+        except Exception as err:  # noqa: BLE001 -- sent to the parent, which raises it
             reply = ('error', _error_text(err), traceback.format_exc())
         try:
             conn.send(reply)
         except (pickle.PicklingError, TypeError, AttributeError) as err:  # pickling failed: nothing was sent
-            conn.send(('error', f'env worker could not send the result of {command} to the parent '
-                                f'({type(err).__name__}: {err}); observations and infos must be picklable',
+            conn.send(('error', (f'env worker could not send the result of {command} to the parent '
+                                 f'({type(err).__name__}: {err}); observations and infos must be picklable'),
                        traceback.format_exc()))

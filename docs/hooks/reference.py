@@ -1,0 +1,63 @@
+"""mkdocs hook: make this checkout importable as ``sparring`` and fill in the generated reference pages.
+
+A page holding the line ``<!-- generated: config-reference -->`` or ``<!-- generated: cli-reference -->``
+gets that line replaced, at build time, by the tables :mod:`config_reference` and :mod:`cli_reference`
+(in ``docs/gen/``) make from the code. Nothing generated is written into the repository, so the
+reference cannot fall behind the code.
+
+The repository root is the package itself, so the hook links ``build/docs-pkg/sparring`` to it and puts
+``build/docs-pkg`` first on ``sys.path``: the pages (and mkdocstrings, whose ``paths`` name the same
+folder) document this checkout, whatever else is installed.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PKG_DIR = os.path.join(ROOT, 'build', 'docs-pkg')
+GEN_DIR = os.path.join(ROOT, 'docs', 'gen')
+MARKERS = {
+    '<!-- generated: config-reference -->': ('config_reference', 'render'),
+    '<!-- generated: cli-reference -->': ('cli_reference', 'render'),
+}
+
+
+def link_package() -> str:
+    """``build/docs-pkg/sparring`` -> the repository root; returns ``build/docs-pkg``."""
+    os.makedirs(PKG_DIR, exist_ok=True)
+    link = os.path.join(PKG_DIR, 'sparring')
+    if os.path.islink(link) and os.path.realpath(link) != os.path.realpath(ROOT):
+        os.remove(link)  # a copy of the checkout moved elsewhere
+    if not os.path.lexists(link):
+        os.symlink(os.path.relpath(ROOT, PKG_DIR), link)
+    return PKG_DIR
+
+
+def on_config(config):
+    for folder in (GEN_DIR, link_package()):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    loaded = sys.modules.get('sparring')
+    if loaded is not None and os.path.realpath(os.path.dirname(loaded.__file__)) != os.path.realpath(ROOT):
+        raise RuntimeError(f'docs hook: sparring was already imported from {loaded.__file__}, not from {ROOT}')
+    return config
+
+
+def on_page_markdown(markdown, page, config, files):
+    for marker, (module_name, function) in MARKERS.items():
+        if marker in markdown:
+            module = __import__(module_name)
+            markdown = markdown.replace(marker, getattr(module, function)())
+    return markdown
+
+
+# The docstrings use Sphinx roles (:class:`~sparring.league.Player`); rendered as Markdown they would
+# show the role's name before the code. Keep the code, and only the last part of a ``~`` name.
+SPHINX_ROLE = re.compile(r':(?:class|func|meth|mod|attr|data|exc|obj):(<code>)(~?)([^<]*)(</code>)')
+
+
+def on_page_content(html, page, config, files):
+    return SPHINX_ROLE.sub(lambda m: m.group(1) + (m.group(3).rsplit('.', 1)[-1] if m.group(2) else m.group(3))
+                           + m.group(4), html)
