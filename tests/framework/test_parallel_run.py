@@ -10,6 +10,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 import zmq
 
 from sparring.config import compile_config
