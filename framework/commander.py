@@ -240,14 +240,13 @@ class Commander:
         pid = body['player_id']
         if worker.role != 'learner' or worker.player_id != pid:
             raise MessageError('schema', f'{worker.worker_id} may not publish parameters of {pid!r}')
-        if not message.arrays:
-            raise MessageError('schema', 'publish: no parameter arrays')
+        if not worker.replica:  # checked (names, shapes, finite) before anything of the publish is taken
+            self.params.publish(pid, body['version'], message.arrays)
         if 'endpoint' in body:
             worker.endpoint = body['endpoint']
         if worker.replica:  # another replica of the player: only where it takes chunks; the lead speaks for it
             self._take_stats(worker, body.get('stats', {}))
             return 'ack', dict(self._state_for(worker), reset_param_ref=None), None
-        self.params.publish(pid, body['version'], message.arrays)
         self.collect.consumed(pid, body['chunks_consumed'])
         self._take_stats(worker, body.get('stats', {}))
         iteration = max(body['train_iteration'], co.train_iterations[pid])

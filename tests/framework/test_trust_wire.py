@@ -169,6 +169,9 @@ def test_defect8_a_learners_chunk_socket_takes_no_message_larger_than_a_chunk_of
         raw = context.socket(zmq.PUSH)
         raw.connect(puller.address)
         raw.send_multipart(_flood_frames(frames=2 * limit // (1 << 20) + 2, frame_bytes=1 << 20))
+        deadline = time.monotonic() + 10.0
+        while not puller.rejected.counts and time.monotonic() < deadline:
+            assert puller.recv(0.1) is None
         assert pusher.send('chunk', dict(chunk_id='c1', player_id='p', version=0, env_steps=T * B // 2), chunk, 5.0)
         message = puller.recv(5.0)
         assert message is not None and message.body['chunk_id'] == 'c1'
@@ -232,9 +235,10 @@ def test_defect7_nan_or_misshapen_parameters_are_refused_and_counted(tmp_path):
     for number, arrays in enumerate((nan, shape, dtype, missing), start=10):
         kind, body, _ = commander.handle(req('publish', session=learners[pid], request_number=number, player_id=pid,
                                              version=number, train_iteration=number, final=False, chunks_consumed=0,
-                                             _arrays=arrays))
+                                             endpoint='tcp://elsewhere:1', _arrays=arrays))
         assert kind == 'error' and 'refused' in body['error'], body
     assert commander.counters['params_refused'] == 4
+    assert commander.workers[learners[pid]].endpoint != 'tcp://elsewhere:1'  # nothing of a refused publish is taken
     assert commander.live[pid].version == 0 and commander.versions[pid] == 0  # the first good ones stay
     kind, _, _ = commander.handle(req('publish', session=learners[pid], request_number=20, player_id=pid, version=1,
                                       train_iteration=1, final=False, chunks_consumed=0, _arrays=good))
