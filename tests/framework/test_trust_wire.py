@@ -13,7 +13,7 @@ import zmq
 
 from sparring.framework.protocol import PROTOCOL
 from sparring.worker.remote.transport import DataPuller, DataPusher, Security, Server
-from sparring.worker.remote.wire import MAGIC, Message, MessageError, Signer, decode, encode, params_to_arrays
+from sparring.worker.remote.wire import MAGIC, MessageError, Signer, decode, encode, params_to_arrays
 
 SECRET = b'a shared secret of at least 16 bytes'
 
@@ -272,7 +272,6 @@ def test_defect9_a_register_captured_before_a_commander_restart_is_refused_after
 # -- defect 13: a worker whose clock is far off is told so --------------------------------------------------
 
 def test_defect13_a_worker_with_a_clock_far_ahead_is_told_to_check_the_clocks(monkeypatch):
-    from easydict import EasyDict
     from sparring.worker.remote import wire
     from sparring.worker.remote.base import CommanderLost, Worker
     context = zmq.Context()
