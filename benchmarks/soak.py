@@ -495,7 +495,7 @@ def main(argv=None) -> int:
     parser.add_argument('--kill-every', type=float, default=4.0)
     parser.add_argument('--flooders', type=int, default=16, help='connections flooding the commander')
     parser.add_argument('--flood-mb', type=float, default=100.0, help='size of each flood message')
-    parser.add_argument('--flood-frames', type=int, default=50, help='frames each flood message is cut into')
+    parser.add_argument('--flood-frames', type=int, default=100, help='frames each flood message is cut into')
     parser.add_argument('--learner-flooders', type=int, default=8, help='connections flooding the learner')
     parser.add_argument('--hostile', type=int, default=1, help='1: a holder of the secret sends signed lies')
     parser.add_argument('--kill-commander-seconds', type=float, default=60.0,
