@@ -92,7 +92,7 @@ while time.time() < until:
         except zmq.Again:
             pass
     if small == '1' and address:
-        one = context.socket(zmq.DEALER); one.setsockopt(zmq.LINGER, 0); one.connect(address)
+        one = context.socket(zmq.DEALER); one.setsockopt(zmq.LINGER, 500); one.connect(address)  # time to connect
         for _ in range(20):  # small forged ones from a fresh connection (a new peer identity)
             try:
                 one.send_multipart([b'SPR1', header, b'y' * 32], zmq.NOBLOCK)
