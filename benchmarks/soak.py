@@ -132,7 +132,8 @@ def rss_mb(pid: int = 0) -> float:
 
 
 def learner_pids(run) -> List[int]:
-    return [p.pid for wid, p in list(run.launcher.processes.items()) if wid.startswith('learner') and p.exitcode is None]
+    return [process.pid for wid, process in list(run.launcher.processes.items())
+            if wid.startswith('learner') and process.exitcode is None]
 
 
 class Probe(threading.Thread):
