@@ -206,7 +206,7 @@ def decode(frames: Sequence, *, signer: Signer, schemas: Mapping[str, Any]) -> M
         return _decode(frames, signer, schemas)
     except MessageError:
         raise
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 -- any failure to decode a peer's bytes is a malformed message
         raise MessageError('malformed', f'undecodable message ({type(err).__name__}: {short(str(err))})') from None
 
 
