@@ -10,7 +10,6 @@ import glob
 import json
 import logging
 import os
-import shutil
 import zlib
 from typing import List, Optional
 
@@ -129,13 +128,15 @@ def remove_partial_files(directory: str) -> None:
 
 
 def start_fresh(commander) -> None:
-    """A new run under this name: an earlier run's state and learner checkpoints must not be taken for its own."""
-    for name in (JOURNAL_FILE, STATE_FILE):
-        path = os.path.join(commander.dir, name)
-        if os.path.exists(path):
-            os.remove(path)
-    for ckpt_dir in glob.glob(os.path.join(commander.exp_dir, 'workers', '*', 'ckpt')):
-        shutil.rmtree(ckpt_dir, ignore_errors=True)
+    """A new run under this name. An earlier run's journal, state or learner checkpoints are refused, never deleted
+    (the entry points refuse an earlier run of either mode before writing anything; this guards the commander
+    built by hand)."""
+    left = [os.path.join(commander.dir, name) for name in (JOURNAL_FILE, STATE_FILE)]
+    left = [path for path in left if os.path.exists(path)]
+    left += glob.glob(os.path.join(glob.escape(commander.exp_dir), 'workers', '*', 'ckpt', '*.pt'))
+    if left:
+        raise FileExistsError(f'experiment dir {commander.exp_dir!r} holds an earlier run ({left[0]}); expected a new '
+                              f'directory, or resume=True to continue that run')
     commander.journal.open(0)
 
 

