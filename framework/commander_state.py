@@ -15,6 +15,7 @@ from typing import List, Optional
 
 from sparring.config.compile import to_plain
 from sparring.league.persistence import load_state, save_state
+from sparring.worker.run_files import open_run_file
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ class Journal:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         _cut_torn_tail(self.path)
         self.seq = seq
-        self._file = open(self.path, 'a')
+        self._file = open_run_file(self.path, 'a')
 
     def append(self, entry: dict) -> None:
         self.seq += 1
@@ -113,7 +114,7 @@ def _cut_torn_tail(path: str) -> None:
     """Drop a torn last line, so that the next entry starts on a line of its own."""
     if not os.path.exists(path):
         return
-    with open(path, 'rb+') as f:
+    with open_run_file(path, 'rb+') as f:
         data = f.read()
         keep = data.rfind(b'\n') + 1
         if keep != len(data):

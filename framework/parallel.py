@@ -43,6 +43,7 @@ from sparring.worker.logger import RunLogger
 from sparring.framework.messaging import (SECRET_ENV, CurveGuard, Security, Server, Signer,
                                           advertised_address, check_bind, is_loopback, load_secret, new_secret)
 from sparring.worker.run_kind import run_kind
+from sparring.worker.run_files import write_atomically
 from sparring.worker.runtime import seed_everything, set_torch_threads
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
 
@@ -108,8 +109,7 @@ class ParallelRun:
         if cfg.battle.exact_analysis:  # the nash branch's meta-game and exploitability, from the published players
             self.commander.coordinator.use_exact_analysis(LivePolicies(self.commander).get)
         self.address = advertised_address(self.server.address, par.advertise_host)
-        with open(os.path.join(self.commander.dir, 'address'), 'w') as f:
-            f.write(self.address + '\n')
+        write_atomically(os.path.join(self.commander.dir, 'address'), self.address + '\n')
         if par.launcher == 'ray':
             from sparring.framework.ray_launcher import RayLauncher
             self.launcher = RayLauncher(cfg.exp_name, self.address, secret, self.security.curve_dir, par.host, par)

@@ -114,3 +114,45 @@ def test_defect14_cli_mistakes_are_one_line_and_exit_code_2(tmp_path, capsys, mo
     config.write_text(f'config = {to_plain(helpers._cfg(tmp_path))!r}\n')
     assert main(['train', str(config), '--max-env-steps', '-5']) == 2
     _one_line(capsys, 'max_env_steps', 'positive')
+
+
+# -- defect 15: links in the run directory are not followed ---------------------------------------------------
+def _victim(tmp_path):
+    victim = tmp_path / 'someone_elses_file'
+    victim.write_text('precious\n')
+    return victim
+
+
+def test_defect15_run_files_are_never_written_through_a_planted_link(tmp_path):
+    from sparring.config import save_config
+    from sparring.worker.logger import RunLogger
+    from sparring.worker.run_files import LinkedRunFile, write_atomically
+    victim = _victim(tmp_path)
+    run = tmp_path / 'shared_run'
+    run.mkdir()
+    (run / 'log.txt').symlink_to(victim)
+    with pytest.raises(LinkedRunFile, match='log.txt is a symbolic link'):
+        RunLogger(str(run), 10, tensorboard=False, progress_bar=False)
+    # whole-file rewrites (the commander's address, reports, the saved config) replace a link, never follow it
+    (run / 'address').symlink_to(victim)
+    write_atomically(str(run / 'address'), 'tcp://127.0.0.1:5555\n')
+    assert not (run / 'address').is_symlink() and (run / 'address').read_text() == 'tcp://127.0.0.1:5555\n'
+    (run / 'config.json.tmp').symlink_to(victim)
+    save_config(dict(a=1), str(run))
+    assert victim.read_text() == 'precious\n'
+
+
+def test_defect15_a_resumed_commander_refuses_a_journal_that_is_a_link(tmp_path):
+    from sparring.worker.run_files import LinkedRunFile
+    commander, *_ = _played(tmp_path)
+    commander.close()
+    journal = os.path.join(commander.dir, 'journal.jsonl')
+    victim = _victim(tmp_path)
+    with open(journal, 'rb') as f:
+        victim.write_bytes(f.read() + b'{"torn')  # a torn tail, which resuming would cut off
+    before = victim.read_bytes()
+    os.remove(journal)
+    os.symlink(victim, journal)
+    with pytest.raises(LinkedRunFile, match='journal.jsonl is a symbolic link'):
+        Commander(commander.cfg, resume=True, clock=Clock())
+    assert victim.read_bytes() == before
