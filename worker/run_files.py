@@ -15,7 +15,7 @@ import tempfile
 from typing import IO
 
 _FLAGS = {'a': os.O_WRONLY | os.O_CREAT | os.O_APPEND, 'w': os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-          'r+': os.O_RDWR}
+          'r+': os.O_RDWR | os.O_CREAT}
 
 
 class LinkedRunFile(FileExistsError):
@@ -23,7 +23,8 @@ class LinkedRunFile(FileExistsError):
 
 
 def run_file_fd(path: str, mode: str = 'a') -> int:
-    """A file descriptor of ``path`` opened for ``mode`` ('a', 'w' or 'r+', 'b' ignored) without following a link."""
+    """A file descriptor of ``path`` opened for ``mode`` without following a link: 'a' (append), 'w' (truncate) or
+    'r+' (read and write in place); each creates the file if it is missing ('b' is ignored)."""
     flags = _FLAGS[mode.replace('b', '')] | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0)
     try:
         return os.open(path, flags, 0o644)

@@ -156,3 +156,49 @@ def test_defect15_a_resumed_commander_refuses_a_journal_that_is_a_link(tmp_path)
     with pytest.raises(LinkedRunFile, match='journal.jsonl is a symbolic link'):
         Commander(commander.cfg, resume=True, clock=Clock())
     assert victim.read_bytes() == before
+
+
+# -- defect 2: committed journal lines are durable before they are acknowledged, and their loss is noticed --------
+def test_defect2_a_journal_that_lost_its_last_committed_lines_is_refused(tmp_path):
+    from sparring.framework.commander_state import JournalDamaged
+    commander, *_ = _played(tmp_path, chunks=4)
+    collector, _ = join(commander, 'collector')
+    for _ in range(3):  # three entries after the snapshot
+        commander.handle(req('jobs', session=collector, player_id=commander.player_ids[0], count=2))
+    commander.close()
+    journal = os.path.join(commander.dir, 'journal.jsonl')
+    with open(journal, 'rb') as f:
+        lines = f.read().splitlines(keepends=True)
+    with open(journal, 'wb') as f:
+        f.write(b''.join(lines[:-3]))  # the last three committed lines lost, e.g. never written to the disk
+    with pytest.raises(JournalDamaged, match=rf'ends at entry {len(lines) - 3}, but {len(lines)} entries were '
+                                             rf'committed .*3 lines are missing'):
+        Commander(commander.cfg, resume=True, clock=Clock())
+    with open(journal, 'wb') as f:
+        f.write(b''.join(lines))
+    Commander(commander.cfg, resume=True, clock=Clock()).close()  # whole again: it resumes
+
+
+def test_defect2_results_are_acknowledged_only_after_the_journal_is_synced(tmp_path):
+    from sparring.framework.parallel import ParallelRun
+    commander, clock, learners, pid, collector = _played(tmp_path, chunks=1)
+    _, batch, _ = commander.handle(req('jobs', session=collector, player_id=pid, count=3))
+    waiting = [(b'peer', req('chunk_report', session=collector, task_id=None, chunk_id=f'c{i}', player_id=pid,
+                             version=0, env_steps=4, results=[[job['job_id'], 'win']]))
+               for i, job in enumerate(batch['jobs'])]
+    replies = []
+
+    class Server:
+        def recv(self, timeout):
+            return waiting.pop(0) if waiting else None
+
+        def reply(self, peer, reply_to, kind, body, arrays=None):
+            # what the reply acknowledges is on the disk already, and recorded as committed
+            replies.append((kind, body, commander.journal.synced, commander.journal.seq, commander.journal.committed()))
+
+    run = ParallelRun.__new__(ParallelRun)
+    run.commander, run.server, run.logger = commander, Server(), None
+    run.serve(0.0)
+    assert [(kind, body['accepted']) for kind, body, *_ in replies] == [('ack', 1)] * 3
+    assert all(synced == seq == committed for *_, synced, seq, committed in replies)
+    commander.close()
