@@ -202,3 +202,14 @@ def test_defect2_results_are_acknowledged_only_after_the_journal_is_synced(tmp_p
     assert [(kind, body['accepted']) for kind, body, *_ in replies] == [('ack', 1)] * 3
     assert all(synced == seq == committed for *_, synced, seq, committed in replies)
     commander.close()
+
+
+# -- defect 12: a learner killed during its first checkpoint says it starts from the initial parameters ------------
+def test_defect12_a_learner_without_a_checkpoint_to_restore_says_its_parameters_are_the_initial_ones():
+    from sparring.worker.remote.learner import describe_start, restarted_version
+    # killed while writing its first checkpoint after publishing iteration 10 (version 10): nothing to restore
+    line = describe_start(None, 10, 10, restarted_version(0, 10))
+    assert line.startswith('fresh parameters (the initial ones') and '10 iterations trained before are lost' in line
+    assert 'iteration 10, version 11' in line
+    assert describe_start(None, 0, 0, 0) == 'fresh, iteration 0, version 0'
+    assert describe_start('ckpt/iter_00000010.pt', 10, 10, 11).startswith('restored from ckpt/iter_00000010.pt')
