@@ -5,6 +5,7 @@ line, and links in the run directory are not followed. Each test is named after 
 import importlib.util
 import os
 
+import numpy as np
 import pytest
 
 from sparring.config.compile import to_plain
@@ -213,3 +214,44 @@ def test_defect12_a_learner_without_a_checkpoint_to_restore_says_its_parameters_
     assert 'iteration 10, version 11' in line
     assert describe_start(None, 0, 0, 0) == 'fresh, iteration 0, version 0'
     assert describe_start('ckpt/iter_00000010.pt', 10, 10, 11).startswith('restored from ckpt/iter_00000010.pt')
+
+
+# -- defect 10: a damaged snapshot is quarantined, the run goes on -------------------------------------------------
+def test_defect10_a_damaged_snapshot_is_quarantined_and_the_run_goes_on(tmp_path):
+    commander, _, learners = start(tmp_path, active_players=dict(naive_sp=1))
+    pid = commander.player_ids[0]
+    publish(commander, learners[pid], pid, 5, 5)  # a snapshot of the player, stored in params/
+    (snapshot,) = [p for p in commander.league.historical_players if p.step == 5]
+    commander.save()
+    commander.close()
+    path = commander.store._path(snapshot.param_ref)
+    with open(path, 'rb') as f:
+        data = f.read()
+    with open(path, 'wb') as f:
+        f.write(data[:len(data) // 2])  # cut in half
+    resumed = Commander(commander.cfg, resume=True, clock=Clock())
+    learner, _ = join(resumed, 'learner', player_id=pid)
+    publish(resumed, learner, pid, 6, 6)
+    collector, _ = join(resumed, 'collector')
+    _, batch, _ = resumed.handle(req('jobs', session=collector, player_id=pid, count=64))
+    against = [j for j in batch['jobs'] if j['param_ref'] == snapshot.param_ref]
+    assert against, 'the league draws its snapshot'
+    # the collector asks for the damaged snapshot: a stand-in to finish the games it holds, not a crash
+    kind, body, arrays = resumed.handle(req('params_request', session=collector, ref=snapshot.param_ref,
+                                            have_version=None))
+    assert kind == 'params' and arrays
+    # from now on the league draws it no more; the games played against the stand-in are not recorded
+    _, later, _ = resumed.handle(req('jobs', session=collector, player_id=pid, count=64))
+    assert later['jobs'] and not [j for j in later['jobs'] if j['param_ref'] == snapshot.param_ref]
+    assert resumed.counters['dropped'] == 1 and snapshot.param_ref in resumed.coordinator.dropped
+    games_before = resumed.counters['games']
+    report(resumed, collector, pid, [[j['job_id'], 'win'] for j in batch['jobs']])
+    assert resumed.counters['results_dropped'] == len(against)
+    assert resumed.counters['games'] == games_before + len(batch['jobs']) - len(against)
+    payoff = resumed.league.state_dict()['payoff']
+    resumed.close()
+    # the journal holds the quarantine: a replay draws and records exactly as the run did
+    again = Commander(commander.cfg, resume=True, clock=Clock())
+    np.testing.assert_equal(again.league.state_dict()['payoff'], payoff)
+    assert snapshot.param_ref in again.coordinator.dropped
+    again.close()
