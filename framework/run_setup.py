@@ -25,6 +25,7 @@ from sparring.framework.commander_state import COMMANDER_DIR, JOURNAL_FILE, STAT
 from sparring.framework.report_page import write_final_report
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.policy_pool import BOT_PREFIX
+from sparring.worker.run_files import refuse_linked_dirs
 from sparring.worker.run_kind import is_league_run
 
 LEAGUE_STATE_FILE = 'league_state.npz'
@@ -48,6 +49,7 @@ def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[
         raise ConfigError(f'max_env_steps (--max-env-steps) = {max_env_steps!r}: expected a positive whole number of '
                           f'env steps')
     cfg = compile_config(config, seed=seed, exp_name=exp_name, save=False)
+    refuse_linked_dirs(cfg.exp_name)
     saved = os.path.join(cfg.exp_name, CONFIG_FILENAME)
     if resume:
         if not os.path.exists(saved):

@@ -5,7 +5,7 @@ An experiment directory may be shared, or come from someone else: a symbolic lin
 write. Every writer of run files opens them here: the last component of the path is opened with ``O_NOFOLLOW``
 (a link there is refused with :class:`LinkedRunFile`, naming it), and whole-file rewrites go to a new temporary
 file (``O_EXCL``, never an existing one) renamed over the target, which replaces a link rather than writing
-through it.
+through it. A run refuses to start in a directory whose own folders (``commander/``, ``workers/...``) are links.
 """
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ from typing import IO
 
 _FLAGS = {'a': os.O_WRONLY | os.O_CREAT | os.O_APPEND, 'w': os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
           'r+': os.O_RDWR | os.O_CREAT}
+
+
+RUN_DIRS = ('commander', 'workers', 'params', 'ckpt', 'tb')  # the folders a run writes into
 
 
 class LinkedRunFile(FileExistsError):
@@ -40,6 +43,23 @@ def open_run_file(path: str, mode: str = 'a', encoding: str = 'utf-8') -> IO:
     """``open(path, mode)`` for a run file, refusing a link (see the module)."""
     fd = run_file_fd(path, mode)
     return os.fdopen(fd, mode, **({} if 'b' in mode else dict(encoding=encoding)))
+
+
+def refuse_linked_dirs(exp_dir: str, names=None) -> None:
+    """:class:`LinkedRunFile` if a folder a run writes into (``names`` under ``exp_dir``, each worker's folder and its
+    checkpoints) is a symbolic link: ``O_NOFOLLOW`` guards only a path's last component. The experiment directory
+    itself may be one."""
+    names = RUN_DIRS if names is None else names
+    found = [os.path.join(exp_dir, name) for name in names]
+    workers = os.path.join(exp_dir, 'workers')
+    if os.path.isdir(workers) and not os.path.islink(workers):
+        each = [os.path.join(workers, name) for name in sorted(os.listdir(workers))]
+        found += each + [os.path.join(path, 'ckpt') for path in each]
+    for path in found:
+        if os.path.islink(path):
+            raise LinkedRunFile(f'{path} is a symbolic link (to {os.readlink(path)!r}); sparring writes a run\'s files '
+                                f'only in folders of the experiment directory itself. Expected a folder or none: '
+                                f'remove the link, or use an experiment directory of your own')
 
 
 def write_atomically(path: str, text: str) -> str:

@@ -255,3 +255,21 @@ def test_defect10_a_damaged_snapshot_is_quarantined_and_the_run_goes_on(tmp_path
     np.testing.assert_equal(again.league.state_dict()['payoff'], payoff)
     assert snapshot.param_ref in again.coordinator.dropped
     again.close()
+
+
+def test_defect15_a_run_directory_whose_folders_are_links_is_refused_before_anything_is_written(tmp_path):
+    from sparring.worker.run_files import LinkedRunFile
+    elsewhere = tmp_path / 'elsewhere'
+    elsewhere.mkdir()
+    config = to_plain(helpers._cfg(tmp_path))  # exp_name: tmp_path / 'run'
+    run = tmp_path / 'run'
+    (run / 'workers' / 'learner-x').mkdir(parents=True)
+    (run / 'workers' / 'learner-x' / 'ckpt').symlink_to(elsewhere)
+    for resume in (False, True):
+        with pytest.raises(LinkedRunFile, match='learner-x/ckpt is a symbolic link'):
+            prepare_config(config, resume=resume)
+    os.remove(run / 'workers' / 'learner-x' / 'ckpt')
+    (run / 'commander').symlink_to(elsewhere)
+    with pytest.raises(LinkedRunFile, match='commander is a symbolic link'):
+        parallel_pipeline(config)
+    assert os.listdir(elsewhere) == [] and sorted(os.listdir(run)) == ['commander', 'workers']
