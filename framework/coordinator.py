@@ -108,7 +108,7 @@ class RunCoordinator:
             for away, _, outcomes in entry['games']:
                 if dropped and self.league.get_player(away).param_ref in dropped:
                     # Played against a stand-in for a quarantined snapshot (jobs drawn before it was): not its games.
-                    self.counters['results_dropped'] += len(outcomes)
+                    self.counters['results_quarantined'] += len(outcomes)
                     continue
                 self.league.finish_job(dict(player_ids=[entry['player'], away], result=outcomes))
                 self.counters['games'] += len(outcomes)
@@ -155,14 +155,14 @@ class RunCoordinator:
 
     def quarantine(self, ref: str, why: str) -> None:
         """Stop drawing the snapshot stored under ``ref`` (its file is damaged): said in the log, counted as
-        ``dropped`` (the ``run/dropped`` scalar)."""
+        ``snapshots_quarantined`` (the ``run/dropped/snapshots_quarantined`` scalar, at once)."""
         if ref in self.dropped:
             return
         self.dropped[ref] = why
-        self.counters['dropped'] += 1
+        self.counters['snapshots_quarantined'] += 1
         self.say(f'snapshot {ref!r} quarantined, the league draws it no more: {why}')
         if self.logger is not None:
-            self.logger.scalars(dict(dropped=len(self.dropped)), self.env_steps, prefix='run/')
+            self.logger.scalars(dict(snapshots_quarantined=len(self.dropped)), self.env_steps, prefix='run/dropped/')
 
     def _dropped_for(self, entry: dict) -> set:
         """The quarantined snapshots an operation sees. Recorded in the entry when it is first applied (so the

@@ -217,6 +217,22 @@ def test_defect12_a_learner_without_a_checkpoint_to_restore_says_its_parameters_
 
 
 # -- defect 10: a damaged snapshot is quarantined, the run goes on -------------------------------------------------
+class Logger:
+    """What a commander says: its lines and the scalars it would send to TensorBoard."""
+
+    def __init__(self):
+        self.scalars_seen, self.lines = {}, []
+
+    def scalars(self, figures, step, prefix=''):
+        self.scalars_seen.update({prefix + k: v for k, v in figures.items()})
+
+    def line(self, text):
+        self.lines.append(text)
+
+    def progress(self, steps):
+        pass
+
+
 def test_defect10_a_damaged_snapshot_is_quarantined_and_the_run_goes_on(tmp_path):
     commander, _, learners = start(tmp_path, active_players=dict(naive_sp=1))
     pid = commander.player_ids[0]
@@ -229,7 +245,8 @@ def test_defect10_a_damaged_snapshot_is_quarantined_and_the_run_goes_on(tmp_path
         data = f.read()
     with open(path, 'wb') as f:
         f.write(data[:len(data) // 2])  # cut in half
-    resumed = Commander(commander.cfg, resume=True, clock=Clock())
+    logger = Logger()
+    resumed = Commander(commander.cfg, resume=True, clock=Clock(), logger=logger)
     learner, _ = join(resumed, 'learner', player_id=pid)
     publish(resumed, learner, pid, 6, 6)
     collector, _ = join(resumed, 'collector')
@@ -243,10 +260,13 @@ def test_defect10_a_damaged_snapshot_is_quarantined_and_the_run_goes_on(tmp_path
     # from now on the league draws it no more; the games played against the stand-in are not recorded
     _, later, _ = resumed.handle(req('jobs', session=collector, player_id=pid, count=64))
     assert later['jobs'] and not [j for j in later['jobs'] if j['param_ref'] == snapshot.param_ref]
-    assert resumed.counters['dropped'] == 1 and snapshot.param_ref in resumed.coordinator.dropped
+    assert resumed.counters['snapshots_quarantined'] == 1 and snapshot.param_ref in resumed.coordinator.dropped
+    assert [line for line in logger.lines if f'snapshot {snapshot.param_ref!r} quarantined' in line
+            and 'damaged or cut short' in line]
+    assert logger.scalars_seen['run/dropped/snapshots_quarantined'] == 1
     games_before = resumed.counters['games']
     report(resumed, collector, pid, [[j['job_id'], 'win'] for j in batch['jobs']])
-    assert resumed.counters['results_dropped'] == len(against)
+    assert resumed.counters['results_quarantined'] == len(against)
     assert resumed.counters['games'] == games_before + len(batch['jobs']) - len(against)
     payoff = resumed.league.state_dict()['payoff']
     resumed.close()
