@@ -3,8 +3,9 @@
 Every league operation is applied, then appended to ``commander/journal.jsonl``; the commit point is
 :meth:`Journal.sync`, which makes the lines written so far durable (fsync) and then records the last committed
 sequence number in ``commander/journal.committed``, so a journal that later lost lines at its end is refused
-rather than resumed short. Replies go out only after the sync. ``commander/state.npz`` snapshots the league and the bookkeeping together (one atomic file) every
-``parallel.save_every_seconds``. Resuming loads the snapshot and replays the journal's tail.
+rather than resumed short. Replies go out only after the sync. ``commander/state.npz`` snapshots the league and
+the bookkeeping together (one atomic file) every ``parallel.save_every_seconds``. Resuming loads the snapshot and
+replays the journal's tail.
 """
 from __future__ import annotations
 

@@ -83,7 +83,8 @@ class CollectorWorker(Worker):
         self.pushers: Dict[str, DataPusher] = {}
         self.env_steps = 0
         self.games_accepted = 0
-        self.audit = open_run_file(os.path.join(self.workdir, 'reports.jsonl'), 'a') if self.par.get('audit_reports') else None
+        audit = self.par.get('audit_reports')
+        self.audit = open_run_file(os.path.join(self.workdir, 'reports.jsonl'), 'a') if audit else None
         self.undelivered = 0
         self.undelivered_ids: List[str] = []
         log.info('%s: registered with %s', self.worker_id, self.commander)
