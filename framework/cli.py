@@ -59,6 +59,8 @@ def make_importable(folder: str) -> None:
 
 def load_config_file(path: str) -> dict:
     """The config dict a Python config file defines (the command line makes its folder importable first)."""
+    if os.path.isdir(path):
+        raise ConfigFileError(f'{path} is a directory; expected a config file (a Python file defining `config`)')
     if not os.path.isfile(path):
         raise FileNotFoundError(f'config file not found: {path}')
     try:
@@ -204,7 +206,8 @@ def _run(args: argparse.Namespace) -> int:
             summary.pop(printed, None)
         print(json.dumps(summary, indent=2, default=str))
     elif args.command == 'worker':
-        from sparring.framework.workers import run_worker
+        from sparring.framework.workers import check_commander_address, run_worker
+        check_commander_address(args.commander)
         return run_worker(args)
     elif args.command == 'surgery':
         from sparring.framework.surgery import surgery

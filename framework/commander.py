@@ -303,7 +303,7 @@ class Commander:
         for session in [s for s, w in self.workers.items() if now - w.last_seen > timeout]:
             self.drop_worker(session, f'silent for {timeout:.0f} s')
         self.collect.sweep(now, timeout, self._learner_idle)
-        self.coordinator.check_time()
+        self.coordinator.check_limits()
         self._advance()
         if now - self._last_save >= self.par.save_every_seconds:
             self.save()

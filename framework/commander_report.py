@@ -52,6 +52,8 @@ def log_progress(commander) -> None:
                  requests_refused=commander.counters['requests_refused'],
                  chunks_reclaimed=commander.counters['chunks_reclaimed'],
                  duplicate_reports=commander.counters['duplicate_reports'],
+                 snapshots_quarantined=commander.counters['snapshots_quarantined'],
+                 results_quarantined=commander.counters['results_quarantined'],
                  **{f'learner_{k}': sum(w.stats.get(k, 0.0) for w in commander.workers.values() if w.role == 'learner')
                     for k in ('dropped_invalid', 'dropped_stale', 'dropped_duplicate')},
                  **{f'rejected_{k}': v for k, v in commander.transport_rejects().items()})

@@ -16,6 +16,7 @@ import numpy as np
 from sparring.config.compile import to_plain
 from sparring.framework.coordinator import INIT_REF
 from sparring.worker.remote.wire import MessageError, params_to_arrays, short
+from sparring.worker.state_file import StateFileError
 
 WAIT_SECONDS = 0.2
 
@@ -78,9 +79,21 @@ class ParamService:
                 version, arrays, policy_cfg = self._stored_entry(ref)
             except KeyError as err:
                 raise MessageError('schema', str(err)) from None
+            except StateFileError:  # its file is damaged: quarantined (the coordinator reads store.damaged)
+                return self._stand_in(ref, have)
         if have == version:
             return 'params', dict(ref=ref, version=version, unchanged=True, policy_cfg=None), None
         return 'params', dict(ref=ref, version=version, unchanged=False, policy_cfg=policy_cfg), arrays
+
+    def _stand_in(self, ref: str, have: Optional[int]):
+        """For a quarantined snapshot, a learning player's newest parameters: the games a collector holds against
+        it (drawn before the quarantine) are played with them, and not recorded."""
+        live = next(iter(self.live.values()), None)
+        if live is None:
+            return 'wait', dict(seconds=WAIT_SECONDS, reason=f'{ref!r} is quarantined; no stand-in published yet'), None
+        if have == live.version:
+            return 'params', dict(ref=ref, version=live.version, unchanged=True, policy_cfg=None), None
+        return 'params', dict(ref=ref, version=live.version, unchanged=False, policy_cfg=self.policy_cfg), live.arrays
 
     def _stored_entry(self, ref: str):
         if ref not in self._stored:

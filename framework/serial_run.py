@@ -26,6 +26,7 @@ from sparring.worker.learner import Learner
 from sparring.worker.policy_pool import PolicyPool
 from sparring.worker.run_kind import SINGLE_AGENT, run_kind
 from sparring.worker.runtime import capture_rng, restore_rng
+from sparring.worker.state_file import StateFileError
 
 
 class LeagueRun:
@@ -97,9 +98,12 @@ class LeagueRun:
 
     def _opponent_sampler(self, pid: str):
         def sample(slot: int):
-            job = self.league.get_job_info(pid)
-            away = job['players'][1]
-            return away['player_id'], self.pool.get(away['param_ref'])
+            while True:  # ends: each damaged snapshot is quarantined once, and then drawn no more
+                away = self.coordinator.draw_job(pid)['players'][1]
+                try:
+                    return away['player_id'], self.pool.get(away['param_ref'])
+                except StateFileError as err:
+                    self.coordinator.quarantine(away['param_ref'], str(err))
         return sample
 
     # -- one round ----------------------------------------------------------------------------

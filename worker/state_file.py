@@ -13,6 +13,7 @@ their own (``SPARRING_TRUST_PICKLE=1``). Writes go to a temporary file that is r
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import zipfile
@@ -68,13 +69,39 @@ def load_state_file(path: str) -> Any:
     if STATE_ENTRY + '.npy' not in names:
         return _load_legacy(path)
     try:
+        with zipfile.ZipFile(path) as archive:
+            _check_array_sizes(archive)
         with np.load(path, allow_pickle=False) as archive:
             document = json.loads(bytes(archive[STATE_ENTRY]).decode('utf-8'))
             arrays = {name: archive[name] for name in archive.files if name != STATE_ENTRY}
         return _unpack(document, arrays)
-    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as err:
-        raise StateFileError(f'{path} is damaged ({type(err).__name__}: {err}); expected a sparring state file') \
-            from None
+    # Whatever a crafted file makes the reader raise (nesting too deep, a tag of the wrong type, an unhashable
+    # key, a string array as a tensor) is a damaged file: the caller falls back to an earlier checkpoint.
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError, MemoryError, OSError,
+            EOFError, zipfile.BadZipFile) as err:
+        raise StateFileError(f'{path} is damaged ({type(err).__name__}: {str(err)[:200]}); expected a sparring '
+                             f'state file') from None
+
+
+def _check_array_sizes(archive: zipfile.ZipFile) -> None:
+    """ValueError unless every array member holds exactly the bytes its header declares: a header may not make
+    the reader allocate more than the file holds."""
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    for info in archive.infolist():
+        if not info.filename.endswith('.npy'):
+            continue
+        with archive.open(info) as member:
+            version = np.lib.format.read_magic(member)
+            if version not in readers:
+                raise ValueError(f'member {info.filename}: .npy format {version}, expected 1.0 or 2.0')
+            shape, _, dtype = readers[version](member)
+            if dtype.hasobject:
+                raise ValueError(f'member {info.filename}: an object array; expected numbers only')
+            declared = math.prod(int(n) for n in shape) * dtype.itemsize
+            held = info.file_size - member.tell()
+        if declared != held:
+            raise ValueError(f'member {info.filename} declares {declared} bytes of data ({dtype} {list(shape)}) '
+                             f'but holds {held}')
 
 
 def _load_legacy(path: str) -> Any:
@@ -145,6 +172,8 @@ def _unpack(value: Any, arrays: Dict[str, np.ndarray]) -> Any:
         return value
     if '__tensor__' in value:
         array = arrays[value['__tensor__']]
+        if array.dtype.kind not in 'biufc':
+            raise TypeError(f'tensor {value["__tensor__"]!r} holds {array.dtype} data; expected numbers')
         if value.get('dtype') == 'bfloat16':
             return torch.from_numpy(array.copy()).view(torch.bfloat16)
         tensor = torch.from_numpy(array.copy())

@@ -17,7 +17,7 @@ from typing import Deque, Dict, List, Optional, Tuple
 import gymnasium as gym
 import numpy as np
 
-from sparring.worker.checkpoint import CheckpointManager
+from sparring.worker.checkpoint import CheckpointError, CheckpointManager
 from sparring.worker.chunk import Chunk
 from sparring.worker.learner import Learner
 from sparring.worker.logger import RunLogger
@@ -65,7 +65,12 @@ class LearnerWorker(Worker):
         # A replica other than the lead takes the lead's state when the group forms: only the lead restores.
         restored = info['restore'] and info.get('replica', 0) == 0 and self.ckpt.latest() is not None
         if restored:
-            state = self.ckpt.load_latest()
+            try:
+                state = self.ckpt.load_latest()
+            except CheckpointError as err:  # every checkpoint damaged: start afresh rather than crash-loop
+                log.error('%s: %s; starting from the initial parameters', self.worker_id, err)
+                restored = False
+        if restored:
             self.learner.load_state_dict(state['learner'])
             self.counts.update(state['counts'])
         else:
@@ -78,8 +83,8 @@ class LearnerWorker(Worker):
         self.logger = RunLogger(self.workdir, self.learner.max_env_steps, tensorboard=self.cfg.train.tensorboard,
                                 progress_bar=False, initial_env_steps=self.learner.env_steps)
         self.logger.line(f'{self.worker_id}: learner of {self.player_id}, chunks at {self.endpoint}, '
-                         f'{"restored from " + self.ckpt.latest() if restored else "fresh"}, iteration '
-                         f'{self.learner.train_iter}, version {self.policy.version}')
+                         + describe_start(self.ckpt.resumed_from if restored else None, info['train_iteration'],
+                                          self.learner.train_iter, self.policy.version))
         try:
             self.publish(final=False)
             if self.group is None:
@@ -307,6 +312,18 @@ class LearnerWorker(Worker):
         if puller is not None:
             out.update({f'rejected_{reason}': float(n) for reason, n in dict(puller.rejected.counts).items()})
         return out
+
+
+def describe_start(restored_from: Optional[str], published_iteration: int, iteration: int, version: int) -> str:
+    """What a (re)started learner trains on, for its log: a checkpoint it restored, or the initial parameters, saying
+    so when the player had trained before (a learner killed before its first checkpoint): its counters go on from
+    the published iteration and version, its parameters do not."""
+    if restored_from is not None:
+        return f'restored from {restored_from}, iteration {iteration}, version {version}'
+    if not published_iteration:
+        return f'fresh, iteration {iteration}, version {version}'
+    return (f'fresh parameters (the initial ones: no checkpoint to restore, so the {published_iteration} iterations '
+            f'trained before are lost), counters continuing at iteration {iteration}, version {version}')
 
 
 def params_digest(params: Dict[str, object]) -> str:
