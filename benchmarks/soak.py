@@ -101,7 +101,8 @@ class Probe(threading.Thread):
     def run(self) -> None:
         import zmq
 
-        from sparring.framework.messaging import RequestClient, RequestTimeout
+        from sparring.worker.remote.transport import RequestClient
+        from sparring.worker.remote.wire import RequestTimeout
         context = zmq.Context()
         client = RequestClient(context, self.address, self.security, 'probe', timeout=10.0)
         session = uuid.uuid4().hex
@@ -142,7 +143,7 @@ def chaos(run, until: float, every: float, kills: Dict[str, int], rng: random.Ra
 def audit(exp: str, league) -> dict:
     """Lost and doubled games, from the journal, the league and the collectors' own records."""
     with open(os.path.join(exp, 'commander', 'journal.jsonl')) as f:
-        entries = [json.loads(line) for line in f]
+        entries = [json.loads(line) for line in f][1:]  # after the format-version line
     recorded = [job for e in entries if e['op'] == 'games' for _, ids, _ in e['games'] for job in ids]
     abandoned = {job for e in entries if e['op'] == 'abandon' for job in e['jobs']}
     per_chunk = {e['chunk']: sum(len(ids) for _, ids, _ in e['games']) for e in entries if e['op'] == 'games'}
@@ -168,7 +169,8 @@ def audit(exp: str, league) -> dict:
 
 def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 16, flood_mb: float = 100.0,
          seed: int = 0) -> dict:
-    from sparring.framework.messaging import SECRET_ENV, Security, Signer
+    from sparring.framework.messaging import Security
+    from sparring.worker.remote.wire import SECRET_ENV, Signer
     from sparring.framework.parallel import ParallelRun
     from sparring.framework.run_setup import prepare_config
     from sparring.worker.runtime import seed_everything, set_torch_threads

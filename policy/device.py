@@ -76,13 +76,12 @@ def resolve_device(spec: Any, key: str = DEVICE_KEY) -> torch.device:
     return torch.device(spec)
 
 
-# Configs compiled before the keys existed (a resumed run, a stored snapshot's config) mean the CPU.
 def learner_device(policy_cfg) -> torch.device:
-    return resolve_device(policy_cfg.get('device', 'cpu'), DEVICE_KEY)
+    return resolve_device(policy_cfg['device'], DEVICE_KEY)
 
 
 def acting_device(policy_cfg) -> torch.device:
-    return resolve_device((policy_cfg.get('collect') or {}).get('device', 'cpu'), COLLECT_DEVICE_KEY)
+    return resolve_device(policy_cfg['collect']['device'], COLLECT_DEVICE_KEY)
 
 
 def devices_usable_here(policy_cfg) -> list:
