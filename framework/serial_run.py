@@ -297,6 +297,6 @@ def _unified(state: dict, kind) -> dict:
     learner, history = state['learner'], list(state['evaluator_history'])
     return dict(learners={SINGLE_AGENT: learner}, collectors={SINGLE_AGENT: state['collector']},
                 rounds=learner['train_iter'], wall_seconds=state['wall_seconds'], last_eval={}, history=[],
-                league_state=None, rng=state['rng'], eval_history={SINGLE_AGENT: history},
+                league_state=None, branch_games={}, rng=state['rng'], eval_history={SINGLE_AGENT: history},
                 evaluated_versions={SINGLE_AGENT: history[-1][0] if history else None},
                 evaluations_in_flight=state.get('evaluations_in_flight', []))

@@ -2,7 +2,7 @@
 
 Importing this package registers the built-in players (``naive_sp``, ``main_player``,
 ``main_exploiter``, ``league_exploiter``, ``mlagents_sp``, ``openai_five_sp``) and leagues
-(``one_vs_one``, ``alphastar``). See ``base_league`` for the job / result / update dicts.
+(``one_vs_one``, ``alphastar``). See ``job_protocol`` for the job / result / update dicts.
 """
 from sparring.league.errors import LeagueError, UnknownPlayerError
 from sparring.league.outcome import OUTCOMES

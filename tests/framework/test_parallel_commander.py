@@ -9,9 +9,9 @@ import pytest
 from sparring.config import compile_config
 from sparring.framework.commander import Commander
 from sparring.framework.run_setup import complete_league_config
-from sparring.framework.workers import LearnerWorker
 from sparring.league import SingleAgentLeague
 from sparring.worker.chunk import Chunk
+from sparring.worker.remote.learner import LearnerWorker
 from sparring.worker.remote.wire import Message, params_to_arrays
 
 
