@@ -8,15 +8,13 @@ import re
 import pytest
 import torch
 
-from sparring.framework.commander_state import FORMAT_VERSION as JOURNAL_VERSION
-from sparring.framework.commander_state import Journal, JournalDamaged
+from sparring.framework.commander_state import FORMAT_VERSION as JOURNAL_VERSION, Journal, JournalDamaged
 from sparring.league import LeagueError, OneVsOneLeague
-from sparring.league.persistence import FORMAT_VERSION as LEAGUE_STATE_VERSION
-from sparring.league.persistence import load_state
+from sparring.league.persistence import FORMAT_VERSION as LEAGUE_STATE_VERSION, load_state
 from sparring.worker.checkpoint import CheckpointError, CheckpointManager
 from sparring.worker.format_version import FORMAT_KEY
-from sparring.worker.state_file import FORMAT_VERSION as STATE_FILE_VERSION
-from sparring.worker.state_file import StateFileError, load_state_file, save_state_file, write_archive
+from sparring.worker.state_file import (FORMAT_VERSION as STATE_FILE_VERSION, StateFileError, load_state_file,
+                                        save_state_file, write_archive)
 
 WHAT_TO_DO = 'Start a new run directory, or use the sparring version that wrote it'
 
