@@ -34,6 +34,6 @@ def unstamped(document: Any, version: int, path: str, what: str, error: Type[Exc
 
 def refusal(path: str, what: str, found: Optional[Any], version: int) -> str:
     """The line refusing ``path``, a ``what`` of format version ``found`` (None: it has none)."""
-    written = 'none: written before versions' if found is None else repr(found)
+    written = 'none: written before versions' if found is None else repr(found)[:40]  # a crafted file's, short
     return (f'{path}: a {what} of format version {written}; this sparring ({__version__}) reads version {version}. '
             f'Start a new run directory, or use the sparring version that wrote it')
