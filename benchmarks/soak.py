@@ -272,7 +272,7 @@ def chaos(run, until: float, every: float, kills: Dict[str, int], rng: random.Ra
 def audit(exp: str, league) -> dict:
     """Lost and doubled games, from the journal, the league and the collectors' own records."""
     with open(os.path.join(exp, 'commander', 'journal.jsonl')) as f:
-        entries = [json.loads(line) for line in f]
+        entries = [json.loads(line) for line in f][1:]  # after the format-version line
     recorded = [job for e in entries if e['op'] == 'games' for _, ids, _ in e['games'] for job in ids]
     abandoned = {job for e in entries if e['op'] == 'abandon' for job in e['jobs']}
     per_chunk = {e['chunk']: sum(len(ids) for _, ids, _ in e['games']) for e in entries if e['op'] == 'games'}

@@ -29,6 +29,7 @@ from typing import List, Optional
 
 from sparring.config.registry import RegistryError
 from sparring.config.schema import ConfigError
+from sparring.framework.commander_state import JournalDamaged
 from sparring.league.errors import LeagueError
 from sparring.worker.checkpoint import CheckpointError
 from sparring.worker.env.errors import EnvError
@@ -40,7 +41,7 @@ USAGE_ERROR = 2  # the exit code of argparse's usage errors: the command was giv
 # import_names and the optional extras, whose messages name the module or the extra to install. A damaged
 # checkpoint or parameter file of a run a command reads is named by StateFileError / CheckpointError.
 USER_ERRORS = (ConfigError, LeagueError, EnvError, RegistryError, FileExistsError, FileNotFoundError, ImportError,
-               StateFileError, CheckpointError)
+               StateFileError, CheckpointError, JournalDamaged)
 
 
 class ConfigFileError(ValueError):

@@ -5,7 +5,8 @@ Every league operation is applied, then appended to ``commander/journal.jsonl``;
 sequence number in ``commander/journal.committed``, so a journal that later lost lines at its end is refused
 rather than resumed short. Replies go out only after the sync. ``commander/state.npz`` snapshots the league and
 the bookkeeping together (one atomic file) every ``parallel.save_every_seconds``. Resuming loads the snapshot and
-replays the journal's tail.
+replays the journal's tail. The journal's first line is its format version
+(:mod:`sparring.worker.format_version`); a journal of another one is refused.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import List, Optional
 
 from sparring.config.compile import to_plain
 from sparring.league.persistence import load_state, save_state
+from sparring.worker.format_version import FORMAT_KEY, refusal
 from sparring.worker.run_files import open_run_file, run_file_fd
 
 log = logging.getLogger(__name__)
@@ -26,10 +28,12 @@ COMMANDER_DIR = 'commander'
 STATE_FILE = 'state.npz'
 JOURNAL_FILE = 'journal.jsonl'
 COMMITTED_FILE = 'journal.committed'
+FORMAT_VERSION = 1  # of the journal: raise it when what a reader finds in one changes
 
 
 class JournalDamaged(RuntimeError):
-    """The journal lost entries that were committed (acknowledged to workers) and are in no snapshot."""
+    """The journal cannot be replayed: it lost entries that were committed (acknowledged to workers) and are in
+    no snapshot, or it is of another format version."""
 
 
 class Journal:
@@ -61,9 +65,13 @@ class Journal:
         if torn:
             log.warning('%s: the last line (%d bytes) was cut short by a crash while writing it; it was never '
                         'committed and is dropped', self.path, len(torn))
+        if lines:
+            version = _version_of(lines[0])
+            if version != FORMAT_VERSION:
+                raise JournalDamaged(refusal(self.path, 'journal', version, FORMAT_VERSION))
         entries: List[dict] = []
         damaged_after: List[int] = []  # the sequence number before each damaged line
-        for number, raw in enumerate(lines, 1):
+        for number, raw in enumerate(lines[1:], 2):
             entry = _parse(raw)
             if entry is None:
                 log.error('%s: line %d is damaged (not the JSON it was written as)', self.path, number)
@@ -83,7 +91,11 @@ class Journal:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         _cut_torn_tail(self.path)
         self.seq = self.synced = seq
+        new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
         self._file = open_run_file(self.path, 'a')
+        if new:
+            self._file.write(json.dumps({FORMAT_KEY: FORMAT_VERSION}) + '\n')
+            self._file.flush()
 
     def append(self, entry: dict) -> None:
         self.seq += 1
@@ -125,18 +137,26 @@ class Journal:
 
 
 def _parse(raw: bytes) -> Optional[dict]:
-    """The entry on one line, or None if the line is damaged (entries written before checksums pass as they are)."""
+    """The entry on one line, or None if the line is damaged."""
     try:
         entry = json.loads(raw)
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    if not isinstance(entry, dict) or not isinstance(entry.get('seq'), int) or 'op' not in entry:
+    if not isinstance(entry, dict) or not isinstance(entry.get('seq'), int) or 'op' not in entry or 'crc' not in entry:
         return None
-    if 'crc' in entry:
-        crc = entry.pop('crc')
-        if zlib.crc32(json.dumps(entry, separators=(',', ':')).encode('utf-8')) != crc:
-            return None
+    crc = entry.pop('crc')
+    if zlib.crc32(json.dumps(entry, separators=(',', ':')).encode('utf-8')) != crc:
+        return None
     return entry
+
+
+def _version_of(header: bytes) -> Optional[int]:
+    """The format version the journal's first line states; None if it states none."""
+    try:
+        first = json.loads(header)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return first.get(FORMAT_KEY) if isinstance(first, dict) else None
 
 
 def _cut_torn_tail(path: str) -> None:

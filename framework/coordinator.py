@@ -378,6 +378,6 @@ class RunCoordinator:
             getattr(self, name).update(state[name])
         self.counters.update(state['counters'])
         self.last_eval = state['last_eval']
-        self.dropped.update(state.get('dropped', {}))  # states saved before quarantines: none
-        self.watch.load_branch_state(state.get('branch_games', {}))  # states saved before the key: none
+        self.dropped.update(state['dropped'])
+        self.watch.load_branch_state(state['branch_games'])
         self.resume_clock(state['wall_seconds'])

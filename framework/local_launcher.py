@@ -12,8 +12,8 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
-from sparring.framework.messaging import SECRET_ENV
 from sparring.worker.child_process import SINGLE_THREAD_ENV, main_script_hidden, worker_context
+from sparring.worker.remote.wire import SECRET_ENV
 from sparring.worker.run_files import run_file_fd, write_atomically
 
 EXIT_TAIL_LINES = 20

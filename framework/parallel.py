@@ -36,12 +36,13 @@ from sparring.framework.coordinator import INIT_REF
 from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.framework.live_policies import LivePolicies
 from sparring.framework.local_launcher import LocalLauncher, worker_context
+from sparring.framework.messaging import Security
 from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
 from sparring.framework.sessions import learner_id
-from sparring.worker.remote.replicas import check_replica_config
 from sparring.worker.logger import RunLogger
-from sparring.framework.messaging import (SECRET_ENV, CurveGuard, Security, Server, Signer,
-                                          advertised_address, check_bind, is_loopback, load_secret, new_secret)
+from sparring.worker.remote.replicas import check_replica_config
+from sparring.worker.remote.transport import CurveGuard, Server, advertised_address, check_bind, is_loopback
+from sparring.worker.remote.wire import SECRET_ENV, Signer, load_secret, new_secret
 from sparring.worker.run_kind import run_kind
 from sparring.worker.run_files import write_atomically
 from sparring.worker.runtime import seed_everything, set_torch_threads
@@ -83,7 +84,7 @@ class ParallelRun:
             secret = loaded.decode('utf-8') if loaded is not None else new_secret()
         if par.auth == 'curve' and not par.curve_dir:
             raise ConfigError('config key "parallel.curve_dir": auth="curve" needs the keys directory '
-                              '(sparring.framework.messaging.create_curve_keys)')
+                              '(sparring.worker.remote.transport.create_curve_keys)')
         self.security = Security(Signer(secret.encode('utf-8') if secret else None),
                                  par.curve_dir if par.auth == 'curve' else None)
         check_bind(par.host, self.security.secured)

@@ -27,7 +27,8 @@ from typing import Dict, List, Optional, Tuple
 
 from sparring.config.optional import require
 from sparring.framework.local_launcher import SINGLE_THREAD_ENV, tail_of
-from sparring.framework.messaging import SECRET_ENV, is_loopback
+from sparring.worker.remote.transport import is_loopback
+from sparring.worker.remote.wire import SECRET_ENV
 from sparring.worker.run_files import open_run_file
 
 # Ray otherwise swaps 127.0.0.1 for the machine's network address; a run on one machine keeps to loopback.

@@ -77,8 +77,6 @@ def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[
             _set_dotted(cfg, key, _get_dotted(given, key))
         if changed:
             warnings.warn(f'--resume continues {saved} with changed {", ".join(changed)}', stacklevel=3)
-        if is_league_run(cfg):
-            complete_league_config(cfg)  # a config saved before completion was written by an older version
     else:
         refuse_earlier_run(cfg.exp_name)
         if is_league_run(cfg):

@@ -18,11 +18,10 @@ from typing import List, Optional
 
 from sparring.config.schema import ConfigError
 from sparring.framework.messaging import make_security
-from sparring.worker.remote.base import (EXIT_COMMANDER_LOST, EXIT_ORPHANED, CommanderLost,  # noqa: F401
-                                         SessionExpired, Worker, process_gone)
-from sparring.worker.remote.collector import CollectorWorker, JobFeed  # noqa: F401
+from sparring.worker.remote.base import EXIT_COMMANDER_LOST, EXIT_ORPHANED, CommanderLost, SessionExpired, process_gone
+from sparring.worker.remote.collector import CollectorWorker
 from sparring.worker.remote.evaluator import EvaluatorWorker
-from sparring.worker.remote.learner import LearnerWorker, check_chunk_values  # noqa: F401
+from sparring.worker.remote.learner import LearnerWorker
 
 log = logging.getLogger('sparring.worker')
 

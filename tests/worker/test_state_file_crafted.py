@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from sparring.worker.checkpoint import CheckpointManager
-from sparring.worker.state_file import STATE_ENTRY, StateFileError, load_state_file, write_archive
+from sparring.worker.format_version import stamped
+from sparring.worker.state_file import FORMAT_VERSION, STATE_ENTRY, StateFileError, load_state_file, write_archive
 
 
 def _npy(array: np.ndarray, shape=None) -> bytes:
@@ -31,8 +32,13 @@ def _zip(path, members: dict) -> str:
     return str(path)
 
 
+def _text(value) -> str:
+    """A state file's document of the current format version: only the crafted part is wrong."""
+    return json.dumps(stamped(value, FORMAT_VERSION))
+
+
 def _document(value) -> np.ndarray:
-    return np.frombuffer(json.dumps(value).encode('utf-8'), dtype=np.uint8)
+    return np.frombuffer(_text(value).encode('utf-8'), dtype=np.uint8)
 
 
 def crafted(tmp_path, kind: str) -> str:
@@ -40,11 +46,11 @@ def crafted(tmp_path, kind: str) -> str:
     if kind == 'deep_json':
         return write_archive(path, '[' * 100_000 + ']' * 100_000, {})
     if kind == 'list_as_tensor':
-        return write_archive(path, json.dumps({'w': {'__tensor__': ['a0']}}), {'a0': np.zeros(2, np.float32)})
+        return write_archive(path, _text({'w': {'__tensor__': ['a0']}}), {'a0': np.zeros(2, np.float32)})
     if kind == 'unhashable_pairs_key':
-        return write_archive(path, json.dumps({'__pairs__': [[{'a': 1}, 2]]}), {})
+        return write_archive(path, _text({'__pairs__': [[{'a': 1}, 2]]}), {})
     if kind == 'string_tensor':
-        return write_archive(path, json.dumps({'w': {'__tensor__': 'a0'}}), {'a0': np.array(['x', 'y'])})
+        return write_archive(path, _text({'w': {'__tensor__': 'a0'}}), {'a0': np.array(['x', 'y'])})
     if kind == 'terabyte_array':  # 8 TB declared, 8 bytes held
         return _zip(path, {STATE_ENTRY: _npy(_document({'w': {'__ndarray__': 'a0'}})),
                            'a0': _npy(np.zeros(1, np.float64), shape=(2 ** 40,))})

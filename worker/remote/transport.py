@@ -102,7 +102,7 @@ def make_security(auth: Optional[str] = None, key_file: Optional[str] = None,
     if auth == 'hmac' and secret is None:
         raise ValueError(f'parallel.auth="hmac" needs a shared secret: set ${SECRET_ENV} or parallel.key_file')
     if auth == 'curve' and not curve_dir:
-        raise ValueError('parallel.auth="curve" needs parallel.curve_dir (see messaging.create_curve_keys)')
+        raise ValueError('parallel.auth="curve" needs parallel.curve_dir (see create_curve_keys)')
     return Security(Signer(secret), curve_dir if auth in (None, 'curve') else None, protocol)
 
 
@@ -124,7 +124,7 @@ def _load_keypair(directory: str, name: str, secret: bool = True) -> Tuple[bytes
     path = os.path.join(directory, f'{name}.key_secret')
     if not os.path.isfile(path):
         raise FileNotFoundError(f'parallel.curve_dir: no {name}.key_secret in {directory!r}; create the keys with '
-                                f'sparring.framework.messaging.create_curve_keys({directory!r})')
+                                f'sparring.worker.remote.transport.create_curve_keys({directory!r})')
     public, secret_key = zmq.auth.load_certificate(path)
     return public, (secret_key if secret else None)
 
