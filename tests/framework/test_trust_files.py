@@ -170,9 +170,10 @@ def test_defect2_a_journal_that_lost_its_last_committed_lines_is_refused(tmp_pat
     journal = os.path.join(commander.dir, 'journal.jsonl')
     with open(journal, 'rb') as f:
         lines = f.read().splitlines(keepends=True)
+    entries = len(lines) - 1  # the first line is the journal's format version
     with open(journal, 'wb') as f:
         f.write(b''.join(lines[:-3]))  # the last three committed lines lost, e.g. never written to the disk
-    with pytest.raises(JournalDamaged, match=rf'ends at entry {len(lines) - 3}, but {len(lines)} entries were '
+    with pytest.raises(JournalDamaged, match=rf'ends at entry {entries - 3}, but {entries} entries were '
                                              rf'committed .*3 lines are missing'):
         Commander(commander.cfg, resume=True, clock=Clock())
     with open(journal, 'wb') as f:
