@@ -22,6 +22,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
+# The loop to run while editing: every test not marked slow (pytest.ini says what slow means).
+.PHONY: test-fast
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow"
+
 .PHONY: lint typecheck
 lint: $(STAMP)  # settings in pyproject.toml ([tool.ruff])
 	$(PY) -m ruff check .

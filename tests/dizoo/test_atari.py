@@ -285,6 +285,7 @@ def test_an_unknown_game_with_ale_py_is_a_config_error_with_close_ids():
         make_env(dict(type='atari', id='BreakoutNoFrameskip-v9'))
 
 
+@pytest.mark.slow
 def test_serial_pipeline_trains_a_cnn_on_the_stack_and_evaluates_whole_raw_games(tmp_path):
     # Rewards fall after the longest no-op + FIRE start (34 frames), so every whole game scores 8,
     # while a training episode ends at the life lost at frame 120 and sees clipped rewards.
@@ -301,6 +302,7 @@ def test_serial_pipeline_trains_a_cnn_on_the_stack_and_evaluates_whole_raw_games
     assert summary['eval_mean'] == 8.0 and summary['eval_std'] == 0.0
 
 
+@pytest.mark.slow
 def test_real_breakout_loses_a_life_without_ending_the_game():
     pytest.importorskip('ale_py')
     env = make_env(dict(type='atari', id='BreakoutNoFrameskip-v4'))

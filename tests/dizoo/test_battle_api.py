@@ -131,6 +131,7 @@ def run_side_by_side(native: VecBattleEnv, other: VecBattleEnv, steps: int, rand
     return endings
 
 
+@pytest.mark.slow
 def test_single_reference_games_in_a_loop_equal_the_native_vectorised_game(random_actions):
     native = make_battle_env(dict(type='tictactoe'), 16, 0)
     looped = DictBattleVecEnv(ReferenceTicTacToe, 16, 0)
@@ -140,6 +141,7 @@ def test_single_reference_games_in_a_loop_equal_the_native_vectorised_game(rando
 
 
 @pytest.mark.parametrize('game', ['connect_four', 'pong_duel', 'rock_paper_scissors'])
+@pytest.mark.slow
 def test_the_single_game_view_in_a_loop_equals_the_native_game(game, random_actions):
     # One game per env: the view consumes the vectorised env's randomness exactly as it would alone.
     native = make_battle_env(dict(type=game), 1, 3)

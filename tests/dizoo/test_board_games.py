@@ -272,6 +272,7 @@ def test_heuristic_beats_random_from_either_seat(game, wins_needed, match):
 
 
 @pytest.mark.parametrize('game, simulations', [('connect_four', 50), ('tictactoe', 100)])
+@pytest.mark.slow
 def test_mcts_beats_random(game, simulations, match):
     cfg = ({'num_simulations': simulations}, {})
     as_first = match(game, (f'{game}_mcts', 'random'), 12, seed=3, bot_cfgs=cfg)

@@ -128,6 +128,7 @@ def test_a_collector_with_the_search_records_the_visits_where_the_player_moved()
     assert (np.abs(d['search_value'][moved]) <= 1.0).all() and (d['search_value'][moved] != 0).any()
 
 
+@pytest.mark.slow
 def test_ppo_search_objective_moves_the_policy_towards_the_visits():
     env = make_battle_env(dict(type='connect_four'), 4, 0)
     policy = _ppo(env, objective='search', lr=1e-2, mirror=dict(obs_axis=-1, actions=[6, 5, 4, 3, 2, 1, 0]))
@@ -148,6 +149,7 @@ def test_ppo_search_objective_moves_the_policy_towards_the_visits():
         policy.learn(chunk)
 
 
+@pytest.mark.slow
 def test_a_search_window_trains_on_the_last_chunks_together_and_resumes_exactly():
     env = make_battle_env(dict(type='connect_four'), 4, 0)
     policy = _ppo(env, objective='search', search_window=2)
@@ -193,6 +195,7 @@ def _league_config(**battle):
     return cfg
 
 
+@pytest.mark.slow
 def test_misconfigurations_are_named(tmp_path):
     def collector(cfg):
         cfg = compile_config(cfg, exp_name=str(tmp_path / 'run'), save=False)
@@ -236,6 +239,7 @@ def test_probabilities_and_value_in_one_pass_equal_the_two_calls():
 
 
 @pytest.mark.parametrize('mode', ['serial', 'parallel'])
+@pytest.mark.slow
 def test_a_league_learns_by_expert_iteration_in_both_modes(tmp_path, mode):
     from sparring.framework import parallel_pipeline, serial_pipeline
     config = dict(
@@ -256,6 +260,7 @@ def test_a_league_learns_by_expert_iteration_in_both_modes(tmp_path, mode):
     assert load_player(config['exp_name']).version >= 2
 
 
+@pytest.mark.slow
 def test_the_value_target_blends_the_result_with_the_search_value_where_the_player_moved():
     env = make_battle_env(dict(type='connect_four'), 4, 0)
     acting = SearchActing(dict(num_simulations=4), CONNECT_FOUR, seed=0)

@@ -56,6 +56,7 @@ def exact_outcome_probabilities(geometry: BoardGeometry, mover: int, other: int)
 
 
 @pytest.mark.parametrize('rows, cols, k, gravity', [(3, 3, 3, False), (3, 4, 3, True), (4, 4, 3, True)])
+@pytest.mark.slow
 def test_playouts_have_the_outcome_distribution_of_random_play(rows, cols, k, gravity):
     """Drawn up front, the playouts must still be move-by-move uniform play: a fill order that
     favoured roomy columns (a random order of all empty cells) would fail here on gravity boards."""

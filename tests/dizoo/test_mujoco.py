@@ -106,6 +106,7 @@ def test_ready_configs_use_the_mujoco_recipe(name):
     assert cfg.policy.model.type == 'mlp' and cfg.policy.collect.n_steps * cfg.env.collector_env_num == 2048
 
 
+@pytest.mark.slow
 def test_hopper_trains_with_a_gaussian_policy_and_evaluates_raw_returns(tmp_path):
     pytest.importorskip('mujoco')
     from sparring.dizoo.mujoco.config import mujoco_ppo_config
@@ -160,6 +161,7 @@ def test_swimmer_kl_batches_are_whole_episodes():
     assert reacher['env']['collector_env_num'] * reacher['policy']['collect']['n_steps'] == 50 * 50
 
 
+@pytest.mark.slow
 def test_hopper_trains_with_the_kl_recipe(tmp_path):
     pytest.importorskip('mujoco')
     from sparring.dizoo.mujoco.config import mujoco_ppo_kl_config

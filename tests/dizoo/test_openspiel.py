@@ -29,6 +29,7 @@ def seat_tensor(state, seat):
 
 # ---------------------------------------------------------------------------------- random play
 @pytest.mark.parametrize('game', GAMES)
+@pytest.mark.slow
 def test_random_play_matches_openspiel_step_by_step(game, random_actions):
     """Each env step is replayed on a clone of the game's state: observations, masks, the seat to move,
     rewards (summing to OpenSpiel's returns) and results (by the returns' sign) must all agree."""
@@ -100,6 +101,7 @@ def test_simultaneous_games_play_in_turns_through_the_suggested_transform(random
 
 
 # ---------------------------------------------------------------------------------- chance and seeds
+@pytest.mark.slow
 def test_chance_outcomes_follow_their_probabilities():
     """Kuhn poker deals one of 6 card pairs with probability 1/6 each."""
     n = 6000

@@ -4,6 +4,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.slow  # a fresh interpreter importing all of dizoo
+
 SCRIPT = textwrap.dedent('''
     import sys
     for name in ('pyspiel', 'open_spiel', 'pettingzoo'):

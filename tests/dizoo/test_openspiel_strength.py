@@ -21,6 +21,7 @@ def test_poker_mmd_config_compiles_with_its_options(tmp_path):
     assert cfg.env.game == 'leduc_poker' and cfg.league.players.naive_sp.one_phase_step == 7
 
 
+@pytest.mark.slow
 def test_a_short_kuhn_mmd_run_beats_the_uniform_policy(tmp_path):
     config = poker_mmd_config('kuhn_poker', max_wall_seconds=60.0, n_steps=8, mmd_kl_coef=5.0, magnet_coef=0.05,
                               one_phase_step=10, eval_every_iters=30, max_env_steps=30 * 8 * 32 * 2)

@@ -130,6 +130,7 @@ def test_the_collector_stores_one_column_per_agent_and_the_policy_learns_from_th
     assert stats['samples'] == int(data['value_mask'].sum())
 
 
+@pytest.mark.slow
 def test_the_tracker_team_beats_the_random_team_and_a_ready_league_runs(tmp_path):
     env, _ = make_env(1)
     tracker = BOT_REGISTRY.get('team_pong_heuristic')({}, env.observation_space, env.action_space, seed=1)

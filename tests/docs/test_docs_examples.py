@@ -37,6 +37,7 @@ def package_dir(tmp_path_factory):
 
 
 @pytest.mark.parametrize('page', PAGES)
+@pytest.mark.slow
 def test_page_examples_run(page, tmp_path, package_dir):
     env = dict(os.environ)
     env['PYTHONPATH'] = os.pathsep.join([package_dir] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p])

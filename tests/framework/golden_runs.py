@@ -1,18 +1,22 @@
-"""Seeded serial runs whose every number is kept, to prove a refactor changes nothing.
+"""Seeded serial runs whose every number is kept, and the comparison of two such records.
 
-``python tests/framework/golden_runs.py`` (from the repository root) runs each case and writes
-``tests/framework/golden/<case>.npz``; ``test_golden_runs.py`` runs the cases again and compares
-every number bit for bit: the last checkpoint (parameters, optimiser state, counters, league
-state, payoff arrays, ratings, RNG states), the saved league state and the run's summary. Only
-wall-clock figures are left out. Regenerate only when a change of behaviour is intended.
+``run_case`` runs one case and returns every number it leaves behind, flat: the last checkpoint
+(parameters, optimiser state, counters, league state, payoff arrays, ratings, RNG states), the saved
+league state, the compiled config and the run's summary. Only wall-clock figures are left out.
+``differences`` lists, exactly, what two such records disagree on.
+
+Two users: ``test_golden_runs.py`` compares a run with the recordings in ``golden/`` (text and
+integers exactly, floats within a stated tolerance, since floats differ between CPUs), and
+``benchmarks/golden.py`` records and compares runs bit for bit on one machine to prove a refactor
+changes nothing. ``python benchmarks/golden.py record --out tests/framework/golden`` rewrites the
+recordings: do it only when a change of behaviour is intended.
 """
 from __future__ import annotations
 
 import glob
 import json
 import os
-import sys
-from typing import Any, Dict
+from typing import Any, Dict, List, NamedTuple
 
 import numpy as np
 import torch
@@ -129,18 +133,79 @@ def run_case(name: str, workdir: str, edit=None) -> Dict[str, np.ndarray]:
     return arrays
 
 
-def golden_path(name: str) -> str:
-    return os.path.join(GOLDEN_DIR, f'{name}.npz')
+def golden_path(name: str, directory: str = GOLDEN_DIR) -> str:
+    return os.path.join(directory, f'{name}.npz')
 
 
-def main(workdir: str) -> None:
-    os.makedirs(GOLDEN_DIR, exist_ok=True)
-    for name in CASES:
-        arrays = run_case(name, workdir)
-        np.savez_compressed(golden_path(name), **arrays)
-        print(f'{name}: {len(arrays) - 1} arrays -> {golden_path(name)}')
+def text_of(arrays: Dict[str, np.ndarray]) -> Dict[str, Any]:
+    """The non-numeric leaves of a record (strings, booleans, None, wide integers), by dotted path."""
+    return json.loads(bytes(arrays[TEXT_KEY]).decode('utf-8'))
 
 
-if __name__ == '__main__':
-    import tempfile
-    main(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix='golden_'))
+class Difference(NamedTuple):
+    """One recorded value that did not come out again bit for bit (a NamedTuple, not a dataclass: the
+    tests load this file by path, outside ``sys.modules``, where a dataclass cannot resolve its annotations).
+
+    ``reason`` is 'missing', 'text', 'shape', 'dtype' or 'values'. For 'values', ``max_abs`` is the
+    largest absolute difference and ``max_rel`` that difference over the recorded array's largest
+    magnitude (its scale: per-element ratios blow up on entries near zero, such as Adam's second
+    moments or a weight that crosses zero)."""
+    key: str
+    reason: str
+    floating: bool = False
+    max_abs: float = float('nan')
+    max_rel: float = float('nan')
+
+    def describe(self) -> str:
+        if self.reason != 'values':
+            return f'{self.key}: {self.reason}'
+        return f'{self.key}: max abs diff {self.max_abs:.3g}, max diff / scale {self.max_rel:.3g}'
+
+
+def _value_difference(key: str, now: np.ndarray, then: np.ndarray) -> Difference:
+    floating = then.dtype.kind in 'fc'
+    a, b = now.astype(np.float64), then.astype(np.float64)
+    same_nan = np.isnan(a) == np.isnan(b)
+    diff = np.where(same_nan, np.abs(np.nan_to_num(a - b, nan=0.0)), np.inf)
+    max_abs = float(diff.max()) if diff.size else 0.0
+    scale = float(np.nanmax(np.abs(b))) if b.size and not np.isnan(b).all() else 0.0
+    max_rel = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else float('inf'))
+    return Difference(key, 'values', floating, max_abs, max_rel)
+
+
+def differences(now: Dict[str, np.ndarray], then: Dict[str, np.ndarray]) -> List[Difference]:
+    """Every value recorded in ``then`` that ``now`` lacks or does not reproduce bit for bit, by key.
+    Values only ``now`` has are not differences: a later version may add records (a new league field)."""
+    found = []
+    text_now, text_then = text_of(now), text_of(then)
+    for key in sorted(text_then):
+        if key not in text_now:
+            found.append(Difference(f'{TEXT_KEY}.{key}', 'missing'))
+        elif text_now[key] != text_then[key]:
+            found.append(Difference(f'{TEXT_KEY}.{key}', 'text'))
+    for key in sorted(then):
+        if key == TEXT_KEY:
+            continue
+        if key not in now:
+            found.append(Difference(key, 'missing'))
+        elif now[key].shape != then[key].shape:
+            found.append(Difference(key, 'shape'))
+        elif now[key].dtype != then[key].dtype:
+            found.append(Difference(key, 'dtype'))
+        elif not np.array_equal(now[key], then[key], equal_nan=then[key].dtype.kind in 'fc'):
+            found.append(_value_difference(key, now[key], then[key]))
+    return found
+
+
+def count_values(arrays: Dict[str, np.ndarray]) -> int:
+    """How many values a record holds: its arrays and its text leaves."""
+    return len(arrays) - 1 + len(text_of(arrays))
+
+
+def save(path: str, arrays: Dict[str, np.ndarray]) -> None:
+    np.savez_compressed(path, **arrays)
+
+
+def load(path: str) -> Dict[str, np.ndarray]:
+    with np.load(path) as stored:
+        return {key: stored[key] for key in stored.files}

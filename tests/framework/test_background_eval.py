@@ -12,6 +12,8 @@ from sparring.framework.run_setup import prepare_config
 from sparring.framework.serial_run import LeagueRun
 from sparring.worker.background_evaluation import BackgroundEvaluationError
 
+pytestmark = pytest.mark.slow  # every test trains a league with an evaluation child process
+
 _spec = importlib.util.spec_from_file_location('golden_runs', os.path.join(os.path.dirname(__file__), 'golden_runs.py'))
 golden_runs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(golden_runs)

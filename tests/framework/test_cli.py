@@ -75,6 +75,7 @@ def test_a_missing_import_names_module_is_one_line(tmp_path, capsys):
     one_line_error(capsys, "'no_such_module_here'")
 
 
+@pytest.mark.slow
 def test_a_reused_experiment_dir_and_a_refused_surgery_are_one_line(tmp_path, capsys):
     path = write_config(tmp_path / 'cfg.py', rps_league(tmp_path / 'run'))
     assert main(['train', path]) == 0
@@ -102,6 +103,7 @@ class NewestSnapshotPlayer(NaiveSpPlayer):
 '''
 
 
+@pytest.mark.slow
 def test_import_names_may_name_a_module_next_to_the_config_file(tmp_path):
     """``cd mydir && sparring train cfg.py`` with ``mydir/myplayers.py``, no PYTHONPATH: the console script's
     own folder, not the current one, heads ``sys.path``, so only the CLI can make the config's folder importable."""

@@ -12,6 +12,7 @@ from sparring.league.errors import LeagueError
 from sparring.framework.evaluate_player import elo_difference, evaluate_player, outcome_statistics
 
 
+@pytest.mark.slow
 def test_load_player_returns_the_first_active_player_acting_on_observations(trained_tictactoe, one_torch_thread):
     run_dir, _ = trained_tictactoe
     policy = sparring.load_player(run_dir)
@@ -67,6 +68,7 @@ def test_outcome_statistics_give_standard_errors_and_an_elo_interval():
     assert outcome_statistics(['win'] * 4)['elo_high'] == math.inf
 
 
+@pytest.mark.slow
 def test_import_sparring_stays_cheap():
     """load_player is imported on first use: ``import sparring`` alone loads neither torch nor the framework."""
     import subprocess
@@ -76,6 +78,7 @@ def test_import_sparring_stays_cheap():
     subprocess.run([sys.executable, '-c', code], check=True)
 
 
+@pytest.mark.slow
 def test_eval_with_a_guided_search_plays_at_least_as_well_as_the_network(trained_tictactoe, one_torch_thread, capsys):
     run_dir, _ = trained_tictactoe
     against = ['bot:random', 'bot:tictactoe_heuristic']

@@ -60,6 +60,7 @@ def compare(policy, path: str, fmt: str, obs: np.ndarray, masks: np.ndarray) -> 
 
 
 @pytest.mark.parametrize('fmt', ['onnx', 'torchscript'])
+@pytest.mark.slow
 def test_exported_trained_player_agrees_with_the_policy(trained_tictactoe, tmp_path, fmt, one_torch_thread, capsys):
     if fmt == 'onnx':
         pytest.importorskip('onnx')

@@ -35,6 +35,7 @@ def test_resume_writes_into_the_directory_given_not_the_one_the_run_was_copied_f
 
 
 @pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.slow
 def test_a_serial_run_stopped_by_a_signal_saves_what_it_did(tmp_path, sig):
     exp = tmp_path / 'run'
     script = textwrap.dedent(f'''

@@ -67,6 +67,7 @@ def test_snapshots_freeze_the_parameters_of_their_moment(tmp_path):
         run.close()
 
 
+@pytest.mark.slow
 def test_league_run_resumes_with_the_same_league_state(tmp_path):
     exp = tmp_path / 'resumable'
     first = serial_pipeline(_config(exp), seed=4)
@@ -114,6 +115,7 @@ def _matrix_config(tmp_path, env_type='zero_sum_2x2', **battle):
                    tensorboard=False))
 
 
+@pytest.mark.slow
 def test_exact_analysis_reports_exploitability_and_drives_the_nash_branch(tmp_path):
     summary = serial_pipeline(_matrix_config(tmp_path))
     exact = summary['exact']
@@ -133,6 +135,7 @@ def test_exact_analysis_on_a_game_without_one_is_a_config_error(tmp_path):
         serial_pipeline(_matrix_config(tmp_path, env_type='prisoners_dilemma'))
 
 
+@pytest.mark.slow
 def test_branch_counts_survive_a_resume(tmp_path):
     """The league watch's games per opponent branch go on from the checkpoint's counts, not from zero."""
     whole = serial_pipeline(_config(tmp_path / 'whole'), seed=4, max_env_steps=512)

@@ -47,6 +47,7 @@ def read_events(path: str):
         yield event
 
 
+@pytest.mark.slow
 def test_tensorboard_holds_elo_trueskill_win_rates_branches_snapshots_and_the_payoff_image(watched_run):
     run_dir, _ = watched_run
     tags, images = set(), 0
@@ -96,6 +97,7 @@ def _chromium(*args: str, profile: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason='chromium is not installed (apt-get install chromium)')
+@pytest.mark.slow
 def test_report_renders_in_headless_chromium(watched_run, tmp_path):
     Image = pytest.importorskip('PIL.Image')
     run_dir, summary = watched_run
@@ -115,6 +117,7 @@ def test_report_renders_in_headless_chromium(watched_run, tmp_path):
     assert sorted(listed) == sorted(expected) and len(listed) >= 3
 
 
+@pytest.mark.slow
 def test_a_parallel_run_logs_the_same_league_metrics_and_writes_the_page(tmp_path):
     """The watch sits in the run coordinator, so the commander's run gets it too; its players load from
     the learner workers' checkpoints."""

@@ -243,6 +243,7 @@ class _Commander:
         self.context.destroy(linger=0)
 
 
+@pytest.mark.slow
 def test_a_lost_reply_costs_the_worker_a_resend_not_its_life():
     from sparring.worker.remote.base import FIRST_ATTEMPT_SECONDS, CommanderLost
     commander = _Commander(answers=range(2, 1000))  # the first answer is lost on the way

@@ -10,6 +10,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 import zmq
 
 from sparring.config import compile_config
@@ -19,6 +20,8 @@ from sparring.framework.run_setup import complete_league_config
 from sparring.league.persistence import load_state
 from sparring.worker.remote.transport import DataPusher, RequestClient
 from sparring.worker.remote.wire import MAGIC, MessageError, Signer
+
+pytestmark = pytest.mark.slow  # parallel runs of many processes, killed and resumed
 
 # Generous: several processes import torch at once on a loaded two-core machine.
 PATIENCE = 120.0

@@ -25,6 +25,7 @@ def spawn_play(run_dir: str, *extra: str):
                          encoding='utf-8', timeout=60, dimensions=(40, 120))
 
 
+@pytest.mark.slow
 def test_a_game_in_a_terminal_refuses_bad_moves_and_ends_with_a_result(trained_tictactoe):
     run_dir, _ = trained_tictactoe
     child = spawn_play(run_dir, '--seat', 'first')
@@ -52,6 +53,7 @@ def test_a_game_in_a_terminal_refuses_bad_moves_and_ends_with_a_result(trained_t
     assert child.exitstatus == 0
 
 
+@pytest.mark.slow
 def test_q_quits(trained_tictactoe):
     run_dir, _ = trained_tictactoe
     child = spawn_play(run_dir, '--seat', 'second')

@@ -3,7 +3,11 @@ import importlib.util
 import os
 import re
 
+import pytest
+
 from sparring.framework.parallel import parallel_pipeline
+
+pytestmark = pytest.mark.slow  # parallel runs with replica learner processes
 
 _spec = importlib.util.spec_from_file_location('parallel_run_helpers',
                                                os.path.join(os.path.dirname(__file__), 'test_parallel_run.py'))

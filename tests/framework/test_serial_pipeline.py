@@ -36,6 +36,7 @@ def test_run_writes_config_log_tensorboard_and_checkpoint(tmp_path):
     assert state['learner']['train_iter'] == 4 and state['collector']['env_steps'] == 512
 
 
+@pytest.mark.slow
 def test_same_seed_same_parameters(tmp_path):
     a = serial_pipeline(_config(tmp_path / 'a', tensorboard=False), seed=7)
     b = serial_pipeline(_config(tmp_path / 'b', tensorboard=False), seed=7)
@@ -44,6 +45,7 @@ def test_same_seed_same_parameters(tmp_path):
     assert all(torch.equal(pa[k], pb[k]) for k in pa)
 
 
+@pytest.mark.slow
 def test_resume_continues_with_the_stopped_runs_counters_and_parameters(tmp_path):
     exp = tmp_path / 'resumable'
     first = serial_pipeline(_config(exp, max_env_steps=512, tensorboard=False), seed=1)

@@ -3,6 +3,10 @@ is lost or counted twice and collection never stands still for a worker timeout.
 import importlib.util
 import os
 
+import pytest
+
+pytestmark = pytest.mark.slow  # workers killed in turn for a while
+
 _spec = importlib.util.spec_from_file_location(
     'soak', os.path.join(os.path.dirname(__file__), '..', '..', 'benchmarks', 'soak.py'))
 soak = importlib.util.module_from_spec(_spec)

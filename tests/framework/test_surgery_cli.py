@@ -53,6 +53,7 @@ def payoff_games(checkpoint: str) -> dict:
     return games
 
 
+@pytest.mark.slow
 def test_league_surgery_widens_adds_a_feature_and_the_league_goes_on(tmp_path):
     old_dir, new_dir = tmp_path / 'old', tmp_path / 'new'
     first = serial_pipeline(pong_league(old_dir), seed=1)
@@ -119,6 +120,7 @@ def test_single_agent_surgery_splits_units_and_resumes(tmp_path):
     assert resumed['env_steps'] == 256 and resumed['train_iter'] == 4
 
 
+@pytest.mark.slow
 def test_surgery_refuses_to_overwrite_or_to_change_the_league(tmp_path):
     old_dir = tmp_path / 'old'
     serial_pipeline(pong_league(old_dir, steps=64), seed=0)

@@ -143,6 +143,7 @@ def test_payoff_nash_mixes_the_cycle_and_drops_the_beaten():
 
 
 # ---------------------------------------------------------------------------------- the nash branch
+@pytest.mark.slow
 def test_nash_branch_samples_opponents_from_the_mixture(helpers):
     league, h = cyclic_league(extra_snapshots=1)
     # Make the cycle lopsided so the mixture is not uniform: h1 crushes h2.

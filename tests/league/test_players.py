@@ -34,6 +34,7 @@ def test_naive_sp_branch_probabilities(helpers):
 
 
 @pytest.mark.parametrize('weighting', ['squared', 'variance', 'linear', 'linear_capped'])
+@pytest.mark.slow
 def test_pfsp_branch_follows_its_weighting(weighting, helpers):
     league = OneVsOneLeague(dict(payoff=EXACT, players=dict(naive_sp=dict(
         branch_probs=dict(pfsp=1.0), one_phase_step=1, pfsp_weighting=weighting))))
@@ -51,6 +52,7 @@ def test_pfsp_branch_follows_its_weighting(weighting, helpers):
 
 
 # ---------------------------------------------------------------------------------- AlphaStar
+@pytest.mark.slow
 def test_main_player_branch_probabilities(helpers):
     league = AlphaStarLeague(dict(payoff=EXACT))
     # It loses to the main exploiter's snapshot, so verification has something to check.
@@ -68,6 +70,7 @@ def test_main_player_verification_falls_back_to_self_play(helpers):
     helpers.assert_frequency(by_branch['sp'], 5000, 0.5, 'sp incl. fallback')
 
 
+@pytest.mark.slow
 def test_main_player_self_play_against_a_too_strong_main_uses_variance_over_its_snapshots(helpers):
     league = AlphaStarLeague(dict(payoff=EXACT, active_players=dict(main_player=2), players=dict(
         main_player=dict(branch_probs=dict(sp=1.0), one_phase_step=1))))
@@ -85,6 +88,7 @@ def test_main_player_self_play_against_a_too_strong_main_uses_variance_over_its_
         helpers.assert_frequency(by_opponent[snapshot], N, 0.5 * p, snapshot)
 
 
+@pytest.mark.slow
 def test_main_player_verification_checks_exploiters_first_then_forgotten_selves(helpers):
     league = AlphaStarLeague(dict(payoff=EXACT, players=dict(main_player=dict(
         branch_probs=dict(verification=1.0), one_phase_step=1))))
@@ -122,6 +126,7 @@ def test_main_exploiter_plays_main_player_above_min_valid_win_rate(helpers):
     assert by_opponent == Counter({'main_player_0': 500}) and by_branch == Counter({'main_players': 500})
 
 
+@pytest.mark.slow
 def test_main_exploiter_uses_variance_over_snapshots_at_or_below_min_valid_win_rate(helpers):
     league = AlphaStarLeague(dict(payoff=EXACT, active_players=dict(main_player=1, main_exploiter=1),
                                   players=dict(main_player=dict(one_phase_step=1))))
@@ -135,6 +140,7 @@ def test_main_exploiter_uses_variance_over_snapshots_at_or_below_min_valid_win_r
     helpers.assert_frequency(by_opponent['main_player_0_h0'], N, p_h0, 'h0')
 
 
+@pytest.mark.slow
 def test_league_exploiter_pfsp_linear_capped_over_all_snapshots(helpers):
     league = AlphaStarLeague(dict(payoff=EXACT))
     snapshots = [p.player_id for p in league.historical_players]

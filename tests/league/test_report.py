@@ -39,6 +39,7 @@ def test_league_table_lists_players_games_win_rates_and_ratings():
         league.table(sort_by='name')
 
 
+@pytest.mark.slow
 def test_plots_write_png_files(tmp_path):
     pytest.importorskip('matplotlib')
     league = played_league()

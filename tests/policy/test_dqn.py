@@ -163,6 +163,7 @@ def test_truncated_bootstraps_from_the_final_observation():
     assert td_error[1].item() == pytest.approx(0.5 + 0.5 * 1.0 - 0.0)
 
 
+@pytest.mark.slow
 def test_learning_a_one_step_bandit_converges_to_its_rewards():
     policy = _policy(n_actions=2, learn=dict(batch_size=32, updates_per_chunk=20, learning_starts=1, lr=0.01,
                                              n_step=1, target_update_every=10))

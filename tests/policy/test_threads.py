@@ -1,4 +1,5 @@
 """policy.learn.threads: the update runs with that many torch threads, and the process's setting comes back."""
+import pytest
 import torch
 
 from sparring.config import compile_section
@@ -17,6 +18,7 @@ def test_torch_threads_sets_and_restores():
         assert torch.get_num_threads() == before
 
 
+@pytest.mark.slow
 def test_ppo_learns_with_its_own_thread_count(monkeypatch):
     cfg = compile_section('policy', dict(type='ppo', collect=dict(n_steps=16), learn=dict(threads=2)))
     env = make_env_manager(dict(type='cartpole'), 2, 0)

@@ -51,6 +51,7 @@ print(type(manager).__name__)
 """
 
 
+@pytest.mark.slow
 def test_a_bare_script_without_a_main_guard_steps_gym_envs(tmp_path):
     """What the README's first example does, without ``if __name__ == '__main__':``: spawned env workers would
     run the script again and die, so the default must not spawn."""

@@ -181,6 +181,7 @@ def test_close_is_idempotent_and_a_closed_manager_refuses_work():
         manager.reset()
 
 
+@pytest.mark.slow
 def test_subprocess_manager_matches_the_in_process_one_under_a_seed():
     cfg = dict(type='cartpole', max_episode_steps=25)
     with make_env_manager(cfg, 5, seed=3) as manager:

@@ -59,6 +59,7 @@ def test_killed_worker_raises_env_worker_died_error_promptly():
         manager.step(np.zeros(4, np.int64))
 
 
+@pytest.mark.slow
 def test_exception_in_a_spawned_worker_comes_back_with_its_traceback():
     # 'spawn' workers know the fake env only through import_names.
     cfg = subprocess_cfg(counter(fault='raise', fault_at=2), num_workers=1)
@@ -140,6 +141,7 @@ def test_unknown_env_type_fails_in_the_parent_before_any_worker_starts():
         SubprocessEnvManager(dict(type='fake_countr'), 2, seed=0)
 
 
+@pytest.mark.slow
 def test_workers_exit_when_their_parent_is_killed():
     script = textwrap.dedent(f'''
         import sys, time

@@ -43,6 +43,7 @@ def _replica(rank, address, halves, out):
     group.close()
 
 
+@pytest.mark.slow
 def test_two_replicas_take_the_step_one_learner_takes_on_the_whole_batch(tmp_path):
     torch.set_num_threads(1)
     whole = _chunk(1)
