@@ -1,8 +1,8 @@
 """sparring: reinforcement learning by self-play in a league.
 
-Sub-packages: ``framework`` (registries, entry points, CLI), ``league`` (players, payoff,
+Sub-packages: ``framework`` (entry points, commander, CLI), ``league`` (players, payoff,
 ratings), ``policy`` (PPO and models), ``worker`` (envs, collectors, learner, evaluator),
-``config`` (defaults and compilation) and ``dizoo`` (environments with ready configs).
+``config`` (registries, defaults and compilation) and ``dizoo`` (environments with ready configs).
 
 ``sparring.load_player(run_dir, player=None, snapshot=None)`` gives a trained player's policy; it is
 imported on first use, so ``import sparring`` stays cheap.

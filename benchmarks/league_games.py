@@ -34,8 +34,9 @@ from sparring.dizoo.matrix_games.config.zero_sum_2x2_league import config as zer
 from sparring.dizoo.openspiel.config.kuhn_poker_psro import config as kuhn_config
 from sparring.framework import serial_pipeline
 from sparring.framework.evaluate_player import evaluate_player
-from sparring.framework.league_pipeline import LeagueRun, complete_league_config
+from sparring.framework.run_setup import complete_league_config
 from sparring.framework.run_setup import prepare_config
+from sparring.framework.serial_run import LeagueRun
 
 from results_file import merge_results, print_exploitability_curve
 

@@ -29,7 +29,9 @@ import numpy as np
 import zmq
 
 from results_file import merge_results
-from sparring.framework.messaging import CurveGuard, DataPuller, DataPusher, Security, Signer, create_curve_keys
+from sparring.framework.messaging import Security
+from sparring.worker.remote.transport import CurveGuard, DataPuller, DataPusher, create_curve_keys
+from sparring.worker.remote.wire import Signer
 
 SECRET = b'transport-benchmark-shared-secret'
 QUEUE = 4

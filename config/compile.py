@@ -12,6 +12,7 @@ import copy
 import difflib
 import json
 import os
+import tempfile
 from typing import Any, Dict, Optional
 
 from easydict import EasyDict
@@ -365,8 +366,9 @@ def save_config(cfg: dict, exp_dir: str) -> str:
     """Write a compiled config as JSON into ``exp_dir``, atomically; returns the file path."""
     os.makedirs(exp_dir, exist_ok=True)
     path = os.path.join(exp_dir, CONFIG_FILENAME)
-    tmp = path + '.tmp'
-    with open(tmp, 'w') as f:
+    # A new temporary file (never an existing one, nor a link planted in the run directory) renamed into place.
+    fd, tmp = tempfile.mkstemp(prefix='.' + CONFIG_FILENAME + '.', suffix='.tmp', dir=exp_dir)
+    with os.fdopen(fd, 'w') as f:
         json.dump(to_plain(cfg), f, indent=2, sort_keys=True)
         f.write('\n')
     os.replace(tmp, path)

@@ -93,8 +93,8 @@ SYNONYMS: Dict[str, Tuple[Tuple[str, ...], Optional[str]]] = {
     'fcnet_hiddens': ((HIDDEN,), None),
     'obs_shape': ((), 'The observation shape comes from the env; leave it out'),
     'action_shape': ((), 'The action space comes from the env; leave it out'),
-    'cuda': ((), 'Policies train on the CPU; there is no device switch in the config, leave it out'),
-    'use_gpu': ((), 'Policies train on the CPU; there is no device switch in the config, leave it out'),
+    'cuda': (('policy.device',), "'cpu', 'cuda', 'cuda:N' or 'auto'"),
+    'use_gpu': (('policy.device',), "'cpu', 'cuda', 'cuda:N' or 'auto'"),
 }
 
 

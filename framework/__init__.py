@@ -1,9 +1,7 @@
 """Framework, the top floor: the run coordinator, the serial and parallel entry points, the commander,
-launchers and the CLI. The registries live on the ground floor (:mod:`sparring.config.registry`) and are
-re-exported here. Entry points are imported lazily, so ``import sparring.framework`` stays cheap.
+launchers and the CLI. The registries live on the ground floor (:mod:`sparring.config.registry`). Entry points
+are imported lazily, so ``import sparring.framework`` stays cheap.
 """
-from sparring.config.registry import (BOT_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEAGUE_REGISTRY, MODEL_REGISTRY,
-                                         PLAYER_REGISTRY, POLICY_REGISTRY, Registry, RegistryError)
 
 
 def serial_pipeline(config, **kwargs):

@@ -29,6 +29,7 @@ from typing import List, Optional
 
 from sparring.config.registry import RegistryError
 from sparring.config.schema import ConfigError
+from sparring.framework.commander_state import JournalDamaged
 from sparring.league.errors import LeagueError
 from sparring.worker.checkpoint import CheckpointError
 from sparring.worker.env.errors import EnvError
@@ -40,7 +41,7 @@ USAGE_ERROR = 2  # the exit code of argparse's usage errors: the command was giv
 # import_names and the optional extras, whose messages name the module or the extra to install. A damaged
 # checkpoint or parameter file of a run a command reads is named by StateFileError / CheckpointError.
 USER_ERRORS = (ConfigError, LeagueError, EnvError, RegistryError, FileExistsError, FileNotFoundError, ImportError,
-               StateFileError, CheckpointError)
+               StateFileError, CheckpointError, JournalDamaged)
 
 
 class ConfigFileError(ValueError):
@@ -59,6 +60,8 @@ def make_importable(folder: str) -> None:
 
 def load_config_file(path: str) -> dict:
     """The config dict a Python config file defines (the command line makes its folder importable first)."""
+    if os.path.isdir(path):
+        raise ConfigFileError(f'{path} is a directory; expected a config file (a Python file defining `config`)')
     if not os.path.isfile(path):
         raise FileNotFoundError(f'config file not found: {path}')
     try:
@@ -204,7 +207,8 @@ def _run(args: argparse.Namespace) -> int:
             summary.pop(printed, None)
         print(json.dumps(summary, indent=2, default=str))
     elif args.command == 'worker':
-        from sparring.framework.workers import run_worker
+        from sparring.framework.workers import check_commander_address, run_worker
+        check_commander_address(args.commander)
         return run_worker(args)
     elif args.command == 'surgery':
         from sparring.framework.surgery import surgery

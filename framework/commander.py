@@ -23,7 +23,7 @@ from typing import Callable, Deque, Dict, List, Optional, Set, Tuple
 
 from sparring.config.compile import to_plain
 from sparring.config.registry import POLICY_REGISTRY
-from sparring.framework import commander_report, commander_state, sessions
+from sparring.framework import commander_report, commander_state, report_bounds, sessions
 from sparring.framework.collect_tasks import CollectTasks
 from sparring.framework.coordinator import RunCoordinator
 from sparring.framework.eval_dispatch import EvalDispatch
@@ -63,7 +63,7 @@ class Commander:
         self.coordinator = RunCoordinator(cfg, kind, clock=clock, say=self.say, logger=logger)
         self.observation_space, self.action_space = kind.spaces()
         self.chunk_steps = (self.par.chunk_len or cfg.policy.collect.n_steps) * cfg.env.collector_env_num
-        self.params = ParamService(self.store, self.player_ids, to_plain(cfg.policy))
+        self.params = ParamService(self.store, self.player_ids, to_plain(cfg.policy), self.counters)
         self.live = self.params.live
         self.known_workers: Set[str] = set()  # worker ids seen in this run: a returning learner restores
         self.outstanding: Dict[int, Tuple[str, str, str]] = {}  # job id -> (session, home, away)
@@ -96,6 +96,7 @@ class Commander:
             policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, self.observation_space, self.action_space,
                                                           seed=cfg.seed)
             self.coordinator.store_initial(policy.get_params())
+        self.ledger = sessions.SessionLedger(os.path.join(self.dir, sessions.LEDGER_FILE), resume)
 
     def save(self) -> str:
         self._last_save = self.clock()
@@ -204,6 +205,7 @@ class Commander:
         body = message.body
         pid = body['player_id']
         self._check_player(pid)
+        report_bounds.check_chunk_report(body, self.chunk_steps)
         if body['task_id'] is not None:
             self.collect.release(worker, body['task_id'])
         if body['chunk_id'] in self.seen_chunks:  # sent again as its answer was late: the same answer, no record
@@ -238,14 +240,13 @@ class Commander:
         pid = body['player_id']
         if worker.role != 'learner' or worker.player_id != pid:
             raise MessageError('schema', f'{worker.worker_id} may not publish parameters of {pid!r}')
-        if not message.arrays:
-            raise MessageError('schema', 'publish: no parameter arrays')
+        if not worker.replica:  # checked (names, shapes, finite) before anything of the publish is taken
+            self.params.publish(pid, body['version'], message.arrays)
         if 'endpoint' in body:
             worker.endpoint = body['endpoint']
         if worker.replica:  # another replica of the player: only where it takes chunks; the lead speaks for it
             self._take_stats(worker, body.get('stats', {}))
             return 'ack', dict(self._state_for(worker), reset_param_ref=None), None
-        self.params.publish(pid, body['version'], message.arrays)
         self.collect.consumed(pid, body['chunks_consumed'])
         self._take_stats(worker, body.get('stats', {}))
         iteration = max(body['train_iteration'], co.train_iterations[pid])
@@ -302,12 +303,11 @@ class Commander:
         for session in [s for s, w in self.workers.items() if now - w.last_seen > timeout]:
             self.drop_worker(session, f'silent for {timeout:.0f} s')
         self.collect.sweep(now, timeout, self._learner_idle)
-        self.coordinator.check_time()
+        self.coordinator.check_limits()
         self._advance()
         if now - self._last_save >= self.par.save_every_seconds:
             self.save()
-        if now - self.last_line_at >= self.par.log_every_seconds:
-            self.log_progress()
+        commander_report.on_tick(self, now)
 
     def drop_worker(self, session: str, why: str) -> Optional[WorkerRecord]:
         """Forget a worker: abandon its unfinished games, free its task, requeue its evaluation."""
@@ -340,11 +340,9 @@ class Commander:
     def say(self, text: str) -> None:
         self.logger.line(text) if self.logger is not None else log.info(text)
 
-    def log_progress(self) -> None:
-        commander_report.log_progress(self)
-
-    def summary(self, pictures: List[str], state_path: str) -> dict:
-        return commander_report.summary(self, pictures, state_path)
+    log_progress = commander_report.log_progress  # a progress line and the run's figures
+    summary = commander_report.summary  # (pictures, state_path): what parallel_pipeline returns
 
     def close(self) -> None:
         self.journal.close()
+        self.ledger.close()

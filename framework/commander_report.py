@@ -1,4 +1,5 @@
-"""What a commander says about its run: the periodic progress line and figures, and the closing summary."""
+"""What a commander says about its run: the periodic progress line and figures, news of messages refused for
+their date (a worker's clock far off), and the closing summary."""
 from __future__ import annotations
 
 from typing import List
@@ -6,6 +7,30 @@ from typing import List
 import numpy as np
 
 from sparring.worker.logger import format_stats
+from sparring.worker.remote.transport import REPLAY_WINDOW_SECONDS
+
+
+def on_tick(commander, now: float) -> None:
+    """The tick's reporting. A figure that cannot be logged (a statistic TensorBoard refuses) costs a line in
+    the log, never the run."""
+    _note_stale(commander)
+    if now - commander.last_line_at >= commander.par.log_every_seconds:
+        try:
+            log_progress(commander)
+        except Exception as err:  # noqa: BLE001 -- a statistic a peer sent must not end the tick
+            commander.last_line_at = now
+            commander.say(f'the progress line failed ({type(err).__name__}: {err}); the run goes on')
+
+
+def _note_stale(commander) -> None:
+    """Say in the log when signed messages were refused as too old or too new: the worker hears it too, but a
+    clock that is far off should not hide in the commander's stderr."""
+    stale, noted = commander.transport_rejects().get('stale', 0), getattr(commander, 'stale_noted', 0)
+    if stale > noted:
+        commander.stale_noted = stale
+        commander.say(f'{stale - noted} signed message(s) refused as dated more than {REPLAY_WINDOW_SECONDS:.0f} s '
+                      f'away from this machine\'s clock: a worker whose clock is that far off cannot join (it is '
+                      f'told so); synchronise the clocks (NTP). If they agree, someone replays old messages')
 
 
 def log_progress(commander) -> None:
@@ -23,8 +48,12 @@ def log_progress(commander) -> None:
                    ret=float(np.mean(returns)) if returns else None)
     # What was dropped and why, as it happens (not only in the final summary).
     drops = dict(results_refused=commander.counters['results_refused'],
+                 params_refused=commander.counters['params_refused'],
+                 requests_refused=commander.counters['requests_refused'],
                  chunks_reclaimed=commander.counters['chunks_reclaimed'],
                  duplicate_reports=commander.counters['duplicate_reports'],
+                 snapshots_quarantined=commander.counters['snapshots_quarantined'],
+                 results_quarantined=commander.counters['results_quarantined'],
                  **{f'learner_{k}': sum(w.stats.get(k, 0.0) for w in commander.workers.values() if w.role == 'learner')
                     for k in ('dropped_invalid', 'dropped_stale', 'dropped_duplicate')},
                  **{f'rejected_{k}': v for k, v in commander.transport_rejects().items()})

@@ -1,8 +1,12 @@
 """What a commander keeps on disk so that a killed one comes back with exactly what it had committed.
 
-Every league operation is applied, then appended to ``commander/journal.jsonl`` (the commit point);
-``commander/state.npz`` snapshots the league and the bookkeeping together (one atomic file) every
-``parallel.save_every_seconds``. Resuming loads the snapshot and replays the journal's tail.
+Every league operation is applied, then appended to ``commander/journal.jsonl``; the commit point is
+:meth:`Journal.sync`, which makes the lines written so far durable (fsync) and then records the last committed
+sequence number in ``commander/journal.committed``, so a journal that later lost lines at its end is refused
+rather than resumed short. Replies go out only after the sync. ``commander/state.npz`` snapshots the league and
+the bookkeeping together (one atomic file) every ``parallel.save_every_seconds``. Resuming loads the snapshot and
+replays the journal's tail. The journal's first line is its format version
+(:mod:`sparring.worker.format_version`); a journal of another one is refused.
 """
 from __future__ import annotations
 
@@ -10,22 +14,26 @@ import glob
 import json
 import logging
 import os
-import shutil
 import zlib
 from typing import List, Optional
 
 from sparring.config.compile import to_plain
 from sparring.league.persistence import load_state, save_state
+from sparring.worker.format_version import FORMAT_KEY, refusal
+from sparring.worker.run_files import open_run_file, run_file_fd
 
 log = logging.getLogger(__name__)
 
 COMMANDER_DIR = 'commander'
 STATE_FILE = 'state.npz'
 JOURNAL_FILE = 'journal.jsonl'
+COMMITTED_FILE = 'journal.committed'
+FORMAT_VERSION = 1  # of the journal: raise it when what a reader finds in one changes
 
 
 class JournalDamaged(RuntimeError):
-    """The journal lost entries that were committed (acknowledged to workers) and are in no snapshot."""
+    """The journal cannot be replayed: it lost entries that were committed (acknowledged to workers) and are in
+    no snapshot, or it is of another format version."""
 
 
 class Journal:
@@ -34,7 +42,9 @@ class Journal:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.committed_path = os.path.join(os.path.dirname(path), COMMITTED_FILE)
         self.seq = 0
+        self.synced = 0  # the last sequence number made durable
         self._file = None
         self.missing: List[int] = []  # sequence numbers of committed entries that were lost
 
@@ -55,9 +65,13 @@ class Journal:
         if torn:
             log.warning('%s: the last line (%d bytes) was cut short by a crash while writing it; it was never '
                         'committed and is dropped', self.path, len(torn))
+        if lines:
+            version = _version_of(lines[0])
+            if version != FORMAT_VERSION:
+                raise JournalDamaged(refusal(self.path, 'journal', version, FORMAT_VERSION))
         entries: List[dict] = []
         damaged_after: List[int] = []  # the sequence number before each damaged line
-        for number, raw in enumerate(lines, 1):
+        for number, raw in enumerate(lines[1:], 2):
             entry = _parse(raw)
             if entry is None:
                 log.error('%s: line %d is damaged (not the JSON it was written as)', self.path, number)
@@ -76,8 +90,12 @@ class Journal:
     def open(self, seq: int) -> None:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         _cut_torn_tail(self.path)
-        self.seq = seq
-        self._file = open(self.path, 'a')
+        self.seq = self.synced = seq
+        new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
+        self._file = open_run_file(self.path, 'a')
+        if new:
+            self._file.write(json.dumps({FORMAT_KEY: FORMAT_VERSION}) + '\n')
+            self._file.flush()
 
     def append(self, entry: dict) -> None:
         self.seq += 1
@@ -85,36 +103,67 @@ class Journal:
         entry.pop('crc', None)
         line = json.dumps(entry, separators=(',', ':'))
         entry['crc'] = zlib.crc32(line.encode('utf-8'))
-        # Flushed to the OS: a killed process loses nothing written so far.
+        # Flushed to the OS: a killed process loses nothing written so far; :meth:`sync` makes it durable.
         self._file.write(line[:-1] + f',"crc":{entry["crc"]}}}\n')
         self._file.flush()
 
+    def sync(self) -> None:
+        """Make every line appended so far durable, then record the last one's sequence number beside the journal
+        (in that order: the record never claims a line the disk may not have). One call covers many appends."""
+        if self._file is None or self.synced == self.seq:
+            return
+        os.fsync(self._file.fileno())
+        fd = run_file_fd(self.committed_path, 'r+')
+        try:
+            os.pwrite(fd, f'{self.seq:020d}\n'.encode('ascii'), 0)
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        self.synced = self.seq
+
+    def committed(self) -> int:
+        """The last sequence number a sync recorded (0 if none was, e.g. a journal written before the record)."""
+        if not os.path.lexists(self.committed_path):
+            return 0
+        with open_run_file(self.committed_path, 'rb+') as f:
+            text = f.read(64).decode('ascii', 'replace').strip()
+        return int(text) if text.isdigit() else 0
+
     def close(self) -> None:
         if self._file is not None:
+            self.sync()
             self._file.close()
             self._file = None
 
 
 def _parse(raw: bytes) -> Optional[dict]:
-    """The entry on one line, or None if the line is damaged (entries written before checksums pass as they are)."""
+    """The entry on one line, or None if the line is damaged."""
     try:
         entry = json.loads(raw)
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    if not isinstance(entry, dict) or not isinstance(entry.get('seq'), int) or 'op' not in entry:
+    if not isinstance(entry, dict) or not isinstance(entry.get('seq'), int) or 'op' not in entry or 'crc' not in entry:
         return None
-    if 'crc' in entry:
-        crc = entry.pop('crc')
-        if zlib.crc32(json.dumps(entry, separators=(',', ':')).encode('utf-8')) != crc:
-            return None
+    crc = entry.pop('crc')
+    if zlib.crc32(json.dumps(entry, separators=(',', ':')).encode('utf-8')) != crc:
+        return None
     return entry
+
+
+def _version_of(header: bytes) -> Optional[int]:
+    """The format version the journal's first line states; None if it states none."""
+    try:
+        first = json.loads(header)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return first.get(FORMAT_KEY) if isinstance(first, dict) else None
 
 
 def _cut_torn_tail(path: str) -> None:
     """Drop a torn last line, so that the next entry starts on a line of its own."""
     if not os.path.exists(path):
         return
-    with open(path, 'rb+') as f:
+    with open_run_file(path, 'rb+') as f:
         data = f.read()
         keep = data.rfind(b'\n') + 1
         if keep != len(data):
@@ -129,13 +178,15 @@ def remove_partial_files(directory: str) -> None:
 
 
 def start_fresh(commander) -> None:
-    """A new run under this name: an earlier run's state and learner checkpoints must not be taken for its own."""
-    for name in (JOURNAL_FILE, STATE_FILE):
-        path = os.path.join(commander.dir, name)
-        if os.path.exists(path):
-            os.remove(path)
-    for ckpt_dir in glob.glob(os.path.join(commander.exp_dir, 'workers', '*', 'ckpt')):
-        shutil.rmtree(ckpt_dir, ignore_errors=True)
+    """A new run under this name. An earlier run's journal, state or learner checkpoints are refused, never deleted
+    (the entry points refuse an earlier run of either mode before writing anything; this guards the commander
+    built by hand)."""
+    left = [os.path.join(commander.dir, name) for name in (JOURNAL_FILE, STATE_FILE, COMMITTED_FILE)]
+    left = [path for path in left if os.path.exists(path)]
+    left += glob.glob(os.path.join(glob.escape(commander.exp_dir), 'workers', '*', 'ckpt', '*.pt'))
+    if left:
+        raise FileExistsError(f'experiment dir {commander.exp_dir!r} holds an earlier run ({left[0]}); expected a new '
+                              f'directory, or resume=True to continue that run')
     commander.journal.open(0)
 
 
@@ -171,6 +222,14 @@ def restore(commander) -> int:
                              f'{"y" if len(lost) == 1 else "ies"} (sequence numbers {_ranges(lost)}) that no snapshot '
                              f'holds; resuming would forget games, iterations or snapshots the workers were told '
                              f'were recorded. Restore the file from a backup, or start the run afresh')
+    last = max(entries[-1]['seq'] if entries else 0, int(saved['commander']['seq']) if saved else 0)
+    committed = commander.journal.committed()
+    if committed > last:
+        raise JournalDamaged(f'--resume: {commander.journal.path} ends at entry {last}, but {committed} entries were '
+                             f'committed ({commander.journal.committed_path} says so): {committed - last} line'
+                             f'{"s are" if committed - last > 1 else " is"} missing at its end. Resuming would forget '
+                             f'games, iterations or snapshots the workers were told were recorded. Restore the file '
+                             f'from a backup, or start the run afresh')
     if saved is not None:
         commander.league.load_state_dict(saved['league'])
         state = saved['commander']

@@ -33,6 +33,7 @@ from sparring.worker.policy_pool import ParamStore
 
 INIT_REF = 'init'  # the parameters every player starts from, and resets return to
 PHASES = ('collect', 'drain', 'evaluate', 'done')
+REDRAWS = 16  # draws of a job whose opponent is quarantined before it becomes a game against itself
 
 
 class RunCoordinator:
@@ -62,6 +63,7 @@ class RunCoordinator:
         self.next_eval = {pid: every for pid in self.player_ids}
         self.evaluated_version: Dict[str, Optional[int]] = {pid: None for pid in self.player_ids}
         self.counters: Dict[str, int] = defaultdict(int)
+        self.dropped: Dict[str, str] = {}  # quarantined snapshots (their files are damaged): param ref -> why
         self.last_eval: Dict[str, dict] = {}
         self.history: List[dict] = []  # one entry per evaluation round: when, and what it found
         self.reached: Optional[Tuple[int, float]] = None  # (env steps, seconds) when the stop value was reached
@@ -95,13 +97,19 @@ class RunCoordinator:
         """Perform one league operation (see the module docstring); the same on a replay as the first time."""
         op = entry['op']
         if op == 'jobs':
-            infos = [self.league.get_job_info(entry['player']) for _ in range(entry['n'])]
+            dropped = self._dropped_for(entry)
+            infos = [self.draw_job(entry['player'], dropped) for _ in range(entry['n'])]
             if infos and infos[0]['job_id'] != entry.setdefault('first', infos[0]['job_id']):
                 raise RuntimeError(f'journal replay diverged: job ids start at {infos[0]["job_id"]}, the journal '
                                    f'says {entry["first"]}')
             return infos
         if op == 'games':
+            dropped = self._dropped_for(entry)
             for away, _, outcomes in entry['games']:
+                if dropped and self.league.get_player(away).param_ref in dropped:
+                    # Played against a stand-in for a quarantined snapshot (jobs drawn before it was): not its games.
+                    self.counters['results_quarantined'] += len(outcomes)
+                    continue
                 self.league.finish_job(dict(player_ids=[entry['player'], away], result=outcomes))
                 self.counters['games'] += len(outcomes)
             self.env_steps += entry['steps']
@@ -132,6 +140,43 @@ class RunCoordinator:
             self.counters['eval_games'] += sum(len(o) for o in entry['results'].values())
             return None
         raise RuntimeError(f'journal: unknown operation {op!r}')
+
+    # ------------------------------------------------------------------------------ quarantined snapshots
+    def draw_job(self, pid: str, dropped=None) -> dict:
+        """The league's next job for ``pid``, drawn again while its opponent is a quarantined snapshot; after
+        :data:`REDRAWS` draws of those (a branch that only picks them), a game against itself instead."""
+        dropped = self.dropped if dropped is None else dropped
+        for _ in range(REDRAWS if dropped else 1):
+            info = self.league.get_job_info(pid)
+            if info['players'][1]['param_ref'] not in dropped:
+                return info
+        home = info['players'][0]
+        return dict(info, player_ids=[pid, pid], players=[home, dict(home)], branch='instead_of_quarantined')
+
+    def quarantine(self, ref: str, why: str) -> None:
+        """Stop drawing the snapshot stored under ``ref`` (its file is damaged): said in the log, counted as
+        ``snapshots_quarantined`` (the ``run/dropped/snapshots_quarantined`` scalar, at once)."""
+        if ref in self.dropped:
+            return
+        self.dropped[ref] = why
+        self.counters['snapshots_quarantined'] += 1
+        self.say(f'snapshot {ref!r} quarantined, the league draws it no more: {why}')
+        if self.logger is not None:
+            self.logger.scalars(dict(snapshots_quarantined=len(self.dropped)), self.env_steps, prefix='run/dropped/')
+
+    def _dropped_for(self, entry: dict) -> set:
+        """The quarantined snapshots an operation sees. Recorded in the entry when it is first applied (so the
+        journal holds them, and a replay draws and records exactly as the first time); damage the parameter store
+        met since (a collector asked for a damaged snapshot) is quarantined first."""
+        if 'dropped' in entry:
+            for ref in entry['dropped']:
+                self.quarantine(ref, 'quarantined before the restart (its file is damaged)')
+            return set(entry['dropped'])
+        for ref, why in list(self.store.damaged.items()):
+            self.quarantine(ref, why)
+        if self.dropped:
+            entry['dropped'] = sorted(self.dropped)
+        return set(self.dropped)
 
     def report_games(self, pid: str, results: Sequence[Tuple[str, str]], env_steps: int,
                      returns: Sequence[float] = (), chunk_id: str = '') -> dict:
@@ -236,6 +281,12 @@ class RunCoordinator:
         if self.phase == 'collect' and self.env_steps >= self.cfg.train.max_env_steps:
             self.begin_drain(f'env-step budget of {self.cfg.train.max_env_steps} spent')
 
+    def check_limits(self) -> None:
+        """The env-step and wall-time budgets, on every tick: a resumed run may have spent its budget already,
+        and then no chunk report comes to check it."""
+        self.check_budget()
+        self.check_time()
+
     def check_time(self) -> None:
         budget = self.cfg.train.max_wall_seconds
         if budget and self.phase == 'collect' and self.wall_seconds >= budget:
@@ -318,7 +369,8 @@ class RunCoordinator:
         return dict(env_steps=self.env_steps, player_env_steps=self.player_env_steps,
                     player_chunks=self.player_chunks, train_iterations=self.train_iterations,
                     versions=self.versions, next_eval=self.next_eval, counters=dict(self.counters),
-                    last_eval=self.last_eval, wall_seconds=self.wall_seconds, branch_games=self.watch.branch_state())
+                    last_eval=self.last_eval, wall_seconds=self.wall_seconds, branch_games=self.watch.branch_state(),
+                    dropped=self.dropped)
 
     def load_course_state(self, state: dict) -> None:
         self.env_steps = int(state['env_steps'])
@@ -326,5 +378,6 @@ class RunCoordinator:
             getattr(self, name).update(state[name])
         self.counters.update(state['counters'])
         self.last_eval = state['last_eval']
-        self.watch.load_branch_state(state.get('branch_games', {}))  # states saved before the key: none
+        self.dropped.update(state['dropped'])
+        self.watch.load_branch_state(state['branch_games'])
         self.resume_clock(state['wall_seconds'])

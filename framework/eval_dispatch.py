@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from sparring.framework.param_service import WAIT_SECONDS
+from sparring.framework.report_bounds import check_eval_report
 from sparring.worker.remote.wire import MessageError
 
 
@@ -45,6 +46,7 @@ class EvalDispatch:
         if body['player_id'] != pid or set(body['results']) != known:
             raise MessageError('schema', f'eval_report: expected results of {pid!r} against {sorted(known)}, got '
                                          f'{body["player_id"]!r} against {sorted(body["results"])}')
+        check_eval_report(body, co.cfg.env.n_evaluator_episodes)
         try:
             co.summarise(body['results'], body.get('returns', []))
         except ValueError as err:

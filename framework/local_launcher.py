@@ -12,8 +12,9 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
-from sparring.framework.messaging import SECRET_ENV
 from sparring.worker.child_process import SINGLE_THREAD_ENV, main_script_hidden, worker_context
+from sparring.worker.remote.wire import SECRET_ENV
+from sparring.worker.run_files import run_file_fd, write_atomically
 
 EXIT_TAIL_LINES = 20
 
@@ -21,7 +22,7 @@ def worker_process(argv: List[str], output_path: str, env: Dict[str, str]) -> No
     """A local worker's process: its own session (a Ctrl-C at the terminal reaches only the launcher,
     which stops the workers in order), its output appended to its log file, then the worker's run."""
     os.setsid()
-    fd = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = run_file_fd(output_path, 'a')
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
@@ -115,10 +116,8 @@ class LocalLauncher:
         path = os.path.join(self.exp_dir, 'workers', 'pids.json')
         os.makedirs(os.path.dirname(path), exist_ok=True)
         server = getattr(getattr(multiprocessing.forkserver, '_forkserver', None), '_forkserver_pid', None)
-        with open(path + '.tmp', 'w') as f:
-            json.dump(dict(running={wid: p.pid for wid, p in self.processes.items()}, launcher=os.getpid(),
-                           fork_server=server, started=self.all_pids), f)
-        os.replace(path + '.tmp', path)
+        write_atomically(path, json.dumps(dict(running={wid: p.pid for wid, p in self.processes.items()},
+                                               launcher=os.getpid(), fork_server=server, started=self.all_pids)))
 
 
 def tail_of(path: str) -> str:

@@ -1,24 +1,17 @@
-"""The parallel mode's messaging: the wire format and sockets of :mod:`sparring.worker.remote`, speaking
-the commander's message catalogue (:data:`~sparring.framework.protocol.PROTOCOL`).
+"""The parallel mode's sockets, speaking the commander's catalogue (:data:`~sparring.framework.protocol.PROTOCOL`).
 
-Everything the transport offers is importable from here under its usual name; :class:`Security`,
-:func:`make_security`, :func:`encode` and :func:`decode` default to the catalogue, so a socket
-built from here refuses any message the commander and its workers do not exchange.
+The wire format and the sockets are :mod:`sparring.worker.remote.wire` and :mod:`sparring.worker.remote.transport`;
+they take the catalogue as an argument, since the worker floor cannot import it. :class:`Security`,
+:func:`make_security`, :func:`encode` and :func:`decode` here default to the catalogue, so a socket
+built from them refuses any message the commander and its workers do not exchange.
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Mapping, Optional
 
-from sparring.framework.protocol import CHUNK_ARRAYS, PROTOCOL  # noqa: F401
+from sparring.framework.protocol import PROTOCOL
 from sparring.worker.remote import transport, wire
-from sparring.worker.remote.schema import Field, Schema, field  # noqa: F401
-from sparring.worker.remote.transport import (CurveGuard, DataPuller, DataPusher, RejectCounter,  # noqa: F401
-                                              ReplayGuard, RequestClient, Server, advertised_address, check_bind,
-                                              create_curve_keys, is_loopback, send_frames)
-from sparring.worker.remote.wire import (ALLOWED_DTYPE_KINDS, MAGIC, MAX_ARRAYS, MAX_HEADER_BYTES,  # noqa: F401
-                                         MIN_SECRET_BYTES, SECRET_ENV, Message, MessageError, RequestTimeout, Signer,
-                                         arrays_to_params, load_secret, new_secret, params_to_arrays)
 
 
 @dataclasses.dataclass
@@ -38,6 +31,6 @@ def encode(*args, schemas: Mapping[str, Any] = PROTOCOL, **kwargs):
     return wire.encode(*args, schemas=schemas, **kwargs)
 
 
-def decode(frames, *, signer: Signer, schemas: Mapping[str, Any] = PROTOCOL) -> Message:
+def decode(frames, *, signer: wire.Signer, schemas: Mapping[str, Any] = PROTOCOL) -> wire.Message:
     """:func:`sparring.worker.remote.wire.decode` against the catalogue."""
     return wire.decode(frames, signer=signer, schemas=schemas)

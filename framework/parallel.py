@@ -36,19 +36,24 @@ from sparring.framework.coordinator import INIT_REF
 from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.framework.live_policies import LivePolicies
 from sparring.framework.local_launcher import LocalLauncher, worker_context
+from sparring.framework.messaging import Security
 from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
 from sparring.framework.sessions import learner_id
-from sparring.worker.remote.replicas import check_replica_config
 from sparring.worker.logger import RunLogger
-from sparring.framework.messaging import (SECRET_ENV, CurveGuard, Security, Server, Signer,
-                                          advertised_address, check_bind, is_loopback, load_secret, new_secret)
+from sparring.worker.remote.replicas import check_replica_config
+from sparring.worker.remote.transport import CurveGuard, Server, advertised_address, check_bind, is_loopback
+from sparring.worker.remote.wire import SECRET_ENV, Signer, load_secret, new_secret
 from sparring.worker.run_kind import run_kind
+from sparring.worker.run_files import write_atomically
 from sparring.worker.runtime import seed_everything, set_torch_threads
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
 
 REQUESTS_PER_PEER = 4  # a worker has one request and one heartbeat in flight, each on a connection of its own
 REQUEST_HEADER_BYTES = 256 << 10  # the largest request header (a publish's statistics) is a few kB
 SERVE_SLICE_SECONDS = 0.05
+# Requests whose replies tell a worker that what it sent is recorded: games, evaluation results, iterations.
+ACKNOWLEDGES_RECORDS = frozenset({'chunk_report', 'eval_report', 'publish'})
+SYNC_BATCH = 64  # requests answered per journal sync, at most: a bound on how long the first waits for its reply
 
 
 def request_limit(commander) -> int:
@@ -79,7 +84,7 @@ class ParallelRun:
             secret = loaded.decode('utf-8') if loaded is not None else new_secret()
         if par.auth == 'curve' and not par.curve_dir:
             raise ConfigError('config key "parallel.curve_dir": auth="curve" needs the keys directory '
-                              '(sparring.framework.messaging.create_curve_keys)')
+                              '(sparring.worker.remote.transport.create_curve_keys)')
         self.security = Security(Signer(secret.encode('utf-8') if secret else None),
                                  par.curve_dir if par.auth == 'curve' else None)
         check_bind(par.host, self.security.secured)
@@ -108,8 +113,7 @@ class ParallelRun:
         if cfg.battle.exact_analysis:  # the nash branch's meta-game and exploitability, from the published players
             self.commander.coordinator.use_exact_analysis(LivePolicies(self.commander).get)
         self.address = advertised_address(self.server.address, par.advertise_host)
-        with open(os.path.join(self.commander.dir, 'address'), 'w') as f:
-            f.write(self.address + '\n')
+        write_atomically(os.path.join(self.commander.dir, 'address'), self.address + '\n')
         if par.launcher == 'ray':
             from sparring.framework.ray_launcher import RayLauncher
             self.launcher = RayLauncher(cfg.exp_name, self.address, secret, self.security.curve_dir, par.host, par)
@@ -146,19 +150,32 @@ class ParallelRun:
             self._evaluate_here()
 
     def serve(self, seconds: float) -> None:
+        """Answer requests for about ``seconds``. The requests waiting are handled as a batch; when one of them is
+        told its results or iteration were recorded, the journal is made durable by one sync before any reply of
+        the batch goes out: a worker hears "recorded" only for what a crash cannot take back, at the cost of one
+        fsync per batch rather than per request. Other commits (jobs handed out, abandoned ones) ride along."""
         deadline = time.monotonic() + seconds
         while True:
             got = self.server.recv(max(0.0, deadline - time.monotonic()))
             if got is None:
                 return
-            peer, message = got
-            try:
-                kind, body, arrays = self.commander.handle(message)
-            except Exception as err:  # noqa: BLE001 -- a bug must not take the run down with one worker's request
-                self.logger.line(f'commander: {type(err).__name__} handling a {message.kind!r} from '
-                                 f'{message.sender}: {err}')
-                kind, body, arrays = 'error', dict(error=f'commander failed: {err}', reason='internal'), None
-            self.server.reply(peer, message.id, kind, body, arrays)
+            batch = [got]
+            while len(batch) < SYNC_BATCH and got is not None:
+                got = self.server.recv(0.0)
+                batch += [got] if got is not None else []
+            replies = [(peer, message, self._answer(message)) for peer, message in batch]
+            if any(message.kind in ACKNOWLEDGES_RECORDS for _, message in batch):
+                self.commander.journal.sync()
+            for peer, message, (kind, body, arrays) in replies:
+                self.server.reply(peer, message.id, kind, body, arrays)
+
+    def _answer(self, message):
+        try:
+            return self.commander.handle(message)
+        except Exception as err:  # noqa: BLE001 -- a bug must not take the run down with one worker's request
+            self.logger.line(f'commander: {type(err).__name__} handling a {message.kind!r} from '
+                             f'{message.sender}: {err}')
+            return 'error', dict(error=f'commander failed: {err}', reason='internal'), None
 
     def _wanted(self, role: str) -> bool:
         phase = self.commander.phase

@@ -1,16 +1,22 @@
 """Parameters served to workers by reference: an active player's newest published ones, or stored ones.
 
-A worker says which version it holds; the reply carries arrays only when there is a newer one.
+A worker says which version it holds; the reply carries arrays only when there is a newer one. A learner's
+publish is checked against the player's initial parameters before it is served or kept: the same names,
+shapes and dtypes, and finite numbers. Parameters that fail would make every collector and evaluator play
+illegal actions or die of a size mismatch, and would live on in the league's snapshots; they are refused
+(counted as ``params_refused``) and the learner is told which array was wrong.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
 from sparring.config.compile import to_plain
-from sparring.worker.remote.wire import MessageError, params_to_arrays
+from sparring.framework.coordinator import INIT_REF
+from sparring.worker.remote.wire import MessageError, params_to_arrays, short
+from sparring.worker.state_file import StateFileError
 
 WAIT_SECONDS = 0.2
 
@@ -23,16 +29,39 @@ class LiveParams:
 
 
 class ParamService:
-    def __init__(self, store, player_ids, policy_cfg: dict) -> None:
+    def __init__(self, store, player_ids, policy_cfg: dict, counters: Optional[Dict[str, int]] = None) -> None:
         self.store = store
         self.player_ids = list(player_ids)
         self.policy_cfg = policy_cfg
+        self.counters = counters if counters is not None else {}
         self.live: Dict[str, LiveParams] = {}
         self._stored: Dict[str, Tuple[int, Dict[str, np.ndarray], dict]] = {}
+        self._layout: Optional[Dict[str, Tuple[tuple, np.dtype]]] = None  # name -> (shape, dtype) of every array
 
     def publish(self, pid: str, version: int, arrays: Dict[str, np.ndarray]) -> None:
+        """Serve ``arrays`` as ``pid``'s newest parameters; raises MessageError for parameters unlike the player's."""
+        problem = self._problem(arrays)
+        if problem:
+            self.counters['params_refused'] = self.counters.get('params_refused', 0) + 1
+            raise MessageError('schema', f'publish of {pid!r} version {version} refused: {problem}')
         # The arrays are views of the received frames, which they keep alive: no copy needed.
         self.live[pid] = LiveParams(version, dict(arrays))
+
+    def _problem(self, arrays: Mapping[str, np.ndarray]) -> Optional[str]:
+        """What makes ``arrays`` unfit to be a player's parameters, or None."""
+        if self._layout is None:
+            initial = self.store.get(INIT_REF)['params']
+            self._layout = {name: (a.shape, a.dtype) for name, a in params_to_arrays(initial).items()}
+        if set(arrays) != set(self._layout):
+            missing, extra = sorted(set(self._layout) - set(arrays)), sorted(set(arrays) - set(self._layout))
+            return f'its arrays differ from the player\'s: missing {short(missing)}, unknown {short(extra)}'
+        for name, (shape, dtype) in self._layout.items():
+            array = arrays[name]
+            if array.shape != shape or array.dtype != dtype:
+                return f'{name!r} is {array.dtype}{list(array.shape)}; the player\'s is {dtype}{list(shape)}'
+            if array.dtype.kind == 'f' and not np.isfinite(array).all():
+                return f'{name!r} holds NaN or infinite values'
+        return None
 
     def forget(self, ref: str) -> None:
         """``ref`` was (re)stored: serve the new parameters from now on."""
@@ -50,9 +79,21 @@ class ParamService:
                 version, arrays, policy_cfg = self._stored_entry(ref)
             except KeyError as err:
                 raise MessageError('schema', str(err)) from None
+            except StateFileError:  # its file is damaged: quarantined (the coordinator reads store.damaged)
+                return self._stand_in(ref, have)
         if have == version:
             return 'params', dict(ref=ref, version=version, unchanged=True, policy_cfg=None), None
         return 'params', dict(ref=ref, version=version, unchanged=False, policy_cfg=policy_cfg), arrays
+
+    def _stand_in(self, ref: str, have: Optional[int]):
+        """For a quarantined snapshot, a learning player's newest parameters: the games a collector holds against
+        it (drawn before the quarantine) are played with them, and not recorded."""
+        live = next(iter(self.live.values()), None)
+        if live is None:
+            return 'wait', dict(seconds=WAIT_SECONDS, reason=f'{ref!r} is quarantined; no stand-in published yet'), None
+        if have == live.version:
+            return 'params', dict(ref=ref, version=live.version, unchanged=True, policy_cfg=None), None
+        return 'params', dict(ref=ref, version=live.version, unchanged=False, policy_cfg=self.policy_cfg), live.arrays
 
     def _stored_entry(self, ref: str):
         if ref not in self._stored:

@@ -17,7 +17,8 @@ import numpy as np
 
 from sparring.config.schema import ConfigError
 from sparring.framework.player_loader import TrainedRun
-from sparring.worker.env.battle import DictBattleVecEnv, RESULT_CODE, RESULT_NAME, make_battle_env
+from sparring.worker.env.battle import DictBattleVecEnv, make_battle_env
+from sparring.worker.env.battle_api import RESULT_CODE, RESULT_NAME
 from sparring.worker.recurrent_state import is_recurrent
 
 SEATS = ('first', 'second')

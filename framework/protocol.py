@@ -20,15 +20,15 @@ from __future__ import annotations
 from typing import Dict, Optional
 
 from sparring.worker.chunk import REQUIRED_KEYS as CHUNK_ARRAYS
-from sparring.worker.remote.schema import (BOOL, DICT, FLOAT, INT, LIST, NONE, STR, Schema, field, non_negative,
-                                           numbers)
+from sparring.worker.remote.schema import (BOOL, DICT, FLOAT, INT, LIST, MAX_ABS_VALUE, MAX_INT, NONE, STR, Schema,
+                                           field, non_negative, numbers, values_within)
 from sparring.worker.remote.wire import short
 
 
 def _outcome_pairs(value) -> Optional[str]:
     for i, pair in enumerate(value):
         if (len(pair) != 2 or not isinstance(pair[0], int) or isinstance(pair[0], bool)
-                or pair[1] not in ('win', 'draw', 'loss')):
+                or not 0 <= pair[0] <= MAX_INT or pair[1] not in ('win', 'draw', 'loss')):
             return f'[{i}] must be [job_id, "win" | "draw" | "loss"], got {short(pair)}'
     return None
 
@@ -52,6 +52,8 @@ def _at_most(n: int):
 # A worker numbers its requests; a request sent again (its reply lost or late) keeps its number, so the
 # commander answers it as it did the first time (:func:`~sparring.framework.sessions.answer_once`).
 NUMBER = field(INT, optional=True, check=non_negative)
+# Episode returns: finite (the parser refuses the rest) and within what any sane env produces.
+RETURNS = field(LIST, optional=True, items=(float,), check=values_within(MAX_ABS_VALUE))
 
 PROTOCOL: Dict[str, Schema] = {
     # -- requests ----------------------------------------------------------------------------
@@ -69,7 +71,7 @@ PROTOCOL: Dict[str, Schema] = {
                                 chunk_id=field(STR), player_id=field(STR), version=field(INT, check=non_negative),
                                 env_steps=field(INT, check=non_negative),
                                 results=field(LIST, items=(list,), check=_outcome_pairs),
-                                episode_returns=field(LIST, optional=True, items=(float,)))),
+                                episode_returns=RETURNS)),
     'params_request': Schema(dict(session=field(STR), request_number=NUMBER, ref=field(STR),
                                   have_version=field(INT, NONE))),
     'publish': Schema(dict(session=field(STR), request_number=NUMBER, player_id=field(STR),
@@ -80,7 +82,7 @@ PROTOCOL: Dict[str, Schema] = {
     'eval_task': Schema(dict(session=field(STR), request_number=NUMBER)),
     'eval_report': Schema(dict(session=field(STR), request_number=NUMBER, task_id=field(INT), player_id=field(STR),
                                version=field(INT), results=field(DICT, check=_outcome_lists),
-                               returns=field(LIST, optional=True, items=(float,)))),
+                               returns=RETURNS)),
     # -- replies ----------------------------------------------------------------------------
     'registered': Schema(dict(worker_id=field(STR), session=field(STR), config=field(DICT),
                               index=field(INT), player_id=field(STR, NONE), train_iteration=field(INT),

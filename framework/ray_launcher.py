@@ -27,7 +27,9 @@ from typing import Dict, List, Optional, Tuple
 
 from sparring.config.optional import require
 from sparring.framework.local_launcher import SINGLE_THREAD_ENV, tail_of
-from sparring.framework.messaging import SECRET_ENV, is_loopback
+from sparring.worker.remote.transport import is_loopback
+from sparring.worker.remote.wire import SECRET_ENV
+from sparring.worker.run_files import open_run_file
 
 # Ray otherwise swaps 127.0.0.1 for the machine's network address; a run on one machine keeps to loopback.
 RAY_LOOPBACK_ENV = 'RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER'
@@ -47,7 +49,7 @@ class WorkerActor:
         """The worker's exit code (Ray runs this again in a restarted actor)."""
         os.makedirs(os.path.dirname(self.output_path), exist_ok=True)
         command = [sys.executable, '-m', 'sparring.framework.workers', *self.argv, '--parent-pid', str(os.getpid())]
-        with open(self.output_path, 'ab') as output:
+        with open_run_file(self.output_path, 'ab') as output:
             child = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env={**os.environ, **self.env})
         try:
             return child.wait()

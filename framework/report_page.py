@@ -13,6 +13,7 @@ import time
 from typing import Optional
 
 from sparring.league.report_page import render_report
+from sparring.worker.run_files import write_atomically
 
 REPORT_FILE = 'report.html'
 COURSE_FILE = 'report_data.json'
@@ -77,7 +78,4 @@ def write_final_report(exp_dir: str, league, facts: Optional[dict] = None) -> Op
 
 
 def _write_atomically(path: str, text: str) -> None:
-    tmp = path + '.tmp'
-    with open(tmp, 'w', encoding='utf-8') as f:
-        f.write(text)
-    os.replace(tmp, path)
+    write_atomically(path, text)

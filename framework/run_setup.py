@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+import glob
+import numbers
 import os
 import warnings
 from typing import Callable, Dict, List, Optional, Tuple
@@ -19,9 +21,11 @@ from sparring.config import compile_config, compile_section, load_config, save_c
 from sparring.config.compile import CONFIG_FILENAME, to_plain
 from sparring.config.registry import ENV_REGISTRY
 from sparring.config.schema import ConfigError
+from sparring.framework.commander_state import COMMANDER_DIR, JOURNAL_FILE, STATE_FILE
 from sparring.framework.report_page import write_final_report
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.policy_pool import BOT_PREFIX
+from sparring.worker.run_files import refuse_linked_dirs
 from sparring.worker.run_kind import is_league_run
 
 LEAGUE_STATE_FILE = 'league_state.npz'
@@ -40,7 +44,12 @@ def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[
     the keys, so a changed value is never dropped unnoticed. ``max_env_steps`` overrides the budget
     of this run (saved or resumed) without being saved.
     """
+    if max_env_steps is not None and (isinstance(max_env_steps, bool) or not isinstance(max_env_steps, numbers.Integral)
+                                      or max_env_steps < 1):
+        raise ConfigError(f'max_env_steps (--max-env-steps) = {max_env_steps!r}: expected a positive whole number of '
+                          f'env steps')
     cfg = compile_config(config, seed=seed, exp_name=exp_name, save=False)
+    refuse_linked_dirs(cfg.exp_name)
     saved = os.path.join(cfg.exp_name, CONFIG_FILENAME)
     if resume:
         if not os.path.exists(saved):
@@ -68,21 +77,37 @@ def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[
             _set_dotted(cfg, key, _get_dotted(given, key))
         if changed:
             warnings.warn(f'--resume continues {saved} with changed {", ".join(changed)}', stacklevel=3)
-        if is_league_run(cfg):
-            complete_league_config(cfg)  # a config saved before completion was written by an older version
     else:
-        earlier = CheckpointManager(cfg.exp_name).latest()
-        if earlier is not None:
-            # A new run would mix with the earlier one's checkpoints and stored parameters.
-            raise FileExistsError(f'experiment dir {cfg.exp_name!r} holds an earlier run (checkpoint {earlier}); '
-                                  f'expected a new directory: pass resume=True (--resume) to continue that run, '
-                                  f'or another exp_name (--exp-name), or delete the directory')
+        refuse_earlier_run(cfg.exp_name)
         if is_league_run(cfg):
             complete_league_config(cfg)
         save_config(cfg, cfg.exp_name)
     if max_env_steps is not None:
         cfg.train.max_env_steps = int(max_env_steps)
     return cfg
+
+
+def earlier_run(exp_dir: str) -> Optional[str]:
+    """A file that shows an earlier run of either mode in ``exp_dir`` (its checkpoint, the commander's journal or
+    state, a learner's checkpoint, stored parameters), or None."""
+    found = CheckpointManager(exp_dir).latest()
+    if found is not None:
+        return found
+    for pattern in (os.path.join(COMMANDER_DIR, JOURNAL_FILE), os.path.join(COMMANDER_DIR, STATE_FILE),
+                    os.path.join('workers', '*', 'ckpt', '*.pt'), os.path.join('params', '*.pt')):
+        found = sorted(glob.glob(os.path.join(glob.escape(exp_dir), pattern)))
+        if found:
+            return found[0]
+    return None
+
+
+def refuse_earlier_run(exp_dir: str) -> None:
+    """FileExistsError if ``exp_dir`` holds an earlier run: a new one would delete or mix with its files."""
+    earlier = earlier_run(exp_dir)
+    if earlier is not None:
+        raise FileExistsError(f'experiment dir {exp_dir!r} holds an earlier run ({earlier}); expected a new '
+                              f'directory: pass resume=True (--resume) to continue that run, or another exp_name '
+                              f'(--exp-name), or delete the directory')
 
 
 def _get_dotted(cfg, key: str):

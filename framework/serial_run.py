@@ -26,6 +26,7 @@ from sparring.worker.learner import Learner
 from sparring.worker.policy_pool import PolicyPool
 from sparring.worker.run_kind import SINGLE_AGENT, run_kind
 from sparring.worker.runtime import capture_rng, restore_rng
+from sparring.worker.state_file import StateFileError
 
 
 class LeagueRun:
@@ -97,9 +98,12 @@ class LeagueRun:
 
     def _opponent_sampler(self, pid: str):
         def sample(slot: int):
-            job = self.league.get_job_info(pid)
-            away = job['players'][1]
-            return away['player_id'], self.pool.get(away['param_ref'])
+            while True:  # ends: each damaged snapshot is quarantined once, and then drawn no more
+                away = self.coordinator.draw_job(pid)['players'][1]
+                try:
+                    return away['player_id'], self.pool.get(away['param_ref'])
+                except StateFileError as err:
+                    self.coordinator.quarantine(away['param_ref'], str(err))
         return sample
 
     # -- one round ----------------------------------------------------------------------------
@@ -214,7 +218,7 @@ class LeagueRun:
 
     # -- persistence --------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        """The checkpoint, in the layout runs of this kind have always written (old checkpoints still resume)."""
+        """The checkpoint: the learners, collectors, league and the run's course."""
         rng = capture_rng()
         if not self.kind.is_league:
             (pid,) = self.player_ids
@@ -247,7 +251,7 @@ class LeagueRun:
         coordinator.env_steps = sum(coordinator.player_env_steps.values())
         coordinator.last_eval.update(state['last_eval'])
         coordinator.history.extend(state['history'])
-        coordinator.watch.load_branch_state(state.get('branch_games', {}))  # checkpoints before the key: none
+        coordinator.watch.load_branch_state(state['branch_games'])
         for pid, versions in state['evaluated_versions'].items():
             coordinator.evaluated_version[pid] = versions
         self.eval_history.update({pid: list(h) for pid, h in state['eval_history'].items()})
@@ -288,15 +292,15 @@ def _unified(state: dict, kind) -> dict:
     """A checkpoint of either layout as the league layout, with what each layout implies spelled out."""
     if 'learners' in state:
         steps = sum(int(c['env_steps']) for c in state['collectors'].values())
-        history = list(state.get('history', []))
+        history = list(state['history'])
         up_to_date = bool(history) and history[-1]['env_steps'] == steps  # the last evaluation was at the end
         evaluated = {pid: learner['policy']['version'] if up_to_date else None
                      for pid, learner in state['learners'].items()}
-        return dict(state, evaluated_versions=evaluated, eval_history={}, last_eval=state.get('last_eval', {}),
+        return dict(state, evaluated_versions=evaluated, eval_history={}, last_eval=state['last_eval'],
                     history=history)
-    learner, history = state['learner'], list(state.get('evaluator_history', []))
+    learner, history = state['learner'], list(state['evaluator_history'])
     return dict(learners={SINGLE_AGENT: learner}, collectors={SINGLE_AGENT: state['collector']},
                 rounds=learner['train_iter'], wall_seconds=state['wall_seconds'], last_eval={}, history=[],
-                league_state=None, rng=state['rng'], eval_history={SINGLE_AGENT: history},
+                league_state=None, branch_games={}, rng=state['rng'], eval_history={SINGLE_AGENT: history},
                 evaluated_versions={SINGLE_AGENT: history[-1][0] if history else None},
                 evaluations_in_flight=state.get('evaluations_in_flight', []))

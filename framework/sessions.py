@@ -1,13 +1,24 @@
-"""Workers' sessions with the commander: who joined, as which role and player, and with what index."""
+"""Workers' sessions with the commander: who joined, as which role and player, and with what index.
+
+Every session registers once in a run's life: the :class:`SessionLedger` keeps the ids of the sessions that
+registered in a file beside the journal, so a register message captured before a commander restart and played
+back to the resumed commander is refused (it would evict the live worker of that id and revive the old session,
+under which any other captured request would be taken again). Requests of an unknown session are refused, so
+the ledger is the replay window that survives a restart, at one short line per worker process.
+"""
 from __future__ import annotations
 
 import dataclasses
+import os
 import socket
 from typing import Callable, Dict, Optional, Set, Tuple
 
 from sparring.config.compile import to_plain
+from sparring.worker.remote.wire import short
 
 ROLES = ('collector', 'learner', 'evaluator')
+LEDGER_FILE = 'sessions.txt'
+MAX_SESSION_CHARS = 128  # a worker's session id is a uuid's 32 hex digits
 
 
 @dataclasses.dataclass
@@ -26,7 +37,8 @@ class WorkerRecord:
     stats: Dict[str, float] = dataclasses.field(default_factory=dict)
     final: bool = False
     replica: int = 0  # a learner's place in its player's replica group (0: the lead)
-    last_reply: Optional[Tuple[int, str, tuple]] = None  # (request number, kind, reply) of its last numbered request
+    # (request number, kind, body, reply) of its last numbered request
+    last_reply: Optional[Tuple[int, str, dict, tuple]] = None
 
 
 # Requests that only read: asked again, they are answered anew (a parameters reply is too large to keep).
@@ -36,16 +48,47 @@ READ_ONLY = ('heartbeat', 'params_request')
 def answer_once(worker: WorkerRecord, message, handle: Callable, counters: Dict[str, int]) -> tuple:
     """The reply to a worker's request, done once however often it is sent: a request sent again because
     its reply was lost or late (same number) gets the reply kept from the first time, so a lost answer
-    neither hands out a second batch of jobs nor loses a reset verdict of a publish."""
+    neither hands out a second batch of jobs nor loses a reset verdict of a publish. A request is sent again
+    unchanged: another one under a used number (another chunk's report) is refused, not answered as the first."""
     number = message.body.get('request_number')
     kept = worker.last_reply
     if number is not None and kept is not None and kept[:2] == (number, message.kind):
+        if kept[2] != message.body:
+            counters['requests_refused'] += 1
+            return 'error', dict(error=f'request number {number} was answered already for another {message.kind!r} '
+                                       f'request; a request sent again must be the same, a new one needs a new '
+                                       f'number', reason='schema'), None
         counters['repeated_requests'] += 1
-        return kept[2]
+        return kept[3]
     reply = handle(worker, message)
     if number is not None and message.kind not in READ_ONLY:
-        worker.last_reply = (number, message.kind, reply)
+        worker.last_reply = (number, message.kind, message.body, reply)
     return reply
+
+
+class SessionLedger:
+    """The sessions that registered in this run, kept in ``path`` (one id a line) across commander restarts."""
+
+    def __init__(self, path: str, resume: bool) -> None:
+        self.path = path
+        self.sessions: Set[str] = set()
+        if resume and os.path.exists(path):
+            with open(path) as f:
+                self.sessions.update(line.strip() for line in f)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._file = open(path, 'a' if resume else 'w')
+
+    def __contains__(self, session: str) -> bool:
+        return session in self.sessions
+
+    def add(self, session: str) -> None:
+        self.sessions.add(session)
+        self._file.write(session + '\n')
+        self._file.flush()
+        os.fsync(self._file.fileno())  # a few per worker start: cheap, and it outlives the machine too
+
+    def close(self) -> None:
+        self._file.close()
 
 
 def register(commander, body: dict):
@@ -54,6 +97,13 @@ def register(commander, body: dict):
     role, worker_id, player_id, replica = body['role'], body['worker_id'], None, 0
     if role not in ROLES:
         return 'error', dict(error=f'unknown role {role!r}; expected one of {ROLES}', reason='schema'), None
+    if not 0 < len(body['session']) <= MAX_SESSION_CHARS or not body['session'].isprintable():
+        return 'error', dict(error=f'session must be 1 to {MAX_SESSION_CHARS} printable characters, got '
+                                   f'{short(body["session"])}', reason='schema'), None
+    if body['session'] in commander.ledger:
+        commander.counters['replayed_registers'] += 1
+        return 'error', dict(error=f'session {short(body["session"])} registered before; a worker registers each '
+                                   f'session once (a replayed message?)', reason='replayed'), None
     if role == 'learner':
         slot = _learner_slot(commander, body)
         if isinstance(slot, str):
@@ -71,6 +121,7 @@ def register(commander, body: dict):
     earlier = commander.worker_stats.pop(worker_id, None)
     if earlier is not None:
         commander.worker_stats[f'{worker_id}/{int(earlier["pid"])}'] = earlier
+    commander.ledger.add(body['session'])
     restore = worker_id in commander.known_workers
     commander.known_workers.add(worker_id)
     record = WorkerRecord(worker_id, role, body['session'], body['pid'], body['host'], commander.clock(),

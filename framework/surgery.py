@@ -37,6 +37,7 @@ from sparring.policy.surgery import compare, new_space_observations, resolve_opt
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.env.manager import make_env_manager
+from sparring.worker.run_files import open_run_file, write_atomically
 from sparring.worker.run_kind import is_league_run
 
 REPORT_FILE = 'surgery_report.json'
@@ -107,11 +108,10 @@ def surgery(checkpoint: str, new_config: dict, out: str, *, options: Optional[di
 
     save_config(new_cfg, out)
     report['new_checkpoint'] = CheckpointManager(out).save(state, _iteration(ckpt_path))
-    with open(os.path.join(out, REPORT_FILE), 'w') as f:
-        json.dump(to_plain(report), f, indent=2, default=str)
+    write_atomically(os.path.join(out, REPORT_FILE), json.dumps(to_plain(report), indent=2, default=str))
     for line in report_lines(report):
         log(line)
-    with open(os.path.join(out, 'log.txt'), 'a') as f:  # the resumed run's log starts with the surgery
+    with open_run_file(os.path.join(out, 'log.txt'), 'a') as f:  # the resumed run's log starts with the surgery
         f.write('\n'.join(report_lines(report)) + '\n')
     return report
 

@@ -10,21 +10,33 @@ from __future__ import annotations
 import argparse
 import ctypes
 import logging
+import re
 import signal
 import sys
 import time
 from typing import List, Optional
 
+from sparring.config.schema import ConfigError
 from sparring.framework.messaging import make_security
-from sparring.worker.remote.base import (EXIT_COMMANDER_LOST, EXIT_ORPHANED, CommanderLost,  # noqa: F401
-                                         SessionExpired, Worker, process_gone)
-from sparring.worker.remote.collector import CollectorWorker, JobFeed  # noqa: F401
+from sparring.worker.remote.base import EXIT_COMMANDER_LOST, EXIT_ORPHANED, CommanderLost, SessionExpired, process_gone
+from sparring.worker.remote.collector import CollectorWorker
 from sparring.worker.remote.evaluator import EvaluatorWorker
-from sparring.worker.remote.learner import LearnerWorker, check_chunk_values  # noqa: F401
+from sparring.worker.remote.learner import LearnerWorker
 
 log = logging.getLogger('sparring.worker')
 
 ROLES = {'collector': CollectorWorker, 'learner': LearnerWorker, 'evaluator': EvaluatorWorker}
+# What ZeroMQ can connect to: a host name, an IPv4 address or a bracketed IPv6 one, and a port.
+_ADDRESS = re.compile(r'^tcp://([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})$')
+
+
+def check_commander_address(address: str) -> None:
+    """ConfigError unless ``address`` is ``tcp://HOST:PORT`` (ZeroMQ's own error on a bad one is a bare 'Invalid
+    argument' traceback)."""
+    match = _ADDRESS.match(address)
+    if match is None or not 0 < int(match.group(2)) < 65536:
+        raise ConfigError(f'--commander {address!r}: expected tcp://HOST:PORT with a port in 1..65535, as the '
+                          f'commander prints it and writes it to <exp_name>/commander/address')
 
 
 def die_with_parent(launcher_pid: int) -> None:

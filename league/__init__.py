@@ -2,7 +2,7 @@
 
 Importing this package registers the built-in players (``naive_sp``, ``main_player``,
 ``main_exploiter``, ``league_exploiter``, ``mlagents_sp``, ``openai_five_sp``) and leagues
-(``one_vs_one``, ``alphastar``). See ``base_league`` for the job / result / update dicts.
+(``one_vs_one``, ``alphastar``). See ``job_protocol`` for the job / result / update dicts.
 """
 from sparring.league.errors import LeagueError, UnknownPlayerError
 from sparring.league.outcome import OUTCOMES
@@ -15,7 +15,7 @@ from sparring.league.roster import PlayerGroup, Roster
 from sparring.league.player import ActivePlayer, HistoricalPlayer, NaiveSpPlayer, Player, ReferencePlayer
 from sparring.league.alphastar_player import LeagueExploiter, MainExploiter, MainPlayer
 from sparring.league.selfplay_player import MLAgentsSelfPlayPlayer, OpenAIFiveSelfPlayPlayer, PeriodicSelfPlayPlayer
-from sparring.league.base_league import STATE_SCHEMA_VERSION, BaseLeague, build_league
+from sparring.league.base_league import BaseLeague, build_league
 from sparring.league.leagues import AlphaStarLeague, OneVsOneLeague
 from sparring.league.single_agent import SingleAgentLeague
 from sparring.league.persistence import load_state, save_state
@@ -31,6 +31,6 @@ __all__ = [
     'Player', 'HistoricalPlayer', 'ReferencePlayer', 'ActivePlayer', 'NaiveSpPlayer',
     'MainPlayer', 'MainExploiter', 'LeagueExploiter',
     'PeriodicSelfPlayPlayer', 'MLAgentsSelfPlayPlayer', 'OpenAIFiveSelfPlayPlayer',
-    'BaseLeague', 'OneVsOneLeague', 'AlphaStarLeague', 'SingleAgentLeague', 'build_league', 'STATE_SCHEMA_VERSION',
+    'BaseLeague', 'OneVsOneLeague', 'AlphaStarLeague', 'SingleAgentLeague', 'build_league',
     'save_state', 'load_state',
 ]

@@ -58,9 +58,8 @@ from sparring.league.meta_strategy import meta_game
 from sparring.league.errors import LeagueError
 from sparring.league.outcome import REVERSED_CODE
 from sparring.league.payoff import BattleSharedPayoff
-from sparring.league.job_protocol import (  # noqa: F401 (the key sets re-exported)
-    JOB_INFO_KEYS, JOB_RESULT_KEYS, PLAYER_INFO_KEYS, check_player_info, parse_job_result)
-from sparring.league.league_state import STATE_SCHEMA_VERSION, LeagueStateMixin  # noqa: F401 (STATE_SCHEMA_VERSION re-exported)
+from sparring.league.job_protocol import check_player_info, parse_job_result
+from sparring.league.league_state import LeagueStateMixin
 from sparring.league.player import ActivePlayer, HistoricalPlayer, Player, ReferencePlayer
 from sparring.league.rating import LeagueRatings
 from sparring.league.roster import Roster

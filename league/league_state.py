@@ -23,8 +23,6 @@ from sparring.league.player import ActivePlayer, HistoricalPlayer, Player, Refer
 from sparring.league.rating import LeagueRatings
 from sparring.league.roster import Roster
 
-STATE_SCHEMA_VERSION = 1
-
 
 class LeagueStateMixin:
     """State of a league built on :class:`~sparring.league.base_league.BaseLeague`'s attributes
@@ -55,7 +53,6 @@ class LeagueStateMixin:
         """Everything that decides the league's future: players, payoff, ratings, RNG, counters."""
         with self._lock:
             return dict(
-                schema_version=STATE_SCHEMA_VERSION,
                 league_type=self.type_name,
                 config=to_plain(self.cfg),
                 rng_state=to_plain(self.rng.bit_generator.state),
@@ -72,10 +69,6 @@ class LeagueStateMixin:
         error the league is left as it was."""
         if not isinstance(state, Mapping):
             raise LeagueError(f'load_state_dict: expected a dict, got {type(state).__name__}')
-        version = state.get('schema_version')
-        if version != STATE_SCHEMA_VERSION:
-            raise LeagueError(f'league state: schema version {version!r}; this sparring reads version '
-                              f'{STATE_SCHEMA_VERSION}')
         if state.get('league_type') != self.type_name:
             raise LeagueError(f'league state: saved from a {state.get("league_type")!r} league, '
                               f'loading into {self.type_name!r}')

@@ -2,8 +2,10 @@
 
 The file is a numpy ``.npz`` archive: numpy arrays (the payoff) are stored as arrays, and
 everything else as one JSON document (entry ``__state__``), so loading never unpickles
-anything. A write goes to a temporary file in the same directory, is flushed to disk and then
-renamed over the target, so a crash leaves either the old file or the new one, never half.
+anything; the document carries the format version (:mod:`sparring.worker.format_version`), and a
+file of another version, or of none, is refused. A write goes to a temporary file in the same
+directory, is flushed to disk and then renamed over the target, so a crash leaves either the old
+file or the new one, never half.
 """
 from __future__ import annotations
 
@@ -13,15 +15,17 @@ from typing import Any, Dict
 import numpy as np
 
 from sparring.league.errors import LeagueError
+from sparring.worker.format_version import stamped, unstamped
 from sparring.worker.state_file import STATE_ENTRY as _STATE_ENTRY, write_archive
 
 _ARRAY_TAG = '__ndarray__'
+FORMAT_VERSION = 1  # of league state files: raise it when what a reader finds in one changes
 
 
 def save_state(state: dict, path: str) -> str:
     """Write ``state`` (nested dicts / lists / scalars / numpy arrays) to ``path``; returns it."""
     arrays: Dict[str, np.ndarray] = {}
-    return write_archive(path, json.dumps(_pack(state, arrays), allow_nan=False), arrays)
+    return write_archive(path, json.dumps(stamped(_pack(state, arrays), FORMAT_VERSION), allow_nan=False), arrays)
 
 
 def load_state(path: str) -> dict:
@@ -36,7 +40,7 @@ def load_state(path: str) -> dict:
         if isinstance(err, LeagueError):
             raise
         raise LeagueError(f'{path}: cannot read a league state file ({err})') from err
-    return _unpack(document, arrays)
+    return _unpack(unstamped(document, FORMAT_VERSION, path, 'league state file', LeagueError), arrays)
 
 
 def _pack(obj: Any, arrays: Dict[str, np.ndarray]) -> Any:

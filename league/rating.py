@@ -310,12 +310,12 @@ class LeagueRatings:
 
     def load_state_dict(self, state: dict) -> None:
         for name in ('elo', 'trueskill'):
-            system, saved = getattr(self, name), state.get(name)
+            system, saved = getattr(self, name), state[name]
             if (system is None) != (saved is None):
                 raise LeagueError(f'ratings state: {name} is {"enabled" if saved is not None else "disabled"} '
                                   f'in the saved league but {"enabled" if system is not None else "disabled"} '
                                   'in this one; use the same rating config')
             if system is not None:
                 system.load_state_dict(saved)
-        self.history = {str(k): [list(p) for p in v] for k, v in state.get('history', {}).items()}
-        self._spacing = {str(k): float(v) for k, v in state.get('history_spacing', {}).items()}
+        self.history = {str(k): [list(p) for p in v] for k, v in state['history'].items()}
+        self._spacing = {str(k): float(v) for k, v in state['history_spacing'].items()}

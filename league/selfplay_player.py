@@ -122,11 +122,9 @@ class MLAgentsSelfPlayPlayer(PeriodicSelfPlayPlayer):
             raise LeagueError(f'player {self.player_id!r} state: missing key \'opponent\'; expected the state '
                               f'an mlagents_sp player saved')
         opponent = extra['opponent']
-        # A state saved before agent steps were counted (it counted iterations) resumes with its agent-step
-        # counters at zero: the next save and swap come save_steps and swap_steps agent steps after the resume.
-        self.agent_steps = int(extra.get('agent_steps', 0))
-        self._last_swap_agent_steps = int(extra.get('last_swap_agent_steps', 0))
-        self._last_snapshot_agent_steps = int(extra.get('last_snapshot_agent_steps', 0))
+        self.agent_steps = int(extra['agent_steps'])
+        self._last_swap_agent_steps = int(extra['last_swap_agent_steps'])
+        self._last_snapshot_agent_steps = int(extra['last_snapshot_agent_steps'])
         self._opponent = None if opponent is None else (self.league.roster.get(opponent[0]), opponent[1])
 
 

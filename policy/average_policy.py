@@ -117,9 +117,9 @@ class AveragePolicySteps(PPOHost):
     Needs from the policy: ``cfg``, ``model``, ``net``, ``continuous``, ``recurrent``, ``generator``, ``placement``."""
 
     def _init_average(self, make_model) -> None:
-        cfg = self.cfg.get('average')  # configs compiled before the option: no average
+        cfg = self.cfg['average']
         self.average = None
-        if not cfg or not cfg['enabled']:
+        if not cfg['enabled']:
             return
         if self.continuous or self.recurrent:
             raise TypeError('policy.average needs a feed-forward model with Discrete actions (it fits a categorical '
@@ -154,7 +154,7 @@ class AveragePolicySteps(PPOHost):
         return {} if self.average is None else dict(average=self.placement.to_host(self.average.state_dict()))
 
     def _load_average_state(self, state: dict) -> None:
-        if self.average is not None and 'average' in state:
+        if self.average is not None:
             self.average.load_state_dict(state['average'])
 
     def _move_average(self, placement) -> None:

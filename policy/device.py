@@ -76,13 +76,12 @@ def resolve_device(spec: Any, key: str = DEVICE_KEY) -> torch.device:
     return torch.device(spec)
 
 
-# Configs compiled before the keys existed (a resumed run, a stored snapshot's config) mean the CPU.
 def learner_device(policy_cfg) -> torch.device:
-    return resolve_device(policy_cfg.get('device', 'cpu'), DEVICE_KEY)
+    return resolve_device(policy_cfg['device'], DEVICE_KEY)
 
 
 def acting_device(policy_cfg) -> torch.device:
-    return resolve_device((policy_cfg.get('collect') or {}).get('device', 'cpu'), COLLECT_DEVICE_KEY)
+    return resolve_device(policy_cfg['collect']['device'], COLLECT_DEVICE_KEY)
 
 
 def devices_usable_here(policy_cfg) -> list:
@@ -94,12 +93,11 @@ def devices_usable_here(policy_cfg) -> list:
     GPU, where the stored parameters act just as well on the CPU. Returns one line per key changed.
     """
     changed = []
-    collect = policy_cfg.get('collect')
-    for key, section, name in ((DEVICE_KEY, policy_cfg, 'device'), (COLLECT_DEVICE_KEY, collect, 'device')):
-        if section is None or _problem(section.get(name, 'cpu')) is None:
-            continue
-        changed.append(f'{key}={section[name]!r} cannot be used here ({_problem(section[name])}): using the CPU')
-        section[name] = 'cpu'
+    for key, section in ((DEVICE_KEY, policy_cfg), (COLLECT_DEVICE_KEY, policy_cfg['collect'])):
+        problem = _problem(section['device'])
+        if problem is not None:
+            changed.append(f'{key}={section["device"]!r} cannot be used here ({problem}): using the CPU')
+            section['device'] = 'cpu'
     return changed
 
 

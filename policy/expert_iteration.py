@@ -59,9 +59,8 @@ class SearchSteps(PPOHost):
         if self.learns_from_search and (self.continuous or self.recurrent):
             raise ConfigError('config key "policy.learn.objective": \'search\' needs discrete actions and a '
                               'feed-forward model (the search evaluates single positions)')
-        # Configs compiled before these keys: unset.
-        self.search_window = int(learn.get('search_window', 1))
-        self.search_value_weight = float(learn.get('search_value_weight', 0.0))
+        self.search_window = int(learn['search_window'])
+        self.search_value_weight = float(learn['search_value_weight'])
         self._reset_window()
 
     def _reset_window(self) -> None:
@@ -102,7 +101,7 @@ class SearchSteps(PPOHost):
         return dict(recent_batches=[host(b.state_dict()) for b in self.recent_batches]) if self.recent_batches else {}
 
     def _load_window_state(self, state: Dict[str, Any]) -> None:
-        """The window of a checkpoint; one written without it starts anew."""
+        """The window of a checkpoint (an empty window is not written)."""
         self.recent_batches.clear()
         self.recent_batches.extend(self.placement.move(TrainBatch.from_state_dict(b))
                                    for b in state.get('recent_batches', []))

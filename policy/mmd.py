@@ -152,5 +152,4 @@ class MagnetSteps(PPOHost):
 
     def _load_magnet_state(self, state: Dict[str, object]) -> None:
         if self.magnet_net is not None:
-            # A checkpoint from before the magnet existed starts it at the loaded parameters.
-            self.magnet_net.load_state_dict(state.get('magnet', self.net.state_dict()))
+            self.magnet_net.load_state_dict(state['magnet'])

@@ -98,7 +98,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, SearchSteps, Po
             self.bptt_len = int(model.bptt_len)
         self.continuous = isinstance(action_space, gym.spaces.Box)
         learn = cfg['learn']
-        self.mirror = learn.get('mirror')  # configs compiled before the key: unset
+        self.mirror = learn['mirror']
         n_actions = None if self.continuous else int(cast(gym.spaces.Discrete, action_space).n)
         check_mirror_fits(self.mirror, observation_space.shape, n_actions, self.recurrent)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=learn['lr'], eps=learn['adam_eps'])
@@ -237,7 +237,7 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, SearchSteps, Po
         return with_mirror(batch, self.mirror) if self.mirror else batch
 
     def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
-        with torch_threads(self.cfg['learn'].get('threads')):  # configs compiled before the key: unset
+        with torch_threads(self.cfg['learn']['threads']):
             return dict(self._learn(chunk, progress), **self._learn_average(chunk))
 
     def _learn(self, chunk: Dict[str, np.ndarray], progress: float) -> Dict[str, float]:
@@ -421,10 +421,9 @@ class PPOPolicy(AveragePolicySteps, MagnetSteps, KLPenaltySteps, SearchSteps, Po
         self.set_params(state['params'], state['version'])
         self.optimizer.load_state_dict(state['optimizer'])
         self.generator.set_state(state['generator'])
-        # Checkpoints written before these existed resume with the starting values.
-        self.kl_beta = float(state.get('kl_beta', self.cfg['learn']['beta_init']))
-        self.lr_multiplier = float(state.get('lr_multiplier', 1.0))
-        if self.grad_clipper is not None and 'grad_clipper' in state:
+        self.kl_beta = float(state['kl_beta'])
+        self.lr_multiplier = float(state['lr_multiplier'])
+        if self.grad_clipper is not None:
             self.grad_clipper.load_state_dict(state['grad_clipper'])
         replay = state.get('value_replay_batch')
         self.value_replay_batch = None if replay is None else self.placement.move(TrainBatch.from_state_dict(replay))

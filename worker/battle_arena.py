@@ -29,7 +29,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from sparring.policy.base import Policy
-from sparring.worker.env.battle import BattleStep, RESULT_NAME
+from sparring.worker.env.battle_api import RESULT_NAME, BattleStep
 from sparring.worker.recurrent_state import (State, initial_state, is_recurrent, put_rows, take_rows,
                                              zero_rows)
 

@@ -35,7 +35,7 @@ class CollectorCounters:
     def load_state_dict(self, state: dict) -> None:
         self.env_steps = int(state['env_steps'])
         self.episodes = int(state['episodes'])
-        self.collect_seconds = float(state.get('collect_seconds', 0.0))
+        self.collect_seconds = float(state['collect_seconds'])
 
 
 class SampleCollector(CollectorCounters):

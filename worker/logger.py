@@ -9,13 +9,15 @@ import os
 import sys
 from typing import Dict, Optional
 
+from sparring.worker.run_files import open_run_file
+
 
 class RunLogger:
     def __init__(self, exp_dir: str, total_env_steps: int, tensorboard: bool = True, progress_bar: bool = True,
                  initial_env_steps: int = 0) -> None:
         os.makedirs(exp_dir, exist_ok=True)
         self.exp_dir = exp_dir
-        self._file = open(os.path.join(exp_dir, 'log.txt'), 'a')
+        self._file = open_run_file(os.path.join(exp_dir, 'log.txt'), 'a')
         self._writer = None
         if tensorboard:
             from tensorboardX import SummaryWriter

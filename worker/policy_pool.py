@@ -31,7 +31,7 @@ from sparring.config.compile import to_plain
 from sparring.config.registry import BOT_REGISTRY, POLICY_REGISTRY
 from sparring.policy.base import Policy
 from sparring.policy.bot import parse_bot_ref
-from sparring.worker.state_file import load_state_file, save_state_file
+from sparring.worker.state_file import StateFileError, load_state_file, save_state_file
 
 BOT_PREFIX = 'bot:'
 
@@ -40,6 +40,7 @@ class ParamStore:
     def __init__(self, directory: Optional[str] = None) -> None:
         self.directory = directory
         self._entries: Dict[str, dict] = {}
+        self.damaged: Dict[str, str] = {}  # references whose files could not be read: why
         if directory:
             os.makedirs(directory, exist_ok=True)
 
@@ -69,7 +70,11 @@ class ParamStore:
             if path is None or not os.path.exists(path):
                 raise KeyError(f'parameter store: no parameters under {ref!r} '
                                f'(known: {sorted(self._entries)[:10]}{"..." if len(self._entries) > 10 else ""})')
-            entry = load_state_file(path)  # never a pickle: a stranger's file runs no code
+            try:
+                entry = load_state_file(path)  # never a pickle: a stranger's file runs no code
+            except StateFileError as err:
+                self.damaged[ref] = str(err)  # the run's coordinator quarantines it
+                raise
             entry['policy_cfg'] = EasyDict(entry['policy_cfg'])
             self._entries[ref] = entry
         return self._entries[ref]

@@ -5,36 +5,38 @@ parameters and optimiser, RNG states, counters) is written as a numpy ``.npz`` a
 and tensor as an array of its own, everything else as one JSON document (entry ``__state__``) that
 refers to them. :func:`load_state_file` reads it back with ``allow_pickle=False``.
 
-Files written by earlier versions are torch pickles. :func:`load_state_file` opens those with torch's
-``weights_only`` unpickler (tensors, numpy arrays and plain containers only: no code runs) and rewrites
-them in this format; a legacy file that needs more than that is refused unless the user says it is
-their own (``SPARRING_TRUST_PICKLE=1``). Writes go to a temporary file that is renamed into place.
+The document carries the format version (:mod:`sparring.worker.format_version`); a file of another
+version, or of none (the torch pickles of versions before it), is refused. Writes go to a temporary
+file that is renamed into place.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import zipfile
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import gymnasium as gym
 import numpy as np
 import torch
 
+from sparring.worker.format_version import refusal, stamped, unstamped
+
 STATE_ENTRY = '__state__'
-TRUST_PICKLE_ENV = 'SPARRING_TRUST_PICKLE'
+FORMAT_VERSION = 1  # of state files: raise it when what a reader finds in one changes
 _TAGS = ('__tensor__', '__ndarray__', '__tuple__', '__pairs__', '__space__')
 
 
 class StateFileError(ValueError):
-    """A state file that cannot be read: damaged, or a pickle that is not trusted."""
+    """A state file that cannot be read: damaged, or of another format version."""
 
 
 def save_state_file(state: Any, path: str) -> str:
     """Write ``state`` to ``path`` atomically; returns the path."""
     arrays: Dict[str, np.ndarray] = {}
-    return write_archive(path, json.dumps(_pack(state, arrays)), arrays)
+    return write_archive(path, json.dumps(stamped(_pack(state, arrays), FORMAT_VERSION)), arrays)
 
 
 def write_archive(path: str, document: str, arrays: Dict[str, np.ndarray]) -> str:
@@ -65,45 +67,44 @@ def load_state_file(path: str) -> Any:
             names = set(archive.namelist())
     except (zipfile.BadZipFile, OSError) as err:
         raise StateFileError(f'{path} is damaged or cut short ({err}); expected a sparring state file') from None
-    if STATE_ENTRY + '.npy' not in names:
-        return _load_legacy(path)
+    if STATE_ENTRY + '.npy' not in names:  # a torch pickle, as versions before format versions wrote
+        raise StateFileError(refusal(path, 'state file', None, FORMAT_VERSION))
     try:
+        with zipfile.ZipFile(path) as archive:
+            _check_array_sizes(archive)
         with np.load(path, allow_pickle=False) as archive:
             document = json.loads(bytes(archive[STATE_ENTRY]).decode('utf-8'))
             arrays = {name: archive[name] for name in archive.files if name != STATE_ENTRY}
-        return _unpack(document, arrays)
-    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as err:
-        raise StateFileError(f'{path} is damaged ({type(err).__name__}: {err}); expected a sparring state file') \
-            from None
+        return _unpack(unstamped(document, FORMAT_VERSION, path, 'state file', StateFileError), arrays)
+    except StateFileError:  # of another format version: already says so
+        raise
+    # Whatever a crafted file makes the reader raise (nesting too deep, a tag of the wrong type, an unhashable
+    # key, a string array as a tensor) is a damaged file: the caller falls back to an earlier checkpoint.
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError, MemoryError, OSError,
+            EOFError, zipfile.BadZipFile) as err:
+        raise StateFileError(f'{path} is damaged ({type(err).__name__}: {str(err)[:200]}); expected a sparring '
+                             f'state file') from None
 
 
-def _load_legacy(path: str) -> Any:
-    """A torch pickle from an earlier version: loaded only where no code can run, then rewritten safely."""
-    try:
-        with torch.serialization.safe_globals(_legacy_safe_globals()):
-            state = torch.load(path, map_location='cpu', weights_only=True)
-    except Exception as err:  # noqa: BLE001 -- the restricted unpickler refuses anything but tensors and plain data
-        if os.environ.get(TRUST_PICKLE_ENV) != '1':
-            raise StateFileError(
-                f'{path} is a pickle that holds more than tensors and plain data ({type(err).__name__}: '
-                f'{str(err)[:200]}); loading it could run code from the file, so it is refused. If the file is '
-                f'from a run of your own (sparring before pickle-free checkpoints), set {TRUST_PICKLE_ENV}=1 to '
-                f'load it once; it is then rewritten without pickles') from None
-        try:
-            state = torch.load(path, map_location='cpu', weights_only=False)
-        except Exception as err2:  # noqa: BLE001 -- whatever torch raises, the file cannot be read: said in one line
-            raise StateFileError(f'{path} is damaged or cut short ({type(err2).__name__}: {err2})') from None
-    save_state_file(state, path)  # converted: the next load is pickle-free
-    return state
-
-
-def _legacy_safe_globals() -> List[Any]:
-    """What checkpoints of earlier versions hold besides tensors: numpy arrays (RNG states) and EasyDicts."""
-    from easydict import EasyDict
-    core = getattr(np, '_core', None) or np.core
-    found = [np.ndarray, np.dtype, core.multiarray._reconstruct, core.multiarray.scalar, EasyDict]
-    found += [type(np.dtype(t)) for t in ('float32', 'float64', 'int64', 'int32', 'uint8', 'uint32', 'bool')]
-    return found
+def _check_array_sizes(archive: zipfile.ZipFile) -> None:
+    """ValueError unless every array member holds exactly the bytes its header declares: a header may not make
+    the reader allocate more than the file holds."""
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    for info in archive.infolist():
+        if not info.filename.endswith('.npy'):
+            continue
+        with archive.open(info) as member:
+            version = np.lib.format.read_magic(member)
+            if version not in readers:
+                raise ValueError(f'member {info.filename}: .npy format {version}, expected 1.0 or 2.0')
+            shape, _, dtype = readers[version](member)
+            if dtype.hasobject:
+                raise ValueError(f'member {info.filename}: an object array; expected numbers only')
+            declared = math.prod(int(n) for n in shape) * dtype.itemsize
+            held = info.file_size - member.tell()
+        if declared != held:
+            raise ValueError(f'member {info.filename} declares {declared} bytes of data ({dtype} {list(shape)}) '
+                             f'but holds {held}')
 
 
 def _pack(value: Any, arrays: Dict[str, np.ndarray]) -> Any:
@@ -145,6 +146,8 @@ def _unpack(value: Any, arrays: Dict[str, np.ndarray]) -> Any:
         return value
     if '__tensor__' in value:
         array = arrays[value['__tensor__']]
+        if array.dtype.kind not in 'biufc':
+            raise TypeError(f'tensor {value["__tensor__"]!r} holds {array.dtype} data; expected numbers')
         if value.get('dtype') == 'bfloat16':
             return torch.from_numpy(array.copy()).view(torch.bfloat16)
         tensor = torch.from_numpy(array.copy())

@@ -19,7 +19,7 @@ from sparring.config.schema import ConfigError, in_range
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.search_acting import SearchActing
 from sparring.config.registry import ENV_REGISTRY
-from sparring.worker.env.battle import BATTLE_ENV_CONSTRAINTS, NativeVecBattleEnv
+from sparring.worker.env.battle_api import BATTLE_ENV_CONSTRAINTS, NativeVecBattleEnv
 
 # obs[:, seat, :2] = stones[:, PLANE_SEATS[seat]]: own stones first, then the opponent's.
 _PLANE_SEATS = np.array([[0, 1], [1, 0]])

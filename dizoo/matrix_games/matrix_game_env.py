@@ -26,7 +26,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sparring.config.registry import ENV_REGISTRY
-from sparring.worker.env.battle import NativeVecBattleEnv
+from sparring.worker.env.battle_api import NativeVecBattleEnv
 
 
 def zero_sum_payoffs(row_payoff) -> np.ndarray:

@@ -28,7 +28,7 @@ from gymnasium import spaces
 from sparring.config.schema import ConfigError
 from sparring.dizoo.openspiel.spiel import SeatView, check_game_params, load_two_player_game, require_pyspiel
 from sparring.config.registry import ENV_REGISTRY
-from sparring.worker.env.battle import BATTLE_ENV_CONSTRAINTS, NUM_SEATS, NativeVecBattleEnv, battle_env_defaults
+from sparring.worker.env.battle_api import BATTLE_ENV_CONSTRAINTS, NUM_SEATS, NativeVecBattleEnv, battle_env_defaults
 from sparring.worker.env.errors import EnvError
 
 

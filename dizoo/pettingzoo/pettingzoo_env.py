@@ -27,8 +27,8 @@ from gymnasium import spaces
 from sparring.config.schema import ConfigError, one_of
 from sparring.dizoo.pettingzoo.loading import APIS, make_pettingzoo_env
 from sparring.config.registry import ENV_REGISTRY
-from sparring.worker.env.battle import (BATTLE_ENV_CONSTRAINTS, NUM_SEATS, RESULT_NAME, BattleEnv,
-                                        battle_env_defaults)
+from sparring.worker.env.battle_api import (BATTLE_ENV_CONSTRAINTS, NUM_SEATS, RESULT_NAME, BattleEnv,
+                                            battle_env_defaults)
 from sparring.worker.env.errors import EnvError
 
 OBSERVATION_KEY = 'observation'

@@ -85,7 +85,7 @@ class NatureCNNActorCritic(nn.Module):
             self.log_std = log_std
         self.policy_head = orthogonal_init(nn.Linear(cfg['hidden_size'], out_dim), cfg['policy_head_gain'])
         self.value_head = orthogonal_init(nn.Linear(cfg['hidden_size'], 1), 1.0)
-        self.trunk_bfloat16 = cfg.get('trunk_precision', 'float32') == 'bfloat16'  # configs before the key: unset
+        self.trunk_bfloat16 = cfg['trunk_precision'] == 'bfloat16'
 
     def features(self, obs: torch.Tensor) -> torch.Tensor:
         images = obs.reshape(obs.shape[0], *self.input_shape).float()

@@ -103,7 +103,7 @@ def test_none_only_where_the_constraint_allows_it():
     (dict(policy=dict(type='dqn', learn=dict(update_per_collect=4))), "In sparring that is 'updates_per_chunk'"),
     (dict(policy=dict(learn=dict(batch_size=64))), "In sparring that is 'num_minibatches'"),
     (dict(env=dict(type='config_test_env', n_evaluator_episode=5)), "In sparring that is 'n_evaluator_episodes'"),
-    (dict(policy=dict(cuda=True)), "'cuda' in \"policy\". Policies train on the CPU"),
+    (dict(policy=dict(cuda=True)), "'cuda' in \"policy\". In sparring that is 'device' in \"policy\""),
     (dict(policy=dict(collect=dict(gae_lambda=0.9))), "In sparring that is 'policy.learn.gae_lambda'"),
     (dict(policy=dict(learn=dict(ent_coef=0.01))), "In sparring that is 'entropy_coef'"),
     (dict(train=dict(total_timesteps=10)), "In sparring that is 'max_env_steps' in \"train\""),

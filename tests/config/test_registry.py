@@ -36,12 +36,3 @@ def test_import_modules_errors_name_the_module():
         import_modules(['no_such_module_xyz'])
     with pytest.raises(TypeError, match='module names'):
         import_modules([3])
-
-
-def test_the_old_import_path_still_serves_the_same_registries():
-    from sparring.config import registry
-    from sparring.framework import registry as old
-    assert old.ENV_REGISTRY is registry.ENV_REGISTRY and old.Registry is registry.Registry
-    from sparring.framework.optional import require
-    from sparring.config.optional import require as moved
-    assert require is moved

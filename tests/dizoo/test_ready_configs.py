@@ -26,7 +26,8 @@ def test_ready_config_compiles_and_builds(path, tmp_path):
     cfg = compile_config(config, exp_name=str(tmp_path / 'run'), save=False)
     if not (cfg.league is not None or is_battle_env(cfg.env.type)):
         return
-    from sparring.framework.league_pipeline import LeagueRun, complete_league_config, evaluation_opponents
+    from sparring.framework.run_setup import complete_league_config, evaluation_opponents
+    from sparring.framework.serial_run import LeagueRun
     complete_league_config(cfg)
     cfg.env.collector_env_num = cfg.env.evaluator_env_num = 2
     run = LeagueRun(cfg)

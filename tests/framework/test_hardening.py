@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from sparring.framework.commander import Commander
-from sparring.framework.messaging import MAGIC, MessageError, Signer, decode
+from sparring.framework.messaging import decode
+from sparring.worker.remote.wire import MAGIC, MessageError, Signer
 
 SECRET = b'a shared secret of at least 16 bytes'
 
@@ -125,13 +126,16 @@ def _played_commander(tmp_path, chunks=3, save_after=None):
 
 
 def _journal_lines(commander):
+    """The journal's entries, one line each (after its format-version line)."""
     with open(os.path.join(commander.dir, 'journal.jsonl'), 'rb') as f:
-        return f.read().split(b'\n')[:-1]
+        return f.read().split(b'\n')[1:-1]
 
 
 def _write_journal(commander, lines, tail=b''):
+    with open(os.path.join(commander.dir, 'journal.jsonl'), 'rb') as f:
+        header = f.readline()
     with open(os.path.join(commander.dir, 'journal.jsonl'), 'wb') as f:
-        f.write(b''.join(line + b'\n' for line in lines) + tail)
+        f.write(header + b''.join(line + b'\n' for line in lines) + tail)
 
 
 def test_a_torn_last_line_is_cut_before_the_next_entry_is_appended(tmp_path):
@@ -204,7 +208,8 @@ def test_what_an_unauthenticated_peer_costs_is_bounded():
 
     import zmq
 
-    from sparring.framework.messaging import Security, Server
+    from sparring.framework.messaging import Security
+    from sparring.worker.remote.transport import Server
     context = zmq.Context()
     server = Server(context, '127.0.0.1', 0, Security(Signer(SECRET)), queue=4, max_header_bytes=1024,
                     max_message_bytes=1 << 20)

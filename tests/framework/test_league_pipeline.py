@@ -5,8 +5,9 @@ import torch
 
 from sparring.config import compile_config
 from sparring.framework import serial_pipeline
+from sparring.framework.run_setup import complete_league_config
+from sparring.framework.serial_run import LeagueRun
 from sparring.worker.checkpoint import CheckpointManager
-from sparring.framework.league_pipeline import LeagueRun, complete_league_config
 
 
 def _config(exp_name, **train):

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import zmq
 
-from sparring.worker.remote.transport import AUTH_REFUSED
-from sparring.framework.messaging import (MAGIC, PROTOCOL, DataPuller, DataPusher, MessageError, ReplayGuard,
-                                          RequestClient, RequestTimeout, Security, Server, Signer, check_bind,
-                                          create_curve_keys, decode, encode, load_secret, make_security)
+from sparring.framework.messaging import Security, decode, encode, make_security
+from sparring.framework.protocol import PROTOCOL
+from sparring.worker.remote.transport import (AUTH_REFUSED, DataPuller, DataPusher, ReplayGuard, RequestClient, Server,
+                                              check_bind, create_curve_keys)
+from sparring.worker.remote.wire import MAGIC, MessageError, RequestTimeout, Signer, load_secret
 
 SECRET = b'0123456789abcdef0123456789abcdef'
 
@@ -188,7 +189,7 @@ def test_push_blocks_when_the_pulling_side_is_full():
 
 @pytest.mark.skipif(not zmq.has('curve'), reason='libzmq without CURVE')
 def test_curve_lets_only_authorised_keys_in(tmp_path):
-    from sparring.framework.messaging import CurveGuard
+    from sparring.worker.remote.transport import CurveGuard
     keys = create_curve_keys(str(tmp_path / 'keys'))
     context = zmq.Context()
     guard = CurveGuard(context, keys)

@@ -8,11 +8,11 @@ import pytest
 
 from sparring.config import compile_config
 from sparring.framework.commander import Commander
-from sparring.framework.league_pipeline import complete_league_config
-from sparring.framework.messaging import Message, params_to_arrays
-from sparring.framework.workers import LearnerWorker
+from sparring.framework.run_setup import complete_league_config
 from sparring.league import SingleAgentLeague
 from sparring.worker.chunk import Chunk
+from sparring.worker.remote.learner import LearnerWorker
+from sparring.worker.remote.wire import Message, params_to_arrays
 
 
 class Clock:
@@ -353,51 +353,3 @@ def test_bad_parallel_settings_name_the_key(tmp_path, parallel, match):
     from sparring.config.schema import ConfigError
     with pytest.raises(ConfigError, match=match):
         compile_config(dict(env=dict(type='zero_sum_2x2'), parallel=parallel), save=False)
-
-
-def test_a_journal_written_before_the_coordinator_still_replays(tmp_path):
-    """Journals from before agent steps were reported (no ``agent_steps`` in progress entries) replay the same."""
-    import json
-    import os
-    commander, _, learners = start(tmp_path)
-    a, _ = join(commander, 'collector')
-    pid = commander.player_ids[0]
-    for _ in range(3):
-        _, batch, _ = commander.handle(req('jobs', session=a, player_id=pid, count=2))
-        report(commander, a, pid, [[j['job_id'], 'win'] for j in batch['jobs']])
-    publish(commander, learners[pid], pid, 5, 5)
-    expected = commander.league.state_dict()
-    commander.close()
-    path = os.path.join(commander.dir, 'journal.jsonl')
-    with open(path) as f:
-        entries = [json.loads(line) for line in f]
-    assert any('agent_steps' in e for e in entries)
-    with open(path, 'w') as f:
-        for entry in entries:
-            entry.pop('agent_steps', None)
-            entry.pop('crc', None)  # nor checksums
-            f.write(json.dumps(entry) + '\n')
-    resumed = Commander(commander.cfg, resume=True, clock=Clock())
-    np.testing.assert_equal(resumed.league.state_dict()['payoff'], expected['payoff'])
-    assert resumed.train_iterations[pid] == 5 and resumed.env_steps == commander.env_steps
-
-
-def test_a_single_agent_state_saved_without_a_league_resumes(tmp_path):
-    """Single-agent runs used to save ``league=None`` in the commander's state file."""
-    import os
-    from sparring.league.persistence import load_state, save_state
-    cfg = compile_config(dict(
-        exp_name=str(tmp_path / 'cartpole'), env=dict(type='gym', id='CartPole-v1', collector_env_num=2),
-        policy=dict(type='ppo', collect=dict(n_steps=4)),
-        train=dict(max_env_steps=1000, progress_bar=False, tensorboard=False),
-        parallel=dict(save_every_seconds=1e9, log_every_seconds=1e9)), save=False)
-    commander = Commander(cfg, clock=Clock())
-    learner, _ = join(commander, 'learner')
-    publish(commander, learner, 'agent', 3, 3)
-    path = commander.save()
-    commander.close()
-    state = load_state(path)
-    save_state(dict(state, league=None), path)
-    os.remove(os.path.join(commander.dir, 'journal.jsonl'))
-    resumed = Commander(cfg, resume=True, clock=Clock())
-    assert resumed.train_iterations['agent'] == 3 and resumed.player_ids == ['agent']

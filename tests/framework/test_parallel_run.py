@@ -14,10 +14,12 @@ import pytest
 import zmq
 
 from sparring.config import compile_config
-from sparring.framework.league_pipeline import complete_league_config
-from sparring.framework.messaging import MAGIC, DataPusher, MessageError, RequestClient, Security, Signer
+from sparring.framework.messaging import Security
 from sparring.framework.parallel import ParallelRun, parallel_pipeline
+from sparring.framework.run_setup import complete_league_config
 from sparring.league.persistence import load_state
+from sparring.worker.remote.transport import DataPusher, RequestClient
+from sparring.worker.remote.wire import MAGIC, MessageError, Signer
 
 pytestmark = pytest.mark.slow  # parallel runs of many processes, killed and resumed
 
@@ -60,7 +62,7 @@ def _wait(condition, what, timeout=PATIENCE, step=None):
 
 def _journal(exp):
     with open(os.path.join(exp, 'commander', 'journal.jsonl')) as f:
-        return [json.loads(line) for line in f]
+        return [json.loads(line) for line in f][1:]  # the entries, after the format-version line
 
 
 def _check_games_counted_once(exp, league):

@@ -289,21 +289,6 @@ def test_mlagents_counts_agent_steps_as_the_guide_does():
     assert league.judge_snapshot('mlagents_sp_0')['snapshot']
 
 
-def test_an_mlagents_state_saved_before_agent_steps_resumes_with_the_counters_at_zero():
-    league = mlagents_league()
-    report(league, 500, train_iteration=3)
-    state = league.state_dict()
-    for player in state['players']:  # what a state looked like before agent steps were counted
-        for key in ('agent_steps', 'last_swap_agent_steps', 'last_snapshot_agent_steps'):
-            (player.get('extra') or {}).pop(key, None)
-    again = mlagents_league()
-    again.load_state_dict(state)
-    player = again.get_player('mlagents_sp_0')
-    assert player.agent_steps == 0 and player._last_snapshot_agent_steps == 0
-    report(again, 10, train_iteration=4)  # reports go on from there
-    assert player.agent_steps == 10
-
-
 def test_mlagents_needs_agent_steps_in_reports():
     league = mlagents_league()
     with pytest.raises(LeagueError, match='agent_steps'):

@@ -99,14 +99,6 @@ def test_auto_resolves_to_the_cpu_here_for_the_learner_and_the_collectors():
     assert resolve_device('auto') == CPU
 
 
-def test_configs_from_before_the_keys_existed_mean_the_cpu():
-    """A resumed run's config.json, a stored snapshot's config: no ``device`` keys at all."""
-    cfg = compile_section('policy', dict(type='dqn'))
-    del cfg['device'], cfg['collect']['device']
-    policy = POLICY_REGISTRY.get('dqn')(cfg, gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Discrete(2))
-    assert Learner(policy, 100).policy.device == CPU
-
-
 # -- the CUDA branch, as far as it goes without CUDA ---------------------------------------------
 
 @pytest.fixture

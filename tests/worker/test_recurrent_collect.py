@@ -11,8 +11,9 @@ import torch
 
 import sparring.dizoo  # noqa: F401  (registers the envs)
 from sparring.config import compile_config, compile_section
-from sparring.framework.league_pipeline import LeagueRun, complete_league_config
 from sparring.config.registry import POLICY_REGISTRY
+from sparring.framework.run_setup import complete_league_config
+from sparring.framework.serial_run import LeagueRun
 from sparring.policy import functional as F
 from sparring.policy.train_batch import window_batch
 from sparring.worker.battle_collector import BattleCollector

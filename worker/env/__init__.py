@@ -4,5 +4,5 @@ from sparring.worker.env.gym_env import GymEnv, make_env
 from sparring.worker.env.env_group import StepResult
 from sparring.worker.env.manager import BaseEnvManager, EnvManager, make_env_manager
 from sparring.worker.env.subprocess_manager import SubprocessEnvManager
-from sparring.worker.env.battle import (BattleEnv, BattleStep, DictBattleVecEnv, NativeVecBattleEnv, VecBattleEnv,
-                                        is_battle_env, make_battle_env)
+from sparring.worker.env.battle import DictBattleVecEnv, is_battle_env, make_battle_env
+from sparring.worker.env.battle_api import BattleEnv, BattleStep, NativeVecBattleEnv, VecBattleEnv

@@ -6,8 +6,7 @@
 * :func:`make_battle_env` builds either kind of registered battle env; :func:`is_battle_env` tells
   battle envs from single-agent ones.
 
-The two APIs and their base classes are described and defined in :mod:`sparring.worker.env.battle_api`;
-every name there is importable from here too.
+The two APIs and their base classes are described and defined in :mod:`sparring.worker.env.battle_api`.
 """
 from __future__ import annotations
 
@@ -18,9 +17,8 @@ import numpy as np
 from gymnasium import spaces
 
 from sparring.config.registry import ENV_REGISTRY
-from sparring.worker.env.battle_api import (  # noqa: F401 (re-exported: the API's names stay importable from here)
-    AGENTS, BATTLE_ENV_CONSTRAINTS, NUM_SEATS, RESULT_CODE, RESULT_NAME, BattleEnv, BattleStep, NativeVecBattleEnv,
-    VecBattleEnv, battle_env_defaults)
+from sparring.worker.env.battle_api import (NUM_SEATS, RESULT_CODE, RESULT_NAME, BattleEnv, BattleStep,
+                                            NativeVecBattleEnv, VecBattleEnv)
 from sparring.worker.env.closeable import close_all
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import complete_section, import_env_modules

@@ -43,7 +43,7 @@ attribute ``is_vectorised``: natively vectorised games (:class:`NativeVecBattleE
 :class:`~sparring.worker.env.battle.DictBattleVecEnv` steps in a loop. Their ``default_config()``
 holds :func:`battle_env_defaults` plus the game's options, and ``reference_bots`` names the
 ``BOT_REGISTRY`` bots that play the game (evaluation opponents). Building them from a config
-section is :mod:`sparring.worker.env.battle`'s job, which re-exports every name defined here.
+section is :mod:`sparring.worker.env.battle`'s job.
 """
 from __future__ import annotations
 

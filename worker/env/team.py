@@ -32,7 +32,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from sparring.config.schema import in_range
-from sparring.worker.env.battle import NUM_SEATS, BattleStep, NativeVecBattleEnv
+from sparring.worker.env.battle_api import NUM_SEATS, BattleStep, NativeVecBattleEnv
 from sparring.worker.env.errors import EnvError
 
 TEAM_ENV_CONSTRAINTS = {'team_size': in_range(1, None), 'team_spirit': in_range(0.0, 1.0)}

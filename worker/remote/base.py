@@ -91,9 +91,9 @@ class Worker:
             raise CommanderLost(f'{err}; is the commander running, and is the shared secret / CURVE key the same on '
                                 f'both ends?') from None
         except MessageError as err:
-            if err.reason != 'unauthenticated':
+            if err.reason not in ('unauthenticated', 'stale'):
                 raise
-            raise CommanderLost(str(err)) from None  # another secret: say so now, not after the timeout
+            raise CommanderLost(str(err)) from None  # another secret, or a clock far off: say so now, not later
         info = reply.body
         self.cfg = EasyDict(info['config'])
         self.par = self.cfg.parallel
@@ -165,6 +165,8 @@ class Worker:
                 if err.reason == 'session':
                     self.expired = True
                     raise SessionExpired(str(err)) from None
+                if err.reason == 'stale':  # this clock went far off the commander's: no request of ours gets in
+                    raise CommanderLost(str(err)) from None
                 raise
             self.last_contact = time.monotonic()  # an answer is a sign of life, as a heartbeat's is
             return reply

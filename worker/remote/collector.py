@@ -16,6 +16,7 @@ from typing import Callable, Deque, Dict, List, Tuple
 
 from sparring.worker.remote.base import PlayerPolicies, Worker
 from sparring.worker.remote.transport import DataPusher
+from sparring.worker.run_files import open_run_file
 from sparring.worker.run_kind import run_kind
 from sparring.worker.seeds import collector_seed
 
@@ -82,7 +83,8 @@ class CollectorWorker(Worker):
         self.pushers: Dict[str, DataPusher] = {}
         self.env_steps = 0
         self.games_accepted = 0
-        self.audit = open(os.path.join(self.workdir, 'reports.jsonl'), 'a') if self.par.get('audit_reports') else None
+        audit = self.par.get('audit_reports')
+        self.audit = open_run_file(os.path.join(self.workdir, 'reports.jsonl'), 'a') if audit else None
         self.undelivered = 0
         self.undelivered_ids: List[str] = []
         log.info('%s: registered with %s', self.worker_id, self.commander)

@@ -17,19 +17,19 @@ from typing import Deque, Dict, List, Optional, Tuple
 import gymnasium as gym
 import numpy as np
 
-from sparring.worker.checkpoint import CheckpointManager
+from sparring.worker.checkpoint import CheckpointError, CheckpointManager
 from sparring.worker.chunk import Chunk
 from sparring.worker.learner import Learner
 from sparring.worker.logger import RunLogger
 from sparring.worker.remote.base import Worker
 from sparring.worker.remote.replicas import ReplicaGroup
-from sparring.worker.remote.transport import DataPuller, advertised_address, check_bind
+from sparring.worker.remote.schema import MAX_ABS_VALUE
+from sparring.worker.remote.transport import SMALL_HEADER_BYTES, DataPuller, advertised_address, check_bind
 from sparring.worker.remote.wire import arrays_to_params, params_to_arrays
 
 log = logging.getLogger('sparring.worker')
 
 MAX_RECEIPTS = 10_000  # chunk ids acknowledged by one heartbeat (the protocol's limit)
-MAX_ABS_VALUE = 1e10  # no observation, reward or value of a sane env comes near; 1e30 made the value loss inf
 
 
 class LearnerWorker(Worker):
@@ -41,11 +41,14 @@ class LearnerWorker(Worker):
         self.player_id = info['player_id']
         host = self.bind_host or self.par.host
         check_bind(host, self.security.secured)
-        self.puller = DataPuller(self.context, host, self.security, name=f'{self.worker_id} data',
-                                 queue=self.par.learner_queue, max_message_bytes=self.par.max_message_mb << 20)
-        self.endpoint = advertised_address(self.puller.address, self.par.advertise_host)
         self.observation_space, self.action_space = self.spaces()
         self.policy = self.new_policy(self.cfg.seed + self.index)
+        # What a peer without the secret can make this socket hold: a few chunks of this run's size, no more.
+        self.puller = DataPuller(self.context, host, self.security, name=f'{self.worker_id} data',
+                                 queue=self.par.learner_queue, max_header_bytes=SMALL_HEADER_BYTES,
+                                 max_message_bytes=min(self.par.max_message_mb << 20, chunk_bytes_limit(
+                                     self.cfg, self.observation_space, self.action_space, self.policy)))
+        self.endpoint = advertised_address(self.puller.address, self.par.advertise_host)
         self.learner = Learner(self.policy, max(1, self.cfg.train.max_env_steps // len(self.player_ids)))
         self.ckpt = CheckpointManager(self.workdir)
         self.seen: Deque[str] = deque(maxlen=10_000)
@@ -62,7 +65,12 @@ class LearnerWorker(Worker):
         # A replica other than the lead takes the lead's state when the group forms: only the lead restores.
         restored = info['restore'] and info.get('replica', 0) == 0 and self.ckpt.latest() is not None
         if restored:
-            state = self.ckpt.load_latest()
+            try:
+                state = self.ckpt.load_latest()
+            except CheckpointError as err:  # every checkpoint damaged: start afresh rather than crash-loop
+                log.error('%s: %s; starting from the initial parameters', self.worker_id, err)
+                restored = False
+        if restored:
             self.learner.load_state_dict(state['learner'])
             self.counts.update(state['counts'])
         else:
@@ -75,8 +83,8 @@ class LearnerWorker(Worker):
         self.logger = RunLogger(self.workdir, self.learner.max_env_steps, tensorboard=self.cfg.train.tensorboard,
                                 progress_bar=False, initial_env_steps=self.learner.env_steps)
         self.logger.line(f'{self.worker_id}: learner of {self.player_id}, chunks at {self.endpoint}, '
-                         f'{"restored from " + self.ckpt.latest() if restored else "fresh"}, iteration '
-                         f'{self.learner.train_iter}, version {self.policy.version}')
+                         + describe_start(self.ckpt.resumed_from if restored else None, info['train_iteration'],
+                                          self.learner.train_iter, self.policy.version))
         try:
             self.publish(final=False)
             if self.group is None:
@@ -306,6 +314,18 @@ class LearnerWorker(Worker):
         return out
 
 
+def describe_start(restored_from: Optional[str], published_iteration: int, iteration: int, version: int) -> str:
+    """What a (re)started learner trains on, for its log: a checkpoint it restored, or the initial parameters, saying
+    so when the player had trained before (a learner killed before its first checkpoint): its counters go on from
+    the published iteration and version, its parameters do not."""
+    if restored_from is not None:
+        return f'restored from {restored_from}, iteration {iteration}, version {version}'
+    if not published_iteration:
+        return f'fresh, iteration {iteration}, version {version}'
+    return (f'fresh parameters (the initial ones: no checkpoint to restore, so the {published_iteration} iterations '
+            f'trained before are lost), counters continuing at iteration {iteration}, version {version}')
+
+
 def params_digest(params: Dict[str, object]) -> str:
     """A short fingerprint of parameters: equal on every replica of a group, or they have drifted apart."""
     digest = hashlib.sha256()
@@ -322,6 +342,39 @@ def restarted_version(own: int, published: int) -> int:
     it would take the new parameters for the ones they have. So it continues one past the published one.
     """
     return max(own, published + 1) if published else own
+
+
+def chunk_bytes_limit(cfg, observation_space, action_space, policy) -> int:
+    """The largest chunk message a learner of this run takes: four times what the arrays of a chunk can hold.
+
+    A chunk is ``[T, C, ...]``: T steps (``parallel.chunk_len`` or ``policy.collect.n_steps``) of C columns (an
+    env each; a battle env's seats and team agents each get one). A column step holds the observation (twice,
+    for policies that keep the next one), the action, per-action arrays (mask, search policy), a recurrent
+    policy's state and a dozen scalars. Anything larger is no chunk of this run.
+    """
+    steps = cfg.parallel.chunk_len or cfg.policy.collect.n_steps
+    columns = cfg.env.collector_env_num * 2 * int(cfg.env.get('team_size', 1))
+    actions = action_space.n if isinstance(action_space, gym.spaces.Discrete) else 0
+    column_step = (2 * _space_bytes(observation_space) + 2 * _space_bytes(action_space) + 2 * 8 * actions
+                   + _state_bytes(policy.initial_state(1)) + 16 * 8)
+    return int(4 * steps * columns * column_step) + (1 << 20)
+
+
+def _space_bytes(space) -> int:
+    if isinstance(space, gym.spaces.Box):
+        return int(np.prod(space.shape)) * space.dtype.itemsize
+    return int(gym.spaces.flatdim(space)) * 8
+
+
+def _state_bytes(state) -> int:
+    """Bytes of one column of a recurrent state (arrays or tensors, possibly nested); 0 without one."""
+    if state is None:
+        return 0
+    if isinstance(state, dict):
+        return sum(_state_bytes(v) for v in state.values())
+    if isinstance(state, (tuple, list)):
+        return sum(_state_bytes(v) for v in state)
+    return int(np.prod(getattr(state, 'shape', ()))) * 8
 
 
 def check_chunk_values(data: Dict[str, np.ndarray], action_space, observation_space=None) -> None:

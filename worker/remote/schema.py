@@ -1,7 +1,9 @@
 """Schemas of message bodies: each message kind's fields, their types and checks, and its arrays.
 
 A protocol is a mapping from message kind to :class:`Schema`; :func:`~sparring.worker.remote.wire.decode`
-refuses a message whose body or arrays do not fit its kind's schema.
+refuses a message whose body or arrays do not fit its kind's schema. Every number in a body is bounded:
+integers (fields and list items) by :data:`MAX_INT`, so no count, step or version a peer sends can overflow
+a sum, an int64 or a TensorBoard step later; floats are finite (the JSON parser refuses the rest).
 """
 from __future__ import annotations
 
@@ -11,6 +13,12 @@ from typing import Any, Callable, Mapping, Optional, Tuple
 import numpy as np
 
 from sparring.worker.remote.wire import MessageError, short
+
+# Integers in a body stay within +-2**53: exact as floats, and a run's sums of them stay far from int64's end.
+MAX_INT = 2 ** 53
+# Returns, rewards and other measured values of a sane run never come near this (1e30 made a value loss inf).
+MAX_ABS_VALUE = 1e10
+
 
 @dataclasses.dataclass(frozen=True)
 class Field:
@@ -24,11 +32,15 @@ class Field:
         if not _is_instance(value, self.types):
             raise MessageError('schema', f'{kind!r} message: field {name!r} must be {_type_names(self.types)}, '
                                          f'got {type(value).__name__} {short(value)}')
+        if _too_large(value):
+            raise MessageError('schema', f'{kind!r} message: field {name!r} must be within +-{MAX_INT}, got '
+                                         f'{short(value)}')
         if self.items is not None and isinstance(value, list):
             for i, item in enumerate(value):
-                if not _is_instance(item, self.items):
-                    raise MessageError('schema', f'{kind!r} message: {name}[{i}] must be {_type_names(self.items)}, '
-                                                 f'got {type(item).__name__} {short(item)}')
+                if not _is_instance(item, self.items) or _too_large(item):
+                    raise MessageError('schema', f'{kind!r} message: {name}[{i}] must be {_type_names(self.items)}'
+                                                 f' (integers within +-{MAX_INT}), got {type(item).__name__} '
+                                                 f'{short(item)}')
         if self.check is not None and value is not None:
             problem = self.check(value)
             if problem:
@@ -81,6 +93,10 @@ def _is_instance(value: Any, types: Tuple[type, ...]) -> bool:
     return isinstance(value, types)
 
 
+def _too_large(value: Any) -> bool:
+    return type(value) is int and not -MAX_INT <= value <= MAX_INT
+
+
 def _type_names(types: Tuple[type, ...]) -> str:
     return ' or '.join('null' if t is type(None) else t.__name__ for t in types)
 
@@ -91,11 +107,21 @@ def non_negative(value) -> Optional[str]:
 
 
 def numbers(value) -> Optional[str]:
-    """A field check: every value of the dict is a number."""
+    """A field check: every value of the dict is a number within +-:data:`MAX_INT` (a statistic)."""
     for key, v in value.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            return f'[{key!r}] must be a number, got {short(v)}'
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not -MAX_INT <= v <= MAX_INT:
+            return f'[{short(key, 40)}] must be a number within +-{MAX_INT}, got {short(v)}'
     return None
+
+
+def values_within(limit: float):
+    """A field check: every number of the list is within +-``limit`` (a measured value, e.g. a return)."""
+    def check(value) -> Optional[str]:
+        for i, v in enumerate(value):
+            if not -limit <= v <= limit:
+                return f'[{i}] must be within +-{limit:g}, got {short(v)}'
+        return None
+    return check
 
 
 # Shorthands for the types a JSON body holds.

@@ -6,6 +6,11 @@ Sockets fit each flow: :class:`RequestClient` (DEALER, request/reply with timeou
 senders instead of exhausting memory. :class:`Security` says how every socket authenticates (an
 HMAC signer, optionally ZeroMQ CURVE keys: :func:`create_curve_keys`) and which protocol (message
 kinds and their schemas) it speaks. Servers log and drop messages that fail to decode, and carry on.
+
+What a peer without the secret can make a listening socket hold is bounded: ZeroMQ's limit
+(``MAXMSGSIZE``) is per frame, so a listener also reads each message frame by frame and lets go of
+one with more than ``max_frames`` frames or more than ``max_message_bytes`` in all as soon as it
+crosses the bound (dropped and counted as ``oversized``), before a byte of it is hashed.
 """
 from __future__ import annotations
 
@@ -21,8 +26,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import zmq
 
-from sparring.worker.remote.wire import (MAGIC, MAX_HEADER_BYTES, SECRET_ENV, Message, MessageError, RequestTimeout,
-                                         Signer, decode, encode, load_secret)
+from sparring.worker.remote.wire import (MAGIC, MAX_ARRAYS, MAX_HEADER_BYTES, SECRET_ENV, Message, MessageError,
+                                         RequestTimeout, Signer, decode, encode, load_secret)
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +35,9 @@ AUTH_REFUSED = b'refused: bad signature'  # the server's only unsigned word, to 
 STRIKES_TO_BLOCK = 3  # failed authentications after which a peer's messages are dropped unread for a while
 BLOCK_SECONDS = 60.0
 MAX_PEERS_TRACKED = 10_000
+REPLAY_WINDOW_SECONDS = 600.0  # a signed message dated further from the receiver's clock is refused
+MAX_FRAMES = MAX_ARRAYS + 4  # magic, header, signature, packed small arrays, one frame per large array
+SMALL_HEADER_BYTES = 256 << 10  # a request's or a chunk's header: a few kB of body and array descriptors
 
 
 def is_loopback(host: str) -> bool:
@@ -94,7 +102,7 @@ def make_security(auth: Optional[str] = None, key_file: Optional[str] = None,
     if auth == 'hmac' and secret is None:
         raise ValueError(f'parallel.auth="hmac" needs a shared secret: set ${SECRET_ENV} or parallel.key_file')
     if auth == 'curve' and not curve_dir:
-        raise ValueError('parallel.auth="curve" needs parallel.curve_dir (see messaging.create_curve_keys)')
+        raise ValueError('parallel.auth="curve" needs parallel.curve_dir (see create_curve_keys)')
     return Security(Signer(secret), curve_dir if auth in (None, 'curve') else None, protocol)
 
 
@@ -116,7 +124,7 @@ def _load_keypair(directory: str, name: str, secret: bool = True) -> Tuple[bytes
     path = os.path.join(directory, f'{name}.key_secret')
     if not os.path.isfile(path):
         raise FileNotFoundError(f'parallel.curve_dir: no {name}.key_secret in {directory!r}; create the keys with '
-                                f'sparring.framework.messaging.create_curve_keys({directory!r})')
+                                f'sparring.worker.remote.transport.create_curve_keys({directory!r})')
     public, secret_key = zmq.auth.load_certificate(path)
     return public, (secret_key if secret else None)
 
@@ -180,7 +188,7 @@ class ReplayGuard:
     """Rejects a signed message seen before, or older than ``window`` seconds: a captured message
     cannot be played back later."""
 
-    def __init__(self, window: float = 600.0, capacity: int = 200_000) -> None:
+    def __init__(self, window: float = REPLAY_WINDOW_SECONDS, capacity: int = 200_000) -> None:
         self.window = window
         self.capacity = capacity
         self._seen: 'OrderedDict[str, float]' = OrderedDict()
@@ -188,8 +196,12 @@ class ReplayGuard:
     def check(self, message: Message) -> None:
         now = time.time()
         if abs(now - message.time) > self.window:
-            raise MessageError('stale', f'message {message.id} is {now - message.time:.0f} s old (clock skew or replay); '
-                                        f'accepted within {self.window:.0f} s')
+            ahead = message.time > now
+            when = f'{abs(message.time - now):.0f} s {"ahead of" if ahead else "behind"}'
+            raise MessageError('stale', f'{message.kind!r} message dated {when} the receiver\'s clock, which accepts '
+                                        f'{self.window:.0f} s either way: synchronise the clocks of this machine and '
+                                        f'the commander\'s (NTP), or this is a replay of an old message',
+                               message_id=message.id)
         if message.id in self._seen:
             raise MessageError('replayed', f'message {message.id} was already received')
         self._seen[message.id] = message.time
@@ -207,10 +219,13 @@ class _Listener:
     that drops and counts what fails to decode, is unsigned or is replayed."""
 
     def __init__(self, context: zmq.Context, kind: int, host: str, port: int, security: Security, name: str,
-                 queue: int, max_message_bytes: int, max_header_bytes: int = MAX_HEADER_BYTES) -> None:
+                 queue: int, max_message_bytes: int, max_header_bytes: int = MAX_HEADER_BYTES,
+                 max_frames: int = MAX_FRAMES) -> None:
         self.security = security
         self.name = name
         self.max_header_bytes = max_header_bytes
+        self.max_message_bytes = max_message_bytes
+        self.max_frames = max_frames
         self.strikes = PeerStrikes()
         self.socket = context.socket(kind)
         _tune(self.socket, max_message_bytes)
@@ -230,12 +245,16 @@ class _Listener:
         deadline = time.monotonic() + timeout
         while True:
             try:  # what is waiting already is taken without a poll (a system call per message saved)
-                frames = self.socket.recv_multipart(zmq.NOBLOCK, copy=False)
+                frames = self._take(zmq.NOBLOCK, routed)
             except zmq.Again:
                 remaining = deadline - time.monotonic()
                 if not self.socket.poll(max(0, int(remaining * 1000))):
                     return None
-                frames = self.socket.recv_multipart(copy=False)
+                frames = self._take(0, routed)
+            if frames is None:  # let go of already, frame by frame
+                if time.monotonic() >= deadline:  # a flood must not keep the caller from its other duties
+                    return None
+                continue
             peer, frames = (frames[0].bytes, frames[1:]) if routed else (b'', frames)
             try:
                 # Cheap refusals before a byte is hashed: a peer that failed authentication again and
@@ -253,8 +272,31 @@ class _Listener:
                 if routed and err.reason == 'unauthenticated':
                     self.strikes.strike(peer)
                 self._refused(peer, err)
+                if time.monotonic() >= deadline:
+                    return None
                 continue
             return peer, message
+
+    def _take(self, flags: int, routed: bool) -> Optional[list]:
+        """The next message's frames; None (counted as ``oversized``) for one with more than ``max_frames``
+        frames or ``max_message_bytes`` in all, whose frames are read and let go of one at a time."""
+        frames: Optional[list] = []
+        size, most_frames, most_bytes = 0, self.max_frames + routed, self.max_message_bytes + (256 if routed else 0)
+        while True:
+            frame = self.socket.recv(flags, copy=False)
+            flags = 0  # the message's other frames are here already: ZeroMQ delivers a message whole
+            size += len(frame)
+            if frames is not None:
+                if len(frames) >= most_frames or size > most_bytes:
+                    frames = None  # from here on, each frame is let go of as soon as it is read
+                else:
+                    frames.append(frame)
+            if not frame.more:
+                break
+        if frames is None:
+            self.rejected.add(MessageError('oversized', f'a message of more than {self.max_frames} frames or '
+                                                        f'{self.max_message_bytes} bytes; dropped unread'))
+        return frames
 
     def _refused(self, peer: bytes, err: MessageError) -> None:
         """What to do about a dropped message beyond counting it."""
@@ -277,8 +319,9 @@ class Server(_Listener):
         return self._receive(timeout, routed=True)
 
     def _refused(self, peer: bytes, err: MessageError) -> None:
-        if err.reason == 'schema' and err.message_id:
-            # An authenticated peer sent a message that breaks its kind's schema: tell it why.
+        if err.reason in ('schema', 'stale') and err.message_id:
+            # An authenticated peer sent a message that breaks its kind's schema, or dated far from this
+            # clock (a worker whose clock is off): tell it why, rather than let it time out wondering.
             self.reply(peer, err.message_id, 'error', dict(error=str(err), reason=err.reason))
         elif err.reason == 'unauthenticated' and self.strikes.count(peer) == 1:
             # A worker with another secret learns it at once instead of timing out; a few bytes, once
@@ -413,8 +456,8 @@ class DataPuller(_Listener):
     """A PULL socket bound on ``host`` (a free port unless ``port``); ``recv`` drops bad messages (counted)."""
 
     def __init__(self, context: zmq.Context, host: str, security: Security, name: str, queue: int = 4,
-                 max_message_bytes: int = 1 << 30, port: int = 0) -> None:
-        super().__init__(context, zmq.PULL, host, port, security, name, queue, max_message_bytes)
+                 max_message_bytes: int = 1 << 30, port: int = 0, max_header_bytes: int = MAX_HEADER_BYTES) -> None:
+        super().__init__(context, zmq.PULL, host, port, security, name, queue, max_message_bytes, max_header_bytes)
 
     def recv(self, timeout: float) -> Optional[Message]:
         got = self._receive(timeout, routed=False)

@@ -42,6 +42,7 @@ MIN_SECRET_BYTES = 16
 TAG_BYTES = hashlib.sha256().digest_size
 MAX_HEADER_BYTES = 4 << 20
 MAX_ARRAYS = 4096
+MAX_TIME = 1e11  # seconds since the epoch: about the year 5100
 # Numeric kinds only: bool, signed and unsigned integers, floats. Object, string, void
 # (structured) and datetime dtypes could smuggle in anything but numbers.
 ALLOWED_DTYPE_KINDS = frozenset('biuf')
@@ -199,7 +200,17 @@ def _finite_float(text: str) -> float:
 
 def decode(frames: Sequence, *, signer: Signer, schemas: Mapping[str, Any]) -> Message:
     """A :class:`Message` from received frames (``bytes`` or ``zmq.Frame``); arrays are read-only
-    views of the frames. Raises :class:`MessageError`."""
+    views of the frames. Raises :class:`MessageError`, and nothing else: whatever a peer's bytes
+    provoke is a malformed message, dropped and counted, never the end of the process."""
+    try:
+        return _decode(frames, signer, schemas)
+    except MessageError:
+        raise
+    except Exception as err:  # noqa: BLE001 -- any failure to decode a peer's bytes is a malformed message
+        raise MessageError('malformed', f'undecodable message ({type(err).__name__}: {short(str(err))})') from None
+
+
+def _decode(frames: Sequence, signer: Signer, schemas: Mapping[str, Any]) -> Message:
     views = [f.buffer if type(f) is zmq.Frame else memoryview(f) for f in frames]
     if len(views) < 3:
         raise MessageError('malformed', f'message has {len(views)} frame(s); expected at least 3 '
@@ -256,8 +267,8 @@ def decode(frames: Sequence, *, signer: Signer, schemas: Mapping[str, Any]) -> M
         if not isinstance(header.get(key, ''), str):
             raise MessageError('malformed', f'header {key!r} must be a string')
     stamp = header.get('time', 0.0)
-    if isinstance(stamp, bool) or not isinstance(stamp, (int, float)):
-        raise MessageError('malformed', 'header "time" must be a number')
+    if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not 0 <= stamp <= MAX_TIME:
+        raise MessageError('malformed', f'header "time" must be seconds since the epoch, got {short(stamp)}')
     reply_to = header.get('reply_to')
     if reply_to is not None and not isinstance(reply_to, str):
         raise MessageError('malformed', 'header "reply_to" must be a string or null')

@@ -1,2 +1,0 @@
-"""Moved to :mod:`sparring.config.optional`; this name stays for user code."""
-from sparring.config.optional import require  # noqa: F401

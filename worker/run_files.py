@@ -1,0 +1,78 @@
+"""Writing a run's own files (logs, the journal, the commander's address, reports) without following links.
+
+An experiment directory may be shared, or come from someone else: a symbolic link planted where sparring writes
+(``log.txt``, ``commander/address``, a worker's log) would make a run truncate or append to any file its user may
+write. Every writer of run files opens them here: the last component of the path is opened with ``O_NOFOLLOW``
+(a link there is refused with :class:`LinkedRunFile`, naming it), and whole-file rewrites go to a new temporary
+file (``O_EXCL``, never an existing one) renamed over the target, which replaces a link rather than writing
+through it. A run refuses to start in a directory whose own folders (``commander/``, ``workers/...``) are links.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from typing import IO
+
+_FLAGS = {'a': os.O_WRONLY | os.O_CREAT | os.O_APPEND, 'w': os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+          'r+': os.O_RDWR | os.O_CREAT}
+
+
+RUN_DIRS = ('commander', 'workers', 'params', 'ckpt', 'tb')  # the folders a run writes into
+
+
+class LinkedRunFile(FileExistsError):
+    """A symbolic link where a run writes one of its files."""
+
+
+def run_file_fd(path: str, mode: str = 'a') -> int:
+    """A file descriptor of ``path`` opened for ``mode`` without following a link: 'a' (append), 'w' (truncate) or
+    'r+' (read and write in place); each creates the file if it is missing ('b' is ignored)."""
+    flags = _FLAGS[mode.replace('b', '')] | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0)
+    try:
+        return os.open(path, flags, 0o644)
+    except OSError as err:
+        if err.errno == errno.ELOOP or os.path.islink(path):
+            raise LinkedRunFile(f'{path} is a symbolic link (to {os.readlink(path)!r}); sparring writes a run\'s '
+                                f'files only in place, never through a link. Expected a regular file or none: '
+                                f'remove the link, or use an experiment directory of your own') from None
+        raise
+
+
+def open_run_file(path: str, mode: str = 'a', encoding: str = 'utf-8') -> IO:
+    """``open(path, mode)`` for a run file, refusing a link (see the module)."""
+    fd = run_file_fd(path, mode)
+    return os.fdopen(fd, mode, **({} if 'b' in mode else dict(encoding=encoding)))
+
+
+def refuse_linked_dirs(exp_dir: str, names=None) -> None:
+    """:class:`LinkedRunFile` if a folder a run writes into (``names`` under ``exp_dir``, each worker's folder and its
+    checkpoints) is a symbolic link: ``O_NOFOLLOW`` guards only a path's last component. The experiment directory
+    itself may be one."""
+    names = RUN_DIRS if names is None else names
+    found = [os.path.join(exp_dir, name) for name in names]
+    workers = os.path.join(exp_dir, 'workers')
+    if os.path.isdir(workers) and not os.path.islink(workers):
+        each = [os.path.join(workers, name) for name in sorted(os.listdir(workers))]
+        found += each + [os.path.join(path, 'ckpt') for path in each]
+    for path in found:
+        if os.path.islink(path):
+            raise LinkedRunFile(f'{path} is a symbolic link (to {os.readlink(path)!r}); sparring writes a run\'s files '
+                                f'only in folders of the experiment directory itself. Expected a folder or none: '
+                                f'remove the link, or use an experiment directory of your own')
+
+
+def write_atomically(path: str, text: str) -> str:
+    """Replace ``path`` with ``text``: written to a new temporary file beside it, then renamed into place (a crash
+    leaves the old file or the new one; a link at ``path`` is replaced, not written through)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp', dir=directory)
+    try:
+        with os.fdopen(fd, 'w', encoding='utf-8') as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
