@@ -203,6 +203,8 @@ def main() -> None:
                         default=['cartpole', 'pendulum', 'update'])
     parser.add_argument('--update-threads', type=int, nargs='+', default=[1],
                         help='torch threads of the update micro-benchmark (each count measured on its own)')
+    parser.add_argument('--entry', default=None,
+                        help='store the figures under this name in the JSON (default: as the top-level entries)')
     parser.add_argument('--child', nargs=4, metavar=('LIBRARY', 'TASK', 'SEED', 'WORKDIR'), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -214,8 +216,8 @@ def main() -> None:
     import stable_baselines3
     import torch
     from results_file import merge_results
-    results = dict(machine=dict(cpus=os.cpu_count(), python=platform.python_version(), torch=torch.__version__,
-                                stable_baselines3=stable_baselines3.__version__),
+    results = dict(machine=dict(cpus=os.cpu_count(), cpu_model=_cpu_model(), python=platform.python_version(),
+                                torch=torch.__version__, stable_baselines3=stable_baselines3.__version__),
                    started=time.strftime('%Y-%m-%d %H:%M:%S'), load_at_start=load())
     print(f'load average at start: {results["load_at_start"]}', flush=True)
     with tempfile.TemporaryDirectory() as workdir:
@@ -235,7 +237,15 @@ def main() -> None:
             results['update'] = compare_updates(run_in_child=_update_child, threads=args.update_threads)
     results['load_at_end'] = load()
     print(f'load average at end: {results["load_at_end"]}')
-    merge_results('vs_sb3', results)
+    merge_results('vs_sb3', {args.entry: dict(results, seeds=args.seeds)} if args.entry else results)
+
+
+def _cpu_model() -> str:
+    try:
+        with open('/proc/cpuinfo') as f:
+            return next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
+    except (OSError, StopIteration):
+        return platform.processor()
 
 
 def _update_child(name: str, threads: int) -> dict:
