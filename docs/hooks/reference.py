@@ -5,9 +5,12 @@ gets that line replaced, at build time, by the tables :mod:`config_reference` an
 (in ``docs/gen/``) make from the code. Nothing generated is written into the repository, so the
 reference cannot fall behind the code.
 
-The repository root is the package itself, so the hook links ``build/docs-pkg/sparring`` to it and puts
+The repository root is the package itself, so the hook builds ``build/docs-pkg/sparring`` out of links to
+the root's ``__init__.py`` and its package folders (those holding an ``__init__.py``), and puts
 ``build/docs-pkg`` first on ``sys.path``: the pages (and mkdocstrings, whose ``paths`` name the same
-folder) document this checkout, whatever else is installed.
+folder) document this checkout, whatever else is installed. Only the package folders are linked, not the
+root itself: mkdocstrings walks what it finds there, and a link to the root would hand it ``.venv`` (a
+whole site-packages) and ``build/`` (the link again, without end).
 """
 from __future__ import annotations
 
@@ -25,13 +28,20 @@ MARKERS = {
 
 
 def link_package() -> str:
-    """``build/docs-pkg/sparring`` -> the repository root; returns ``build/docs-pkg``."""
-    os.makedirs(PKG_DIR, exist_ok=True)
-    link = os.path.join(PKG_DIR, 'sparring')
-    if os.path.islink(link) and os.path.realpath(link) != os.path.realpath(ROOT):
-        os.remove(link)  # a copy of the checkout moved elsewhere
-    if not os.path.lexists(link):
-        os.symlink(os.path.relpath(ROOT, PKG_DIR), link)
+    """``build/docs-pkg/sparring``: links to the root's ``__init__.py`` and package folders; returns
+    ``build/docs-pkg``."""
+    package = os.path.join(PKG_DIR, 'sparring')
+    if os.path.islink(package):
+        os.remove(package)  # the layout of an earlier build: one link to the whole root
+    os.makedirs(package, exist_ok=True)
+    wanted = ['__init__.py'] + sorted(name for name in os.listdir(ROOT)
+                                      if os.path.isfile(os.path.join(ROOT, name, '__init__.py')))
+    for name in wanted:
+        link, target = os.path.join(package, name), os.path.join(ROOT, name)
+        if os.path.islink(link) and os.path.realpath(link) != os.path.realpath(target):
+            os.remove(link)  # a copy of the checkout moved elsewhere
+        if not os.path.lexists(link):
+            os.symlink(os.path.relpath(target, package), link)
     return PKG_DIR
 
 
@@ -40,7 +50,7 @@ def on_config(config):
         if folder not in sys.path:
             sys.path.insert(0, folder)
     loaded = sys.modules.get('sparring')
-    if loaded is not None and os.path.realpath(os.path.dirname(loaded.__file__)) != os.path.realpath(ROOT):
+    if loaded is not None and os.path.dirname(os.path.realpath(loaded.__file__)) != os.path.realpath(ROOT):
         raise RuntimeError(f'docs hook: sparring was already imported from {loaded.__file__}, not from {ROOT}')
     return config
 
