@@ -66,6 +66,9 @@ def check_device_spec(value: Any) -> None:
         raise ConfigError(problem)
 
 
+check_device_spec.description = _FORMS  # type: ignore[attr-defined]  # how the config reference names it
+
+
 def resolve_device(spec: Any, key: str = DEVICE_KEY) -> torch.device:
     """The ``torch.device`` a config value names in this process; ConfigError naming ``key`` if unusable."""
     problem = _problem(spec)

@@ -9,10 +9,11 @@ through it. A run refuses to start in a directory whose own folders (``commander
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import tempfile
-from typing import IO
+from typing import IO, Iterator
 
 _FLAGS = {'a': os.O_WRONLY | os.O_CREAT | os.O_APPEND, 'w': os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
           'r+': os.O_RDWR | os.O_CREAT}
@@ -62,17 +63,28 @@ def refuse_linked_dirs(exp_dir: str, names=None) -> None:
                                 f'remove the link, or use an experiment directory of your own')
 
 
-def write_atomically(path: str, text: str) -> str:
-    """Replace ``path`` with ``text``: written to a new temporary file beside it, then renamed into place (a crash
-    leaves the old file or the new one; a link at ``path`` is replaced, not written through)."""
+@contextlib.contextmanager
+def atomic_replacement(path: str, mode: str = 'w', durable: bool = False) -> Iterator[IO]:
+    """A new temporary file beside ``path``, renamed over it when the block ends without error (a crash
+    leaves the old file or the new one; a link at ``path`` is replaced, not written through); removed
+    otherwise. ``durable``: its bytes reach the disk before the rename."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp', dir=directory)
     try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as f:
-            f.write(text)
+        with os.fdopen(fd, mode, **({} if 'b' in mode else {'encoding': 'utf-8'})) as f:
+            yield f
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_atomically(path: str, text: str) -> str:
+    """Replace ``path`` with ``text`` (see :func:`atomic_replacement`)."""
+    with atomic_replacement(path) as f:
+        f.write(text)
     return path

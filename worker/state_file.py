@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import zipfile
 from typing import Any, Dict
 
@@ -23,6 +22,7 @@ import numpy as np
 import torch
 
 from sparring.worker.format_version import refusal, stamped, unstamped
+from sparring.worker.run_files import atomic_replacement
 
 STATE_ENTRY = '__state__'
 FORMAT_VERSION = 1  # of state files: raise it when what a reader finds in one changes
@@ -44,17 +44,8 @@ def write_archive(path: str, document: str, arrays: Dict[str, np.ndarray]) -> st
     directory, flushed to disk and renamed over ``path``: a crash leaves the old file or the new one."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp', dir=directory)
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            np.savez(f, **{STATE_ENTRY: np.frombuffer(document.encode('utf-8'), dtype=np.uint8)}, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_replacement(path, 'wb', durable=True) as f:
+        np.savez(f, **{STATE_ENTRY: np.frombuffer(document.encode('utf-8'), dtype=np.uint8)}, **arrays)
     return path
 
 

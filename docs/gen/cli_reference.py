@@ -6,9 +6,10 @@ help text on the page is the one the program has.
 from __future__ import annotations
 
 import argparse
-import html
 import re
 from typing import List, Sequence
+
+from config_reference import plain_text
 
 
 def render() -> str:
@@ -82,8 +83,5 @@ def _text(text: str) -> str:
         if piece.startswith('`') and piece.endswith('`') and len(piece) > 1:
             out.append(piece.replace('|', '\\|'))
             continue
-        piece = html.escape(piece, quote=False)
-        for char in '\\*_[]|#':
-            piece = piece.replace(char, '\\' + char)
-        out.append(piece)
+        out.append(plain_text(piece))
     return ''.join(out)

@@ -369,8 +369,13 @@ def _escape(text: str) -> str:
         if i % 3:  # a captured code segment
             out.append(f'`{_cell(piece)}`')
             continue
-        piece = html.escape(piece, quote=False)
-        for char in '\\*_[]|#':
-            piece = piece.replace(char, '\\' + char)
-        out.append(piece)
+        out.append(plain_text(piece))
     return ''.join(out)
+
+
+def plain_text(piece: str) -> str:
+    """Text for a markdown table cell, shown as written: HTML and markdown's special characters escaped."""
+    piece = html.escape(piece, quote=False)
+    for char in '\\*_[]|#':
+        piece = piece.replace(char, '\\' + char)
+    return piece
