@@ -231,21 +231,7 @@ def test_what_an_unauthenticated_peer_costs_is_bounded():
 
 def test_drop_counts_reach_the_log_and_tensorboard_as_they_happen(tmp_path):
     commander, _, learner, pid, (a, _, _) = _one_player(tmp_path)
-
-    class Logger:
-        def __init__(self):
-            self.scalars_seen, self.lines = {}, []
-
-        def scalars(self, figures, step, prefix=''):
-            self.scalars_seen.update({prefix + k: v for k, v in figures.items()})
-
-        def line(self, text):
-            self.lines.append(text)
-
-        def progress(self, steps):
-            pass
-
-    commander.logger = Logger()
+    commander.logger = helpers.RecordingLogger()
     commander.transport_rejects = lambda: {'unauthenticated': 7}
     report(commander, a, pid, [[12345, 'win']])  # an unknown job: refused
     commander.log_progress()

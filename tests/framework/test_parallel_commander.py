@@ -79,6 +79,22 @@ def recorded_games(league):
         sum(league.get_player(p.player_id).self_play_games for p in league.active_players)
 
 
+
+class RecordingLogger:
+    """What a commander says: its lines and the scalars it would send to TensorBoard."""
+
+    def __init__(self):
+        self.scalars_seen, self.lines = {}, []
+
+    def scalars(self, figures, step, prefix=''):
+        self.scalars_seen.update({prefix + k: v for k, v in figures.items()})
+
+    def line(self, text):
+        self.lines.append(text)
+
+    def progress(self, steps):
+        pass
+
 def test_each_game_is_recorded_once_and_only_by_the_worker_that_holds_its_job(tmp_path):
     commander, _, _ = start(tmp_path)
     a, _ = join(commander, 'collector')

@@ -218,22 +218,6 @@ def test_defect12_a_learner_without_a_checkpoint_to_restore_says_its_parameters_
 
 
 # -- defect 10: a damaged snapshot is quarantined, the run goes on -------------------------------------------------
-class Logger:
-    """What a commander says: its lines and the scalars it would send to TensorBoard."""
-
-    def __init__(self):
-        self.scalars_seen, self.lines = {}, []
-
-    def scalars(self, figures, step, prefix=''):
-        self.scalars_seen.update({prefix + k: v for k, v in figures.items()})
-
-    def line(self, text):
-        self.lines.append(text)
-
-    def progress(self, steps):
-        pass
-
-
 def test_defect10_a_damaged_snapshot_is_quarantined_and_the_run_goes_on(tmp_path):
     commander, _, learners = start(tmp_path, active_players=dict(naive_sp=1))
     pid = commander.player_ids[0]
@@ -246,7 +230,7 @@ def test_defect10_a_damaged_snapshot_is_quarantined_and_the_run_goes_on(tmp_path
         data = f.read()
     with open(path, 'wb') as f:
         f.write(data[:len(data) // 2])  # cut in half
-    logger = Logger()
+    logger = helpers.RecordingLogger()
     resumed = Commander(commander.cfg, resume=True, clock=Clock(), logger=logger)
     learner, _ = join(resumed, 'learner', player_id=pid)
     publish(resumed, learner, pid, 6, 6)
