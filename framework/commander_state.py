@@ -122,7 +122,7 @@ class Journal:
         self.synced = self.seq
 
     def committed(self) -> int:
-        """The last sequence number a sync recorded (0 if none was, e.g. a journal written before the record)."""
+        """The last sequence number a sync recorded (0 if none was yet: a commander killed before its first sync)."""
         if not os.path.lexists(self.committed_path):
             return 0
         with open_run_file(self.committed_path, 'rb+') as f:
