@@ -47,11 +47,6 @@ def zero_rows(state: State, rows) -> None:
             part[rows] = 0
 
 
-def merge_leading(state: State) -> State:
-    """Each part's first two axes merged into one (``[B, 2, ...]`` -> ``[2B, ...]``: seats as columns)."""
-    return None if state is None else tuple(part.reshape(-1, *part.shape[2:]) for part in state)
-
-
 class WindowStates:
     """Records the state at the start of every ``bptt_len``-step window while a chunk is collected.
 

@@ -24,51 +24,28 @@ class MujocoEnv(GymEnv):
         super().validate_config(section)
 
 
-@ENV_REGISTRY.register('hopper')
-class HopperEnv(MujocoEnv):
-    default_id = 'Hopper-v5'
+# The ten tasks under their short names. Each is a MujocoEnv subclass that only presets the Gymnasium id,
+# made here from one table rather than written out ten times.
+MUJOCO_TASKS = {
+    'hopper': 'Hopper-v5',
+    'halfcheetah': 'HalfCheetah-v5',
+    'walker2d': 'Walker2d-v5',
+    'swimmer': 'Swimmer-v5',
+    'reacher': 'Reacher-v5',
+    'invertedpendulum': 'InvertedPendulum-v5',
+    'inverteddoublependulum': 'InvertedDoublePendulum-v5',
+    'ant': 'Ant-v5',
+    'humanoid': 'Humanoid-v5',
+    'humanoidstandup': 'HumanoidStandup-v5',
+}
 
 
-@ENV_REGISTRY.register('halfcheetah')
-class HalfCheetahEnv(MujocoEnv):
-    default_id = 'HalfCheetah-v5'
+def _task_class(name: str, gym_id: str) -> type:
+    """The registered class of one task: ``MujocoEnv`` with ``gym_id`` as its default id."""
+    class_name = gym_id.split('-')[0] + 'Env'
+    return ENV_REGISTRY.register(name, type(class_name, (MujocoEnv,), dict(
+        default_id=gym_id, __module__=__name__, __qualname__=class_name,
+        __doc__=f'Gymnasium\'s ``{gym_id}`` under the short name ``{name!r}``.')))
 
 
-@ENV_REGISTRY.register('walker2d')
-class Walker2dEnv(MujocoEnv):
-    default_id = 'Walker2d-v5'
-
-
-@ENV_REGISTRY.register('swimmer')
-class SwimmerEnv(MujocoEnv):
-    default_id = 'Swimmer-v5'
-
-
-@ENV_REGISTRY.register('reacher')
-class ReacherEnv(MujocoEnv):
-    default_id = 'Reacher-v5'
-
-
-@ENV_REGISTRY.register('invertedpendulum')
-class InvertedPendulumEnv(MujocoEnv):
-    default_id = 'InvertedPendulum-v5'
-
-
-@ENV_REGISTRY.register('inverteddoublependulum')
-class InvertedDoublePendulumEnv(MujocoEnv):
-    default_id = 'InvertedDoublePendulum-v5'
-
-
-@ENV_REGISTRY.register('ant')
-class AntEnv(MujocoEnv):
-    default_id = 'Ant-v5'
-
-
-@ENV_REGISTRY.register('humanoid')
-class HumanoidEnv(MujocoEnv):
-    default_id = 'Humanoid-v5'
-
-
-@ENV_REGISTRY.register('humanoidstandup')
-class HumanoidStandupEnv(MujocoEnv):
-    default_id = 'HumanoidStandup-v5'
+TASK_CLASSES = {name: _task_class(name, gym_id) for name, gym_id in MUJOCO_TASKS.items()}
