@@ -61,6 +61,31 @@ def of_type(*types: type, allow_none: bool = False) -> Callable[[Any], None]:
     return check
 
 
+def non_empty_text() -> Callable[[Any], None]:
+    """A string with at least one character (a name, an id)."""
+    def check(value):
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f'expected a non-empty string, got {value!r}')
+
+    check.description = 'a non-empty string'
+    return check
+
+
+def mean_and_spread(allow_none: bool = False) -> Callable[[Any], None]:
+    """A pair ``[mu, sigma]`` of numbers with ``sigma > 0`` (a TrueSkill rating)."""
+    def check(value):
+        if value is None and allow_none:
+            return
+        numbers = isinstance(value, (list, tuple)) and len(value) == 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        if not numbers or not value[1] > 0:
+            raise ConfigError(f'expected [mu, sigma] with sigma > 0{" or None" if allow_none else ""}, got {value!r}')
+
+    check.description = '[mu, sigma] with sigma > 0' + (' or None' if allow_none else '')
+    check.allow_none = allow_none
+    return check
+
+
 def sequence_of(item_check: Callable[[Any], None], min_len: int = 0) -> Callable[[Any], None]:
     def check(value):
         if not isinstance(value, (list, tuple)) or len(value) < min_len:

@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from sparring.config.schema import ConfigError, in_range
+from sparring.config.schema import ConfigError, in_range, mean_and_spread, non_empty_text, of_type
 from sparring.config.registry import PLAYER_REGISTRY
 from sparring.league.config_util import check_probabilities, merge_section, to_easydict, to_plain
 from sparring.league.errors import LeagueError
@@ -114,23 +114,18 @@ class ReferencePlayer(Player):
             anchor=True,  # its ratings stay fixed (anchor the scale); False: rated like any player, from the above
         )
 
+    # Checked where the defaults cannot tell the type (None) or the value matters; ``anchor``'s bool default
+    # is type-checked by the merge itself.
+    config_constraints = {
+        'player_id': non_empty_text(),
+        'param_ref': of_type(str, allow_none=True),
+        'elo': of_type(int, float, allow_none=True),
+        'trueskill': mean_and_spread(allow_none=True),
+    }
+
     @classmethod
     def resolve_config(cls, user, path: str) -> dict:
-        merged = merge_section(cls, user, path)
-        if not isinstance(merged['player_id'], str) or not merged['player_id']:
-            raise ConfigError(f'config key "{path}.player_id": expected a non-empty string, got {merged["player_id"]!r}')
-        if merged['param_ref'] is not None and not isinstance(merged['param_ref'], str):
-            raise ConfigError(f'config key "{path}.param_ref": expected str or None, got {merged["param_ref"]!r}')
-        elo = merged['elo']
-        if elo is not None and (isinstance(elo, bool) or not isinstance(elo, (int, float))):
-            raise ConfigError(f'config key "{path}.elo": expected a number or None, got {elo!r}')
-        ts = merged['trueskill']
-        if ts is not None and not (isinstance(ts, (list, tuple)) and len(ts) == 2 and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in ts) and ts[1] > 0):
-            raise ConfigError(f'config key "{path}.trueskill": expected [mu, sigma] with sigma > 0 or None, got {ts!r}')
-        if not isinstance(merged['anchor'], bool):
-            raise ConfigError(f'config key "{path}.anchor": expected True or False, got {merged["anchor"]!r}')
-        return merged
+        return merge_section(cls, user, path)
 
 
 class ActivePlayer(Player):

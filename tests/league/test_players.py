@@ -1,4 +1,5 @@
 """Opponent branches (seeded statistical checks), snapshot rules, resets, and custom players."""
+import re
 from collections import Counter
 
 import numpy as np
@@ -432,3 +433,18 @@ def test_reference_branch_without_reference_players_falls_back_to_self_play():
     league = OneVsOneLeague(dict(players=dict(naive_sp=dict(branch_probs=dict(reference=1.0)))))
     by_opponent, by_branch = opponents(league, 'naive_sp_0', n=50)
     assert by_opponent == Counter(naive_sp_0=50) and by_branch == Counter(sp=50)
+
+
+@pytest.mark.parametrize('entry, message', [
+    (dict(player_id=''), '"league.reference_players.0.player_id": expected a non-empty string'),
+    (dict(player_id='bot', param_ref=3), '"league.reference_players.0.param_ref": expected str or None'),
+    (dict(player_id='bot', elo=True), '"league.reference_players.0.elo": expected int or float or None'),
+    (dict(player_id='bot', trueskill=[25, 0]), '"league.reference_players.0.trueskill": expected [mu, sigma] with sigma > 0'),
+    (dict(player_id='bot', anchor=1), '"league.reference_players.0.anchor": expected bool'),
+    (dict(player_id='bot', rating=3), "unknown key 'rating'"),
+])
+def test_reference_player_config_is_checked_by_its_declared_constraints(entry, message):
+    from sparring.league.player import ReferencePlayer
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        ReferencePlayer.resolve_config(entry, 'league.reference_players.0')
+    assert ReferencePlayer.resolve_config(dict(player_id='bot', elo=1200, trueskill=(25, 8.3)), 'p')['elo'] == 1200
