@@ -36,6 +36,43 @@ def gae(reward: np.ndarray, value: np.ndarray, next_value: np.ndarray, terminate
     return advantages.astype(np.float32), returns.astype(np.float32)
 
 
+def vtrace(reward: np.ndarray, value: np.ndarray, next_value: np.ndarray, terminated: np.ndarray,
+           truncated: np.ndarray, log_ratio: np.ndarray, gamma: float, rho_bar: float = 1.0, c_bar: float = 1.0,
+           lam: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """V-trace (IMPALA, Espeholt et al. 2018) over a ``[T, B]`` chunk; returns (advantages, value targets).
+
+    ``log_ratio`` is log pi(a|x) - log mu(a|x): the current policy's log-probability of each taken
+    action minus the behaviour policy's, recorded when the chunk was collected. With
+    ``rho = min(rho_bar, exp(log_ratio))`` and ``c = lam * min(c_bar, exp(log_ratio))`` the value
+    targets follow the paper's recursion ``v_t - V(x_t) = rho_t * delta_t + gamma * c_t * (v_{t+1} - V(x_{t+1}))``
+    with ``delta_t = r_t + gamma * V(x_{t+1}) - V(x_t)``, and the policy-gradient advantage is
+    ``rho_t * (r_t + gamma * v_{t+1} - V(x_t))``. Episode ends are treated as in :func:`gae`:
+    ``next_value`` is bootstrapped where an episode was truncated, ignored where it terminated, and the
+    recursion stops at both. On-policy (``log_ratio`` 0, ``rho_bar``, ``c_bar`` >= 1) with ``lam`` 1
+    the advantages and targets equal GAE's with lambda 1.
+    """
+    reward = np.asarray(reward, dtype=np.float64)
+    value = np.asarray(value, dtype=np.float64)
+    next_value = np.asarray(next_value, dtype=np.float64)
+    ratio = np.exp(np.asarray(log_ratio, dtype=np.float64))
+    rho = np.minimum(rho_bar, ratio)
+    c = lam * np.minimum(c_bar, ratio)
+    alive = 1.0 - np.asarray(terminated, dtype=np.float64)
+    cont = 1.0 - np.logical_or(terminated, truncated).astype(np.float64)
+    delta = reward + gamma * alive * next_value - value
+    correction = np.zeros_like(delta)  # v_t - V(x_t)
+    after = np.zeros(delta.shape[1:], dtype=np.float64)  # v_{t+1} - V(x_{t+1}) within the episode; 0 at its end
+    next_target = np.zeros_like(delta)  # v_{t+1}: the next state's value target (0 past a terminal state)
+    for t in range(delta.shape[0] - 1, -1, -1):
+        after = cont[t] * after
+        next_target[t] = alive[t] * next_value[t] + after
+        after = rho[t] * delta[t] + gamma * c[t] * after
+        correction[t] = after
+    targets = value + correction
+    advantages = rho * (reward + gamma * next_target - value)
+    return advantages.astype(np.float32), targets.astype(np.float32)
+
+
 def normalize_advantages(adv: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     if adv.numel() < 2:
         return adv
