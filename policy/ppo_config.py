@@ -49,10 +49,7 @@ def ppo_default_config() -> dict:
             grad_clip_sigmas=5.0,  # 'five': the bound in running RMS of the unclipped gradient
             target_kl=None,  # 'clip' (and 'mmd', 'search'): stop the epoch loop early once approx-KL exceeds this
             value_replay=None,  # also fit the value on the previous chunk; None: only for 'kl_penalty'
-            # Each objective's own keys (policy/objectives/): kl_target, beta_init, eta, kl_adapt_factor
-            # ('kl_penalty'); search_window, search_value_weight ('search'); mmd_kl_coef, magnet,
-            # magnet_coef, magnet_coef_final, magnet_lr ('mmd').
-            **OBJECTIVE_DEFAULTS,
+            **OBJECTIVE_DEFAULTS,  # each objective's own keys, from its file in policy/objectives/
             threads=None,  # torch threads during the update (None: the process's torch_threads)
             mirror=None,  # dict(obs_axis, actions): also train on each step's mirror image (policy/augment.py)
         ),

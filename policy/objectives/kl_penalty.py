@@ -62,7 +62,7 @@ class KLPenaltyObjective(Objective):
         self.lr_multiplier = 1.0
 
     def before_update(self, batch: TrainBatch, progress: float) -> None:
-        # The trust region is around the parameters this update starts from.
+        """The trust region is around the parameters this update starts from."""
         keep_old_heads(self.parts, batch)
         if self.parts.continuous:
             self.old_log_std = self.parts.model.log_std.detach().clone()

@@ -48,8 +48,7 @@ class SearchObjective(Objective):
             raise ConfigError('config key "policy.learn.objective": \'search\' needs discrete actions and a '
                               'feed-forward model (the search evaluates single positions)')
         self.search_value_weight = float(self.learn['search_value_weight'])
-        # The window before this chunk.
-        self.recent_batches: Deque[TrainBatch] = deque(maxlen=int(self.learn['search_window']) - 1)
+        self.recent_batches: Deque[TrainBatch] = deque(maxlen=int(self.learn['search_window']) - 1)  # before this chunk
 
     @classmethod
     def check_config(cls, learn: dict) -> None:
