@@ -44,6 +44,16 @@ from sparring.policy.threads import torch_threads
 from sparring.policy.train_batch import TrainBatch, step_batch, window_batch
 
 
+def step_means(rows: list, updates: int) -> list:
+    """Each ``STEP_STATS`` figure of an update's minibatch rows, summed in step order and divided by
+    ``updates`` (a refused step's row counts as zeros)."""
+    sums = [0.0] * len(STEP_STATS)
+    for row in read_rows(rows, len(STEP_STATS)):
+        for i, val in enumerate(row):
+            sums[i] += val
+    return [total / updates for total in sums]
+
+
 class _Network(torch.nn.Module):
     """The model plus its observation normaliser, so both travel in one state dict."""
 
@@ -292,26 +302,15 @@ class PPOPolicy(Policy):
         objective_stats = objective.after_update(batch, fresh)
         if self.replays_value:
             self.value_replay_batch = batch
-        return self._update_stats(rows, clip_fractions, objective_stats, value_fit, lr=lr, clip_range=clip_range,
-                                  samples=batch.num_steps, samples_consumed=consumed, stopped_early=stopped_early,
-                                  batch=batch)
-
-    def _update_stats(self, rows: list, clip_fractions: list, objective_stats: Dict[str, float],
-                      value_fit: Dict[str, float], lr: float, clip_range: float, samples: int, samples_consumed: int,
-                      stopped_early: bool, batch: TrainBatch) -> UpdateStats:
-        """The update's figures: each minibatch figure summed in step order and divided by the step count."""
         updates = max(len(rows), 1)
-        sums = [0.0] * len(STEP_STATS)
-        for row in read_rows(rows, len(STEP_STATS)):
-            for i, val in enumerate(row):
-                sums[i] += val
-        policy_loss, value_loss, entropy, approx_kl, clip_fraction = (total / updates for total in sums)
+        policy_loss, value_loss, entropy, approx_kl, clip_fraction = step_means(rows, updates)
         predicted, target = (self.placement.numpy(batch.steps(key)) for key in ('value', 'ret'))
         return UpdateStats(
             policy_loss=policy_loss, value_loss=value_loss, entropy=entropy, approx_kl=approx_kl,
-            clip_fraction=clip_fraction, grad_clip_fraction=sum(clip_fractions) / updates if self.grad_clipper is not None else None,
+            clip_fraction=clip_fraction,
+            grad_clip_fraction=None if self.grad_clipper is None else sum(clip_fractions) / updates,
             objective=objective_stats, skipped_updates=self.skipped_updates, lr=lr, clip_range=clip_range,
-            gradient_steps=len(rows), samples=samples, samples_consumed=samples_consumed,
+            gradient_steps=len(rows), samples=batch.num_steps, samples_consumed=consumed,
             early_stop=float(stopped_early), explained_variance=F.explained_variance(predicted, target),
             value_fit=value_fit)
 

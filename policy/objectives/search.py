@@ -101,7 +101,8 @@ class SearchObjective(Objective):
 
     def load_state_dict(self, state: Dict[str, Any], placement: Placement) -> None:
         self.recent_batches.clear()
-        self.recent_batches.extend(placement.move(TrainBatch.from_state_dict(b)) for b in state.get('recent_batches', []))
+        self.recent_batches.extend(placement.move(TrainBatch.from_state_dict(b))
+                                   for b in state.get('recent_batches', []))
 
     def to(self, placement: Placement) -> None:
         self.recent_batches = deque((placement.move(b) for b in self.recent_batches), maxlen=self.recent_batches.maxlen)

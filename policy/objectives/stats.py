@@ -30,7 +30,7 @@ class UpdateStats:
     samples_consumed: int  # samples through gradient steps (epochs count again)
     early_stop: float  # 1.0 when the epoch loop stopped early
     explained_variance: float
-    value_fit: Dict[str, float] = field(default_factory=dict)  # a value fitted apart (its value_loss replaces the above)
+    value_fit: Dict[str, float] = field(default_factory=dict)  # a value fitted apart (its value_loss replaces above)
     average: Dict[str, float] = field(default_factory=dict)  # the average policy's fit (average_loss, average_samples)
 
     def as_dict(self) -> Dict[str, float]:

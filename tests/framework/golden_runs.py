@@ -2,7 +2,8 @@
 
 ``run_case`` runs one case and returns every number it leaves behind, flat: the last checkpoint
 (parameters, optimiser state, counters, league state, payoff arrays, ratings, RNG states), the saved
-league state, the compiled config, the run's summary and every update's statistics. Only wall-clock figures are left out.
+league state, the compiled config, the run's summary and every update's statistics. Only wall-clock
+figures are left out.
 ``differences`` lists, exactly, what two such records disagree on.
 
 Two users: ``test_golden_runs.py`` compares a run with the recordings in ``golden/`` (text and
