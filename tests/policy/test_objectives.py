@@ -140,3 +140,38 @@ def test_the_clip_objective_is_the_clipped_surrogate():
     want = F.clipped_surrogate_loss(log_prob, old, adv, 0.2)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_a_move_takes_the_moving_magnet_and_the_average_policy_along():
+    cfg = compile_section('policy', dict(type='ppo', model=dict(hidden_sizes=[8]), average=dict(enabled=True),
+                                         learn=dict(objective='mmd', magnet='moving', epochs=1, num_minibatches=2)))
+    with make_env_manager(dict(type='cartpole'), 2, seed=0) as env:
+        policy = POLICY_REGISTRY.get('ppo')(cfg, env.observation_space, env.action_space, seed=0)
+        policy.learn(SampleCollector(env, policy, 16).collect().data)
+    assert policy.average.optimizer.state  # there is optimiser state to move
+    meta = torch.device('meta')
+    policy.to_device(meta)
+    moved = [policy.objective.magnet_net.state_dict(), policy.average.model.state_dict()]
+    moved += [state for state in policy.average.optimizer.state.values()]
+    for tensors in moved:
+        for key, tensor in tensors.items():
+            assert tensor.device == (torch.device('cpu') if key == 'step' else meta), key
+
+
+def test_the_search_window_moves_and_resets_with_the_policy():
+    from sparring.policy.device import Placement
+    from sparring.policy.objectives.search import SearchObjective
+    from sparring.policy.train_batch import TrainBatch
+    learn = compile_section('policy', dict(type='ppo', learn=dict(objective='search', search_window=3)))['learn']
+    parts = _policy('clip')[0].objective.parts
+    objective = SearchObjective(type(parts)(**dict(vars(parts), learn=learn)))
+    fresh = TrainBatch(dict(obs=torch.zeros(2, 4), action=torch.zeros(2, dtype=torch.long)))
+    objective.after_update(fresh, fresh)
+    objective.after_update(fresh, fresh)
+    objective.after_update(fresh, fresh)
+    assert len(objective.recent_batches) == 2  # the window before the next chunk: search_window - 1
+    assert objective.training_batch(fresh).num_units == 6
+    objective.to(Placement(torch.device('meta')))
+    assert all(b.fields['obs'].device == torch.device('meta') for b in objective.recent_batches)
+    objective.reset()
+    assert not objective.recent_batches and objective.training_batch(fresh) is fresh
