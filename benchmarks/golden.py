@@ -3,8 +3,10 @@
     python benchmarks/golden.py record --out /tmp/golden_before    # at the commit before the change
     python benchmarks/golden.py compare /tmp/golden_before         # at the commit after, on the same machine
 
-The runs are those of ``tests/framework/golden_runs.py`` (a tic-tac-toe league, rock-paper-scissors with
-exact analysis, CartPole). ``compare`` reruns every case found in the directory and demands exact
+The runs are those of ``tests/framework/golden_runs.py``: the three with committed recordings (a
+tic-tac-toe league, rock-paper-scissors with exact analysis, CartPole) and the refactor cases (Kuhn poker
+by MMD with the average policy and exact analysis, a moving magnet, Pendulum by the KL penalty with and
+without the value fitted apart, a recurrent PPO, tic-tac-toe by expert iteration, DQN). ``compare`` reruns every case found in the directory and demands exact
 equality of every recorded value, floats included; it prints each differing value with its largest
 absolute and scale-relative difference and exits 1 if any differ. Exact equality holds only on one
 machine and one software stack: floats differ between CPUs (the test suite's comparison with the
@@ -39,7 +41,7 @@ def quiet(verbose: bool):
 
 def record(golden_runs, out_dir: str, names, verbose: bool = False) -> int:
     """Run the cases (all when ``names`` is empty) and write each record to ``out_dir/<case>.npz``."""
-    for name in names or golden_runs.CASES:
+    for name in names or golden_runs.ALL_CASES:
         with tempfile.TemporaryDirectory(prefix='golden_run_') as workdir, quiet(verbose):
             arrays = golden_runs.run_case(name, workdir)
         os.makedirs(out_dir, exist_ok=True)
@@ -54,10 +56,10 @@ def compare(golden_runs, directory: str, names, verbose: bool = False) -> int:
     if not os.path.isdir(directory):
         sys.exit(f'golden compare: {directory} is not a directory; expected one written by '
                  f'`python benchmarks/golden.py record --out {directory}`')
-    names = names or [name for name in golden_runs.CASES if os.path.exists(golden_runs.golden_path(name, directory))]
+    names = names or [name for name in golden_runs.ALL_CASES if os.path.exists(golden_runs.golden_path(name, directory))]
     if not names:
         sys.exit(f'golden compare: {directory} holds no recording (expected one of '
-                 f'{", ".join(f"{name}.npz" for name in golden_runs.CASES)})')
+                 f'{", ".join(f"{name}.npz" for name in golden_runs.ALL_CASES)})')
     failed = []
     for name in names:
         path = golden_runs.golden_path(name, directory)
@@ -90,7 +92,7 @@ def main(argv=None) -> int:
     cmp = commands.add_parser('compare', help='rerun the cases recorded in DIR; exit 1 unless every value is identical')
     cmp.add_argument('directory', metavar='DIR')
     for sub in (rec, cmp):
-        sub.add_argument('--case', action='append', choices=sorted(golden_runs.CASES),
+        sub.add_argument('--case', action='append', choices=sorted(golden_runs.ALL_CASES),
                          help='only this case (repeatable; default: all)')
         sub.add_argument('--verbose', action='store_true', help="show the runs' own log lines")
     args = parser.parse_args(argv)

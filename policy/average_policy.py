@@ -13,18 +13,21 @@ With ``answer=True`` the average is the policy's *answer*: ``action_probabilitie
 analysis scores) reads it, while the policy still acts and learns with its current iterate. Its
 parameters travel with the policy's (under ``average.``), so a snapshot answers with its average too.
 The sample window is not checkpointed: a resumed run refills it from its next chunks.
+
+:class:`~sparring.policy.ppo.PPOPolicy` owns one (:func:`make_average`): an :class:`AveragePolicy`, or a
+:class:`NoAverage` that fits nothing and never answers, so the policy calls either the same way.
 """
 from __future__ import annotations
 
 from collections import deque
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional, Union
 
 import numpy as np
 import torch
 
 from sparring.config.schema import in_range, of_type
 from sparring.policy import distributions as D
-from sparring.policy.ppo_host import PPOHost
+from sparring.policy.device import Placement
 
 PARAM_PREFIX = 'average.'
 
@@ -47,7 +50,44 @@ AVERAGE_CONSTRAINTS = {
 }
 
 
-class AveragePolicy:
+def split_params(params: Dict[str, torch.Tensor]):
+    """(the policy's own parameters, the average's without the prefix) of a parameter dict."""
+    own = {k: v for k, v in params.items() if not k.startswith(PARAM_PREFIX)}
+    average = {k[len(PARAM_PREFIX):]: v for k, v in params.items() if k.startswith(PARAM_PREFIX)}
+    return own, average
+
+
+class NoAverage:
+    """``policy.average.enabled=False``: nothing to fit, no parameters or state of its own, never the answer."""
+
+    answers = False  # whether action_probabilities reads the average instead of the current iterate
+
+    def learn(self, chunk: Dict[str, np.ndarray], prepare: Callable[[np.ndarray], np.ndarray],
+              device: torch.device) -> Dict[str, float]:
+        return {}
+
+    def probabilities(self, obs: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
+        raise RuntimeError('the policy has no average network (policy.average.enabled is False): the current '
+                           'iterate answers')
+
+    def params(self) -> Dict[str, torch.Tensor]:
+        return {}
+
+    def load_params(self, params: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        """The policy's own parameters out of ``params`` (an average's, if any, are not this policy's)."""
+        return split_params(params)[0]
+
+    def checkpoint(self, placement: Placement) -> dict:
+        return {}
+
+    def load_checkpoint(self, state: dict) -> None:
+        pass
+
+    def to(self, placement: Placement) -> None:
+        pass
+
+
+class AveragePolicy(NoAverage):
     """The average network, its optimiser and its window of samples (one ``(obs, action, mask)`` per chunk)."""
 
     def __init__(self, cfg: dict, model: torch.nn.Module, generator: torch.Generator) -> None:
@@ -94,16 +134,26 @@ class AveragePolicy:
     def probabilities(self, obs: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
         return self.log_probs(obs, mask).exp()
 
+    @property
+    def answers(self) -> bool:  # type: ignore[override]
+        return bool(self.cfg['answer'])
+
+    def learn(self, chunk: Dict[str, np.ndarray], prepare: Callable[[np.ndarray], np.ndarray],
+              device: torch.device) -> Dict[str, float]:
+        """Add the chunk's acting steps (observations as the network sees them: ``prepare``) and fit."""
+        self.add(dict(chunk, obs=prepare(chunk['obs'])))
+        return self.fit(device)
+
     # -- parameters and checkpoints -------------------------------------------------------------
     def params(self) -> Dict[str, torch.Tensor]:
         return {PARAM_PREFIX + k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}
 
-    @staticmethod
-    def split(params: Dict[str, torch.Tensor]):
-        """(the policy's own parameters, the average's without the prefix) of a parameter dict."""
-        own = {k: v for k, v in params.items() if not k.startswith(PARAM_PREFIX)}
-        average = {k[len(PARAM_PREFIX):]: v for k, v in params.items() if k.startswith(PARAM_PREFIX)}
-        return own, average
+    def load_params(self, params: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        """The policy's own parameters out of ``params``; the average's loaded (kept as they are if absent)."""
+        own, average = split_params(params)
+        if average:
+            self.model.load_state_dict(average)
+        return own
 
     def state_dict(self) -> dict:
         return dict(optimizer=self.optimizer.state_dict())
@@ -111,53 +161,23 @@ class AveragePolicy:
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state['optimizer'])
 
+    def checkpoint(self, placement: Placement) -> dict:
+        return dict(average=placement.to_host(self.state_dict()))
 
-class AveragePolicySteps(PPOHost):
-    """Mixed into :class:`PPOPolicy`: builds, trains, answers with and carries the average network.
-    Needs from the policy: ``cfg``, ``model``, ``net``, ``continuous``, ``recurrent``, ``generator``, ``placement``."""
+    def load_checkpoint(self, state: dict) -> None:
+        self.load_state_dict(state['average'])
 
-    def _init_average(self, make_model) -> None:
-        cfg = self.cfg['average']
-        self.average = None
-        if not cfg['enabled']:
-            return
-        if self.continuous or self.recurrent:
-            raise TypeError('policy.average needs a feed-forward model with Discrete actions (it fits a categorical '
-                            'distribution to the chosen actions)')
-        self.average = AveragePolicy(cfg, make_model(), self.generator)
+    def to(self, placement: Placement) -> None:
+        placement.module(self.model)
+        placement.optimizer(self.optimizer)
 
-    def _learn_average(self, chunk: Dict[str, np.ndarray]) -> Dict[str, float]:
-        if self.average is None:
-            return {}
-        with torch.no_grad():  # fitted on what the network sees (normalised observations where obs_norm is on)
-            prepared = self.net.prepare(self._obs_tensor(chunk['obs'])).cpu().numpy()
-        self.average.add(dict(chunk, obs=prepared))
-        return self.average.fit(self.placement.device)
 
-    def _answer_probabilities(self, obs: torch.Tensor, mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
-        """The average's probabilities when it is the answer, else None (the current iterate answers)."""
-        if self.average is None or not self.average.cfg['answer']:
-            return None
-        return self.average.probabilities(self.net.prepare(obs), mask)
-
-    def _with_average_params(self, params: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
-        return params if self.average is None else dict(params, **self.average.params())
-
-    def _load_average_params(self, params: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
-        """The policy's own parameters out of ``params``, the average's loaded (kept as they are if absent)."""
-        own, average = AveragePolicy.split(params)
-        if self.average is not None and average:
-            self.average.model.load_state_dict(average)
-        return own
-
-    def _average_state(self) -> dict:
-        return {} if self.average is None else dict(average=self.placement.to_host(self.average.state_dict()))
-
-    def _load_average_state(self, state: dict) -> None:
-        if self.average is not None:
-            self.average.load_state_dict(state['average'])
-
-    def _move_average(self, placement) -> None:
-        if self.average is not None:
-            placement.module(self.average.model)
-            placement.optimizer(self.average.optimizer)
+def make_average(cfg: dict, make_model: Callable[[], torch.nn.Module], generator: torch.Generator,
+                 continuous: bool, recurrent: bool) -> Union[AveragePolicy, NoAverage]:
+    """The average policy ``cfg`` (the ``policy.average`` section) asks for; ``make_model`` builds its network."""
+    if not cfg['enabled']:
+        return NoAverage()
+    if continuous or recurrent:
+        raise TypeError('policy.average needs a feed-forward model with Discrete actions (it fits a categorical '
+                        'distribution to the chosen actions)')
+    return AveragePolicy(cfg, make_model(), generator)

@@ -1,20 +1,18 @@
 """PPO's config section: the options with their defaults, their constraints, and the checks across keys.
 
-The policy itself is :class:`sparring.policy.ppo.PPOPolicy`; the objectives and what each option
-does are described there and in the README.
+The policy itself is :class:`sparring.policy.ppo.PPOPolicy`; each objective's own keys, constraints and
+checks come from its file under :mod:`sparring.policy.objectives`, through the registry there.
 """
 from __future__ import annotations
 
 from sparring.config.schema import ConfigError, in_range, of_type, one_of
 from sparring.config.registry import MODEL_REGISTRY
-from sparring.policy import functional as F
 from sparring.policy.average_policy import AVERAGE_CONSTRAINTS, AVERAGE_DEFAULTS
 from sparring.policy.augment import check_mirror
 from sparring.policy.device import check_device_spec
-from sparring.policy.expert_iteration import SEARCH_CONSTRAINTS, SEARCH_DEFAULTS, check_search_config
-from sparring.policy.mmd import MMD_CONSTRAINTS, MMD_DEFAULTS
+from sparring.policy.objectives import (OBJECTIVE_CONSTRAINTS, OBJECTIVE_DEFAULTS, OBJECTIVES,
+                                        check_objective_config)
 
-OBJECTIVES = ('clip', 'kl_penalty', 'mmd', 'search')
 GRAD_CLIPS = ('none', 'five')
 
 
@@ -49,14 +47,9 @@ def ppo_default_config() -> dict:
             max_grad_norm=0.5,  # clip the global gradient norm (None: no norm clip)
             grad_clip='none',  # 'five': also clip each element to +-grad_clip_sigmas * sqrt(v) first
             grad_clip_sigmas=5.0,  # 'five': the bound in running RMS of the unclipped gradient
-            target_kl=None,  # 'clip': stop the epoch loop early once approx-KL exceeds this
-            kl_target=0.01,  # 'kl_penalty': the KL per update that beta steers towards
-            beta_init=1.0,  # 'kl_penalty': initial weight beta of the KL term
-            eta=50.0,  # 'kl_penalty': weight of the hinge eta * max(0, KL - 2 kl_target)^2
-            kl_adapt_factor=1.5,  # 'kl_penalty': beta (and at its bounds the lr) moves by this factor
+            target_kl=None,  # 'clip' (and 'mmd', 'search'): stop the epoch loop early once approx-KL exceeds this
             value_replay=None,  # also fit the value on the previous chunk; None: only for 'kl_penalty'
-            **SEARCH_DEFAULTS,  # 'search' only: search_window, search_value_weight
-            **MMD_DEFAULTS,  # 'mmd' only: mmd_kl_coef, magnet, magnet_coef, magnet_coef_final, magnet_lr
+            **OBJECTIVE_DEFAULTS,  # each objective's own keys, from its file in policy/objectives/
             threads=None,  # torch threads during the update (None: the process's torch_threads)
             mirror=None,  # dict(obs_axis, actions): also train on each step's mirror image (policy/augment.py)
         ),
@@ -82,13 +75,8 @@ PPO_CONSTRAINTS = {
     'learn.grad_clip': one_of(*GRAD_CLIPS),
     'learn.grad_clip_sigmas': in_range(0.0, None, open_lo=True),
     'learn.target_kl': in_range(0.0, None, open_lo=True, allow_none=True),
-    'learn.kl_target': in_range(0.0, None, open_lo=True),
-    'learn.beta_init': in_range(*F.KL_BETA_BOUNDS),
-    'learn.eta': in_range(0.0, None),
-    'learn.kl_adapt_factor': in_range(1.0, None, open_lo=True),
     'learn.value_replay': of_type(bool, allow_none=True),
-    **SEARCH_CONSTRAINTS,
-    **MMD_CONSTRAINTS,
+    **OBJECTIVE_CONSTRAINTS,
     **AVERAGE_CONSTRAINTS,
     'learn.threads': in_range(1, None, allow_none=True),
     'learn.mirror': check_mirror,
@@ -97,12 +85,7 @@ PPO_CONSTRAINTS = {
 
 def validate_ppo_config(section: dict) -> None:
     """Checks across keys, once the section is complete."""
-    learn = section['learn']
-    if learn['objective'] == 'kl_penalty' and learn['target_kl'] is not None:
-        raise ConfigError('config key "policy.learn.target_kl" is the clip objective\'s early stop; with '
-                          'objective=\'kl_penalty\' the epoch loop stops at 4 * kl_target: set "kl_target" '
-                          'and leave target_kl None')
-    check_search_config(learn)
+    check_objective_config(section['learn'])
     model_cls = MODEL_REGISTRY.get(section['model']['type'])
     if getattr(model_cls, 'recurrent', False):
         n_steps, bptt_len = section['collect']['n_steps'], section['model']['bptt_len']

@@ -64,6 +64,14 @@ class TrainBatch:
     def steps(self, name: str) -> torch.Tensor:
         return self.flatten_kept(self.fields[name])
 
+    def acting_steps(self, *tensors: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        """Flat per-step tensors (``[kept steps, ...]``) restricted to the steps where an action was chosen
+        (``acts``); all of them when every kept step acts."""
+        if 'acts' not in self.fields:
+            return tensors
+        acts = self.steps('acts')
+        return tuple(t[acts] for t in tensors)
+
     @classmethod
     def concat(cls, batches) -> 'TrainBatch':
         """Step batches one after another (windows carry recurrent states of their own batch: not those)."""

@@ -2,7 +2,8 @@
 
 ``run_case`` runs one case and returns every number it leaves behind, flat: the last checkpoint
 (parameters, optimiser state, counters, league state, payoff arrays, ratings, RNG states), the saved
-league state, the compiled config and the run's summary. Only wall-clock figures are left out.
+league state, the compiled config, the run's summary and every update's statistics. Only wall-clock
+figures are left out.
 ``differences`` lists, exactly, what two such records disagree on.
 
 Two users: ``test_golden_runs.py`` compares a run with the recordings in ``golden/`` (text and
@@ -69,7 +70,116 @@ def cartpole_config(exp_name: str) -> dict:
     )
 
 
+def _short_train(max_env_steps: int, **train) -> dict:
+    """The train section of the cases below: no progress bar, no tensorboard, a few updates."""
+    return dict(dict(max_env_steps=max_env_steps, eval_every_iters=0, checkpoint_every_iters=0, progress_bar=False,
+                     tensorboard=False), **train)
+
+
+def kuhn_mmd_config(exp_name: str) -> dict:
+    """Kuhn poker self-play with the 'mmd' objective (uniform magnet, annealed alpha), the NFSP-style average
+    answering, scored by exact analysis: the MMD objective and the average policy."""
+    return dict(
+        exp_name=exp_name, seed=7,
+        env=dict(type='openspiel', game='kuhn_poker', collector_env_num=8, evaluator_env_num=4,
+                 n_evaluator_episodes=8),
+        policy=dict(type='ppo', model=dict(hidden_sizes=[16]), collect=dict(n_steps=4),
+                    average=dict(enabled=True, window=3, steps=2, batch_size=32),
+                    learn=dict(objective='mmd', magnet='uniform', magnet_coef=0.2, magnet_coef_final=0.05,
+                               normalize_advantage=False, epochs=2, num_minibatches=2, lr=1e-3, anneal_lr=False,
+                               gamma=1.0, gae_lambda=1.0, value_clip_range=None)),
+        league=dict(type='one_vs_one', players=dict(naive_sp=dict(one_phase_step=3, branch_probs=dict(sp=1.0)))),
+        battle=dict(exact_analysis=True),
+        train=_short_train(256, eval_every_iters=4, checkpoint_every_iters=4),
+    )
+
+
+def rps_moving_magnet_config(exp_name: str) -> dict:
+    """Rock-paper-scissors with the 'mmd' objective and a moving magnet (a network trailing the policy)."""
+    config = matrix_config(exp_name)
+    config['policy']['learn'].update(objective='mmd', magnet='moving', magnet_lr=0.1, mmd_kl_coef=0.5)
+    config['train'] = _short_train(320, eval_every_iters=4, checkpoint_every_iters=5)
+    return config
+
+
+def pendulum_kl_config(exp_name: str) -> dict:
+    """Pendulum, one Gaussian PPO agent with the adaptive KL penalty (value replay, running obs normalisation)."""
+    return dict(
+        exp_name=exp_name, seed=13,
+        env=dict(type='gym', id='Pendulum-v1', collector_env_num=2, evaluator_env_num=1, n_evaluator_episodes=1,
+                 manager=dict(type='base')),
+        policy=dict(type='ppo', obs_norm=True, model=dict(hidden_sizes=[16, 16]), collect=dict(n_steps=64),
+                    learn=dict(objective='kl_penalty', kl_target=0.002, epochs=4, num_minibatches=4, lr=3e-3)),
+        train=_short_train(768, eval_every_iters=4, checkpoint_every_iters=5),
+    )
+
+
+def pendulum_separate_value_config(exp_name: str) -> dict:
+    """Pendulum with the value fitted apart (``ppo_separate_value``, the write-up's recipe) and the KL penalty."""
+    return dict(
+        exp_name=exp_name, seed=17,
+        env=dict(type='gym', id='Pendulum-v1', collector_env_num=2, evaluator_env_num=1, n_evaluator_episodes=1,
+                 manager=dict(type='base')),
+        policy=dict(type='ppo_separate_value', model=dict(hidden_sizes=[16, 16]), collect=dict(n_steps=64),
+                    learn=dict(objective='kl_penalty', kl_target=0.003, epochs=3, num_minibatches=1, lr_scale='hid2',
+                               value_epochs=2, value_minibatch_size=64, reward_scale=0.1)),
+        train=_short_train(640),
+    )
+
+
+def cartpole_lstm_config(exp_name: str) -> dict:
+    """CartPole with a recurrent (LSTM) PPO on BPTT windows, OpenAI Five's per-element gradient clip and the
+    clip objective's target_kl early stop."""
+    return dict(
+        exp_name=exp_name, seed=19,
+        env=dict(type='gym', id='CartPole-v1', collector_env_num=2, evaluator_env_num=1, n_evaluator_episodes=1,
+                 manager=dict(type='base')),
+        policy=dict(type='ppo', model=dict(type='lstm', encoder_sizes=[16], hidden_size=16, bptt_len=8),
+                    collect=dict(n_steps=32),
+                    learn=dict(epochs=3, num_minibatches=2, grad_clip='five', target_kl=0.02, entropy_coef=0.01)),
+        train=_short_train(512, checkpoint_every_iters=3),
+    )
+
+
+def tictactoe_search_config(exp_name: str) -> dict:
+    """Tic-tac-toe by expert iteration: moves chosen by the guided search, the network trained towards its
+    visits on a window of chunks, the search's value blended into the value target."""
+    return dict(
+        exp_name=exp_name, seed=23,
+        env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=2, n_evaluator_episodes=4),
+        policy=dict(type='ppo', model=dict(hidden_sizes=[16]), collect=dict(n_steps=8),
+                    learn=dict(objective='search', search_window=2, search_value_weight=0.5, epochs=2,
+                               num_minibatches=2, gamma=1.0, gae_lambda=1.0, value_clip_range=None)),
+        league=dict(type='one_vs_one', players=dict(naive_sp=dict(one_phase_step=3, branch_probs=dict(sp=1.0)))),
+        battle=dict(collect_search=dict(num_simulations=4, sample_moves=4), eval_opponents=['bot:random']),
+        train=_short_train(256, eval_every_iters=4, checkpoint_every_iters=4),
+    )
+
+
+def cartpole_dqn_config(exp_name: str) -> dict:
+    """CartPole with DQN (double, dueling, n-step returns, Polyak target)."""
+    return dict(
+        exp_name=exp_name, seed=29,
+        env=dict(type='gym', id='CartPole-v1', collector_env_num=2, evaluator_env_num=1, n_evaluator_episodes=1,
+                 manager=dict(type='base')),
+        policy=dict(type='dqn', model=dict(hidden_sizes=[16, 16], dueling=True),
+                    collect=dict(n_steps=4, eps_start=1.0, eps_end=0.05, eps_decay_steps=200),
+                    learn=dict(lr=1e-3, batch_size=16, updates_per_chunk=2, learning_starts=64, n_step=3,
+                               double=True, target_update_every=1, target_tau=0.05),
+                    replay=dict(capacity=512)),
+        train=_short_train(512, eval_every_iters=20, checkpoint_every_iters=25),
+    )
+
+
+# The cases recorded in golden/ and compared with them by test_golden_runs.py.
 CASES = dict(tictactoe_league=league_config, rps_exact=matrix_config, cartpole=cartpole_config)
+# More cases for benchmarks/golden.py only (no committed recording): each objective, the average policy, a
+# recurrent model, the value fitted apart and DQN, so a refactor of the policies is proven bit for bit.
+REFACTOR_CASES = dict(kuhn_mmd_average=kuhn_mmd_config, rps_moving_magnet=rps_moving_magnet_config,
+                      pendulum_kl=pendulum_kl_config, pendulum_separate_value=pendulum_separate_value_config,
+                      cartpole_lstm=cartpole_lstm_config, tictactoe_search=tictactoe_search_config,
+                      cartpole_dqn=cartpole_dqn_config)
+ALL_CASES = dict(CASES, **REFACTOR_CASES)
 
 
 def flatten(value: Any, path: str, arrays: Dict[str, np.ndarray], text: Dict[str, Any]) -> None:
@@ -104,17 +214,31 @@ def run_case(name: str, workdir: str, edit=None) -> Dict[str, np.ndarray]:
     from sparring.worker.checkpoint import CheckpointManager
     from sparring.league.persistence import load_state
     from sparring.worker.state_file import load_state_file
+    from sparring.worker.learner import Learner
     exp = os.path.join(workdir, name)
     before = torch.get_num_threads()
+    # Every update's statistics as the learner returned them (what the logs and tensorboard show), in order:
+    # a checkpoint keeps only the state they left behind.
+    update_stats: List[dict] = []
+    train = Learner.train
+
+    def recording_train(self, *args, **kwargs):
+        stats = train(self, *args, **kwargs)
+        update_stats.append(dict(stats))
+        return stats
+
+    Learner.train = recording_train  # type: ignore[method-assign]
     try:
-        config = CASES[name](exp)
+        config = ALL_CASES[name](exp)
         if edit is not None:
             edit(config)
         summary = serial_pipeline(config)
     finally:
         torch.set_num_threads(before)
+        Learner.train = train  # type: ignore[method-assign]
     arrays: Dict[str, np.ndarray] = {}
     text: Dict[str, Any] = {}
+    flatten(update_stats, 'update_stats', arrays, text)
     summary = {k: v for k, v in summary.items() if k not in ('exp_dir', 'checkpoint', 'pictures')}
     flatten(summary, 'summary', arrays, text)
     ckpt = CheckpointManager(exp)
