@@ -126,26 +126,6 @@ class PPOPolicy(Policy):
         """Whether chunks must carry a search's visits: the collector then searches (worker/run_kind.py asks)."""
         return self.objective.learns_from_search
 
-    # The objective's own state, by the names tests/policy/test_ppo_kl.py and test_mmd.py read (and set) on the
-    # policy; new code reads ``policy.objective``. To go once those tests do.
-    @property
-    def kl_beta(self) -> float:
-        objective: Any = self.objective  # the KL penalty's; another objective has none (AttributeError)
-        return objective.kl_beta
-
-    @kl_beta.setter
-    def kl_beta(self, value: float) -> None:
-        objective: Any = self.objective
-        objective.kl_beta = value
-
-    @property
-    def lr_multiplier(self) -> float:
-        return self.objective.lr_multiplier
-
-    @property
-    def magnet_net(self) -> Optional[torch.nn.Module]:
-        return getattr(self.objective, 'magnet_net', None)
-
     # -- acting -------------------------------------------------------------------------------
     def initial_state(self, batch_size: int) -> Any:
         return self.model.initial_state(batch_size) if self.recurrent else None

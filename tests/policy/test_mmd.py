@@ -86,25 +86,25 @@ def _policy(seed=0, **learn):
 
 def test_moving_magnet_trails_the_policy_by_magnet_lr_and_is_checkpointed_and_reset():
     policy, collector = _policy(magnet='moving', magnet_lr=0.25, lr=0.01)
-    before = {k: v.clone() for k, v in policy.magnet_net.state_dict().items()}
+    before = {k: v.clone() for k, v in policy.objective.magnet_net.state_dict().items()}
     stats = policy.learn(collector.collect().data)
     assert stats['magnet_coef'] == 0.05 and stats['gradient_steps'] == 4
     live = policy.net.state_dict()
-    for key, magnet in policy.magnet_net.state_dict().items():
+    for key, magnet in policy.objective.magnet_net.state_dict().items():
         torch.testing.assert_close(magnet, before[key] + 0.25 * (live[key] - before[key]))
     assert any(not torch.equal(before[k], live[k]) for k in before)  # the policy did move
     other, _ = _policy(magnet='moving', magnet_lr=0.25, lr=0.01, seed=1)
     other.load_state_dict(policy.state_dict())
-    for key, magnet in policy.magnet_net.state_dict().items():
-        torch.testing.assert_close(other.magnet_net.state_dict()[key], magnet)
+    for key, magnet in policy.objective.magnet_net.state_dict().items():
+        torch.testing.assert_close(other.objective.magnet_net.state_dict()[key], magnet)
     policy.reset_optimizer()  # a league reset: the magnet starts again from the policy
-    for key, magnet in policy.magnet_net.state_dict().items():
+    for key, magnet in policy.objective.magnet_net.state_dict().items():
         torch.testing.assert_close(magnet, live[key])
 
 
 def test_uniform_magnet_anneals_alpha_and_keeps_no_network():
     policy, collector = _policy(magnet_coef=0.2, magnet_coef_final=0.0)
-    assert policy.magnet_net is None and 'magnet' not in policy.state_dict()
+    assert getattr(policy.objective, 'magnet_net', None) is None and 'magnet' not in policy.state_dict()
     assert policy.learn(collector.collect().data, progress=0.75)['magnet_coef'] == pytest.approx(0.05)
 
 

@@ -126,18 +126,18 @@ def _policy_and_chunk(env_type='pendulum', seed=0, **learn):
 
 def test_kl_penalty_stops_the_epochs_early_and_raises_beta_and_then_lowers_the_lr():
     policy, collector = _policy_and_chunk(lr=0.05, kl_target=1e-6, anneal_lr=False)
-    policy.kl_beta = 25.0
+    policy.objective.kl_beta = 25.0
     stats = policy.learn(collector.collect().data)
     assert stats['early_stop'] == 1.0
     assert stats['gradient_steps'] == 2  # one epoch of 2 minibatches, then the KL was far past 4 * target
     assert stats['kl'] > 4e-6 and stats['kl_beta'] == 25.0
-    assert policy.kl_beta == 35.0 and policy.lr_multiplier == pytest.approx(1 / 1.5)
+    assert policy.objective.kl_beta == 35.0 and policy.objective.lr_multiplier == pytest.approx(1 / 1.5)
     stats = policy.learn(collector.collect().data)
     assert stats['lr'] == pytest.approx(0.05 / 1.5)
     state = policy.state_dict()
     other, _ = _policy_and_chunk(lr=0.05, kl_target=1e-6, anneal_lr=False)
     other.load_state_dict(state)
-    assert (other.kl_beta, other.lr_multiplier) == (policy.kl_beta, policy.lr_multiplier)
+    assert (other.objective.kl_beta, other.objective.lr_multiplier) == (policy.objective.kl_beta, policy.objective.lr_multiplier)
 
 
 def test_kl_penalty_lowers_beta_when_the_update_barely_moves_the_policy():
@@ -145,9 +145,9 @@ def test_kl_penalty_lowers_beta_when_the_update_barely_moves_the_policy():
     stats = policy.learn(collector.collect().data)
     assert stats['early_stop'] == 0.0 and stats['gradient_steps'] == 8
     assert stats['kl'] < 0.005
-    assert policy.kl_beta == pytest.approx(1 / 1.5)
+    assert policy.objective.kl_beta == pytest.approx(1 / 1.5)
     policy.reset_optimizer()  # a league reset starts the adaptation over
-    assert (policy.kl_beta, policy.lr_multiplier, policy.value_replay_batch) == (1.0, 1.0, None)
+    assert (policy.objective.kl_beta, policy.objective.lr_multiplier, policy.value_replay_batch) == (1.0, 1.0, None)
 
 
 def test_kl_penalty_fits_the_value_on_the_previous_chunk_too(monkeypatch):
