@@ -138,16 +138,19 @@ def _candidate_sources(name: str, value: dict, namespace: dict):
 def _collect_node(source: str, node: ast.AST, prefix: str, out: Dict[str, str], seen: set, namespace: dict) -> None:
     sites: List[_KeySite] = []
     _visit(node, prefix, sites, out, seen, namespace)
-    for path, text in _attribute(source, sites).items():
+    # Only the comments inside the constant's own lines: the module's later comments are about other things.
+    for path, text in _attribute(source, sites, lines=(node.lineno, node.end_lineno or node.lineno)).items():
         out.setdefault(path, text)
 
 
-def _attribute(source: str, sites: List[_KeySite]) -> Dict[str, str]:
+def _attribute(source: str, sites: List[_KeySite], lines: Optional[tuple] = None) -> Dict[str, str]:
     trailing: Dict[int, str] = {}
     whole_line: Dict[int, str] = {}
     code_lines = set()
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type == tokenize.COMMENT:
+            if lines is not None and not lines[0] <= tok.start[0] <= lines[1]:
+                continue
             text = tok.string.lstrip('#').strip()
             if tok.line[:tok.start[1]].strip():
                 trailing[tok.start[0]] = text

@@ -17,6 +17,11 @@ SHARED_DEFAULTS = dict(
     beta=2,
 )
 
+TAIL_DEFAULTS = dict(
+    gamma=3,  # the gamma
+)
+# A whole-line comment further down the module, about something else: not part of gamma's meaning.
+
 
 def _defaults():
     return dict(
@@ -45,6 +50,13 @@ def test_comments_are_attributed_by_the_documented_rules():
         'fields': 'where it goes; fields: x and y',
         'alpha': 'the alpha',
     }
+
+
+def test_a_constant_takes_only_the_comments_inside_its_own_lines():
+    def defaults():
+        return dict(**TAIL_DEFAULTS)
+
+    assert key_comments(defaults) == {'gamma': 'the gamma'}
 
 
 def test_a_key_without_a_comment_gets_no_meaning():
