@@ -218,13 +218,42 @@ class PPOPolicy(Policy):
 
     def _train_batch(self, chunk: Dict[str, np.ndarray]) -> TrainBatch:
         learn = self.cfg['learn']
-        advantages, returns = F.gae(chunk['reward'], chunk['value'], chunk['next_value'], chunk['terminated'],
-                                    chunk['truncated'], learn['gamma'], learn['gae_lambda'])
+        if learn['off_policy'] == 'vtrace':
+            log_ratio, value, next_value = self._current_view(chunk)
+            advantages, returns = F.vtrace(chunk['reward'], value, next_value, chunk['terminated'], chunk['truncated'],
+                                           log_ratio, learn['gamma'], learn['vtrace_rho_bar'], learn['vtrace_c_bar'])
+        else:
+            advantages, returns = F.gae(chunk['reward'], chunk['value'], chunk['next_value'], chunk['terminated'],
+                                        chunk['truncated'], learn['gamma'], learn['gae_lambda'])
         returns = self.objective.returns(chunk, returns)
         if self.recurrent:
             return window_batch(chunk, advantages, returns, self.bptt_len)
         batch = step_batch(chunk, advantages, returns)
         return with_mirror(batch, self.mirror) if self.mirror else batch
+
+    @torch.no_grad()
+    def _current_view(self, chunk: Dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What V-trace needs of a chunk under the current parameters, all ``[T, B]``: the log-ratio of the
+        taken actions' probabilities now to those recorded (0 where no action was chosen), the values now, and
+        the next states' values now (within an episode the next row's; the recorded bootstrap value where an
+        episode ended or the chunk does, whose observation the chunk does not hold)."""
+        T, B = np.shape(chunk['reward'])
+        flat = lambda x: self.placement.tensor(np.asarray(x).reshape(T * B, *np.shape(x)[2:]))  # noqa: E731
+        head, value = self.model(self.net.prepare(self._obs_tensor(np.asarray(chunk['obs']).reshape(
+            T * B, *np.shape(chunk['obs'])[2:]))))
+        mask = flat(chunk['action_mask']).bool() if 'action_mask' in chunk else None
+        if mask is not None:  # rows where the seat could not move: any legal action will do, the ratio is unused
+            mask = mask | ~mask.any(dim=-1, keepdim=True)
+        log_prob, _ = self._policy_terms(head, flat(chunk['action']), mask)
+        log_ratio = self.placement.numpy(log_prob).reshape(T, B).astype(np.float64) - chunk['log_prob']
+        acting = chunk.get('train_mask')
+        if acting is not None:
+            log_ratio = np.where(acting, log_ratio, 0.0)
+        value = self.placement.numpy(value).reshape(T, B).astype(np.float64)
+        ended = np.logical_or(chunk['terminated'], chunk['truncated'])
+        following = np.concatenate([value[1:], np.asarray(chunk['next_value'], dtype=np.float64)[-1:]])
+        next_value = np.where(ended, chunk['next_value'], following)
+        return log_ratio, value, next_value
 
     def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
         with torch_threads(self.cfg['learn']['threads']):

@@ -49,6 +49,11 @@ def ppo_default_config() -> dict:
             grad_clip_sigmas=5.0,  # 'five': the bound in running RMS of the unclipped gradient
             target_kl=None,  # 'clip' (and 'mmd', 'search'): stop the epoch loop early once approx-KL exceeds this
             value_replay=None,  # also fit the value on the previous chunk; None: only for 'kl_penalty'
+            # None: GAE from the values recorded at collection; 'vtrace': V-trace targets and advantages from the
+            # current network, importance-weighted by the recorded log-probabilities (chunks of older versions)
+            off_policy=None,
+            vtrace_rho_bar=1.0,  # 'vtrace': the clip on the importance weight of each step's own TD error
+            vtrace_c_bar=1.0,  # 'vtrace': the clip on the weights that carry later TD errors back (trace cutting)
             **OBJECTIVE_DEFAULTS,  # each objective's own keys, from its file in policy/objectives/
             threads=None,  # torch threads during the update (None: the process's torch_threads)
             mirror=None,  # dict(obs_axis, actions): also train on each step's mirror image (policy/augment.py)
@@ -76,6 +81,9 @@ PPO_CONSTRAINTS = {
     'learn.grad_clip_sigmas': in_range(0.0, None, open_lo=True),
     'learn.target_kl': in_range(0.0, None, open_lo=True, allow_none=True),
     'learn.value_replay': of_type(bool, allow_none=True),
+    'learn.off_policy': one_of(None, 'vtrace'),
+    'learn.vtrace_rho_bar': in_range(0.0, None, open_lo=True),
+    'learn.vtrace_c_bar': in_range(0.0, None, open_lo=True),
     **OBJECTIVE_CONSTRAINTS,
     **AVERAGE_CONSTRAINTS,
     'learn.threads': in_range(1, None, allow_none=True),
@@ -87,6 +95,13 @@ def validate_ppo_config(section: dict) -> None:
     """Checks across keys, once the section is complete."""
     check_objective_config(section['learn'])
     model_cls = MODEL_REGISTRY.get(section['model']['type'])
+    if section['learn']['off_policy'] == 'vtrace':
+        if getattr(model_cls, 'recurrent', False):
+            raise ConfigError('config key "policy.learn.off_policy": \'vtrace\' needs a feed-forward model; '
+                              f'"policy.model.type" {section["model"]["type"]!r} is recurrent')
+        if section['learn']['objective'] == 'search':
+            raise ConfigError('config key "policy.learn.off_policy": \'vtrace\' corrects policy-gradient '
+                              'advantages; the \'search\' objective learns from visit counts instead; expected None')
     if getattr(model_cls, 'recurrent', False):
         n_steps, bptt_len = section['collect']['n_steps'], section['model']['bptt_len']
         if n_steps % bptt_len:
