@@ -1,5 +1,7 @@
-"""The ``sparring`` command line: ``sparring train path/to/config.py [--seed N] [--exp-name X] [--resume]
-[--mode serial|parallel]``, ``sparring worker --role collector --commander tcp://HOST:PORT`` (join a
+"""The ``sparring`` command line (also ``python -m sparring``): ``sparring train path/to/config.py [--seed N]
+[--exp-name X] [--resume] [--mode serial|parallel] [--max-env-steps N] [--max-wall-seconds S]
+[--set dotted.key=value ...]``, ``sparring list [envs|policies|models|players|leagues|bots|configs]``
+(what is registered, and the ready configs), ``sparring --version``, ``sparring worker --role collector --commander tcp://HOST:PORT`` (join a
 parallel run) and ``sparring surgery --checkpoint RUN --config new_config.py --out NEW_RUN``.
 
 Using what a run trained: ``sparring eval RUN --against bot:random RUN2:player_id ...`` (win / draw /
@@ -15,7 +17,9 @@ sit next to it.
 
 A mistake a user can make (a config error, a reused experiment directory, a refused surgery, a
 module in ``import_names`` that cannot be imported, a missing file) ends the command with one line on
-stderr and exit code 2; ``--debug`` prints the traceback as well.
+stderr and exit code 2; ``--debug`` prints the traceback as well. A run stopped by Ctrl-C exits 130, by
+SIGTERM 143 (128 + the signal, as shells report it), after the same clean stop: what was done is saved and
+the line to continue it is printed.
 """
 from __future__ import annotations
 
@@ -23,11 +27,13 @@ import argparse
 import json
 import os
 import runpy
+import shlex
 import sys
 import traceback
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from sparring.config.registry import RegistryError
+from sparring.config.compile import apply_overrides, parse_override
 from sparring.config.schema import ConfigError
 from sparring.framework.commander_state import JournalDamaged
 from sparring.league.errors import LeagueError
@@ -82,19 +88,76 @@ def load_config_file(path: str) -> dict:
                           f'to one of them')
 
 
+def package_version() -> str:
+    """The installed distribution's version, else (run from a checkout) the package's own ``__version__``,
+    which pyproject.toml reads too."""
+    from importlib import metadata
+    try:
+        return metadata.version('sparring')
+    except metadata.PackageNotFoundError:
+        from sparring import __version__
+        return __version__
+
+
+def _override(text: str) -> Tuple[str, object]:
+    """argparse's type for ``--set``: a usage error names the argument when the form is wrong."""
+    try:
+        return parse_override(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def train_overrides(args: argparse.Namespace) -> List[Tuple[str, object]]:
+    """The ``(dotted key, value)`` pairs a ``train`` command line sets: ``--set`` in order, then the budgets."""
+    overrides = list(args.set or [])
+    if args.max_env_steps is not None:
+        if args.max_env_steps < 1:
+            raise ConfigError(f'max_env_steps (--max-env-steps) = {args.max_env_steps}: expected a positive whole '
+                              f'number of env steps')
+        overrides.append(('train.max_env_steps', args.max_env_steps))
+    if args.max_wall_seconds is not None:
+        overrides.append(('train.max_wall_seconds', args.max_wall_seconds))
+    return overrides
+
+
+def resume_command(args: argparse.Namespace) -> str:
+    """The command that continues an interrupted ``train``: the same file, mode, directory and overrides."""
+    words = ['sparring', 'train', args.config, '--mode', args.mode, '--resume']
+    if args.exp_name:
+        words += ['--exp-name', args.exp_name]
+    if args.seed is not None:
+        words += ['--seed', str(args.seed)]
+    if args.max_env_steps is not None:
+        words += ['--max-env-steps', str(args.max_env_steps)]
+    if args.max_wall_seconds is not None:
+        words += ['--max-wall-seconds', f'{args.max_wall_seconds:g}']
+    for key, value in args.set or []:
+        words += ['--set', f'{key}={value!r}' if not isinstance(value, str) else f'{key}={value}']
+    return ' '.join(shlex.quote(w) for w in words)
+
+
 def _build_parser() -> argparse.ArgumentParser:
     debug = argparse.ArgumentParser(add_help=False)
     debug.add_argument('--debug', action='store_true', default=argparse.SUPPRESS,
                        help='show the traceback of an error, not only its message')
     parser = argparse.ArgumentParser(prog='sparring', description='Reinforcement learning by self-play in a league.',
                                      parents=[debug])
+    parser.add_argument('--version', action='version', version=f'sparring {package_version()}')
     sub = parser.add_subparsers(dest='command', required=True)
     train = sub.add_parser('train', help='train from a config file', parents=[debug])
     train.add_argument('config', help='a Python file defining `config = dict(...)`')
     train.add_argument('--seed', type=int, default=None, help='override the config seed')
     train.add_argument('--exp-name', default=None, help='override the experiment directory')
     train.add_argument('--resume', action='store_true', help='continue from the newest checkpoint of the run')
-    train.add_argument('--max-env-steps', type=int, default=None, help='override train.max_env_steps')
+    train.add_argument('--max-env-steps', type=int, default=None,
+                       help='override train.max_env_steps (recorded in the run\'s config.json)')
+    train.add_argument('--max-wall-seconds', type=float, default=None, metavar='S',
+                       help='stop collecting once the run has trained S seconds (counted across resumes), then '
+                            'evaluate and save as at the end of its budget: train.max_wall_seconds')
+    train.add_argument('--set', action='append', type=_override, default=None, metavar='KEY=VALUE',
+                       help='set any config key, e.g. --set policy.learn.lr=3e-4 (repeatable); the value is read '
+                            'as a Python literal, else taken as a string, then checked like the config file\'s; '
+                            'recorded in the run\'s config.json')
     train.add_argument('--mode', choices=('serial', 'parallel'), default='serial',
                        help='serial: one process; parallel: a commander and worker processes over ZeroMQ')
     worker = sub.add_parser('worker', help='join a parallel run (started elsewhere) as a worker', parents=[debug])
@@ -120,6 +183,10 @@ def _build_parser() -> argparse.ArgumentParser:
                          help='JSON list: the old index of each new action (-1: new)')
     surgery.add_argument('--record-steps', type=int, default=64, help='env steps recorded for the report')
     _add_use_commands(sub, debug)
+    listing = sub.add_parser('list', help='what can be named in a config: registered envs, policies, models, '
+                                          'players, leagues and bots, and the ready configs', parents=[debug])
+    from sparring.framework.listing import SECTIONS
+    listing.add_argument('what', nargs='?', choices=SECTIONS, default=None, help='one section (default: all)')
     return parser
 
 
@@ -190,19 +257,19 @@ def _run(args: argparse.Namespace) -> int:
     if args.command in ('train', 'surgery'):
         make_importable(os.path.dirname(os.path.abspath(args.config)))
     if args.command == 'train':
-        config = load_config_file(args.config)
+        # The overrides go into the config itself, so the run's config.json records what the run used.
+        config = apply_overrides(load_config_file(args.config), train_overrides(args))
         if args.mode == 'parallel':
             from sparring.framework.parallel import parallel_pipeline as pipeline
         else:
             from sparring.framework.serial import serial_pipeline as pipeline
+        from sparring.framework.interrupts import exit_status, stopping_signal
         try:
-            summary = pipeline(config, seed=args.seed, exp_name=args.exp_name, resume=args.resume,
-                               max_env_steps=args.max_env_steps)
+            summary = pipeline(config, seed=args.seed, exp_name=args.exp_name, resume=args.resume)
         except KeyboardInterrupt:
-            # A parallel run has stopped its workers and saved its state by now; say so, without a traceback.
-            print(f'interrupted; continue with: sparring train {args.config} --mode {args.mode} --resume'
-                  + (f' --exp-name {args.exp_name}' if args.exp_name else ''), file=sys.stderr)
-            return 130
+            # The run has saved its state by now (a parallel one has stopped its workers); say so, without a traceback.
+            print(f'interrupted; continue with: {resume_command(args)}', file=sys.stderr)
+            return exit_status(stopping_signal())
         for printed in ('league_table', 'history', 'eval', 'exact'):  # the run printed these as it went
             summary.pop(printed, None)
         print(json.dumps(summary, indent=2, default=str))
@@ -219,6 +286,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f'resume with: sparring train {args.config} --exp-name {args.out} --resume')
     elif args.command in ('eval', 'play', 'export', 'report', 'exploit'):
         return _use_run(args)
+    elif args.command == 'list':
+        from sparring.framework.listing import listing
+        print(listing(args.what))
     return 0
 
 

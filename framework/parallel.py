@@ -38,8 +38,9 @@ from sparring.framework.live_policies import LivePolicies
 from sparring.framework.local_launcher import LocalLauncher, worker_context
 from sparring.framework.messaging import Security
 from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
+from sparring.framework.serial import budget_recorded
 from sparring.framework.sessions import learner_id
-from sparring.worker.logger import RunLogger
+from sparring.worker.logger import RunLogger, device_line
 from sparring.worker.remote.replicas import check_replica_config
 from sparring.worker.remote.transport import CurveGuard, Server, advertised_address, check_bind, is_loopback
 from sparring.worker.remote.wire import SECRET_ENV, Signer, load_secret, new_secret
@@ -120,6 +121,8 @@ class ParallelRun:
         else:
             self.launcher = LocalLauncher(cfg.exp_name, self.server.address, secret, self.security.curve_dir,
                                           par.host)
+        if device_line(cfg.policy):
+            self.logger.line(device_line(cfg.policy) + ' here; each learner resolves policy.device in its own process')
         self.logger.line(f'commander at {self.address} ({par.auth} authentication); join a worker from another '
                          f'machine with: sparring worker --role collector --commander {self.address}')
         self.closed = False
@@ -277,6 +280,7 @@ class ParallelRun:
 def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
                       resume: bool = False, max_env_steps: Optional[int] = None) -> dict:
     """Train with a commander and worker processes; returns a summary dict (see the module)."""
+    config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
     set_torch_threads(cfg.torch_threads)
     seed_everything(cfg.seed)

@@ -17,13 +17,16 @@ from sparring.framework.serial_run import LeagueRun
 from sparring.framework.horizon import log_horizon
 from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.worker.checkpoint import CheckpointManager
-from sparring.worker.logger import RunLogger, format_stats
+from sparring.config.compile import apply_overrides
+from sparring.worker.logger import RunLogger, device_line, format_outcome_rates, format_stats
 from sparring.worker.runtime import seed_everything, set_torch_threads
 
 
 def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
                     resume: bool = False, max_env_steps: Optional[int] = None) -> dict:
-    """Train; returns a summary dict (steps, seconds, the last evaluation; a league's table and pictures)."""
+    """Train; returns a summary dict (steps, seconds, the last evaluation; a league's table and pictures).
+    ``max_env_steps`` overrides the config's budget; a new run records it in its config.json."""
+    config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
     set_torch_threads(cfg.torch_threads)
     seed_everything(cfg.seed)
@@ -33,6 +36,8 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
         run = LeagueRun(cfg, state, say=log.line, logger=log)
         try:
             log.progress(run.env_steps)
+            if device_line(cfg.policy):
+                log.line(device_line(cfg.policy))
             if state is not None:
                 log.line(f'resumed from {ckpt.resumed_from} at {run.env_steps} env steps, round {run.rounds}')
             log_horizon(log, cfg)
@@ -40,6 +45,15 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
                 return _loop(cfg, run, ckpt, log)
         finally:
             run.close()
+
+
+def budget_recorded(config: dict, max_env_steps: Optional[int], resume: bool) -> dict:
+    """The config with a new run's ``max_env_steps`` override in it, so that its config.json holds the budget
+    the run used (a resumed run keeps its saved config; prepare_config applies the override to it)."""
+    if max_env_steps is None or resume or isinstance(max_env_steps, bool) or not isinstance(max_env_steps, int) \
+            or max_env_steps < 1:
+        return config  # prepare_config refuses a bad value with its own message
+    return apply_overrides(config, [('train.max_env_steps', max_env_steps)])
 
 
 def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
@@ -79,6 +93,8 @@ def _collect(cfg, run: LeagueRun, log: RunLogger, save) -> None:
             log.scalars(s, steps, prefix=run.kind.train_prefix(pid))
         log.progress(steps)
         line = _round_line(run, stats, steps, elapsed)
+        # The tags a parallel run's commander writes (run/...), so one TensorBoard view serves both modes.
+        log.scalars(dict(episode_return=line['ret'], env_steps_per_second=line['sps']), steps, prefix='run/')
         evaluated = run.evaluate_pending()
         if first in evaluated:
             line.update(_eval_figures(run, evaluated[first]))
@@ -118,7 +134,7 @@ def _eval_figures(run: LeagueRun, report: dict) -> dict:
     """The log-line figures of one evaluation report: a return's mean and spread, or win/draw per opponent."""
     if 'return_mean' in report:
         return dict(eval=report['return_mean'], eval_std=report['return_std'])
-    figures = dict(eval=' '.join(f'{oid}:{s["win"]:.2f}/{s["draw"]:.2f}' for oid, s in report.items()))
+    figures = dict(eval=format_outcome_rates(report))
     exact = run.last_exact
     if exact:
         figures.update(expl=exact['exploitability'][run.player_ids[0]], meta_expl=exact['meta_exploitability'])
