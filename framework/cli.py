@@ -199,13 +199,17 @@ def _add_player_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
     """The subcommands that use a trained run: eval, play, export, report."""
-    evaluate = sub.add_parser('eval', help='play a trained player against bots or other players', parents=[debug])
+    evaluate = sub.add_parser('eval', help='play a trained player against bots or other players (a single agent: its '
+                                           'episode returns)', parents=[debug])
     _add_player_arguments(evaluate)
-    evaluate.add_argument('--against', nargs='+', required=True, metavar='OPPONENT',
-                          help='bot:<name>[?options], RUN2:player_id, or a player / snapshot id of RUN')
-    evaluate.add_argument('--games', type=int, default=None, help='games per opponent (default: the run\'s '
-                                                                 'env.n_evaluator_episodes)')
-    evaluate.add_argument('--sampled', action='store_true', help='sample actions (default: greedy)')
+    evaluate.add_argument('--against', nargs='+', default=None, metavar='OPPONENT',
+                          help='bot:<name>[?options], RUN2:player_id, or a player / snapshot id of RUN (a league '
+                               'run needs one; a single-agent run has none: its greedy and sampled episode returns '
+                               'are reported)')
+    evaluate.add_argument('--games', type=int, default=None, help='games per opponent, or episodes (default: the '
+                                                                 'run\'s env.n_evaluator_episodes)')
+    evaluate.add_argument('--sampled', action='store_true', help='sample actions (default: greedy; a single agent: '
+                                                                  'both, sampled alone with this)')
     evaluate.add_argument('--search', type=int, default=None, metavar='SIMULATIONS',
                           help='choose the player\'s moves by a tree search of this many simulations guided by its '
                                'policy and value (tictactoe, connect_four; default: the network alone)')
@@ -222,7 +226,9 @@ def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
     _add_player_arguments(export)
     export.add_argument('--format', choices=('onnx', 'torchscript'), default='onnx')
     export.add_argument('--out', required=True, help='the file to write')
-    report = sub.add_parser('report', help='write RUN/report.html from the run\'s saved state', parents=[debug])
+    report = sub.add_parser('report', help='write RUN/report.html from the run\'s saved state (a league\'s table, '
+                                           'payoff, ratings and lineage; a single agent\'s return curve)',
+                            parents=[debug])
     report.add_argument('run', help='the experiment directory of a run')
     exploit = sub.add_parser('exploit', help='train a fresh exploiter against a frozen player of a run and report '
                                              'its win rate and return over its training (approximate '
@@ -296,7 +302,7 @@ def _use_run(args: argparse.Namespace) -> int:
     """The commands that use a trained run."""
     if args.command == 'eval':
         from sparring.framework.evaluate_player import evaluate_player, format_report, json_ready
-        report = evaluate_player(args.run, args.against, player=args.player, snapshot=args.snapshot,
+        report = evaluate_player(args.run, args.against or [], player=args.player, snapshot=args.snapshot,
                                  games=args.games, sampled=args.sampled, seed=args.seed, search=args.search)
         print(format_report(report))
         if args.out:
@@ -316,10 +322,11 @@ def _use_run(args: argparse.Namespace) -> int:
         from sparring.framework.player_loader import TrainedRun
         from sparring.framework.report_page import write_final_report
         run = TrainedRun(args.run)
-        path = write_final_report(args.run, run.league, {'env': run.cfg.env.type}) if run.league is not None else None
+        env = run.cfg.env.type if run.league is not None else (run.cfg.env.get('id') or run.cfg.env.type)
+        path = write_final_report(args.run, run.league, {'env': env})
         if path is None:
-            raise FileNotFoundError(f'{args.run}: no report_data.json; the report page is written by league runs '
-                                    f'(after every evaluation)')
+            raise FileNotFoundError(f'{args.run}: no evaluation recorded in report_data.json; a run writes it at '
+                                    f'every evaluation (train.eval_every_iters) and at its end')
         print(f'report: {path}')
     elif args.command == 'exploit':
         from sparring.framework.exploit import exploit_player, format_report

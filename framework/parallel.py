@@ -37,6 +37,7 @@ from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_
 from sparring.framework.live_policies import LivePolicies
 from sparring.framework.local_launcher import LocalLauncher, worker_context
 from sparring.framework.messaging import Security
+from sparring.framework.report_page import return_entries, write_return_report
 from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
 from sparring.framework.serial import budget_recorded
 from sparring.framework.sessions import learner_id
@@ -97,6 +98,7 @@ class ParallelRun:
                 self.curve_guard = CurveGuard(self.context, par.curve_dir)
             self.commander = Commander(cfg, resume=resume, logger=self.logger)
             self.logger.progress(self.commander.env_steps)
+            self.started_at_steps = self.commander.env_steps  # where this process took the run up
             # What an unauthenticated peer can make the commander buffer and hash is bounded: no request is
             # larger than a publish of the parameters, headers are small, and each peer has a few in flight.
             self.server = Server(self.context, par.host, par.port, self.security,
@@ -259,6 +261,11 @@ class ParallelRun:
             commander.league.save(os.path.join(commander.exp_dir, LEAGUE_STATE_FILE))  # where a serial run keeps it
             pictures = []
             if not abort:  # the table and pictures, as a serial run ends
+                if not run_kind(self.cfg).is_league:  # a single agent's page (its return curve), which the report names
+                    first = commander.player_ids[0]
+                    final = (commander.env_steps, commander.wall_seconds, commander.last_eval.get(first, {}))
+                    write_return_report(commander.exp_dir, return_entries(commander.coordinator.history, first, final),
+                                        self.started_at_steps, {'env': self.cfg.env.get('id') or self.cfg.env.type})
                 pictures = closing_report(commander.league, commander.last_eval, commander.exp_dir, self.logger.line)
             summary = commander.summary(pictures, state_path)
             summary['restarts'] = dict(self.launcher.restarts)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional
 
+from sparring.framework.report_page import return_entries, write_return_report
 from sparring.framework.run_setup import closing_report, prepare_config
 from sparring.framework.serial_run import LeagueRun
 from sparring.framework.horizon import log_horizon
@@ -73,6 +74,7 @@ def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
         raise
     _finish(cfg, run, log)
     path = save()
+    single_agent_page(run, final=True)  # before the closing report, which names the page
     pictures = closing_report(run.league, run.last_eval, cfg.exp_name, log.line)
     log.line(f'checkpoint: {path}')
     if run.last_exact:
@@ -98,6 +100,7 @@ def _collect(cfg, run: LeagueRun, log: RunLogger, save) -> None:
         evaluated = run.evaluate_pending()
         if first in evaluated:
             line.update(_eval_figures(run, evaluated[first]))
+            single_agent_page(run)
         log.line(format_stats(line))
         if train.checkpoint_every_iters and run.rounds % train.checkpoint_every_iters == 0:
             save()
@@ -117,6 +120,18 @@ def _finish(cfg, run: LeagueRun, log: RunLogger) -> None:
         log.line('final evaluation: ' + ', '.join(
             f'{pid} ' + format_stats(_eval_figures(run, report)) for pid, report in evaluated.items()))
     coordinator.check_evaluated()
+
+
+def single_agent_page(run, final: bool = False):
+    """Write a single-agent run's report page (its return curve) from the evaluations so far; None for a league
+    (whose page the league watch writes)."""
+    if run.kind.is_league:
+        return None
+    coordinator, first = run.coordinator, run.player_ids[0]
+    last = (run.env_steps, coordinator.wall_seconds, run.last_eval[first]) if final and first in run.last_eval else None
+    return write_return_report(run.cfg.exp_name, return_entries(coordinator.history, first, last),
+                               run.started_at_steps,
+                               {'env': run.cfg.env.get('id') or run.cfg.env.type, 'phase': 'done' if final else 'training'})
 
 
 def _round_line(run: LeagueRun, stats: Dict[str, dict], steps: int, elapsed: float) -> dict:
