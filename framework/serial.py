@@ -87,16 +87,19 @@ def _collect(cfg, run: LeagueRun, log: RunLogger, save) -> None:
     """Rounds until the coordinator's stop rule ends collection, with the periodic evaluations and checkpoints."""
     train, coordinator = cfg.train, run.coordinator
     first = run.player_ids[0]
+    before = (run.env_steps, coordinator.wall_seconds)  # the speed TensorBoard gets is the last round's, as parallel's
     while coordinator.phase == 'collect':
         raise_if_stopped()
         stats = run.train_round()
         steps, elapsed = run.env_steps, coordinator.wall_seconds
+        rate = (steps - before[0]) / max(elapsed - before[1], 1e-9)
+        before = (steps, elapsed)
         for pid, s in stats.items():
             log.scalars(s, steps, prefix=run.kind.train_prefix(pid))
         log.progress(steps)
         line = _round_line(run, stats, steps, elapsed)
         # The tags a parallel run's commander writes (run/...), so one TensorBoard view serves both modes.
-        log.scalars(dict(episode_return=line['ret'], env_steps_per_second=line['sps']), steps, prefix='run/')
+        log.scalars(dict(episode_return=line['ret'], env_steps_per_second=rate), steps, prefix='run/')
         evaluated = run.evaluate_pending()
         if first in evaluated:
             line.update(_eval_figures(run, evaluated[first]))
