@@ -92,7 +92,9 @@ def _league_table(league, course: Dict[str, list], facts: Dict[str, Any]) -> str
             steps = taken_at.get(row['player_id'], 0 if player.step == 0 else None)
         else:
             steps = None
-        cells = row['cells']
+        cells = list(row['cells'])
+        if row['kind'] == 'reference':
+            cells[ITERATION] = None  # a bot or a fixed player never trains: no iteration to show
         rows.append(cells[:ITERATION + 1] + [steps] + cells[ITERATION + 1:])
     keep = filled_columns(rows)
     head = ''.join(f'<th>{html.escape(headers[i])}</th>' for i in keep)

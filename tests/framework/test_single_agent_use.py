@@ -72,3 +72,24 @@ def test_greedy_evaluation_says_how_many_distinct_games_it_saw(tmp_path):
     assert '20: the games repeat' in format_report(greedy)
     sampled = evaluate_player(run, ['bot:random'], games=20, sampled=True)
     assert sampled['opponents']['bot:random']['distinct_games'] > 2
+
+
+@pytest.mark.slow
+def test_a_parallel_single_agent_run_stops_at_its_wall_budget_and_writes_its_page(tmp_path, capsys):
+    path = tmp_path / 'cfg.py'
+    config = dict(exp_name=str(tmp_path / 'par'),
+                  env=dict(type='gym', id='CartPole-v1', collector_env_num=2, evaluator_env_num=1, n_evaluator_episodes=2),
+                  policy=dict(type='ppo', model=dict(hidden_sizes=[8]), collect=dict(n_steps=16),
+                              learn=dict(epochs=1, num_minibatches=1)),
+                  train=dict(max_env_steps=10_000_000, eval_every_iters=0, progress_bar=False, tensorboard=False),
+                  parallel=dict(collectors=1, evaluators=0, heartbeat_seconds=0.5, log_every_seconds=1.0,
+                                save_every_seconds=0.5, drain_timeout_seconds=3.0, shutdown_seconds=30.0))
+    path.write_text(f'config = {config!r}\n')
+    assert main(['train', str(path), '--mode', 'parallel', '--max-wall-seconds', '5']) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads(printed[printed.index('{\n'):])
+    assert 0 < summary['env_steps'] < 10_000_000 and 'eval_mean' in summary
+    assert json.load(open(tmp_path / 'par' / 'config.json'))['train']['max_wall_seconds'] == 5.0
+    course = json.load(open(tmp_path / 'par' / 'report_data.json'))
+    assert [e['env_steps'] for e in course['returns']] == [summary['env_steps']]
+    assert 'time budget of 5 s spent' in (tmp_path / 'par' / 'log.txt').read_text()

@@ -67,3 +67,9 @@ def test_a_single_agent_page_draws_its_returns():
     page = render_return_report(course, {'run': 'r', 'env': 'CartPole-v1'})
     assert page.count('<circle') == 2 and '<polygon' in page  # the mean and its spread
     assert '<td>1280</td>' in page and '<td>4.00</td>' in page  # the standard error: 8 / sqrt(5 - 1)
+
+
+def test_one_rating_value_gets_round_ticks():
+    svg = line_chart({'elo': [(34_304, 1473.9)]}, 'Elo', 'env steps', 'Elo', x_from_zero=True)
+    y_ticks = re.findall(r'class="tick" text-anchor="end">([^<]*)<', svg)
+    assert len(y_ticks) >= 2 and all(len(t) <= 5 for t in y_ticks), y_ticks  # 1.4k, 1.45k ... not 1.4735k
