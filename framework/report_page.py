@@ -78,7 +78,7 @@ def write_final_report(exp_dir: str, league, facts: Optional[dict] = None) -> Op
         return None
     if course['returns']:  # a single agent's course
         return _write_returns_page(exp_dir, course, facts or {})
-    if league is None:
+    if getattr(league, 'roster', None) is None:  # no league (a single agent's run) and no returns recorded
         return None
     steps = max((e['env_steps'] for key in COURSE_KEYS for e in course[key]), default=None)
     return write_report(exp_dir, league, course, dict({'env steps': steps} if steps is not None else {},
@@ -108,8 +108,9 @@ def write_return_report(exp_dir: str, entries: Sequence[dict], since_env_steps: 
     """Write a single-agent run's course and page: the saved entries up to ``since_env_steps`` (where this
     process started: a resumed run keeps its past, not a future it no longer has), then ``entries``."""
     course = load_course(exp_dir, up_to_env_steps=since_env_steps) or empty_course()
-    course['returns'] = [e for e in course['returns'] if e['env_steps'] <= since_env_steps] + [
-        e for e in entries if e['env_steps'] > since_env_steps]
+    by_steps = {e['env_steps']: e for e in course['returns']}
+    by_steps.update({e['env_steps']: e for e in entries if e['env_steps'] >= since_env_steps})  # this process's own
+    course['returns'] = [by_steps[steps] for steps in sorted(by_steps)]
     return _write_returns_page(exp_dir, course, facts)
 
 

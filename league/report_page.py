@@ -193,7 +193,7 @@ def _lineage(league, course: Dict[str, list], facts: Dict[str, Any]) -> str:
     listed = []
     for player in league.active_players:
         snapshots = league.roster.snapshots_of(player.player_id).players
-        names = ', '.join(f'{s.player_id} (step {s.step})' for s in snapshots) or 'none yet'
+        names = ', '.join(f'{s.player_id} (iteration {s.step})' for s in snapshots) or 'none yet'
         resets = getattr(player, 'reset_count', 0)
         listed.append(f'<li><b>{html.escape(player.player_id)}</b>: {len(snapshots)} snapshots, {resets} resets: '
                       f'{html.escape(names)}</li>')
