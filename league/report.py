@@ -36,7 +36,7 @@ def league_rows(league, sort_by: str = 'elo') -> List[dict]:
 
 def filled_columns(rows: Sequence[Sequence]) -> List[int]:
     """The indices of the columns with a value in some row: a column of dashes only (TrueSkill when it is
-    off, self-play in a league without it) says nothing and is left out."""
+    off, self-play in a league without it) says nothing, and the report page leaves it out."""
     width = max((len(row) for row in rows), default=0)
     return [i for i in range(width) if i == 0 or any(row[i] is not None for row in rows)]
 
@@ -45,10 +45,8 @@ def league_table(league, sort_by: str = 'elo', max_rows: int = 0) -> str:
     """One line per player; ``sort_by`` one of ``SORT_KEYS`` (``joined``: league order)."""
     rows = league_rows(league, sort_by)
     shown = rows[:max_rows] if max_rows > 0 else rows
-    cells = [r['cells'] for r in shown]
-    keep = filled_columns(cells) if cells else list(range(len(HEADERS)))
-    text = format_table([HEADERS[i] for i in keep], [[row[i] for i in keep] for row in cells],
-                        right_align_from=sum(1 for i in keep if i < 3))
+    # Every column, empty ones too: the text is part of a run's summary, which the golden runs record.
+    text = format_table(HEADERS, [r['cells'] for r in shown], right_align_from=3)
     if len(shown) < len(rows):
         text += f'\n... {len(rows) - len(shown)} more players'
     return text
