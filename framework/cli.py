@@ -132,7 +132,8 @@ def resume_command(args: argparse.Namespace) -> str:
     if args.max_wall_seconds is not None:
         words += ['--max-wall-seconds', f'{args.max_wall_seconds:g}']
     for key, value in args.set or []:
-        words += ['--set', f'{key}={value!r}' if not isinstance(value, str) else f'{key}={value}']
+        bare = f'{key}={value}'  # a string as typed, unless it would read back as something else ('123')
+        words += ['--set', bare if isinstance(value, str) and parse_override(bare)[1] == value else f'{key}={value!r}']
     return ' '.join(shlex.quote(w) for w in words)
 
 

@@ -3,6 +3,7 @@ recorded in config.json and repeated in the resume hint, ``--max-wall-seconds``,
 device said once, and the figures a serial run sends to TensorBoard."""
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -83,11 +84,13 @@ def test_a_wrong_set_is_the_usual_one_line_config_error(tmp_path, capsys):
 def test_the_resume_hint_repeats_every_override():
     args = cli._build_parser().parse_args(['train', 'my cfg.py', '--exp-name', 'runs/x', '--max-env-steps', '5000',
                                            '--max-wall-seconds', '90', '--set', 'policy.learn.lr=3e-4',
-                                           '--set', 'env.id=CartPole-v1', '--mode', 'parallel'])
+                                           '--set', 'env.id=CartPole-v1', '--set', "exp_name='123'",
+                                           '--mode', 'parallel'])
     hint = cli.resume_command(args)
     assert hint == ("sparring train 'my cfg.py' --mode parallel --resume --exp-name runs/x --max-env-steps 5000 "
-                    "--max-wall-seconds 90 --set policy.learn.lr=0.0003 --set env.id=CartPole-v1")
-    again = cli._build_parser().parse_args(__import__('shlex').split(hint)[1:])
+                    "--max-wall-seconds 90 --set policy.learn.lr=0.0003 --set env.id=CartPole-v1 --set "
+                    + shlex.quote("exp_name='123'"))  # the string '123', not the number it would read as bare
+    again = cli._build_parser().parse_args(shlex.split(hint)[1:])
     assert cli.train_overrides(again) == cli.train_overrides(args)
 
 
