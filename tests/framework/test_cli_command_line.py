@@ -152,3 +152,14 @@ def test_the_default_cpu_device_is_not_announced(tmp_path):
     from sparring.framework import serial_pipeline
     serial_pipeline(cartpole(tmp_path / 'run', steps=32))
     assert 'device:' not in (tmp_path / 'run' / 'log.txt').read_text()
+
+
+def test_the_device_line_says_what_auto_chose(monkeypatch):
+    from sparring.worker.logger import device_line
+    policy = dict(device='auto', collect=dict(device='cpu'))
+    monkeypatch.setattr('sparring.policy.device.cuda_available', lambda: True)
+    monkeypatch.setattr('sparring.policy.device.cuda_device_count', lambda: 1)
+    assert device_line(policy) == 'device: cuda (auto: CUDA available); acting on cpu (policy.collect.device)'
+    monkeypatch.setattr('sparring.policy.device.cuda_available', lambda: False)
+    assert device_line(policy) == 'device: cpu (auto: no CUDA)'
+    assert device_line(dict(device='cpu', collect=dict(device='cpu'))) is None
