@@ -73,9 +73,10 @@ GAMES_NOTE = ('<p class="note"><b>iteration</b>: the training iteration a player
               'the charts below. <b>games</b> and <b>win rate</b>: every game a player played against the other '
               'players, counted whole (training games against snapshots and other active players, and the rated '
               'evaluation games against the reference players){decay}; its games against itself are under '
-              '<b>self-play</b>. TensorBoard counts otherwise: <code>train/&lt;player&gt;/games</code> is the games '
-              'collected in one round, self-play included, and <code>eval/&lt;player&gt;/vs_&lt;opponent&gt;/games'
-              '</code> the games of one evaluation, against unrated opponents too.</p>')
+              '<b>self-play</b>. TensorBoard counts otherwise, self-play included: <code>train/&lt;player&gt;/games</code> '
+              '(a serial run) is the games collected in one round and <code>run/games</code> (a parallel run) all the '
+              'games collected so far; <code>eval/&lt;player&gt;/vs_&lt;opponent&gt;/games</code> is the games of one '
+              'evaluation, against unrated opponents too.</p>')
 
 
 def _league_table(league, course: Dict[str, list], facts: Dict[str, Any]) -> str:
