@@ -30,6 +30,7 @@ import os
 import time
 from typing import Optional
 
+from sparring.config.compile import save_config
 from sparring.config.schema import ConfigError
 from sparring.framework.commander import Commander
 from sparring.framework.coordinator import INIT_REF
@@ -289,6 +290,8 @@ def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Option
     """Train with a commander and worker processes; returns a summary dict (see the module)."""
     config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
+    if resume:  # config.json holds what the run goes on with: the budgets and settings a resume changed
+        save_config(cfg, cfg.exp_name)
     set_torch_threads(cfg.torch_threads)
     seed_everything(cfg.seed)
     run = ParallelRun(cfg, resume=resume)

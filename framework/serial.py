@@ -18,7 +18,7 @@ from sparring.framework.serial_run import LeagueRun
 from sparring.framework.horizon import log_horizon
 from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.worker.checkpoint import CheckpointManager
-from sparring.config.compile import apply_overrides
+from sparring.config.compile import apply_overrides, save_config
 from sparring.worker.logger import RunLogger, device_line, format_outcome_rates, format_stats
 from sparring.worker.runtime import seed_everything, set_torch_threads
 
@@ -29,6 +29,8 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
     ``max_env_steps`` overrides the config's budget; a new run records it in its config.json."""
     config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
+    if resume:  # config.json holds what the run goes on with: the budgets and settings a resume changed
+        save_config(cfg, cfg.exp_name)
     set_torch_threads(cfg.torch_threads)
     seed_everything(cfg.seed)
     ckpt = CheckpointManager(cfg.exp_name)

@@ -163,3 +163,12 @@ def test_the_device_line_says_what_auto_chose(monkeypatch):
     monkeypatch.setattr('sparring.policy.device.cuda_available', lambda: False)
     assert device_line(policy) == 'device: cpu (auto: no CUDA)'
     assert device_line(dict(device='cpu', collect=dict(device='cpu'))) is None
+
+
+def test_a_resumed_run_records_the_budget_it_goes_on_with(tmp_path, capsys):
+    path = write_config(tmp_path / 'cfg.py', cartpole(tmp_path / 'run'))
+    assert main(['train', path, '--max-env-steps', '32']) == 0
+    assert main(['train', path, '--resume', '--max-env-steps', '64', '--set', 'policy.learn.lr=1e-3']) == 0
+    capsys.readouterr()
+    saved = json.load(open(tmp_path / 'run' / 'config.json'))
+    assert saved['train']['max_env_steps'] == 64 and saved['policy']['learn']['lr'] == 1e-3
