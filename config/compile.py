@@ -167,9 +167,19 @@ BASE_CONSTRAINTS = {
 }
 
 
+class CompiledConfig(EasyDict):
+    """A compiled config: an EasyDict that prints one key per line (:func:`format_config`), so that
+    ``print(compile_config(config))`` can be read; ``repr`` stays the dict's. Its sections are plain
+    EasyDicts. (Only dunder methods here: EasyDict copies any other class attribute into the dict.)"""
+
+    def __str__(self) -> str:
+        return format_config(self)
+
+
 def compile_config(user_config: dict, *, seed: Optional[int] = None, exp_name: Optional[str] = None,
                    save: bool = True) -> EasyDict:
-    """Merge, validate and (optionally) save a config; returns an EasyDict.
+    """Merge, validate and (optionally) save a config; returns an EasyDict (a :class:`CompiledConfig`, which
+    prints readably).
 
     ``seed`` and ``exp_name`` override the config's own values (the CLI's ``--seed`` and
     ``--exp-name``).
@@ -189,7 +199,7 @@ def compile_config(user_config: dict, *, seed: Optional[int] = None, exp_name: O
 
     merged = _merge(base_config(), user_config, path='')
     _check_constraints(BASE_CONSTRAINTS, merged, '')
-    cfg = EasyDict(merged)
+    cfg = CompiledConfig(merged)
     if save:
         save_config(cfg, cfg.exp_name)
     return cfg
@@ -413,8 +423,8 @@ def apply_overrides(config: dict, overrides: Iterable[Tuple[str, Any]]) -> dict:
 
 
 def format_config(cfg: Any, indent: int = 2) -> str:
-    """A compiled (or plain) config as indented text, one key per line, sections in their order:
-    ``print(format_config(cfg))`` where ``print(cfg)`` gives one long line."""
+    """A compiled (or plain) config as indented text, one key per line, sections in their order (what
+    ``print`` shows of a compiled config; ``print(format_config(cfg.policy))`` for one section)."""
     lines: list = []
 
     def walk(node: Any, depth: int) -> None:
@@ -438,5 +448,5 @@ def load_config(path: str) -> EasyDict:
         cfg = json.load(f)
     reg.ensure_builtins()
     reg.import_modules(cfg.get('import_names', []))
-    return EasyDict(cfg)
+    return CompiledConfig(cfg)
 

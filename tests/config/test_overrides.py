@@ -45,3 +45,5 @@ def test_a_compiled_config_prints_one_key_per_line():
     assert len(lines) > 50 and max(len(line) for line in lines) < 120
     assert 'env:' in lines and "  id: 'CartPole-v1'" in lines and '    lr: 0.0003' in lines
     assert "  type: 'gym'" in lines[lines.index('env:'):]
+    assert str(cfg) == text and repr(cfg) == repr(dict(cfg))  # print() reads; repr stays the dict's
+    assert format_config(cfg.policy.learn).splitlines()[0].endswith(':') is False
