@@ -1,13 +1,15 @@
 """The ``sparring`` command line (also ``python -m sparring``): ``sparring train path/to/config.py [--seed N]
 [--exp-name X] [--resume] [--mode serial|parallel] [--max-env-steps N] [--max-wall-seconds S]
 [--set dotted.key=value ...]``, ``sparring list [envs|policies|models|players|leagues|bots|configs]``
-(what is registered, and the ready configs), ``sparring --version``, ``sparring worker --role collector --commander tcp://HOST:PORT`` (join a
-parallel run) and ``sparring surgery --checkpoint RUN --config new_config.py --out NEW_RUN``.
+(what is registered, and the ready configs), ``sparring --version``, ``sparring worker --role collector
+--commander tcp://HOST:PORT`` (join a parallel run) and ``sparring surgery --checkpoint RUN --config
+new_config.py --out NEW_RUN``.
 
 Using what a run trained: ``sparring eval RUN --against bot:random RUN2:player_id ...`` (win / draw /
-loss with standard errors and an Elo difference), ``sparring play RUN [--seat first|second]`` (a person
+loss with standard errors and an Elo difference, and how many distinct games were played; a single-agent
+run: ``sparring eval RUN``, greedy and sampled returns with standard errors), ``sparring play RUN [--seat first|second]`` (a person
 against the trained player in the terminal), ``sparring export RUN --format onnx|torchscript --out FILE``,
-``sparring report RUN`` (write ``RUN/report.html`` again) and ``sparring exploit RUN --budget-steps N``
+``sparring report RUN`` (write ``RUN/report.html`` again: a league's page, or a single agent's return curve) and ``sparring exploit RUN --budget-steps N``
 (train a fresh exploiter against a frozen player: approximate exploitability).
 
 A config file is a Python file that defines ``config`` (a plain dict); ``main_config`` is accepted
