@@ -32,6 +32,7 @@ import runpy
 import shlex
 import sys
 import traceback
+import warnings
 from typing import List, Optional, Tuple
 
 from sparring.config.registry import RegistryError
@@ -249,7 +250,12 @@ def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
-        return _run(args)
+        with warnings.catch_warnings():
+            # A warning to the user (a resumed run's changed settings) reads as one line, as errors do, not as a
+            # file name, line number and source line of the code that raised it.
+            warnings.showwarning = lambda message, category, *rest: print(
+                f'sparring {args.command}: warning: {message}', file=sys.stderr)
+            return _run(args)
     except USER_ERRORS + (ConfigFileError,) as err:
         if getattr(args, 'debug', False):
             traceback.print_exc()

@@ -169,6 +169,9 @@ def test_a_resumed_run_records_the_budget_it_goes_on_with(tmp_path, capsys):
     path = write_config(tmp_path / 'cfg.py', cartpole(tmp_path / 'run'))
     assert main(['train', path, '--max-env-steps', '32']) == 0
     assert main(['train', path, '--resume', '--max-env-steps', '64', '--set', 'policy.learn.lr=1e-3']) == 0
-    capsys.readouterr()
+    err = capsys.readouterr().err.strip().splitlines()
+    expected = (f'sparring train: warning: --resume continues {tmp_path / "run" / "config.json"} with changed '
+                f'policy.learn.lr, train.max_env_steps')
+    assert err == [expected]  # one line, as errors are
     saved = json.load(open(tmp_path / 'run' / 'config.json'))
     assert saved['train']['max_env_steps'] == 64 and saved['policy']['learn']['lr'] == 1e-3
