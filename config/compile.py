@@ -8,12 +8,13 @@ from which :func:`load_config` rebuilds it to repeat or resume a run.
 """
 from __future__ import annotations
 
+import ast
 import copy
 import difflib
 import json
 import os
 import tempfile
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 from easydict import EasyDict
 
@@ -166,9 +167,19 @@ BASE_CONSTRAINTS = {
 }
 
 
+class CompiledConfig(EasyDict):
+    """A compiled config: an EasyDict that prints one key per line (:func:`format_config`), so that
+    ``print(compile_config(config))`` can be read; ``repr`` stays the dict's. Its sections are plain
+    EasyDicts. (Only dunder methods here: EasyDict copies any other class attribute into the dict.)"""
+
+    def __str__(self) -> str:
+        return format_config(self)
+
+
 def compile_config(user_config: dict, *, seed: Optional[int] = None, exp_name: Optional[str] = None,
                    save: bool = True) -> EasyDict:
-    """Merge, validate and (optionally) save a config; returns an EasyDict.
+    """Merge, validate and (optionally) save a config; returns an EasyDict (a :class:`CompiledConfig`, which
+    prints readably).
 
     ``seed`` and ``exp_name`` override the config's own values (the CLI's ``--seed`` and
     ``--exp-name``).
@@ -188,7 +199,7 @@ def compile_config(user_config: dict, *, seed: Optional[int] = None, exp_name: O
 
     merged = _merge(base_config(), user_config, path='')
     _check_constraints(BASE_CONSTRAINTS, merged, '')
-    cfg = EasyDict(merged)
+    cfg = CompiledConfig(merged)
     if save:
         save_config(cfg, cfg.exp_name)
     return cfg
@@ -375,6 +386,60 @@ def save_config(cfg: dict, exp_dir: str) -> str:
     return path
 
 
+def parse_override(text: str) -> Tuple[str, Any]:
+    """``'dotted.key=value'`` as ``(key, value)``: the value read as a Python literal (``3e-4``, ``True``,
+    ``None``, ``[64, 64]``, ``'text'``), else taken as the string it is (``CartPole-v1``). Its type and range are
+    checked later, by ``compile_config``, against the key's default and constraints."""
+    key, sep, raw = text.partition('=')
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split('.')):
+        raise ConfigError(f'--set {text!r}: expected dotted.key=value, e.g. --set policy.learn.lr=3e-4')
+    try:
+        value = ast.literal_eval(raw.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        value = raw.strip()
+    return key, value
+
+
+def apply_overrides(config: dict, overrides: Iterable[Tuple[str, Any]]) -> dict:
+    """A copy of the plain ``config`` with each ``(dotted key, value)`` set, sections created as needed; a
+    key that passes through a value that is not a section is refused. Unknown keys and wrong types are left
+    to ``compile_config``, which names them (with its did-you-mean)."""
+    out = copy.deepcopy(dict(config))
+    for key, value in overrides:
+        node = out
+        *parents, last = key.split('.')
+        for depth, part in enumerate(parents):
+            child = node.get(part)
+            if child is None:  # an absent section, or one left at None (league=None): start it
+                child = node[part] = {}
+            elif not isinstance(child, dict):
+                where = '.'.join(parents[:depth + 1])
+                raise ConfigError(f'--set {key}: "{where}" is {child!r}, not a section; expected a key whose '
+                                  f'parents are sections')
+            node = child
+        node[last] = value
+    return out
+
+
+def format_config(cfg: Any, indent: int = 2) -> str:
+    """A compiled (or plain) config as indented text, one key per line, sections in their order (what
+    ``print`` shows of a compiled config; ``print(format_config(cfg.policy))`` for one section)."""
+    lines: list = []
+
+    def walk(node: Any, depth: int) -> None:
+        pad = ' ' * (indent * depth)
+        for key, value in node.items():
+            if isinstance(value, dict) and value:
+                lines.append(f'{pad}{key}:')
+                walk(value, depth + 1)
+            else:
+                lines.append(f'{pad}{key}: {to_plain(value)!r}')
+
+    walk(cfg, 0)
+    return '\n'.join(lines)
+
+
 def load_config(path: str) -> EasyDict:
     """Load a compiled config saved by :func:`save_config` (a file or the experiment dir)."""
     if os.path.isdir(path):
@@ -383,5 +448,5 @@ def load_config(path: str) -> EasyDict:
         cfg = json.load(f)
     reg.ensure_builtins()
     reg.import_modules(cfg.get('import_names', []))
-    return EasyDict(cfg)
+    return CompiledConfig(cfg)
 

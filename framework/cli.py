@@ -1,11 +1,15 @@
-"""The ``sparring`` command line: ``sparring train path/to/config.py [--seed N] [--exp-name X] [--resume]
-[--mode serial|parallel]``, ``sparring worker --role collector --commander tcp://HOST:PORT`` (join a
-parallel run) and ``sparring surgery --checkpoint RUN --config new_config.py --out NEW_RUN``.
+"""The ``sparring`` command line (also ``python -m sparring``): ``sparring train path/to/config.py [--seed N]
+[--exp-name X] [--resume] [--mode serial|parallel] [--max-env-steps N] [--max-wall-seconds S]
+[--set dotted.key=value ...]``, ``sparring list [envs|policies|models|players|leagues|bots|configs]``
+(what is registered, and the ready configs), ``sparring --version``, ``sparring worker --role collector
+--commander tcp://HOST:PORT`` (join a parallel run) and ``sparring surgery --checkpoint RUN --config
+new_config.py --out NEW_RUN``.
 
 Using what a run trained: ``sparring eval RUN --against bot:random RUN2:player_id ...`` (win / draw /
-loss with standard errors and an Elo difference), ``sparring play RUN [--seat first|second]`` (a person
+loss with standard errors and an Elo difference, and how many distinct games were played; a single-agent
+run: ``sparring eval RUN``, greedy and sampled returns with standard errors), ``sparring play RUN [--seat first|second]`` (a person
 against the trained player in the terminal), ``sparring export RUN --format onnx|torchscript --out FILE``,
-``sparring report RUN`` (write ``RUN/report.html`` again) and ``sparring exploit RUN --budget-steps N``
+``sparring report RUN`` (write ``RUN/report.html`` again: a league's page, or a single agent's return curve) and ``sparring exploit RUN --budget-steps N``
 (train a fresh exploiter against a frozen player: approximate exploitability).
 
 A config file is a Python file that defines ``config`` (a plain dict); ``main_config`` is accepted
@@ -15,7 +19,9 @@ sit next to it.
 
 A mistake a user can make (a config error, a reused experiment directory, a refused surgery, a
 module in ``import_names`` that cannot be imported, a missing file) ends the command with one line on
-stderr and exit code 2; ``--debug`` prints the traceback as well.
+stderr and exit code 2; ``--debug`` prints the traceback as well. A run stopped by Ctrl-C exits 130, by
+SIGTERM 143 (128 + the signal, as shells report it), after the same clean stop: what was done is saved and
+the line to continue it is printed.
 """
 from __future__ import annotations
 
@@ -23,11 +29,14 @@ import argparse
 import json
 import os
 import runpy
+import shlex
 import sys
 import traceback
-from typing import List, Optional
+import warnings
+from typing import List, Optional, Tuple
 
 from sparring.config.registry import RegistryError
+from sparring.config.compile import apply_overrides, parse_override
 from sparring.config.schema import ConfigError
 from sparring.framework.commander_state import JournalDamaged
 from sparring.league.errors import LeagueError
@@ -82,19 +91,77 @@ def load_config_file(path: str) -> dict:
                           f'to one of them')
 
 
+def package_version() -> str:
+    """The installed distribution's version, else (run from a checkout) the package's own ``__version__``,
+    which pyproject.toml reads too."""
+    from importlib import metadata
+    try:
+        return metadata.version('sparring')
+    except metadata.PackageNotFoundError:
+        from sparring import __version__
+        return __version__
+
+
+def _override(text: str) -> Tuple[str, object]:
+    """argparse's type for ``--set``: a usage error names the argument when the form is wrong."""
+    try:
+        return parse_override(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def train_overrides(args: argparse.Namespace) -> List[Tuple[str, object]]:
+    """The ``(dotted key, value)`` pairs a ``train`` command line sets: ``--set`` in order, then the budgets."""
+    overrides = list(args.set or [])
+    if args.max_env_steps is not None:
+        if args.max_env_steps < 1:
+            raise ConfigError(f'max_env_steps (--max-env-steps) = {args.max_env_steps}: expected a positive whole '
+                              f'number of env steps')
+        overrides.append(('train.max_env_steps', args.max_env_steps))
+    if args.max_wall_seconds is not None:
+        overrides.append(('train.max_wall_seconds', args.max_wall_seconds))
+    return overrides
+
+
+def resume_command(args: argparse.Namespace) -> str:
+    """The command that continues an interrupted ``train``: the same file, mode, directory and overrides."""
+    words = ['sparring', 'train', args.config, '--mode', args.mode, '--resume']
+    if args.exp_name:
+        words += ['--exp-name', args.exp_name]
+    if args.seed is not None:
+        words += ['--seed', str(args.seed)]
+    if args.max_env_steps is not None:
+        words += ['--max-env-steps', str(args.max_env_steps)]
+    if args.max_wall_seconds is not None:
+        words += ['--max-wall-seconds', f'{args.max_wall_seconds:g}']
+    for key, value in args.set or []:
+        bare = f'{key}={value}'  # a string as typed, unless it would read back as something else ('123')
+        words += ['--set', bare if isinstance(value, str) and parse_override(bare)[1] == value else f'{key}={value!r}']
+    return ' '.join(shlex.quote(w) for w in words)
+
+
 def _build_parser() -> argparse.ArgumentParser:
     debug = argparse.ArgumentParser(add_help=False)
     debug.add_argument('--debug', action='store_true', default=argparse.SUPPRESS,
                        help='show the traceback of an error, not only its message')
     parser = argparse.ArgumentParser(prog='sparring', description='Reinforcement learning by self-play in a league.',
                                      parents=[debug])
+    parser.add_argument('--version', action='version', version=f'sparring {package_version()}')
     sub = parser.add_subparsers(dest='command', required=True)
     train = sub.add_parser('train', help='train from a config file', parents=[debug])
     train.add_argument('config', help='a Python file defining `config = dict(...)`')
     train.add_argument('--seed', type=int, default=None, help='override the config seed')
     train.add_argument('--exp-name', default=None, help='override the experiment directory')
     train.add_argument('--resume', action='store_true', help='continue from the newest checkpoint of the run')
-    train.add_argument('--max-env-steps', type=int, default=None, help='override train.max_env_steps')
+    train.add_argument('--max-env-steps', type=int, default=None,
+                       help='override train.max_env_steps (recorded in the run\'s config.json)')
+    train.add_argument('--max-wall-seconds', type=float, default=None, metavar='S',
+                       help='stop collecting once the run has trained S seconds (counted across resumes), then '
+                            'evaluate and save as at the end of its budget: train.max_wall_seconds')
+    train.add_argument('--set', action='append', type=_override, default=None, metavar='KEY=VALUE',
+                       help='set any config key, e.g. --set policy.learn.lr=3e-4 (repeatable); the value is read '
+                            'as a Python literal, else taken as a string, then checked like the config file\'s; '
+                            'recorded in the run\'s config.json')
     train.add_argument('--mode', choices=('serial', 'parallel'), default='serial',
                        help='serial: one process; parallel: a commander and worker processes over ZeroMQ')
     worker = sub.add_parser('worker', help='join a parallel run (started elsewhere) as a worker', parents=[debug])
@@ -120,6 +187,10 @@ def _build_parser() -> argparse.ArgumentParser:
                          help='JSON list: the old index of each new action (-1: new)')
     surgery.add_argument('--record-steps', type=int, default=64, help='env steps recorded for the report')
     _add_use_commands(sub, debug)
+    listing = sub.add_parser('list', help='what can be named in a config: registered envs, policies, models, '
+                                          'players, leagues and bots, and the ready configs', parents=[debug])
+    from sparring.framework.listing import SECTIONS
+    listing.add_argument('what', nargs='?', choices=SECTIONS, default=None, help='one section (default: all)')
     return parser
 
 
@@ -132,13 +203,17 @@ def _add_player_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
     """The subcommands that use a trained run: eval, play, export, report."""
-    evaluate = sub.add_parser('eval', help='play a trained player against bots or other players', parents=[debug])
+    evaluate = sub.add_parser('eval', help='play a trained player against bots or other players (a single agent: its '
+                                           'episode returns)', parents=[debug])
     _add_player_arguments(evaluate)
-    evaluate.add_argument('--against', nargs='+', required=True, metavar='OPPONENT',
-                          help='bot:<name>[?options], RUN2:player_id, or a player / snapshot id of RUN')
-    evaluate.add_argument('--games', type=int, default=None, help='games per opponent (default: the run\'s '
-                                                                 'env.n_evaluator_episodes)')
-    evaluate.add_argument('--sampled', action='store_true', help='sample actions (default: greedy)')
+    evaluate.add_argument('--against', nargs='+', default=None, metavar='OPPONENT',
+                          help='bot:<name>[?options], RUN2:player_id, or a player / snapshot id of RUN (a league '
+                               'run needs one; a single-agent run has none: its greedy and sampled episode returns '
+                               'are reported)')
+    evaluate.add_argument('--games', type=int, default=None, help='games per opponent, or episodes (default: the '
+                                                                 'run\'s env.n_evaluator_episodes)')
+    evaluate.add_argument('--sampled', action='store_true', help='sample actions (default: greedy; a single agent: '
+                                                                  'both, sampled alone with this)')
     evaluate.add_argument('--search', type=int, default=None, metavar='SIMULATIONS',
                           help='choose the player\'s moves by a tree search of this many simulations guided by its '
                                'policy and value (tictactoe, connect_four; default: the network alone)')
@@ -155,7 +230,9 @@ def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
     _add_player_arguments(export)
     export.add_argument('--format', choices=('onnx', 'torchscript'), default='onnx')
     export.add_argument('--out', required=True, help='the file to write')
-    report = sub.add_parser('report', help='write RUN/report.html from the run\'s saved state', parents=[debug])
+    report = sub.add_parser('report', help='write RUN/report.html from the run\'s saved state (a league\'s table, '
+                                           'payoff, ratings and lineage; a single agent\'s return curve)',
+                            parents=[debug])
     report.add_argument('run', help='the experiment directory of a run')
     exploit = sub.add_parser('exploit', help='train a fresh exploiter against a frozen player of a run and report '
                                              'its win rate and return over its training (approximate '
@@ -173,7 +250,12 @@ def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
-        return _run(args)
+        with warnings.catch_warnings():
+            # A warning to the user (a resumed run's changed settings) reads as one line, as errors do, not as a
+            # file name, line number and source line of the code that raised it.
+            warnings.showwarning = lambda message, category, *rest: print(
+                f'sparring {args.command}: warning: {message}', file=sys.stderr)
+            return _run(args)
     except USER_ERRORS + (ConfigFileError,) as err:
         if getattr(args, 'debug', False):
             traceback.print_exc()
@@ -190,19 +272,19 @@ def _run(args: argparse.Namespace) -> int:
     if args.command in ('train', 'surgery'):
         make_importable(os.path.dirname(os.path.abspath(args.config)))
     if args.command == 'train':
-        config = load_config_file(args.config)
+        # The overrides go into the config itself, so the run's config.json records what the run used.
+        config = apply_overrides(load_config_file(args.config), train_overrides(args))
         if args.mode == 'parallel':
             from sparring.framework.parallel import parallel_pipeline as pipeline
         else:
             from sparring.framework.serial import serial_pipeline as pipeline
+        from sparring.framework.interrupts import exit_status, stopping_signal
         try:
-            summary = pipeline(config, seed=args.seed, exp_name=args.exp_name, resume=args.resume,
-                               max_env_steps=args.max_env_steps)
+            summary = pipeline(config, seed=args.seed, exp_name=args.exp_name, resume=args.resume)
         except KeyboardInterrupt:
-            # A parallel run has stopped its workers and saved its state by now; say so, without a traceback.
-            print(f'interrupted; continue with: sparring train {args.config} --mode {args.mode} --resume'
-                  + (f' --exp-name {args.exp_name}' if args.exp_name else ''), file=sys.stderr)
-            return 130
+            # The run has saved its state by now (a parallel one has stopped its workers); say so, without a traceback.
+            print(f'interrupted; continue with: {resume_command(args)}', file=sys.stderr)
+            return exit_status(stopping_signal())
         for printed in ('league_table', 'history', 'eval', 'exact'):  # the run printed these as it went
             summary.pop(printed, None)
         print(json.dumps(summary, indent=2, default=str))
@@ -219,6 +301,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f'resume with: sparring train {args.config} --exp-name {args.out} --resume')
     elif args.command in ('eval', 'play', 'export', 'report', 'exploit'):
         return _use_run(args)
+    elif args.command == 'list':
+        from sparring.framework.listing import listing
+        print(listing(args.what))
     return 0
 
 
@@ -226,7 +311,7 @@ def _use_run(args: argparse.Namespace) -> int:
     """The commands that use a trained run."""
     if args.command == 'eval':
         from sparring.framework.evaluate_player import evaluate_player, format_report, json_ready
-        report = evaluate_player(args.run, args.against, player=args.player, snapshot=args.snapshot,
+        report = evaluate_player(args.run, args.against or [], player=args.player, snapshot=args.snapshot,
                                  games=args.games, sampled=args.sampled, seed=args.seed, search=args.search)
         print(format_report(report))
         if args.out:
@@ -246,10 +331,11 @@ def _use_run(args: argparse.Namespace) -> int:
         from sparring.framework.player_loader import TrainedRun
         from sparring.framework.report_page import write_final_report
         run = TrainedRun(args.run)
-        path = write_final_report(args.run, run.league, {'env': run.cfg.env.type}) if run.league is not None else None
+        env = run.cfg.env.type if run.league is not None else (run.cfg.env.get('id') or run.cfg.env.type)
+        path = write_final_report(args.run, run.league, {'env': env})
         if path is None:
-            raise FileNotFoundError(f'{args.run}: no report_data.json; the report page is written by league runs '
-                                    f'(after every evaluation)')
+            raise FileNotFoundError(f'{args.run}: no evaluation recorded in report_data.json; a run writes it at '
+                                    f'every evaluation (train.eval_every_iters) and at its end')
         print(f'report: {path}')
     elif args.command == 'exploit':
         from sparring.framework.exploit import exploit_player, format_report

@@ -13,19 +13,30 @@ final evaluation. Greedy play unless ``sampled``.
 
 Each opponent's result carries win / draw / loss rates with their standard errors, the score (wins
 plus half the draws) and the Elo difference it implies, with a 95 % interval from the score's
-standard error (infinite where the score's interval reaches 0 or 1).
+standard error (infinite where the score's interval reaches 0 or 1), and how many distinct games were
+played: greedy players on a game without chance repeat the same few games, and a standard error over
+100 copies of one game measures nothing (the report says so).
+
+A single-agent run is evaluated by its episode returns (:func:`evaluate_returns`): greedy and sampled
+play, each over the same episodes' seeds, with the mean's standard error.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from sparring.config.schema import ConfigError
 from sparring.framework.player_loader import TrainedRun, is_bot
 from sparring.worker.battle_evaluator import BattleEvaluator
 from sparring.worker.env.battle import make_battle_env
-from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
+from sparring.worker.env.gym_env import evaluator_env_config
+from sparring.worker.env.manager import make_env_manager
+from sparring.worker.evaluator import Evaluator
+from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET, SINGLE_AGENT_EVAL_SEED_OFFSET
 
 Z_95 = 1.959963984540054  # two-sided 95 % quantile of the normal distribution
 
@@ -96,8 +107,13 @@ def evaluate_player(run_dir: str, against: Sequence[str], player: Optional[str] 
     policy and value (line games; :mod:`sparring.dizoo.board_games.guided_search`), not by the network alone."""
     run = TrainedRun(run_dir)
     if not run.kind.is_league:
-        raise ConfigError(f'eval: {run_dir} trained a single agent on {run.cfg.env.type!r}; eval plays the '
-                          f'players of a league (a two-player game)')
+        if against:
+            raise ConfigError(f'eval: {run_dir} trained a single agent on {run.cfg.env.type!r}, which has no '
+                              f'opponents; expected no --against (its episode returns are reported)')
+        if search is not None:
+            raise ConfigError('eval: --search chooses moves in two-player line games; expected no --search for a '
+                              'single-agent run')
+        return evaluate_returns(run, games=games, sampled_only=sampled, seed=seed)
     if not against:
         raise ConfigError('eval: name at least one opponent with --against')
     cfg = run.cfg
@@ -115,11 +131,107 @@ def evaluate_player(run_dir: str, against: Sequence[str], player: Optional[str] 
     opponents = Opponents(run, seed)
     resolved: List[Tuple[str, object]] = [opponents.resolve(name) for name in against]
     env_seed = seed + LEAGUE_EVAL_SEED_OFFSET  # the league's evaluation games are played on these
-    evaluator = BattleEvaluator(lambda: make_battle_env(cfg.env, cfg.env.evaluator_env_num, env_seed), games,
-                                deterministic=not sampled)
-    results = evaluator.evaluate(policy, resolved)
+    fingerprints: List['GameFingerprints'] = []
+
+    def make_env():
+        fingerprints.append(GameFingerprints(make_battle_env(cfg.env, cfg.env.evaluator_env_num, env_seed), games))
+        return fingerprints[-1]
+    results = BattleEvaluator(make_env, games, deterministic=not sampled).evaluate(policy, resolved)
+    distinct = fingerprints[0].distinct_per_reset()
     return dict(run=run_dir, player=pid, games=games, sampled=bool(sampled), seed=seed, search=search,
-                opponents={r.opponent_id: dict(outcome_statistics(r.outcomes), by_seat=_by_seat(r)) for r in results})
+                opponents={r.opponent_id: dict(outcome_statistics(r.outcomes), by_seat=_by_seat(r),
+                                               distinct_games=distinct[i] if i < len(distinct) else None)
+                           for i, r in enumerate(results)})
+
+
+class GameFingerprints:
+    """A vectorised battle env that hashes each game it plays (every step's actions and observations), to
+    count the distinct games among those an evaluation recorded. Everything else is the env's own.
+
+    The evaluator resets the env once per opponent and records, in each env slot, the first games up to
+    its quota (``games`` spread evenly over the slots, as :class:`BattleEvaluator` spreads them); the same
+    games are counted here.
+    """
+
+    def __init__(self, env, games: int) -> None:
+        self.env = env
+        slots = env.num_envs
+        self.quota = [games // slots + (1 if slot < games % slots else 0) for slot in range(slots)]
+        self.groups: List[List[List[str]]] = []  # per reset: per slot, the fingerprints of its finished games
+        self._hashes: list = []
+
+    def __getattr__(self, name):
+        return getattr(self.env, name)
+
+    def reset(self, *args, **kwargs):
+        out = self.env.reset(*args, **kwargs)
+        self.groups.append([[] for _ in range(self.env.num_envs)])
+        self._hashes = [hashlib.blake2b(digest_size=16) for _ in range(self.env.num_envs)]
+        return out
+
+    def step(self, actions):
+        step = self.env.step(actions)
+        actions, obs = np.asarray(actions), np.asarray(step.obs)
+        done = np.asarray(step.terminated) | np.asarray(step.truncated)
+        for slot, game in enumerate(self._hashes):
+            game.update(np.ascontiguousarray(actions[slot]).tobytes())
+            game.update(np.ascontiguousarray(obs[slot] if not done[slot] else step.result[slot]).tobytes())
+            if done[slot]:
+                finished = self.groups[-1][slot]
+                if len(finished) < self.quota[slot]:
+                    finished.append(game.hexdigest())
+                self._hashes[slot] = hashlib.blake2b(digest_size=16)
+        return step
+
+    def distinct_per_reset(self) -> List[int]:
+        """The number of distinct games recorded after each reset (one per opponent)."""
+        return [len({f for slot in group for f in slot}) for group in self.groups]
+
+
+def evaluate_returns(run: TrainedRun, games: Optional[int] = None, sampled_only: bool = False,
+                     seed: Optional[int] = None) -> dict:
+    """A single-agent run's player on ``games`` episodes (default ``env.n_evaluator_episodes``) of its
+    evaluation envs, greedy and sampled (``sampled_only``: sampled alone); each mode's mean return with
+    its standard error. The default seed replays the run's own first evaluation episodes."""
+    cfg = run.cfg
+    seed = cfg.seed if seed is None else int(seed)
+    games = cfg.env.n_evaluator_episodes if games is None else int(games)
+    if games < 1:
+        raise ConfigError(f'eval: --games must be at least 1, got {games}')
+    pid = run.resolve(None, None)
+    policy = run.policy(pid, seed=seed)
+    modes = {}
+    for mode in ('sampled',) if sampled_only else ('greedy', 'sampled'):
+        env = make_env_manager(evaluator_env_config(cfg.env, cfg.import_names), cfg.env.evaluator_env_num,
+                               seed + SINGLE_AGENT_EVAL_SEED_OFFSET, cfg.import_names)
+        try:
+            acting = policy if mode == 'greedy' else _Sampling(policy)
+            modes[mode] = return_statistics(Evaluator(env, acting, games).evaluate().returns)
+        finally:
+            env.close()
+    return dict(run=run.run_dir, player=pid, games=games, seed=seed, returns=modes)
+
+
+class _Sampling:
+    """A policy that samples its actions where the evaluator asks for greedy ones (sampled evaluation)."""
+
+    def __init__(self, policy) -> None:
+        self._policy = policy
+
+    def __getattr__(self, name):
+        return getattr(self._policy, name)
+
+    def act(self, obs, state=None, deterministic: bool = False, **kwargs):
+        return self._policy.act(obs, state, deterministic=False, **kwargs)
+
+
+def return_statistics(returns: Sequence[float]) -> dict:
+    """Mean, standard error of the mean (sample deviation / sqrt n; 0 for one episode), spread and range."""
+    values = np.asarray(returns, dtype=np.float64)
+    n = len(values)
+    std = float(values.std(ddof=1)) if n > 1 else 0.0
+    return dict(episodes=n, mean=float(values.mean()), se=std / math.sqrt(n), std=std, min=float(values.min()),
+                max=float(values.max()), distinct_returns=len(set(values.tolist())))
 
 
 def _by_seat(result) -> Dict[int, dict]:
@@ -129,7 +241,13 @@ def _by_seat(result) -> Dict[int, dict]:
 
 
 def format_report(report: dict) -> str:
-    """The report as lines of text: one per opponent."""
+    """The report as lines of text: one per opponent (per play mode for a single agent)."""
+    if 'returns' in report:
+        lines = [f'{report["player"]} of {report["run"]}: {report["games"]} episodes per mode, seed {report["seed"]}']
+        for mode, r in report['returns'].items():
+            lines.append(f'  {mode}: return {r["mean"]:.2f} ± {r["se"]:.2f} (standard error; std {r["std"]:.2f}, '
+                         f'min {r["min"]:.2f}, max {r["max"]:.2f}, {r["distinct_returns"]} distinct returns)')
+        return '\n'.join(lines)
     lines = [f'{report["player"]} of {report["run"]}: {report["games"]} games per opponent, '
              f'{"sampled" if report["sampled"] else "greedy"} play, seed {report["seed"]}'
              + (f', moves by a guided search of {report["search"]} simulations' if report.get('search') else '')]
@@ -137,6 +255,11 @@ def format_report(report: dict) -> str:
         lines.append(f'  vs {name}: win {s["win"]:.1%} ± {s["win_se"]:.1%}  draw {s["draw"]:.1%} ± {s["draw_se"]:.1%}  '
                      f'loss {s["loss"]:.1%} ± {s["loss_se"]:.1%}  score {s["score"]:.3f}  '
                      f'Elo {_elo(s["elo"])} [{_elo(s["elo_low"])}, {_elo(s["elo_high"])}]')
+        distinct = s.get('distinct_games')
+        if distinct is not None and distinct < s['games']:
+            lines.append(f'    {distinct} distinct games among {s["games"]}' + (
+                ': the games repeat, so the errors above overstate what was measured (try --sampled)'
+                if distinct * 2 <= s['games'] else ''))
         lines.append('    ' + '  '.join(f'as seat {seat}: win {b["win"]:.1%} draw {b["draw"]:.1%} loss {b["loss"]:.1%} '
                                         f'({b["games"]} games)' for seat, b in s.get('by_seat', {}).items()))
     return '\n'.join(lines)

@@ -14,6 +14,9 @@ from typing import List
 
 
 _noted: List[int] = []  # signals that came inside terminate_as_interrupt, in order
+# The first signal that stopped the last run, kept after it ends: the CLI's exit status names it (130 for
+# SIGINT, 143 for SIGTERM, as a shell reports a process killed by that signal).
+_stopped_by: List[int] = []
 
 
 @contextlib.contextmanager
@@ -26,9 +29,12 @@ def terminate_as_interrupt():
 
     def interrupt(signum, frame):
         _noted.append(signum)
+        if not _stopped_by:
+            _stopped_by.append(signum)
         raise KeyboardInterrupt(f'signal {signum}')
 
     _noted.clear()
+    _stopped_by.clear()
     previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
@@ -36,6 +42,17 @@ def terminate_as_interrupt():
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         _noted.clear()
+
+
+def stopping_signal() -> int:
+    """The signal that stopped the last run inside :func:`terminate_as_interrupt` (SIGINT when none was noted:
+    a KeyboardInterrupt raised some other way is Ctrl-C's)."""
+    return _stopped_by[0] if _stopped_by else int(signal.SIGINT)
+
+
+def exit_status(signum: int) -> int:
+    """The exit status of a command stopped cleanly by ``signum``: 128 + its number, as shells report it."""
+    return 128 + int(signum)
 
 
 def raise_if_stopped() -> None:

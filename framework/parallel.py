@@ -30,6 +30,7 @@ import os
 import time
 from typing import Optional
 
+from sparring.config.compile import save_config
 from sparring.config.schema import ConfigError
 from sparring.framework.commander import Commander
 from sparring.framework.coordinator import INIT_REF
@@ -37,9 +38,11 @@ from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_
 from sparring.framework.live_policies import LivePolicies
 from sparring.framework.local_launcher import LocalLauncher, worker_context
 from sparring.framework.messaging import Security
+from sparring.framework.report_page import return_entries, write_return_report
 from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
+from sparring.framework.serial import budget_recorded
 from sparring.framework.sessions import learner_id
-from sparring.worker.logger import RunLogger
+from sparring.worker.logger import RunLogger, device_line
 from sparring.worker.remote.replicas import check_replica_config
 from sparring.worker.remote.transport import CurveGuard, Server, advertised_address, check_bind, is_loopback
 from sparring.worker.remote.wire import SECRET_ENV, Signer, load_secret, new_secret
@@ -96,6 +99,7 @@ class ParallelRun:
                 self.curve_guard = CurveGuard(self.context, par.curve_dir)
             self.commander = Commander(cfg, resume=resume, logger=self.logger)
             self.logger.progress(self.commander.env_steps)
+            self.started_at_steps = self.commander.env_steps  # where this process took the run up
             # What an unauthenticated peer can make the commander buffer and hash is bounded: no request is
             # larger than a publish of the parameters, headers are small, and each peer has a few in flight.
             self.server = Server(self.context, par.host, par.port, self.security,
@@ -120,6 +124,8 @@ class ParallelRun:
         else:
             self.launcher = LocalLauncher(cfg.exp_name, self.server.address, secret, self.security.curve_dir,
                                           par.host)
+        if device_line(cfg.policy):
+            self.logger.line(device_line(cfg.policy) + ' here; each learner resolves policy.device in its own process')
         self.logger.line(f'commander at {self.address} ({par.auth} authentication); join a worker from another '
                          f'machine with: sparring worker --role collector --commander {self.address}')
         self.closed = False
@@ -256,6 +262,11 @@ class ParallelRun:
             commander.league.save(os.path.join(commander.exp_dir, LEAGUE_STATE_FILE))  # where a serial run keeps it
             pictures = []
             if not abort:  # the table and pictures, as a serial run ends
+                if not run_kind(self.cfg).is_league:  # a single agent's page (its return curve), which the report names
+                    first = commander.player_ids[0]
+                    final = (commander.env_steps, commander.wall_seconds, commander.last_eval.get(first, {}))
+                    write_return_report(commander.exp_dir, return_entries(commander.coordinator.history, first, final),
+                                        self.started_at_steps, {'env': self.cfg.env.get('id') or self.cfg.env.type})
                 pictures = closing_report(commander.league, commander.last_eval, commander.exp_dir, self.logger.line)
             summary = commander.summary(pictures, state_path)
             summary['restarts'] = dict(self.launcher.restarts)
@@ -277,7 +288,10 @@ class ParallelRun:
 def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
                       resume: bool = False, max_env_steps: Optional[int] = None) -> dict:
     """Train with a commander and worker processes; returns a summary dict (see the module)."""
+    config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
+    if resume:  # config.json holds what the run goes on with: the budgets and settings a resume changed
+        save_config(cfg, cfg.exp_name)
     set_torch_threads(cfg.torch_threads)
     seed_everything(cfg.seed)
     run = ParallelRun(cfg, resume=resume)

@@ -4,20 +4,24 @@ The page itself is built by :func:`sparring.league.report_page.render_report`; h
 the experiment directory (atomically: a browser that reloads never sees half a page), with the
 course the run recorded (:class:`~sparring.framework.league_watch.LeagueWatch`), and rebuilt for a
 run's end and for a finished run from its saved state (``sparring report RUN``).
+
+A single-agent run's course is its evaluations' returns (``returns``: env steps, seconds, mean, spread and
+episodes of each), written by :func:`write_return_report` after each evaluation and at the end, and drawn
+by :func:`~sparring.league.report_page.render_return_report`.
 """
 from __future__ import annotations
 
 import json
 import os
 import time
-from typing import Optional
+from typing import List, Optional, Sequence, Tuple
 
-from sparring.league.report_page import render_report
+from sparring.league.report_page import render_report, render_return_report
 from sparring.worker.run_files import write_atomically
 
 REPORT_FILE = 'report.html'
 COURSE_FILE = 'report_data.json'
-COURSE_KEYS = ('evaluations', 'snapshots', 'exact')
+COURSE_KEYS = ('evaluations', 'snapshots', 'exact', 'returns')
 
 
 def empty_course() -> dict:
@@ -67,10 +71,14 @@ def write_report(exp_dir: str, league, course: dict, facts: dict) -> str:
 
 
 def write_final_report(exp_dir: str, league, facts: Optional[dict] = None) -> Optional[str]:
-    """The page of a league run from the course it saved (at the end of a run, or ``sparring report RUN``);
-    None when no course was saved (a single-agent run, or a league never evaluated)."""
+    """The page of a run from the course it saved (at the end of a run, or ``sparring report RUN``); None
+    when no course was saved (a league never evaluated, a single-agent run from before single-agent pages)."""
     course = load_course(exp_dir)
     if course is None:
+        return None
+    if course['returns']:  # a single agent's course
+        return _write_returns_page(exp_dir, course, facts or {})
+    if getattr(league, 'roster', None) is None:  # no league (a single agent's run) and no returns recorded
         return None
     steps = max((e['env_steps'] for key in COURSE_KEYS for e in course[key]), default=None)
     return write_report(exp_dir, league, course, dict({'env steps': steps} if steps is not None else {},
@@ -79,3 +87,42 @@ def write_final_report(exp_dir: str, league, facts: Optional[dict] = None) -> Op
 
 def _write_atomically(path: str, text: str) -> None:
     write_atomically(path, text)
+
+
+def return_entries(history: Sequence[dict], player_id: str, final: Optional[Tuple[int, float, dict]] = None) -> List[dict]:
+    """A single-agent run's evaluations as course entries, from the coordinator's history (periodic ones) and
+    ``final`` (env steps, seconds, report) when the last evaluation is not among them."""
+    entries = [_return_entry(e['env_steps'], e['seconds'], e['eval'][player_id]) for e in history
+               if 'return_mean' in e['eval'].get(player_id, {})]
+    if final is not None and 'return_mean' in final[2] and all(e['env_steps'] != final[0] for e in entries):
+        entries.append(_return_entry(*final))
+    return entries
+
+
+def _return_entry(env_steps: int, seconds: float, report: dict) -> dict:
+    return dict(env_steps=int(env_steps), seconds=round(float(seconds), 2), mean=float(report['return_mean']),
+                std=float(report['return_std']), episodes=int(report.get('episodes', 0)))
+
+
+def write_return_report(exp_dir: str, entries: Sequence[dict], since_env_steps: int, facts: dict) -> str:
+    """Write a single-agent run's course and page: the saved entries up to ``since_env_steps`` (where this
+    process started: a resumed run keeps its past, not a future it no longer has), then ``entries``."""
+    course = load_course(exp_dir, up_to_env_steps=since_env_steps) or empty_course()
+    by_steps = {e['env_steps']: e for e in course['returns']}
+    by_steps.update({e['env_steps']: e for e in entries if e['env_steps'] >= since_env_steps})  # this process's own
+    course['returns'] = [by_steps[steps] for steps in sorted(by_steps)]
+    return _write_returns_page(exp_dir, course, facts)
+
+
+def _write_returns_page(exp_dir: str, course: dict, facts: dict) -> str:
+    merged = {'run': os.path.abspath(exp_dir)}
+    merged.update(course.get('facts', {}))
+    merged.update(facts)
+    if course['returns']:
+        merged['env steps'] = course['returns'][-1]['env_steps']
+    merged['updated'] = time.strftime('%Y-%m-%d %H:%M:%S')
+    course = dict(course, facts={k: v for k, v in merged.items() if k not in ('updated', 'phase')})
+    _write_atomically(os.path.join(exp_dir, COURSE_FILE), json.dumps(course, default=float))
+    path = os.path.join(exp_dir, REPORT_FILE)
+    _write_atomically(path, render_return_report(course, merged))
+    return path

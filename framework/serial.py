@@ -12,19 +12,25 @@ from __future__ import annotations
 
 from typing import Dict, Optional
 
+from sparring.framework.report_page import return_entries, write_return_report
 from sparring.framework.run_setup import closing_report, prepare_config
 from sparring.framework.serial_run import LeagueRun
 from sparring.framework.horizon import log_horizon
 from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.worker.checkpoint import CheckpointManager
-from sparring.worker.logger import RunLogger, format_stats
+from sparring.config.compile import apply_overrides, save_config
+from sparring.worker.logger import RunLogger, device_line, format_outcome_rates, format_stats
 from sparring.worker.runtime import seed_everything, set_torch_threads
 
 
 def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
                     resume: bool = False, max_env_steps: Optional[int] = None) -> dict:
-    """Train; returns a summary dict (steps, seconds, the last evaluation; a league's table and pictures)."""
+    """Train; returns a summary dict (steps, seconds, the last evaluation; a league's table and pictures).
+    ``max_env_steps`` overrides the config's budget; a new run records it in its config.json."""
+    config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
+    if resume:  # config.json holds what the run goes on with: the budgets and settings a resume changed
+        save_config(cfg, cfg.exp_name)
     set_torch_threads(cfg.torch_threads)
     seed_everything(cfg.seed)
     ckpt = CheckpointManager(cfg.exp_name)
@@ -33,6 +39,8 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
         run = LeagueRun(cfg, state, say=log.line, logger=log)
         try:
             log.progress(run.env_steps)
+            if device_line(cfg.policy):
+                log.line(device_line(cfg.policy))
             if state is not None:
                 log.line(f'resumed from {ckpt.resumed_from} at {run.env_steps} env steps, round {run.rounds}')
             log_horizon(log, cfg)
@@ -40,6 +48,15 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
                 return _loop(cfg, run, ckpt, log)
         finally:
             run.close()
+
+
+def budget_recorded(config: dict, max_env_steps: Optional[int], resume: bool) -> dict:
+    """The config with a new run's ``max_env_steps`` override in it, so that its config.json holds the budget
+    the run used (a resumed run keeps its saved config; prepare_config applies the override to it)."""
+    if max_env_steps is None or resume or isinstance(max_env_steps, bool) or not isinstance(max_env_steps, int) \
+            or max_env_steps < 1:
+        return config  # prepare_config refuses a bad value with its own message
+    return apply_overrides(config, [('train.max_env_steps', max_env_steps)])
 
 
 def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
@@ -59,6 +76,7 @@ def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
         raise
     _finish(cfg, run, log)
     path = save()
+    single_agent_page(run, final=True)  # before the closing report, which names the page
     pictures = closing_report(run.league, run.last_eval, cfg.exp_name, log.line)
     log.line(f'checkpoint: {path}')
     if run.last_exact:
@@ -71,17 +89,23 @@ def _collect(cfg, run: LeagueRun, log: RunLogger, save) -> None:
     """Rounds until the coordinator's stop rule ends collection, with the periodic evaluations and checkpoints."""
     train, coordinator = cfg.train, run.coordinator
     first = run.player_ids[0]
+    before = (run.env_steps, coordinator.wall_seconds)  # the speed TensorBoard gets is the last round's, as parallel's
     while coordinator.phase == 'collect':
         raise_if_stopped()
         stats = run.train_round()
         steps, elapsed = run.env_steps, coordinator.wall_seconds
+        rate = (steps - before[0]) / max(elapsed - before[1], 1e-9)
+        before = (steps, elapsed)
         for pid, s in stats.items():
             log.scalars(s, steps, prefix=run.kind.train_prefix(pid))
         log.progress(steps)
         line = _round_line(run, stats, steps, elapsed)
+        # The tags a parallel run's commander writes (run/...), so one TensorBoard view serves both modes.
+        log.scalars(dict(episode_return=line['ret'], env_steps_per_second=rate), steps, prefix='run/')
         evaluated = run.evaluate_pending()
         if first in evaluated:
             line.update(_eval_figures(run, evaluated[first]))
+            single_agent_page(run)
         log.line(format_stats(line))
         if train.checkpoint_every_iters and run.rounds % train.checkpoint_every_iters == 0:
             save()
@@ -103,6 +127,18 @@ def _finish(cfg, run: LeagueRun, log: RunLogger) -> None:
     coordinator.check_evaluated()
 
 
+def single_agent_page(run, final: bool = False):
+    """Write a single-agent run's report page (its return curve) from the evaluations so far; None for a league
+    (whose page the league watch writes)."""
+    if run.kind.is_league:
+        return None
+    coordinator, first = run.coordinator, run.player_ids[0]
+    last = (run.env_steps, coordinator.wall_seconds, run.last_eval[first]) if final and first in run.last_eval else None
+    return write_return_report(run.cfg.exp_name, return_entries(coordinator.history, first, last),
+                               run.started_at_steps,
+                               {'env': run.cfg.env.get('id') or run.cfg.env.type, 'phase': 'done' if final else 'training'})
+
+
 def _round_line(run: LeagueRun, stats: Dict[str, dict], steps: int, elapsed: float) -> dict:
     """The figures of a round's log line; each policy reports the figures it has (None ones are left out)."""
     returns = run.coordinator.recent_returns
@@ -118,7 +154,7 @@ def _eval_figures(run: LeagueRun, report: dict) -> dict:
     """The log-line figures of one evaluation report: a return's mean and spread, or win/draw per opponent."""
     if 'return_mean' in report:
         return dict(eval=report['return_mean'], eval_std=report['return_std'])
-    figures = dict(eval=' '.join(f'{oid}:{s["win"]:.2f}/{s["draw"]:.2f}' for oid, s in report.items()))
+    figures = dict(eval=format_outcome_rates(report))
     exact = run.last_exact
     if exact:
         figures.update(expl=exact['exploitability'][run.player_ids[0]], meta_expl=exact['meta_exploitability'])

@@ -79,6 +79,7 @@ class LeagueRun:
         self.wall_seconds = 0.0
         if state is not None:
             self._load(state)
+        self.started_at_steps = self.env_steps  # where this process took the run up (what its course keeps)
 
     @property
     def env_steps(self) -> int:

@@ -1,7 +1,7 @@
 """The league table: every player's games, win rate and ratings, as rows (for pages) or as text."""
 from __future__ import annotations
 
-from typing import List
+from typing import List, Sequence
 
 from sparring.league.text_table import format_table
 
@@ -34,10 +34,18 @@ def league_rows(league, sort_by: str = 'elo') -> List[dict]:
     return rows
 
 
+def filled_columns(rows: Sequence[Sequence]) -> List[int]:
+    """The indices of the columns with a value in some row: a column of dashes only (TrueSkill when it is
+    off, self-play in a league without it) says nothing, and the report page leaves it out."""
+    width = max((len(row) for row in rows), default=0)
+    return [i for i in range(width) if i == 0 or any(row[i] is not None for row in rows)]
+
+
 def league_table(league, sort_by: str = 'elo', max_rows: int = 0) -> str:
     """One line per player; ``sort_by`` one of ``SORT_KEYS`` (``joined``: league order)."""
     rows = league_rows(league, sort_by)
     shown = rows[:max_rows] if max_rows > 0 else rows
+    # Every column, empty ones too: the text is part of a run's summary, which the golden runs record.
     text = format_table(HEADERS, [r['cells'] for r in shown], right_align_from=3)
     if len(shown) < len(rows):
         text += f'\n... {len(rows) - len(shown)} more players'

@@ -2,7 +2,9 @@
 
 :func:`render_report` turns a league and the run's recorded course into the page:
 
-* the league table (every player: kind, origin, step, games, win rate, Elo, TrueSkill);
+* the league table (every player: kind, origin, training iteration, the run's env steps when it was
+  taken or now, games, win rate, Elo, TrueSkill; columns with nothing in them left out), with what its
+  game counts count and how they relate to TensorBoard's;
 * the payoff heatmap over all players, historical and reference ones too, the win rate written in
   each cell (grey where too few games were played for a rate);
 * rating curves against env steps: Elo, and TrueSkill mu with its sigma band when it is on;
@@ -14,13 +16,15 @@
 ``evaluations`` (env_steps, player, results per opponent, ratings per player), ``snapshots``
 (env_steps, player, snapshot, iteration, reset) and ``exact`` (env_steps, meta_exploitability,
 exploitability per player).
+
+:func:`render_return_report` is the page of a single-agent run: its evaluation returns against env steps.
 """
 from __future__ import annotations
 
 import html
 from typing import Any, Dict, List, Optional
 
-from sparring.league.report import HEADERS, league_rows
+from sparring.league.report import HEADERS, filled_columns, league_rows
 from sparring.league.svg_chart import line_chart, timeline, win_rate_colour
 from sparring.league.text_table import _cell
 
@@ -46,7 +50,7 @@ def render_report(league, course: Dict[str, list], facts: Dict[str, object]) -> 
     """The page as a string (see the module docstring)."""
     title = f'League report: {facts.get("run", "")}'
     sections = [f'<h1>{html.escape(title)}</h1>', _facts(facts),
-                '<h2>League table</h2>', _league_table(league),
+                '<h2>League table</h2>', _league_table(league, course, facts),
                 '<h2>Payoff</h2>', _payoff(league),
                 '<h2>Ratings</h2>', _ratings(league, course),
                 '<h2>Snapshot lineage</h2>', _lineage(league, course, facts),
@@ -63,11 +67,43 @@ def _facts(facts: Dict[str, object]) -> str:
     return f'<table class="facts">{rows}</table>'
 
 
-def _league_table(league) -> str:
-    head = ''.join(f'<th>{html.escape(h)}</th>' for h in HEADERS)
-    body = ''.join('<tr>' + ''.join(f'<td>{html.escape(_cell(c))}</td>' for c in row['cells']) + '</tr>'
-                   for row in league_rows(league))
-    return f'<table class="league"><tr>{head}</tr>{body}</table>'
+ITERATION = HEADERS.index('step')
+GAMES_NOTE = ('<p class="note"><b>iteration</b>: the training iteration a player had reached (a snapshot: when it '
+              'was taken); <b>env steps</b>: the run\'s env steps at that moment (an active player: now), the unit of '
+              'the charts below. <b>games</b> and <b>win rate</b>: every game a player played against the other '
+              'players, counted whole (training games against snapshots and other active players, and the rated '
+              'evaluation games against the reference players){decay}; its games against itself are under '
+              '<b>self-play</b>. TensorBoard counts otherwise, self-play included: <code>train/&lt;player&gt;/games</code> '
+              '(a serial run) is the games collected in one round and <code>run/games</code> (a parallel run) all the '
+              'games collected so far; <code>eval/&lt;player&gt;/vs_&lt;opponent&gt;/games</code> is the games of one '
+              'evaluation, against unrated opponents too.</p>')
+
+
+def _league_table(league, course: Dict[str, list], facts: Dict[str, Any]) -> str:
+    """The league table with env steps beside the iterations, its empty columns left out."""
+    taken_at = {e['snapshot']: e['env_steps'] for e in course.get('snapshots', [])}
+    now = facts.get('env steps')
+    headers = list(HEADERS[:ITERATION]) + ['iteration', 'env steps'] + list(HEADERS[ITERATION + 1:])
+    rows = []
+    for row in league_rows(league):
+        player = league.get_player(row['player_id'])
+        if row['kind'] == 'active':
+            steps = now
+        elif row['kind'] == 'historical':
+            steps = taken_at.get(row['player_id'], 0 if player.step == 0 else None)
+        else:
+            steps = None
+        cells = list(row['cells'])
+        if row['kind'] == 'reference':
+            cells[ITERATION] = None  # a bot or a fixed player never trains: no iteration to show
+        rows.append(cells[:ITERATION + 1] + [steps] + cells[ITERATION + 1:])
+    keep = filled_columns(rows)
+    head = ''.join(f'<th>{html.escape(headers[i])}</th>' for i in keep)
+    body = ''.join('<tr>' + ''.join(f'<td>{html.escape(_cell(row[i]))}</td>' for i in keep) + '</tr>'
+                   for row in rows)
+    decay = getattr(league.payoff, 'decay', 1.0)
+    faded = '' if decay >= 1.0 else f' (the payoff below fades the older games of each pair, by {decay:g} a game)'
+    return f'<table class="league"><tr>{head}</tr>{body}</table>' + GAMES_NOTE.format(decay=faded)
 
 
 def heatmap_players(league) -> List[str]:
@@ -120,13 +156,13 @@ def _rating_points(course: Dict[str, list], key: str):
 def _ratings(league, course: Dict[str, list]) -> str:
     parts = []
     if league.ratings.elo is not None:
-        parts.append(line_chart(_rating_points(course, 'elo'), 'Elo', 'env steps', 'Elo'))
+        parts.append(line_chart(_rating_points(course, 'elo'), 'Elo', 'env steps', 'Elo', x_from_zero=True))
     if league.ratings.trueskill is not None:
         mus = _rating_points(course, 'trueskill_mu')
         sigmas = _rating_points(course, 'trueskill_sigma')
         bands = {pid: [(mu - s, mu + s) for (_, mu), (_, s) in zip(points, sigmas.get(pid, []))]
                  for pid, points in mus.items()}
-        parts.append(line_chart(mus, 'TrueSkill mu (band: ± sigma)', 'env steps', 'mu', bands=bands))
+        parts.append(line_chart(mus, 'TrueSkill mu (band: ± sigma)', 'env steps', 'mu', bands=bands, x_from_zero=True))
     if not parts:
         return '<p class="note">This league keeps no rating.</p>'
     return ''.join(parts)
@@ -134,24 +170,41 @@ def _ratings(league, course: Dict[str, list]) -> str:
 
 def _lineage(league, course: Dict[str, list], facts: Dict[str, Any]) -> str:
     rows: Dict[str, List[dict]] = {p.player_id: [] for p in league.active_players}
+    recorded = set()
     for event in course.get('snapshots', []):
+        recorded.add(event['snapshot'])
         events = rows.setdefault(event['player'], [])
-        index = len([e for e in events if e['kind'] == 'snapshot']) + 1
-        events.append(dict(x=event['env_steps'], kind='snapshot', short=index, label=event['snapshot'],
+        events.append(dict(x=event['env_steps'], kind='snapshot', label=event['snapshot'],
                            detail=f'iteration {event["iteration"]}, {event["env_steps"]} env steps'))
         if event.get('reset'):
             events.append(dict(x=event['env_steps'], kind='reset', label=f'{event["player"]} reset',
                                detail=f'after snapshot {event["snapshot"]}'))
+    for player in league.active_players:  # snapshots taken before any step (``_h0``) are in no recorded event
+        for snapshot in league.roster.snapshots_of(player.player_id).players:
+            if snapshot.player_id not in recorded and snapshot.step == 0:
+                rows[player.player_id].append(dict(x=0, kind='snapshot', label=snapshot.player_id,
+                                                   detail='iteration 0, 0 env steps (the initial parameters)'))
+    for pid, events in rows.items():
+        events.sort(key=lambda e: (e['x'], e['kind'] != 'snapshot'))
+        for event in events:
+            if event['kind'] == 'snapshot':
+                event['short'] = _short_name(event['label'], pid)
     end = float(facts.get('env steps') or 0)
     picture = timeline(rows, end, 'Snapshots (numbered dots) and resets (red bars)', 'env steps')
     listed = []
     for player in league.active_players:
         snapshots = league.roster.snapshots_of(player.player_id).players
-        names = ', '.join(f'{s.player_id} (step {s.step})' for s in snapshots) or 'none yet'
+        names = ', '.join(f'{s.player_id} (iteration {s.step})' for s in snapshots) or 'none yet'
         resets = getattr(player, 'reset_count', 0)
         listed.append(f'<li><b>{html.escape(player.player_id)}</b>: {len(snapshots)} snapshots, {resets} resets: '
                       f'{html.escape(names)}</li>')
     return picture + f'<ul class="lineage">{"".join(listed)}</ul>'
+
+
+def _short_name(snapshot_id: str, player_id: str) -> str:
+    """A snapshot's label on its dot: ``h3`` for ``<player>_h3``, else the whole id."""
+    prefix = f'{player_id}_'
+    return snapshot_id[len(prefix):] if snapshot_id.startswith(prefix) else snapshot_id
 
 
 def _exploitability(course: Dict[str, list]) -> str:
@@ -160,7 +213,8 @@ def _exploitability(course: Dict[str, list]) -> str:
         series.setdefault('meta-strategy', []).append((entry['env_steps'], entry['meta_exploitability']))
         for pid, value in entry.get('exploitability', {}).items():
             series.setdefault(pid, []).append((entry['env_steps'], value))
-    return line_chart(series, 'Exact exploitability (0: a Nash equilibrium)', 'env steps', 'exploitability')
+    return line_chart(series, 'Exact exploitability (0: a Nash equilibrium)', 'env steps', 'exploitability',
+                      x_from_zero=True)
 
 
 def _opponents(course: Dict[str, list]) -> str:
@@ -174,10 +228,37 @@ def _opponents(course: Dict[str, list]) -> str:
         for oid, s in entry['results'].items():
             series.setdefault(f'{entry["player"]} vs {oid}', []).append((entry['env_steps'], s['win']))
     chart = line_chart(series, 'Win rate against each evaluation opponent', 'env steps', 'win rate',
-                       y_range=(0.0, 1.0), width=760)
+                       y_range=(0.0, 1.0), width=760, x_from_zero=True)
     head = '<tr><th>player</th><th>opponent</th><th>win</th><th>draw</th><th>loss</th><th>games</th><th>env steps</th></tr>'
     body = ''.join(f'<tr><td>{html.escape(pid)}</td><td>{html.escape(oid)}</td><td>{s["win"]:.1%}</td>'
                    f'<td>{s["draw"]:.1%}</td><td>{s["loss"]:.1%}</td><td>{int(s["games"])}</td>'
                    f'<td>{entry["env_steps"]}</td></tr>'
                    for pid, entry in last.items() for oid, s in entry['results'].items())
     return chart + '<p class="note">The last evaluation of each player:</p>' + f'<table>{head}{body}</table>'
+
+
+def render_return_report(course: Dict[str, list], facts: Dict[str, object]) -> str:
+    """The page of a single-agent run: its evaluation returns against env steps, and the table of them."""
+    title = f'Run report: {facts.get("run", "")}'
+    entries = course.get('returns', [])
+    series = {'mean return': [(e['env_steps'], e['mean']) for e in entries]}
+    bands = {'mean return': [(e['mean'] - e['std'], e['mean'] + e['std']) for e in entries]}
+    chart = line_chart(series, 'Evaluation return (band: ± one standard deviation of the episodes)', 'env steps',
+                       'return', bands=bands, width=760, x_from_zero=True)
+    head = ('<tr><th>env steps</th><th>seconds</th><th>mean return</th><th>standard error</th><th>std</th>'
+            '<th>episodes</th></tr>')
+    body = ''.join(f'<tr><td>{e["env_steps"]}</td><td>{e["seconds"]:.1f}</td><td>{e["mean"]:.2f}</td>'
+                   f'<td>{_standard_error(e)}</td><td>{e["std"]:.2f}</td><td>{e["episodes"] or "-"}</td></tr>'
+                   for e in entries)
+    note = ('<p class="note">Each evaluation plays its episodes greedily on the evaluation envs; the standard error '
+            'of its mean is the spread over the square root of the episodes (<code>sparring eval RUN</code> plays '
+            'more, greedy and sampled).</p>')
+    sections = [f'<h1>{html.escape(title)}</h1>', _facts(facts), '<h2>Return</h2>', chart, note,
+                f'<table>{head}{body}</table>']
+    return ('<!DOCTYPE html><html><head><meta charset="utf-8"><title>' + html.escape(title) + '</title><style>'
+            + STYLE + '</style></head><body>' + '\n'.join(sections) + '</body></html>\n')
+
+
+def _standard_error(entry: dict) -> str:
+    n = entry.get('episodes') or 0
+    return f'{entry["std"] / (n - 1) ** 0.5:.2f}' if n > 1 else '-'

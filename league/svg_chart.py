@@ -47,6 +47,16 @@ def _number(value: float) -> str:
     return f'{value:g}'
 
 
+def x_range_of(low: float, high: float) -> Tuple[float, float]:
+    """The x axis for data from ``low`` to ``high``: a lone value (one evaluation) gets a span from 0 (or
+    around it), so the axis reads 0 ... x rather than one number repeated, and the points keep off the y axis."""
+    if high > low:
+        return low, high
+    if high > 0:
+        return 0.0, high * 1.05
+    return low - 1.0, high + 1.0
+
+
 class Frame:
     """The plot area of a chart: maps data to pixels and draws the axes."""
 
@@ -54,10 +64,10 @@ class Frame:
                  height: int = 260, left: int = 56, right: int = 150, top: int = 28, bottom: int = 40) -> None:
         self.width, self.height = width, height
         self.left, self.right, self.top, self.bottom = left, right, top, bottom
-        x0, x1 = x_range
+        self.x0, self.x1 = x_range_of(*x_range)
         y0, y1 = y_range
-        self.x0, self.x1 = x0, (x1 if x1 > x0 else x0 + 1)
-        pad = (y1 - y0) * 0.05 if y1 > y0 else 1.0
+        # A lone value (one evaluation's Elo of 1474) gets a span of 5 % of its size, which reads in round ticks.
+        pad = (y1 - y0) * 0.05 if y1 > y0 else max(abs(y0) * 0.05, 1.0)
         self.y0, self.y1 = y0 - pad, y1 + pad
 
     def x(self, value: float) -> float:
@@ -93,9 +103,10 @@ class Frame:
 
 def line_chart(series: Mapping[str, Sequence[Point]], title: str, x_label: str, y_label: str,
                y_range: Optional[Tuple[float, float]] = None, bands: Optional[Mapping[str, Sequence[Point]]] = None,
-               width: int = 640, height: int = 260) -> str:
+               width: int = 640, height: int = 260, x_from_zero: bool = False) -> str:
     """One line per named series of ``(x, y)`` points; ``bands[name]`` (``(low, high)`` per point of the
-    series) shades a spread around a line. Empty series are left out; no series at all: a note."""
+    series) shades a spread around a line. Empty series are left out; no series at all: a note.
+    ``x_from_zero``: the x axis starts at 0 (env steps: a run's course is read from its start)."""
     series = {name: list(points) for name, points in series.items() if points}
     if not series:
         return f'<p class="note">{html.escape(title)}: nothing recorded yet.</p>'
@@ -104,8 +115,11 @@ def line_chart(series: Mapping[str, Sequence[Point]], title: str, x_label: str, 
     for spread in (bands or {}).values():
         ys += [v for pair in spread for v in pair]
     legend_width = 34 + 6 * max(len(name) for name in series)  # about 6 px a character at 10 px
-    frame = Frame((min(xs), max(xs)), y_range or (min(ys), max(ys)), width + legend_width - 150, height,
-                  right=legend_width)
+    low = min(0.0, min(xs)) if x_from_zero else min(xs)
+    high = max(xs)
+    margin = (high - low) * 0.03  # the first and last points keep off the axes
+    frame = Frame((low - (margin if low == min(xs) else 0.0), high + margin), y_range or (min(ys), max(ys)),
+                  width + legend_width - 150, height, right=legend_width)
     width = frame.width
     parts = frame.axes(title, x_label, y_label)
     for index, (name, points) in enumerate(series.items()):

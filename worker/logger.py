@@ -72,6 +72,29 @@ class RunLogger:
         self.close()
 
 
+def format_outcome_rates(report: Dict[str, dict]) -> str:
+    """Evaluation rates per opponent, labelled (``random:w0.86/d0.06/l0.08``): two bare numbers read as
+    win/loss when they are win/draw."""
+    return ' '.join(f'{oid}:w{s["win"]:.2f}/d{s["draw"]:.2f}/l{s["loss"]:.2f}' for oid, s in report.items())
+
+
+def device_line(policy_cfg) -> Optional[str]:
+    """The learner's device as this process resolves ``policy.device``, said once at a run's start
+    (``device: cpu (auto: no CUDA)``), and the acting device where it differs; None when both are the
+    default 'cpu' (nothing was chosen, so nothing to say)."""
+    from sparring.policy.device import acting_device, cuda_available, learner_device
+    if policy_cfg['device'] == 'cpu' and policy_cfg['collect']['device'] == 'cpu':
+        return None
+    spec, device = policy_cfg['device'], learner_device(policy_cfg)
+    text = f'device: {device}'
+    if spec == 'auto':
+        text += ' (auto: CUDA available)' if cuda_available() else ' (auto: no CUDA)'
+    acting = acting_device(policy_cfg)
+    if acting != device:
+        text += f'; acting on {acting} (policy.collect.device)'
+    return text
+
+
 def format_stats(values: Dict[str, Optional[float]]) -> str:
     """``key=value`` pairs with compact number formatting, skipping None."""
     parts = []
