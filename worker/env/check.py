@@ -1,0 +1,469 @@
+"""``check_env``: does a battle env keep the protocol of :mod:`sparring.worker.env.battle_api`?
+
+It plays random legal games through both forms a run uses: the single game (a :class:`BattleEnv`, or
+one game of a natively vectorised env seen through :class:`SingleGameView`) and the vectorised form
+training steps (several games in :class:`DictBattleVecEnv`, or the native class). The format of every
+step (keys, shapes, dtypes, masks, results) is checked by :class:`DictBattleVecEnv` and
+:class:`VecBattleEnv` themselves; what they raise is reported here with the step it happened at. On
+top, over whole games, this module checks what one step cannot show:
+
+* the spaces (the same for both seats; the action space's kind is reported, whatever it is);
+* an ``action_mask`` with every observation; in turn-based games all False for the seat not to move
+  and some True for the seat to move; in simultaneous games some True for every seat;
+* observations inside the observation space (shape, bounds);
+* a result at every game's end that agrees with the sign of the seat's rewards over the game, and
+  rewards that sum to zero at every step where the class declares ``zero_sum = True``;
+* every game ends within ``max_game_steps``;
+* seeds: the same seed gives the same game (different seeds usually different ones);
+* ``render()`` gives text (else a warning: ``sparring play`` refuses such an env);
+* a warning when the seat to move and the waiting seat get the same observation: the value head is
+  trained on both seats' observations and learns their average there.
+
+Each problem or warning is one line naming the step and seat, or the key.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+from gymnasium import spaces
+
+from sparring.config.registry import ENV_REGISTRY
+from sparring.config.schema import ConfigError
+from sparring.worker.env.battle import DictBattleVecEnv, SingleGameView, is_battle_env
+from sparring.worker.env.battle_api import NUM_SEATS, RESULT_NAME, BattleStep
+from sparring.worker.env.errors import EnvError
+from sparring.worker.env.gym_env import complete_section, import_env_modules
+from sparring.worker.env.team import TeamVecBattleEnv
+
+MAX_GAME_STEPS = 10_000  # a game longer than this is taken not to end
+VEC_GAMES = 4  # games side by side in the vectorised form
+_TOLERANCE = 1e-5  # for float bounds and zero sums
+
+
+@dataclass
+class EnvCheckReport:
+    """What :func:`check_env` found: problems fail the check, warnings do not, notes say what was played."""
+    env: str
+    problems: List[str] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+    def format(self) -> str:
+        verdict = 'passed' if self.passed else f'failed ({len(self.problems)} problem{"s" * (len(self.problems) != 1)})'
+        lines = [f'check-env {self.env}: {verdict}']
+        lines += [f'  {note}' for note in self.notes]
+        lines += [f'warning: {line}' for line in self.warnings]
+        lines += [f'problem: {line}' for line in self.problems]
+        return '\n'.join(lines)
+
+
+class _Findings:
+    """Lines keyed by kind: the first of each kind is kept, the others are counted (a bug repeats every step)."""
+
+    def __init__(self) -> None:
+        self.first: Dict[str, str] = {}
+        self.more: Dict[str, int] = {}
+
+    def add(self, kind: str, line: str) -> None:
+        if kind in self.first:
+            self.more[kind] += 1
+        else:
+            self.first[kind] = ' '.join(line.split())
+            self.more[kind] = 0
+
+    def __contains__(self, kind: str) -> bool:
+        return kind in self.first
+
+    def lines(self) -> List[str]:
+        return [line + (f' (and {self.more[k]} more like it)' if self.more[k] else '') for k, line in self.first.items()]
+
+
+class _Watched:
+    """A single game whose raw output is looked at before :class:`DictBattleVecEnv` converts it."""
+
+    def __init__(self, game) -> None:
+        self.game = game
+        self.log: List[tuple] = []  # (call, agents whose infos lack 'action_mask', agents with another obs dtype)
+
+    def __getattr__(self, name):
+        return getattr(self.game, name)
+
+    def reset(self, *args, **kwargs):
+        out = self.game.reset(*args, **kwargs)
+        self._look('reset', out, 0, 1)
+        return out
+
+    def step(self, actions):
+        out = self.game.step(actions)
+        self._look('step', out, 0, 4)
+        return out
+
+    def _look(self, call: str, out, obs_at: int, infos_at: int) -> None:
+        if not (isinstance(out, tuple) and len(out) > infos_at and isinstance(out[infos_at], dict)):
+            return  # malformed: DictBattleVecEnv names it
+        observations, infos = out[obs_at], out[infos_at]
+        agents = list(self.game.possible_agents)
+        no_mask = [a for a in agents if not (isinstance(infos.get(a), dict) and 'action_mask' in infos[a])]
+        space = self.game.observation_space(agents[0])
+        other_dtype = [a for a in agents if isinstance(observations, dict) and isinstance(observations.get(a), np.ndarray)
+                       and observations[a].dtype != space.dtype]
+        self.log.append((call, no_mask, other_dtype))
+
+
+def check_env(env: Union[str, Mapping], games: int = 20, seed: int = 0, import_names: Sequence[str] = (),
+              max_game_steps: int = MAX_GAME_STEPS) -> EnvCheckReport:
+    """Play ``games`` random legal games of ``env`` in each form and report what breaks the protocol.
+
+    ``env``: a registered env type (built with its default options) or an ``env`` config section.
+    ``import_names``: modules that register it (a config's ``import_names``).
+    """
+    for name, value, low in (('games', games, 1), ('seed', seed, 0), ('max_game_steps', max_game_steps, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ConfigError(f'check_env: {name} = {value!r}; expected a whole number >= {low}')
+    import_env_modules(import_names)
+    section = complete_section('env', {'type': env} if isinstance(env, str) else dict(env))
+    cls = ENV_REGISTRY.get(section.type)
+    report = EnvCheckReport(section.type)
+    if isinstance(cls, type) and issubclass(cls, TeamVecBattleEnv):
+        report.problems.append(f'env type {section.type!r} seats a team of {section.team_size} agents a side '
+                               f'({cls.__name__} is a TeamVecBattleEnv); check-env checks games of one agent a side')
+    elif not is_battle_env(cls):
+        report.problems.append(f'env type {section.type!r} ({cls.__name__}) is not a battle env; check-env checks '
+                               f'two-player games (subclasses of BattleEnv or NativeVecBattleEnv); for a Gymnasium '
+                               f'env use gymnasium.utils.env_checker.check_env')
+    if report.problems:
+        return report
+    _Checker(cls, section, int(seed), int(max_game_steps), report).run(int(games))
+    return report
+
+
+class _Checker:
+    def __init__(self, cls, section, seed: int, max_game_steps: int, report: EnvCheckReport) -> None:
+        self.cls, self.section, self.seed, self.max_game_steps = cls, section, seed, max_game_steps
+        self.report = report
+        self.problems, self.warnings = _Findings(), _Findings()
+        self.zero_sum = bool(getattr(cls, 'zero_sum', False))
+        self.seats_alike = [0, 0]  # in one form: turn-based positions where the seats' observations are equal; all
+        self.first_alike = ''
+
+    def run(self, games: int) -> None:
+        try:
+            if self._check_single_game():
+                self._play('single game', self._single_form, games)
+                self._play(f'vectorised ({VEC_GAMES} games)', self._vec_form, games)
+                self._check_seeds()
+        finally:
+            self.report.problems += self.problems.lines()
+            self.report.warnings += self.warnings.lines()
+
+    # -- the two forms -------------------------------------------------------------------------
+    def _single(self):
+        if self.cls.is_vectorised:
+            return SingleGameView(self.cls(self.section, 1, self.seed))
+        return self.cls(self.section)
+
+    def _single_form(self) -> DictBattleVecEnv:
+        vec = DictBattleVecEnv(lambda: _Watched(self._single()), 1, self.seed)
+        vec.label = f'DictBattleVecEnv({self.cls.__name__})'
+        return vec
+
+    def _vec_form(self):
+        if self.cls.is_vectorised:
+            return self.cls(self.section, VEC_GAMES, self.seed)
+        vec = DictBattleVecEnv(lambda: _Watched(self.cls(self.section)), VEC_GAMES, self.seed)
+        vec.label = f'DictBattleVecEnv({self.cls.__name__})'
+        return vec
+
+    # -- spaces and render ---------------------------------------------------------------------
+    def _check_single_game(self) -> bool:
+        """Spaces and render() of one game; False when nothing can be played."""
+        try:
+            game = self._single()
+        except Exception as err:  # noqa: BLE001 -- whatever the env raises is the finding
+            self.problems.add('build', f'building the env ({self.cls.__name__}): {_said(err)}')
+            return False
+        try:
+            agents = list(getattr(game, 'possible_agents', None) or [])
+            if len(agents) != NUM_SEATS:
+                self.problems.add('agents', f'possible_agents is {agents!r}; expected {NUM_SEATS} agents (one per seat)')
+                return False
+            obs_spaces = [game.observation_space(a) for a in agents]
+            act_spaces = [game.action_space(a) for a in agents]
+            for what, pair in (('observation_space', obs_spaces), ('action_space', act_spaces)):
+                if pair[0] != pair[1]:
+                    self.problems.add(what, f'{what}({agents[0]!r}) is {pair[0]!r} but {what}({agents[1]!r}) is '
+                                            f'{pair[1]!r}; expected the same for both seats (each observes from its '
+                                            f'own perspective, so one policy plays either seat)')
+            if not isinstance(obs_spaces[0], spaces.Box):
+                self.problems.add('obs_kind', f'observation_space is {obs_spaces[0]!r}; expected a Box')
+            act = act_spaces[0]
+            if isinstance(act, spaces.Discrete) and int(act.start) != 0:
+                self.problems.add('act_kind', f'action_space is {act!r}; expected Discrete(n) starting at 0')
+            elif not isinstance(act, (spaces.Discrete, spaces.Box)):
+                self.problems.add('act_kind', f'action_space is {act!r}; expected Discrete(n) or a Box')
+            kind = 'turn-based' if getattr(game, 'turn_based', False) else 'simultaneous (not turn-based)'
+            self.report.notes.append(f'spaces: observation {obs_spaces[0]!r}, action {act!r}; {kind}')
+            self._check_render(game)
+            return not self.problems.first
+        finally:
+            _close(game)
+
+    def _check_render(self, game) -> None:
+        """Only turn-based games are played by people (``sparring play``), so only theirs must draw."""
+        if not getattr(game, 'turn_based', False):
+            return
+        drawer = game.vec_env if isinstance(game, SingleGameView) else game
+        if not callable(getattr(drawer, 'render', None)):
+            got = f'{type(drawer).__name__} has no render() method'
+        else:
+            try:
+                game.reset(seed=self.seed)
+                text = drawer.render(0) if isinstance(game, SingleGameView) else drawer.render()
+                got = '' if isinstance(text, str) and text.strip() else f'render() returned {_short(text)}'
+            except Exception as err:  # noqa: BLE001 -- a failing render is a warning, not a failure
+                got = f'render() raised {_said(err)}'
+        if got:
+            self.warnings.add('render', f'{got}; expected the position as text (a str): sparring play refuses an '
+                                        f'env it cannot draw')
+
+    # -- random games --------------------------------------------------------------------------
+    def _play(self, label: str, make, games: int) -> None:
+        try:
+            vec = make()
+        except Exception as err:  # noqa: BLE001
+            self.problems.add(f'build {label}', f'{label}: building it: {_said(err)}')
+            return
+        try:
+            self._play_games(label, vec, games)
+        finally:
+            _close(vec)
+
+    def _play_games(self, label: str, vec, games: int) -> None:
+        rng = np.random.default_rng(self.seed)
+        B = vec.num_envs
+        game_of = np.arange(B)  # each env's current game number
+        next_game = B
+        moves = np.zeros(B, np.int64)  # moves played in each env's current game
+        totals = np.zeros((B, NUM_SEATS))
+        lengths: List[int] = []
+        seat_0 = {'win': 0, 'draw': 0, 'loss': 0}
+        self.seats_alike = [0, 0]
+
+        def where(j: int, at: Optional[int] = None) -> str:
+            return f'{label}, game {game_of[j]}, step {moves[j] if at is None else at}'
+
+        try:
+            step = vec.reset(seed=self.seed)
+        except Exception as err:  # noqa: BLE001
+            self.problems.add(f'reset {label}', f'{label}, reset(seed={self.seed}): {_said(err)}')
+            return
+        self._check_raw(vec, where)
+        self._check_positions(vec, step, range(B), where, final=False)
+        while len(lengths) < games:
+            actions = self._random_actions(vec, step, rng)
+            try:
+                step = vec.step(actions)
+            except Exception as err:  # noqa: BLE001 -- the wrappers' checks raise the finding
+                self.problems.add(f'step {label}', f'{where(0) if B == 1 else label + f", step {moves.max()}"}: '
+                                                   f'{_said(err)}')
+                return
+            moves += 1
+            totals += step.reward
+            if self.zero_sum:
+                for j in np.flatnonzero(np.abs(step.reward.sum(axis=1)) > _TOLERANCE):
+                    self.problems.add('zero_sum', f'{where(j)}: rewards {step.reward[j].tolist()} do not sum to 0; '
+                                                  f'expected a zero sum (the class says zero_sum = True)')
+            ended = np.flatnonzero(step.terminated | step.truncated)
+            self._check_raw(vec, where, ended)
+            self._check_positions(vec, step, ended, where, final=True)
+            for j in ended:
+                self._check_end(vec, step, j, totals[j], where(j))
+                lengths.append(int(moves[j]))
+                if -1 <= int(step.result[j, 0]) <= 1:
+                    seat_0[RESULT_NAME[int(step.result[j, 0])]] += 1
+                game_of[j], next_game, moves[j], totals[j] = next_game, next_game + 1, 0, 0.0
+            self._check_positions(vec, step, range(B), where, final=False)
+            if moves.max() > self.max_game_steps:
+                j = int(moves.argmax())
+                self.problems.add('endless', f'{where(j)}: the game has not ended after {self.max_game_steps} steps; '
+                                             f'expected every game to end (terminated by its rules, or truncated by '
+                                             f'a step limit)')
+                return
+        self.report.notes.append(f'{label}: {len(lengths)} random games, {sum(lengths)} steps, {min(lengths)} to '
+                                 f'{max(lengths)} steps a game; seat 0 won {seat_0["win"]}, drew {seat_0["draw"]}, '
+                                 f'lost {seat_0["loss"]}')
+        alike, positions = self.seats_alike
+        if alike and 'seats' not in self.warnings:
+            self.warnings.add('seats', f'{label}: in {alike} of {positions} turn-based positions the seat to move and '
+                                       f'the waiting seat got the same observation (first at {self.first_alike}); the '
+                                       f'value head is trained on both seats\' observations and learns their '
+                                       f'average there instead of either seat\'s value: add a feature that says '
+                                       f'whose turn it is (e.g. 1.0 for the seat to move, 0.0 for the other)')
+
+    def _random_actions(self, vec, step: BattleStep, rng: np.random.Generator) -> np.ndarray:
+        space, B = vec.action_space, vec.num_envs
+        if isinstance(space, spaces.Discrete):
+            actions = np.zeros((B, NUM_SEATS), np.int64)
+            for j, s in np.argwhere(step.to_move):
+                legal = np.flatnonzero(step.action_mask[j, s])
+                if legal.size:
+                    actions[j, s] = rng.choice(legal)
+            return actions
+        low, high = np.maximum(space.low, -1.0), np.minimum(space.high, 1.0)  # unbounded: a unit range
+        return rng.uniform(low, high, (B, NUM_SEATS) + tuple(space.shape)).astype(space.dtype)
+
+    # -- what one step shows -------------------------------------------------------------------
+    def _check_raw(self, vec, where, ended=()) -> None:
+        """The single games' raw output since the last look (the step that ended a game, then its reset)."""
+        for j, game in enumerate(getattr(vec, 'envs', [])):
+            if not isinstance(game, _Watched):
+                continue
+            for call, no_mask, other_dtype in game.log:
+                at = 0 if call == 'reset' else None
+                for agent in no_mask:
+                    n = getattr(vec.action_space, 'n', '?')
+                    self.problems.add('no_mask', f"{where(j, at)}, {agent}: infos has no 'action_mask'; expected a "
+                                                 f'bool array of shape ({n},) with every observation')
+                for agent in other_dtype:
+                    self.warnings.add('dtype', f'{where(j, at)}, {agent}: an observation of another dtype than the '
+                                               f'observation space\'s {vec.observation_space.dtype} (it is converted)')
+            game.log.clear()
+
+    def _check_positions(self, vec, step: BattleStep, rows, where, final: bool) -> None:
+        """Observations and masks of the games ``rows``: the finished positions (``final``) or the current ones."""
+        obs_all = step.final_obs if final else step.obs
+        space, agents = vec.observation_space, vec.agents
+        for j in rows:
+            obs = obs_all[j]
+            if obs.shape[1:] != tuple(space.shape):
+                self.problems.add('obs_shape', f'{where(j)}: observations of shape {obs.shape[1:]}; expected '
+                                               f'{tuple(space.shape)} ({space!r})')
+                continue
+            if isinstance(space, spaces.Box):
+                for s, agent in enumerate(agents):
+                    outside = (obs[s] < space.low - _TOLERANCE) | (obs[s] > space.high + _TOLERANCE)
+                    if outside.any():
+                        i = tuple(int(k) for k in np.argwhere(outside)[0])
+                        self.problems.add('obs_bounds', f'{where(j)}, {agent}: observation[{", ".join(map(str, i))}] '
+                                                        f'= {obs[s][i]:g} lies outside the observation space '
+                                                        f'[{space.low[i]:g}, {space.high[i]:g}]')
+            if final or not isinstance(vec.action_space, spaces.Discrete):
+                continue
+            self._check_masks(vec, step, j, where)
+
+    def _check_masks(self, vec, step: BattleStep, j: int, where) -> None:
+        mask, to_move, agents = step.action_mask[j], step.to_move[j], vec.agents
+        has_legal = mask.any(axis=-1)
+        if not np.array_equal(has_legal, to_move):
+            self.problems.add('to_move', f'{where(j)}: to_move is {to_move.tolist()} but the action masks give legal '
+                                         f'actions to {has_legal.tolist()}; expected a seat to move exactly when its '
+                                         f'mask has a True entry')
+        if vec.turn_based:
+            if has_legal.all():
+                self.problems.add('both_move', f'{where(j)}: both {agents[0]} and {agents[1]} have legal actions in a '
+                                               f'turn-based game; expected an all-False action_mask for the seat not '
+                                               f'to move')
+            elif not has_legal.any():
+                self.problems.add('none_move', f'{where(j)}: no seat has a legal action, yet the game goes on; '
+                                               f'expected a True entry in the action_mask of the seat to move')
+            else:
+                self.seats_alike[1] += 1
+                if np.array_equal(step.obs[j, 0], step.obs[j, 1]):
+                    if not self.seats_alike[0]:
+                        self.first_alike = where(j)
+                    self.seats_alike[0] += 1
+        else:
+            for s in np.flatnonzero(~has_legal):
+                self.problems.add('idle_seat', f'{where(j)}, {agents[s]}: action_mask is all False in a game that is '
+                                               f'not turn-based; expected a legal action for every seat, or '
+                                               f'turn_based = True on the class if the seats take turns')
+
+    def _check_end(self, vec, step: BattleStep, j: int, totals: np.ndarray, where: str) -> None:
+        result, agents = step.result[j].astype(int), vec.agents
+        if not (set(result.tolist()) <= {-1, 0, 1} and result[0] == -result[1]):
+            self.problems.add('result', f'{where}: results {result.tolist()} at the game\'s end; expected +1/-1 (a win '
+                                        f'and a loss) or 0/0 (a draw)')
+            return
+        for s, agent in enumerate(agents):
+            name, total = RESULT_NAME[int(result[s])], float(totals[s])
+            if result[s] * total < 0:
+                self.problems.add('result_sign', f"{where}, {agent}: infos['result'] is {name!r} but the game's "
+                                                 f'rewards sum to {total:+g}; expected the result to agree with the '
+                                                 f'sign of the rewards (the league records the result, the learner '
+                                                 f'learns from the rewards)')
+            elif result[s] and abs(total) <= _TOLERANCE:
+                self.warnings.add('result_zero', f"{where}, {agent}: infos['result'] is {name!r} but the game's "
+                                                 f'rewards sum to 0: the learner sees nothing of the result')
+
+    # -- seeds ---------------------------------------------------------------------------------
+    def _check_seeds(self) -> None:
+        try:
+            vec = self._single_form()
+            try:
+                first, other, again = (self._games(vec, s) for s in (self.seed, self.seed + 1, self.seed))
+            finally:
+                _close(vec)
+        except Exception:  # noqa: BLE001 -- the games above have reported what the env raises
+            return
+        differs = _first_difference(first, again, vec.agents)
+        if differs:
+            self.problems.add('seed', f'seeds: reset(seed={self.seed}) twice gave different games ({differs}); expected '
+                                      f'the same game for the same seed: draw the game\'s randomness from a generator '
+                                      f'seeded in reset(seed)')
+        elif _first_difference(first, other, vec.agents) is None:
+            self.report.notes.append(f'seeds: the same seed gave the same games; seeds {self.seed} and {self.seed + 1} '
+                                     f'too (as in a game without chance)')
+        else:
+            self.report.notes.append('seeds: the same seed gave the same games, another seed different ones')
+
+    def _games(self, vec, seed: int, games: int = 3) -> list:
+        """(obs, masks, rewards) of every position of the first ``games`` games from ``reset(seed)``, with the
+        same random moves (several games: a game with little chance may repeat by luck)."""
+        rng = np.random.default_rng(12345)
+        step = vec.reset(seed=seed)
+        positions = [(step.obs[0].copy(), step.action_mask[0].copy(), step.reward[0].copy())]
+        ended = 0
+        for _ in range(games * self.max_game_steps):
+            step = vec.step(self._random_actions(vec, step, rng))
+            positions.append((step.final_obs[0].copy(), step.action_mask[0].copy(), step.reward[0].copy()))
+            if step.terminated[0] or step.truncated[0]:
+                ended += 1
+                if ended == games:
+                    break
+                positions.append((step.obs[0].copy(), step.action_mask[0].copy(), step.reward[0].copy()))
+        return positions
+
+
+def _first_difference(a: list, b: list, agents) -> Optional[str]:
+    for t, (x, y) in enumerate(zip(a, b)):
+        for what, u, v in zip(('observation', 'action_mask', 'reward'), x, y):
+            for s, agent in enumerate(agents):
+                if not np.array_equal(u[s], v[s]):
+                    return f'first at position {t}: the {what} of {agent}'
+    if len(a) != len(b):
+        return f'one lasted {len(a)} positions, the other {len(b)}'
+    return None
+
+
+def _said(err) -> str:
+    """An exception as one line: the env's own error messages name the env, others get their type."""
+    text = ' '.join(str(err).split())
+    return text if isinstance(err, (EnvError, ConfigError)) else f'{type(err).__name__}: {text}'
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + '...'
+
+
+def _close(env) -> None:
+    try:
+        env.close()
+    except Exception:  # noqa: BLE001 -- closing after a failure must not hide the failure
+        pass
