@@ -30,6 +30,7 @@ class _Nim(BattleEnv):
     obs_value = 1.0
     render_text = True
     loser_reward = -1.0
+    stale_masks = False  # make the masks before the turn passes (the masks and the game disagree on who moves)
 
     @classmethod
     def default_config(cls):
@@ -57,15 +58,18 @@ class _Nim(BattleEnv):
         mover = self.possible_agents[self.mover]
         self.stones -= (int(actions[mover]) + self.stones_taken) if self.stones_taken else 0
         over = self.stones <= 0
+        if self.stale_masks:
+            infos = self._infos(over)
+        if not over:
+            self.mover = 1 - self.mover
+        if not self.stale_masks:
+            infos = self._infos(over)
         rewards = dict.fromkeys(self.possible_agents, 0.0)
-        infos = self._infos(over)
         if over:
             for agent in self.possible_agents:
                 rewards[agent] = self.winner_reward if agent == mover else self.loser_reward
                 infos[agent][self.result_key] = 'win' if agent == mover else 'loss'
             self.agents = []
-        else:
-            self.mover = 1 - self.mover
         flags = dict.fromkeys(self.possible_agents, over)
         return self._obs(), rewards, flags, dict.fromkeys(self.possible_agents, False), infos
 
@@ -122,6 +126,8 @@ def test_an_observation_without_whose_turn_it_is_warns_and_says_why():
     (dict(seeded=False), 'seeds: reset(seed=0) twice gave different games'),
     (dict(obs_value=2.0), 'lies outside the observation space [0, 1]'),
     (dict(loser_reward=0.0), 'do not sum to 0; expected a zero sum (the class says zero_sum = True)'),
+    (dict(stale_masks=True), ('who acts, position 1: the game changed with the action of player_1, whose '
+                              'action_mask is all False')),
 ])
 def test_each_broken_rule_is_one_line_naming_the_step_or_key(switches, expected):
     name = _variant('check_nim_' + '_'.join(switches), **switches)
@@ -130,7 +136,7 @@ def test_each_broken_rule_is_one_line_naming_the_step_or_key(switches, expected)
     found = [p for p in report.problems if expected in p]
     assert found, report.format()
     assert all('\n' not in p for p in report.problems)
-    assert found[0].startswith(('single game, game ', 'vectorised (4 games)', 'seeds:'))
+    assert found[0].startswith(('single game, game ', 'vectorised (4 games)', 'seeds:', 'who acts'))
 
 
 def test_a_game_that_never_ends_is_stopped_at_the_bound():

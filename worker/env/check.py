@@ -14,7 +14,8 @@ top, over whole games, this module checks what one step cannot show:
 * a result at every game's end that agrees with the sign of the seat's rewards over the game, and
   rewards that sum to zero at every step where the class declares ``zero_sum = True``;
 * every game ends within ``max_game_steps``;
-* seeds: the same seed gives the same game (different seeds usually different ones);
+* seeds: the same seed gives the same game (different seeds usually different ones), and in a
+  turn-based game the seat to move acts, not the waiting one (:mod:`.check_replay`);
 * ``render()`` gives text (else a warning: ``sparring play`` refuses such an env);
 * a warning when the seat to move and the waiting seat get the same observation: the value head is
   trained on both seats' observations and learns their average there.
@@ -33,6 +34,7 @@ from sparring.config.registry import ENV_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.worker.env.battle import DictBattleVecEnv, SingleGameView, is_battle_env
 from sparring.worker.env.battle_api import NUM_SEATS, RESULT_NAME, BattleStep
+from sparring.worker.env.check_replay import compare_seeds, random_actions, who_acts
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import complete_section, import_env_modules
 from sparring.worker.env.team import TeamVecBattleEnv
@@ -158,6 +160,7 @@ class _Checker:
                 self._play('single game', self._single_form, games)
                 self._play(f'vectorised ({VEC_GAMES} games)', self._vec_form, games)
                 self._check_seeds()
+                self._check_who_acts()
         finally:
             self.report.problems += self.problems.lines()
             self.report.warnings += self.warnings.lines()
@@ -266,7 +269,7 @@ class _Checker:
         self._check_raw(vec, where)
         self._check_positions(vec, step, range(B), where, final=False)
         while len(lengths) < games:
-            actions = self._random_actions(vec, step, rng)
+            actions = random_actions(vec, step, rng)
             try:
                 step = vec.step(actions)
             except Exception as err:  # noqa: BLE001 -- the wrappers' checks raise the finding
@@ -305,18 +308,6 @@ class _Checker:
                                        f'value head is trained on both seats\' observations and learns their '
                                        f'average there instead of either seat\'s value: add a feature that says '
                                        f'whose turn it is (e.g. 1.0 for the seat to move, 0.0 for the other)')
-
-    def _random_actions(self, vec, step: BattleStep, rng: np.random.Generator) -> np.ndarray:
-        space, B = vec.action_space, vec.num_envs
-        if isinstance(space, spaces.Discrete):
-            actions = np.zeros((B, NUM_SEATS), np.int64)
-            for j, s in np.argwhere(step.to_move):
-                legal = np.flatnonzero(step.action_mask[j, s])
-                if legal.size:
-                    actions[j, s] = rng.choice(legal)
-            return actions
-        low, high = np.maximum(space.low, -1.0), np.minimum(space.high, 1.0)  # unbounded: a unit range
-        return rng.uniform(low, high, (B, NUM_SEATS) + tuple(space.shape)).astype(space.dtype)
 
     # -- what one step shows -------------------------------------------------------------------
     def _check_raw(self, vec, where, ended=()) -> None:
@@ -401,54 +392,29 @@ class _Checker:
                 self.warnings.add('result_zero', f"{where}, {agent}: infos['result'] is {name!r} but the game's "
                                                  f'rewards sum to 0: the learner sees nothing of the result')
 
-    # -- seeds ---------------------------------------------------------------------------------
+    # -- replays ---------------------------------------------------------------------------
     def _check_seeds(self) -> None:
         try:
-            vec = self._single_form()
-            try:
-                first, other, again = (self._games(vec, s) for s in (self.seed, self.seed + 1, self.seed))
-            finally:
-                _close(vec)
+            problem, note = compare_seeds(self._single_form, self.seed, self.max_game_steps)
         except Exception:  # noqa: BLE001 -- the games above have reported what the env raises
             return
-        differs = _first_difference(first, again, vec.agents)
-        if differs:
-            self.problems.add('seed', f'seeds: reset(seed={self.seed}) twice gave different games ({differs}); expected '
-                                      f'the same game for the same seed: draw the game\'s randomness from a generator '
-                                      f'seeded in reset(seed)')
-        elif _first_difference(first, other, vec.agents) is None:
-            self.report.notes.append(f'seeds: the same seed gave the same games; seeds {self.seed} and {self.seed + 1} '
-                                     f'too (as in a game without chance)')
+        if problem:
+            self.problems.add('seed', problem)
         else:
-            self.report.notes.append('seeds: the same seed gave the same games, another seed different ones')
+            self.report.notes.append(note)
 
-    def _games(self, vec, seed: int, games: int = 3) -> list:
-        """(obs, masks, rewards) of every position of the first ``games`` games from ``reset(seed)``, with the
-        same random moves (several games: a game with little chance may repeat by luck)."""
-        rng = np.random.default_rng(12345)
-        step = vec.reset(seed=seed)
-        positions = [(step.obs[0].copy(), step.action_mask[0].copy(), step.reward[0].copy())]
-        ended = 0
-        for _ in range(games * self.max_game_steps):
-            step = vec.step(self._random_actions(vec, step, rng))
-            positions.append((step.final_obs[0].copy(), step.action_mask[0].copy(), step.reward[0].copy()))
-            if step.terminated[0] or step.truncated[0]:
-                ended += 1
-                if ended == games:
-                    break
-                positions.append((step.obs[0].copy(), step.action_mask[0].copy(), step.reward[0].copy()))
-        return positions
-
-
-def _first_difference(a: list, b: list, agents) -> Optional[str]:
-    for t, (x, y) in enumerate(zip(a, b)):
-        for what, u, v in zip(('observation', 'action_mask', 'reward'), x, y):
-            for s, agent in enumerate(agents):
-                if not np.array_equal(u[s], v[s]):
-                    return f'first at position {t}: the {what} of {agent}'
-    if len(a) != len(b):
-        return f'one lasted {len(a)} positions, the other {len(b)}'
-    return None
+    def _check_who_acts(self) -> None:
+        try:
+            game = self._single()
+        except Exception:  # noqa: BLE001 -- reported when the forms were built
+            return
+        try:
+            if getattr(game, 'turn_based', False) and isinstance(game.action_space(game.possible_agents[0]),
+                                                                   spaces.Discrete):
+                for kind, line in who_acts(game, self.seed):
+                    self.problems.add(kind, line)
+        finally:
+            _close(game)
 
 
 def _said(err) -> str:
