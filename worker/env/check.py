@@ -5,7 +5,8 @@ one game of a natively vectorised env seen through :class:`SingleGameView`) and 
 training steps (several games in :class:`DictBattleVecEnv`, or the native class). The format of every
 step (keys, shapes, dtypes, masks, results) is checked by :class:`DictBattleVecEnv` and
 :class:`VecBattleEnv` themselves; what they raise is reported here with the step it happened at. On
-top, over whole games, this module checks what one step cannot show:
+top, over whole games, it checks what one step cannot show (the rules on positions and game ends are
+in :mod:`.check_rules`, the replays in :mod:`.check_replay`):
 
 * the spaces (the same for both seats; the action space's kind is reported, whatever it is);
 * an ``action_mask`` with every observation; in turn-based games all False for the seat not to move
@@ -15,7 +16,7 @@ top, over whole games, this module checks what one step cannot show:
   rewards that sum to zero at every step where the class declares ``zero_sum = True``;
 * every game ends within ``max_game_steps``;
 * seeds: the same seed gives the same game (different seeds usually different ones), and in a
-  turn-based game the seat to move acts, not the waiting one (:mod:`.check_replay`);
+  turn-based game the seat to move acts, not the waiting one;
 * ``render()`` gives text (else a warning: ``sparring play`` refuses such an env);
 * a warning when the seat to move and the waiting seat get the same observation: the value head is
   trained on both seats' observations and learns their average there.
@@ -25,7 +26,7 @@ Each problem or warning is one line naming the step and seat, or the key.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Union
+from typing import List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 from gymnasium import spaces
@@ -33,15 +34,15 @@ from gymnasium import spaces
 from sparring.config.registry import ENV_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.worker.env.battle import DictBattleVecEnv, SingleGameView, is_battle_env
-from sparring.worker.env.battle_api import NUM_SEATS, RESULT_NAME, BattleStep
+from sparring.worker.env.battle_api import NUM_SEATS, RESULT_NAME
 from sparring.worker.env.check_replay import compare_seeds, random_actions, who_acts
+from sparring.worker.env.check_rules import Findings, PositionRules
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import complete_section, import_env_modules
 from sparring.worker.env.team import TeamVecBattleEnv
 
 MAX_GAME_STEPS = 10_000  # a game longer than this is taken not to end
 VEC_GAMES = 4  # games side by side in the vectorised form
-_TOLERANCE = 1e-5  # for float bounds and zero sums
 
 
 @dataclass
@@ -63,27 +64,6 @@ class EnvCheckReport:
         lines += [f'warning: {line}' for line in self.warnings]
         lines += [f'problem: {line}' for line in self.problems]
         return '\n'.join(lines)
-
-
-class _Findings:
-    """Lines keyed by kind: the first of each kind is kept, the others are counted (a bug repeats every step)."""
-
-    def __init__(self) -> None:
-        self.first: Dict[str, str] = {}
-        self.more: Dict[str, int] = {}
-
-    def add(self, kind: str, line: str) -> None:
-        if kind in self.first:
-            self.more[kind] += 1
-        else:
-            self.first[kind] = ' '.join(line.split())
-            self.more[kind] = 0
-
-    def __contains__(self, kind: str) -> bool:
-        return kind in self.first
-
-    def lines(self) -> List[str]:
-        return [line + (f' (and {self.more[k]} more like it)' if self.more[k] else '') for k, line in self.first.items()]
 
 
 class _Watched:
@@ -149,10 +129,8 @@ class _Checker:
     def __init__(self, cls, section, seed: int, max_game_steps: int, report: EnvCheckReport) -> None:
         self.cls, self.section, self.seed, self.max_game_steps = cls, section, seed, max_game_steps
         self.report = report
-        self.problems, self.warnings = _Findings(), _Findings()
+        self.problems, self.warnings = Findings(), Findings()
         self.zero_sum = bool(getattr(cls, 'zero_sum', False))
-        self.seats_alike = [0, 0]  # in one form: turn-based positions where the seats' observations are equal; all
-        self.first_alike = ''
 
     def run(self, games: int) -> None:
         try:
@@ -256,7 +234,7 @@ class _Checker:
         totals = np.zeros((B, NUM_SEATS))
         lengths: List[int] = []
         seat_0 = {'win': 0, 'draw': 0, 'loss': 0}
-        self.seats_alike = [0, 0]
+        rules = PositionRules(vec, self.problems, self.warnings, self.zero_sum)
 
         def where(j: int, at: Optional[int] = None) -> str:
             return f'{label}, game {game_of[j]}, step {moves[j] if at is None else at}'
@@ -267,7 +245,7 @@ class _Checker:
             self.problems.add(f'reset {label}', f'{label}, reset(seed={self.seed}): {_said(err)}')
             return
         self._check_raw(vec, where)
-        self._check_positions(vec, step, range(B), where, final=False)
+        rules.positions(step, range(B), where, final=False)
         while len(lengths) < games:
             actions = random_actions(vec, step, rng)
             try:
@@ -278,20 +256,17 @@ class _Checker:
                 return
             moves += 1
             totals += step.reward
-            if self.zero_sum:
-                for j in np.flatnonzero(np.abs(step.reward.sum(axis=1)) > _TOLERANCE):
-                    self.problems.add('zero_sum', f'{where(j)}: rewards {step.reward[j].tolist()} do not sum to 0; '
-                                                  f'expected a zero sum (the class says zero_sum = True)')
+            rules.rewards(step, where)
             ended = np.flatnonzero(step.terminated | step.truncated)
             self._check_raw(vec, where, ended)
-            self._check_positions(vec, step, ended, where, final=True)
+            rules.positions(step, ended, where, final=True)
             for j in ended:
-                self._check_end(vec, step, j, totals[j], where(j))
+                rules.end(step, j, totals[j], where(j))
                 lengths.append(int(moves[j]))
                 if -1 <= int(step.result[j, 0]) <= 1:
                     seat_0[RESULT_NAME[int(step.result[j, 0])]] += 1
                 game_of[j], next_game, moves[j], totals[j] = next_game, next_game + 1, 0, 0.0
-            self._check_positions(vec, step, range(B), where, final=False)
+            rules.positions(step, range(B), where, final=False)
             if moves.max() > self.max_game_steps:
                 j = int(moves.argmax())
                 self.problems.add('endless', f'{where(j)}: the game has not ended after {self.max_game_steps} steps; '
@@ -301,13 +276,7 @@ class _Checker:
         self.report.notes.append(f'{label}: {len(lengths)} random games, {sum(lengths)} steps, {min(lengths)} to '
                                  f'{max(lengths)} steps a game; seat 0 won {seat_0["win"]}, drew {seat_0["draw"]}, '
                                  f'lost {seat_0["loss"]}')
-        alike, positions = self.seats_alike
-        if alike and 'seats' not in self.warnings:
-            self.warnings.add('seats', f'{label}: in {alike} of {positions} turn-based positions the seat to move and '
-                                       f'the waiting seat got the same observation (first at {self.first_alike}); the '
-                                       f'value head is trained on both seats\' observations and learns their '
-                                       f'average there instead of either seat\'s value: add a feature that says '
-                                       f'whose turn it is (e.g. 1.0 for the seat to move, 0.0 for the other)')
+        rules.seats_warning(label)
 
     # -- what one step shows -------------------------------------------------------------------
     def _check_raw(self, vec, where, ended=()) -> None:
@@ -325,72 +294,6 @@ class _Checker:
                     self.warnings.add('dtype', f'{where(j, at)}, {agent}: an observation of another dtype than the '
                                                f'observation space\'s {vec.observation_space.dtype} (it is converted)')
             game.log.clear()
-
-    def _check_positions(self, vec, step: BattleStep, rows, where, final: bool) -> None:
-        """Observations and masks of the games ``rows``: the finished positions (``final``) or the current ones."""
-        obs_all = step.final_obs if final else step.obs
-        space, agents = vec.observation_space, vec.agents
-        for j in rows:
-            obs = obs_all[j]
-            if obs.shape[1:] != tuple(space.shape):
-                self.problems.add('obs_shape', f'{where(j)}: observations of shape {obs.shape[1:]}; expected '
-                                               f'{tuple(space.shape)} ({space!r})')
-                continue
-            if isinstance(space, spaces.Box):
-                for s, agent in enumerate(agents):
-                    outside = (obs[s] < space.low - _TOLERANCE) | (obs[s] > space.high + _TOLERANCE)
-                    if outside.any():
-                        i = tuple(int(k) for k in np.argwhere(outside)[0])
-                        self.problems.add('obs_bounds', f'{where(j)}, {agent}: observation[{", ".join(map(str, i))}] '
-                                                        f'= {obs[s][i]:g} lies outside the observation space '
-                                                        f'[{space.low[i]:g}, {space.high[i]:g}]')
-            if final or not isinstance(vec.action_space, spaces.Discrete):
-                continue
-            self._check_masks(vec, step, j, where)
-
-    def _check_masks(self, vec, step: BattleStep, j: int, where) -> None:
-        mask, to_move, agents = step.action_mask[j], step.to_move[j], vec.agents
-        has_legal = mask.any(axis=-1)
-        if not np.array_equal(has_legal, to_move):
-            self.problems.add('to_move', f'{where(j)}: to_move is {to_move.tolist()} but the action masks give legal '
-                                         f'actions to {has_legal.tolist()}; expected a seat to move exactly when its '
-                                         f'mask has a True entry')
-        if vec.turn_based:
-            if has_legal.all():
-                self.problems.add('both_move', f'{where(j)}: both {agents[0]} and {agents[1]} have legal actions in a '
-                                               f'turn-based game; expected an all-False action_mask for the seat not '
-                                               f'to move')
-            elif not has_legal.any():
-                self.problems.add('none_move', f'{where(j)}: no seat has a legal action, yet the game goes on; '
-                                               f'expected a True entry in the action_mask of the seat to move')
-            else:
-                self.seats_alike[1] += 1
-                if np.array_equal(step.obs[j, 0], step.obs[j, 1]):
-                    if not self.seats_alike[0]:
-                        self.first_alike = where(j)
-                    self.seats_alike[0] += 1
-        else:
-            for s in np.flatnonzero(~has_legal):
-                self.problems.add('idle_seat', f'{where(j)}, {agents[s]}: action_mask is all False in a game that is '
-                                               f'not turn-based; expected a legal action for every seat, or '
-                                               f'turn_based = True on the class if the seats take turns')
-
-    def _check_end(self, vec, step: BattleStep, j: int, totals: np.ndarray, where: str) -> None:
-        result, agents = step.result[j].astype(int), vec.agents
-        if not (set(result.tolist()) <= {-1, 0, 1} and result[0] == -result[1]):
-            self.problems.add('result', f'{where}: results {result.tolist()} at the game\'s end; expected +1/-1 (a win '
-                                        f'and a loss) or 0/0 (a draw)')
-            return
-        for s, agent in enumerate(agents):
-            name, total = RESULT_NAME[int(result[s])], float(totals[s])
-            if result[s] * total < 0:
-                self.problems.add('result_sign', f"{where}, {agent}: infos['result'] is {name!r} but the game's "
-                                                 f'rewards sum to {total:+g}; expected the result to agree with the '
-                                                 f'sign of the rewards (the league records the result, the learner '
-                                                 f'learns from the rewards)')
-            elif result[s] and abs(total) <= _TOLERANCE:
-                self.warnings.add('result_zero', f"{where}, {agent}: infos['result'] is {name!r} but the game's "
-                                                 f'rewards sum to 0: the learner sees nothing of the result')
 
     # -- replays ---------------------------------------------------------------------------
     def _check_seeds(self) -> None:
