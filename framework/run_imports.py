@@ -46,10 +46,12 @@ def import_root(name: str) -> Optional[str]:
 
 def record_import_folders(import_names: Iterable[str], exp_dir: str) -> Dict[str, str]:
     """Write where each (already imported) module of ``import_names`` came from into ``exp_dir``; sparring's
-    own modules need no record."""
+    own modules need no record, and a run without modules of its user gets no file."""
     folders = {name: root for name in import_names
                if not name.startswith('sparring.') and (root := import_root(name)) is not None}
-    write_atomically(os.path.join(exp_dir, IMPORT_FOLDERS_FILE), json.dumps(folders, indent=2, sort_keys=True) + '\n')
+    if folders:
+        write_atomically(os.path.join(exp_dir, IMPORT_FOLDERS_FILE),
+                         json.dumps(folders, indent=2, sort_keys=True) + '\n')
     return folders
 
 

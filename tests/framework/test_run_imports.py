@@ -72,5 +72,7 @@ def test_a_missing_import_inside_the_module_keeps_its_own_error(tmp_path, clean_
         import_run_modules(str(run_dir))
 
 
-def test_a_run_without_the_record_opens_as_before(tmp_path):
+def test_a_run_without_modules_of_its_user_gets_no_record_and_opens_as_before(tmp_path):
+    assert record_import_folders(['sparring.dizoo'], str(tmp_path)) == {}
+    assert not (tmp_path / IMPORT_FOLDERS_FILE).exists()
     import_run_modules(str(tmp_path))  # nothing recorded, nothing done
