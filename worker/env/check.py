@@ -74,6 +74,8 @@ class _Watched:
         self.log: List[tuple] = []  # (call, agents whose infos lack 'action_mask', agents with another obs dtype)
 
     def __getattr__(self, name):
+        if name == 'game':  # not set yet (a copy being built): no recursion through __getattr__
+            raise AttributeError(name)
         return getattr(self.game, name)
 
     def reset(self, *args, **kwargs):
@@ -258,7 +260,7 @@ class _Checker:
             totals += step.reward
             rules.rewards(step, where)
             ended = np.flatnonzero(step.terminated | step.truncated)
-            self._check_raw(vec, where, ended)
+            self._check_raw(vec, where)
             rules.positions(step, ended, where, final=True)
             for j in ended:
                 rules.end(step, j, totals[j], where(j))
@@ -279,7 +281,7 @@ class _Checker:
         rules.seats_warning(label)
 
     # -- what one step shows -------------------------------------------------------------------
-    def _check_raw(self, vec, where, ended=()) -> None:
+    def _check_raw(self, vec, where) -> None:
         """The single games' raw output since the last look (the step that ended a game, then its reset)."""
         for j, game in enumerate(getattr(vec, 'envs', [])):
             if not isinstance(game, _Watched):
