@@ -2,8 +2,9 @@
 [--exp-name X] [--resume] [--mode serial|parallel] [--max-env-steps N] [--max-wall-seconds S]
 [--set dotted.key=value ...]``, ``sparring list [envs|policies|models|players|leagues|bots|configs]``
 (what is registered, and the ready configs), ``sparring --version``, ``sparring worker --role collector
---commander tcp://HOST:PORT`` (join a parallel run) and ``sparring surgery --checkpoint RUN --config
-new_config.py --out NEW_RUN``.
+--commander tcp://HOST:PORT`` (join a parallel run), ``sparring surgery --checkpoint RUN --config
+new_config.py --out NEW_RUN`` and ``sparring check-env (ENV_TYPE | CONFIG.py)`` (play random games of a
+two-player env and check that it keeps the battle env protocol).
 
 Using what a run trained: ``sparring eval RUN --against bot:random RUN2:player_id ...`` (win / draw /
 loss with standard errors and an Elo difference, and how many distinct games were played; a single-agent
@@ -39,6 +40,7 @@ from sparring.config.registry import RegistryError
 from sparring.config.compile import apply_overrides, parse_override
 from sparring.config.schema import ConfigError
 from sparring.framework.commander_state import JournalDamaged
+from sparring.framework.run_imports import make_importable
 from sparring.league.errors import LeagueError
 from sparring.worker.checkpoint import CheckpointError
 from sparring.worker.env.errors import EnvError
@@ -55,16 +57,6 @@ USER_ERRORS = (ConfigError, LeagueError, EnvError, RegistryError, FileExistsErro
 
 class ConfigFileError(ValueError):
     """A config file that cannot be run or defines no config dict."""
-
-
-def make_importable(folder: str) -> None:
-    """Put ``folder`` first on the module search path, here and in the processes this one starts."""
-    folder = os.path.abspath(folder)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    paths = os.environ.get('PYTHONPATH', '').split(os.pathsep)
-    if folder not in paths:
-        os.environ['PYTHONPATH'] = os.pathsep.join([folder] + [p for p in paths if p])
 
 
 def load_config_file(path: str) -> dict:
@@ -191,6 +183,7 @@ def _build_parser() -> argparse.ArgumentParser:
                                           'players, leagues and bots, and the ready configs', parents=[debug])
     from sparring.framework.listing import SECTIONS
     listing.add_argument('what', nargs='?', choices=SECTIONS, default=None, help='one section (default: all)')
+    _add_check_env(sub, debug)
     return parser
 
 
@@ -304,7 +297,33 @@ def _run(args: argparse.Namespace) -> int:
     elif args.command == 'list':
         from sparring.framework.listing import listing
         print(listing(args.what))
+    elif args.command == 'check-env':
+        return _check_env(args)
     return 0
+
+
+# -- sparring check-env ------------------------------------------------------------------------
+
+def _add_check_env(sub, debug: argparse.ArgumentParser) -> None:
+    check = sub.add_parser('check-env', help='play random games of a two-player env and check it keeps the battle '
+                                             'env protocol (exit 0: passed, warnings printed; 2: problems listed)',
+                           parents=[debug])
+    check.add_argument('env', metavar='ENV_TYPE | CONFIG.py', help='a registered env type (with its default options) '
+                                                                   'or a config file (its env section and import_names)')
+    check.add_argument('--games', type=int, default=20, help='random games in each form (default 20)')
+    check.add_argument('--seed', type=int, default=0, help='seed of the games and of the random moves (default 0)')
+
+
+def _check_env(args: argparse.Namespace) -> int:
+    from sparring.worker.env.check import check_env
+    env, import_names = args.env, []
+    if args.env.endswith('.py') or os.path.sep in args.env:  # a config file, not a registered name
+        make_importable(os.path.dirname(os.path.abspath(args.env)))
+        config = load_config_file(args.env)
+        env, import_names = config.get('env', {}), config.get('import_names', [])
+    report = check_env(env, games=args.games, seed=args.seed, import_names=import_names)
+    print(report.format())
+    return 0 if report.passed else USAGE_ERROR
 
 
 def _use_run(args: argparse.Namespace) -> int:

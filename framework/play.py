@@ -88,8 +88,8 @@ class _SingleGameTable:
             return np.array([RESULT_CODE[infos[a]['result']] for a in self.agents])
         return None
 
-    def board(self) -> str:
-        return str(self.game.render())
+    def board(self):
+        return self.game.render()
 
     def move_name(self, seat: int, action: int) -> Optional[str]:
         return None
@@ -101,12 +101,18 @@ def _table(cfg, seed: int):
         env.close()
         raise ConfigError(f'play: env {cfg.env.type!r} is not a turn-based game of one player a side; play needs '
                           f'one (tic-tac-toe, connect four, an OpenSpiel two-player game)')
-    if isinstance(env, DictBattleVecEnv):
-        return _SingleGameTable(env.envs[0], seed)
-    if not hasattr(env, 'render'):
+    if not isinstance(env, DictBattleVecEnv) and not hasattr(env, 'render'):
         env.close()
         raise ConfigError(f'play: env {cfg.env.type!r} cannot draw its board as text (it has no render method)')
-    return _NativeTable(env)
+    table = _SingleGameTable(env.envs[0], seed) if isinstance(env, DictBattleVecEnv) else _NativeTable(env)
+    board = table.board()
+    if not isinstance(board, str) or not board.strip():
+        # Refused before the game starts: a person cannot play a board they cannot see.
+        env.close()
+        shown = repr(board) if len(repr(board)) <= 60 else f'a {type(board).__name__}'
+        raise ConfigError(f'play: env {cfg.env.type!r} cannot draw its board as text: render() returned {shown}; '
+                          f'expected a str (sparring check-env checks it)')
+    return table
 
 
 def play_game(run_dir: str, seat: str = 'first', player: Optional[str] = None, snapshot: Optional[str] = None,

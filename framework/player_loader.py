@@ -21,6 +21,7 @@ from typing import List, Optional
 from sparring.config import load_config
 from sparring.config.compile import CONFIG_FILENAME
 from sparring.config.registry import POLICY_REGISTRY
+from sparring.framework.run_imports import import_run_modules
 from sparring.framework.run_setup import LEAGUE_STATE_FILE
 from sparring.league.base_league import BaseLeague
 from sparring.league.errors import LeagueError
@@ -41,6 +42,7 @@ class TrainedRun:
             raise FileNotFoundError(f'{run_dir} holds no {CONFIG_FILENAME}; expected the experiment directory of a '
                                     f'run (its exp_name)')
         self.run_dir = run_dir
+        import_run_modules(run_dir)  # the user's modules, from where training found them
         self.cfg = load_config(run_dir)
         # A run trained on a GPU is used on any machine: its policies act where this process can.
         self.device_notes = devices_usable_here(self.cfg.policy)

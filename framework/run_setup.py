@@ -2,7 +2,8 @@
 
 * :func:`prepare_config`: compile the config (a resumed run reuses the saved one and says where
   the given one differs), complete a league run's config, refuse a directory holding an earlier run,
-  save the compiled config.
+  save the compiled config and where its ``import_names`` were found
+  (:mod:`sparring.framework.run_imports`).
 * :func:`complete_league_config`: what a battle config may leave out (the league, the reference
   players that anchor the ratings, the evaluation opponents).
 * :func:`evaluation_opponents` and :func:`closing_report` (the league table, ratings and pictures).
@@ -23,6 +24,7 @@ from sparring.config.registry import ENV_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.framework.commander_state import COMMANDER_DIR, JOURNAL_FILE, STATE_FILE
 from sparring.framework.report_page import write_final_report
+from sparring.framework.run_imports import record_import_folders
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.policy_pool import BOT_PREFIX
 from sparring.worker.run_files import refuse_linked_dirs
@@ -82,6 +84,8 @@ def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[
         if is_league_run(cfg):
             complete_league_config(cfg)
         save_config(cfg, cfg.exp_name)
+    # Where import_names were found, so the commands that open the run find them from any folder.
+    record_import_folders(cfg.import_names, cfg.exp_name)
     if max_env_steps is not None:
         cfg.train.max_env_steps = int(max_env_steps)
     return cfg

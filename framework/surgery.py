@@ -29,6 +29,7 @@ from sparring.config import compile_config, load_config, save_config
 from sparring.config.compile import to_plain
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.coordinator import INIT_REF
+from sparring.framework.run_imports import import_run_modules
 from sparring.framework.run_setup import complete_league_config
 from sparring.policy.base import Policy
 from sparring.policy.feature_map import (AdaptedPolicy, SpaceAdapter, SurgeryError, action_map, as_feature_map,
@@ -57,6 +58,7 @@ def surgery(checkpoint: str, new_config: dict, out: str, *, options: Optional[di
     if record_steps < 1 or record_envs < 1:
         raise ValueError(f'surgery: record_steps and record_envs must be >= 1, got {record_steps}, {record_envs}')
     ckpt_path, old_exp = locate_checkpoint(checkpoint)
+    import_run_modules(old_exp)
     old_cfg = load_config(old_exp)
     new_cfg = compile_config(new_config, exp_name=out, save=False)
     battle = is_league_run(new_cfg)

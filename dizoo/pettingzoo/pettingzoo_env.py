@@ -11,6 +11,8 @@ them in a :class:`~sparring.worker.env.battle.DictBattleVecEnv`, which checks ev
   otherwise), flattened to float32 with Gymnasium's ``flatten`` (a Discrete one becomes one-hot).
 * Action masks: the observation's ``'action_mask'`` if it has one, else ``infos[agent]['action_mask']``,
   else every action.
+* ``render()`` gives text: the env's own ``'ansi'`` mode where it has one (it is built so), else
+  the board of connect four, tic-tac-toe or go drawn from the observation planes.
 * The game ends for both seats when it ends for one; the seat whose rewards sum higher over the
   game wins, equal sums draw (for zero-sum games: the sign of each seat's own sum).
 
@@ -25,6 +27,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sparring.config.schema import ConfigError, one_of
+from sparring.dizoo.pettingzoo.board_text import board_from_planes
 from sparring.dizoo.pettingzoo.loading import APIS, make_pettingzoo_env
 from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.battle_api import (BATTLE_ENV_CONSTRAINTS, NUM_SEATS, RESULT_NAME, BattleEnv,
@@ -33,6 +36,7 @@ from sparring.worker.env.errors import EnvError
 
 OBSERVATION_KEY = 'observation'
 MASK_KEY = 'action_mask'
+TEXT_MODE = 'ansi'  # PettingZoo's render mode that returns text
 
 
 def _env_name(value) -> None:
@@ -64,6 +68,11 @@ class PettingZooBattleEnv(BattleEnv):
         super().__init__(cfg)
         self.env, self.api = make_pettingzoo_env(self.cfg.env, self.cfg.kwargs, self.cfg.api)
         name = self.cfg.env
+        if 'render_mode' not in self.cfg.kwargs and TEXT_MODE in self.env.metadata.get('render_modes', ()):
+            # An env that can draw itself as text does so for `sparring play`; the others are drawn from
+            # their observation where it is a board (see render()).
+            self.env.close()
+            self.env, self.api = make_pettingzoo_env(name, dict(self.cfg.kwargs, render_mode=TEXT_MODE), self.cfg.api)
         self.turn_based = self.api == 'aec'
         agents = list(getattr(self.env, 'possible_agents', []))
         if len(agents) != NUM_SEATS:
@@ -132,6 +141,20 @@ class PettingZooBattleEnv(BattleEnv):
         return observations, rewards, flags, cut, infos
 
     def render(self):
+        """The position as text: the env's own ``'ansi'`` rendering, else the board of a classic board game
+        drawn from its observation planes, else whatever the env's ``render()`` gives."""
+        if getattr(self.env, 'render_mode', None) == TEXT_MODE:
+            return self.env.render()
+        if self.api == 'aec':
+            first = self.possible_agents[0]
+            raw = self.env.observe(first)
+            part = raw[OBSERVATION_KEY] if self._parts[first][1] else raw
+            mover = self.env.agent_selection if self.agents else None
+            text = board_from_planes(part, self._num_actions[first], self.possible_agents, mover)
+            if text is not None:
+                return text
+        if getattr(self.env, 'render_mode', None) is None:
+            return None  # PettingZoo's render() would only warn that no render mode was given
         return self.env.render()
 
     def close(self) -> None:
