@@ -6,7 +6,9 @@ game logic; the loop only moves numbers in and out):
 * chance nodes are resolved at once, by sampling OpenSpiel's chance outcome probabilities with the
   env's seeded numpy Generator, so the policies only ever see decision nodes;
 * a seat observes ``information_state_tensor(seat)`` (``observation_tensor(seat)`` when the game has
-  no information-state tensor), from its own perspective, in the tensor's own shape;
+  no information-state tensor), from its own perspective, in the tensor's own shape; a perfect-
+  information game, whose board tensor is the same for both seats, gets one more plane saying whether
+  the seat observing is to move (:class:`~sparring.dizoo.openspiel.spiel.SeatView`);
 * the seat to move is ``current_player()``; its action mask holds its legal actions, the other seat's
   row is all False;
 * the reward of a step is the change of ``state.returns()`` (so games with intermediate rewards sum

@@ -96,6 +96,11 @@ class SeatView:
     Reading goes through an OpenSpiel *observer* (the game's ``make_observer`` for the same
     observation type, writing into a numpy buffer: several times cheaper than the list the state's
     tensor methods return) where the game offers one, else through those methods.
+
+    A perfect-information game's observation tensor is the board, the same for both seats (OpenSpiel's
+    tic-tac-toe and connect four), so a value head trained on both seats' observations would learn
+    their average. Such a view appends one plane (a 1-D tensor: one entry) holding 1.0 where the seat
+    observing is the one to move, else 0.0 (:attr:`turn_plane`).
     """
 
     def __init__(self, game) -> None:
@@ -109,17 +114,25 @@ class SeatView:
             self.kind = 'observation_tensor'
             self.shape = tuple(game.observation_tensor_shape())
             observation_type = None  # the game's default observation
-        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self._tensor_size = int(np.prod(self.shape, dtype=np.int64))  # OpenSpiel's own tensor
         self._state_method = getattr(pyspiel.State, self.kind)
-        self._observation = _make_observation(game, observation_type, self.size)
+        self._observation = _make_observation(game, observation_type, self._tensor_size)
+        self.turn_plane = (self.kind == 'observation_tensor'
+                           and game_type.information == pyspiel.GameType.Information.PERFECT_INFORMATION)
+        if self.turn_plane:  # one more channel (the first axis), or one more entry of a flat tensor
+            self.shape = (self.shape[0] + 1,) + self.shape[1:]
+        self.size = int(np.prod(self.shape, dtype=np.int64))
 
     def write(self, state, player: int, out: np.ndarray) -> None:
         """Write the flat tensor ``player`` observes in ``state`` into ``out`` (a float32 row of ``size``)."""
+        tensor = out[:self._tensor_size]
         if self._observation is None:
-            out[:] = self._state_method(state, player)
+            tensor[:] = self._state_method(state, player)
         else:
             self._observation.set_from(state, player)
-            out[:] = self._observation.tensor
+            tensor[:] = self._observation.tensor
+        if self.turn_plane:  # the last channel is the flat tensor's tail
+            out[self._tensor_size:] = 1.0 if state.current_player() == player else 0.0
 
     def read(self, state, player: int) -> np.ndarray:
         """The tensor ``player`` observes in ``state``, float32 of :attr:`shape` (a new array)."""

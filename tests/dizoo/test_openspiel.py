@@ -21,10 +21,17 @@ def openspiel_env(game, num_envs, seed=0, **options):
 
 
 def seat_tensor(state, seat):
-    """What a seat should observe, read with the state's own method (not the env's observer)."""
-    if state.get_game().get_type().provides_information_state_tensor:
+    """What a seat should observe, read with the state's own method (not the env's observer); a perfect-
+    information game's board is followed by a plane saying whether the seat is to move."""
+    game_type = state.get_game().get_type()
+    if game_type.provides_information_state_tensor:
         return np.asarray(state.information_state_tensor(seat), np.float32)
-    return np.asarray(state.observation_tensor(seat), np.float32)
+    board = np.asarray(state.observation_tensor(seat), np.float32)
+    if game_type.information != pyspiel.GameType.Information.PERFECT_INFORMATION:
+        return board
+    plane_size = board.size // state.get_game().observation_tensor_shape()[0]
+    turn = np.full(plane_size, 1.0 if state.current_player() == seat else 0.0, np.float32)
+    return np.concatenate([board, turn])
 
 
 # ---------------------------------------------------------------------------------- random play
@@ -73,9 +80,13 @@ def test_random_play_matches_openspiel_step_by_step(game, random_actions):
 
 def test_observations_keep_the_tensor_shape_and_spaces_match_the_game():
     env = openspiel_env('connect_four', 2)
-    assert env.observation_space.shape == (3, 6, 7) and env.action_space.n == 7 and env.turn_based
+    # OpenSpiel's three board planes and the plane saying whether the seat observing is to move
+    assert env.observation_space.shape == (4, 6, 7) and env.action_space.n == 7 and env.turn_based
     step = env.reset()
-    assert step.obs.shape == (2, 2, 3, 6, 7) and step.obs.dtype == np.float32
+    assert step.obs.shape == (2, 2, 4, 6, 7) and step.obs.dtype == np.float32
+    np.testing.assert_array_equal(step.obs[:, 0, 3], 1.0)  # seat 0 moves first
+    np.testing.assert_array_equal(step.obs[:, 1, 3], 0.0)
+    np.testing.assert_array_equal(step.obs[:, 0, :3], step.obs[:, 1, :3])  # the same board for both
     kuhn = openspiel_env('kuhn_poker', 1)
     assert kuhn.observation_space.shape == (11,) and kuhn.action_space.n == 2
     assert is_battle_env('openspiel') and ENV_REGISTRY.get('openspiel').reference_bots == ('random',)
