@@ -44,7 +44,8 @@ def prepare_config(config: dict, seed: Optional[int] = None, exp_name: Optional[
 
     A resumed run repeats the saved config; where the config given now differs, a warning names
     the keys, so a changed value is never dropped unnoticed. ``max_env_steps`` overrides the budget
-    of this run (saved or resumed) without being saved.
+    of this run (new or resumed); the pipelines record it in the run's ``config.json`` as they do a
+    resumed run's other changed settings.
     """
     if max_env_steps is not None and (isinstance(max_env_steps, bool) or not isinstance(max_env_steps, numbers.Integral)
                                       or max_env_steps < 1):
