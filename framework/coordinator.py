@@ -28,7 +28,7 @@ from sparring.config.registry import ENV_REGISTRY, LEAGUE_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.framework.league_watch import watch_for
 from sparring.framework.run_setup import evaluation_opponents
-from sparring.league.exact_analysis import ProfileCache, exact_analysis_of
+from sparring.league.exact_analysis import LeagueExactAnalysis, exact_analysis_of
 from sparring.worker.policy_pool import ParamStore
 
 INIT_REF = 'init'  # the parameters every player starts from, and resets return to
@@ -74,7 +74,7 @@ class RunCoordinator:
         self.wall_seconds_before = 0.0
         self.started = clock()
         self._next_task_id = 0
-        self.analysis = None
+        self.exact: Optional[LeagueExactAnalysis] = None  # with battle.exact_analysis (use_exact_analysis)
         self.last_exact: dict = {}
         self.watch = watch_for(self)  # league metrics for TensorBoard and <exp>/report.html
 
@@ -203,9 +203,8 @@ class RunCoordinator:
     def store_snapshot(self, verdict: dict, params, version: int) -> str:
         ref = verdict['historical_player']['param_ref']
         self.store.put(ref, params, dict(self.cfg.policy), version)
-        if self.analysis is not None:
-            self.profiles.forget(ref)
-            self._frozen_meta_game = None
+        if self.exact is not None:
+            self.exact.forget(ref)
         self.say(f'snapshot {verdict["historical_player"]["player_id"]} of {verdict["player_id"]} at iteration '
                  f'{self.train_iterations[verdict["player_id"]]}')
         self.watch.snapshot(verdict)
@@ -265,7 +264,7 @@ class RunCoordinator:
         """After the players in ``player_ids`` were evaluated together: the exact analysis, and for a
         periodic evaluation an entry in the run's history (the final one is the summary's), dated ``at``
         (env steps, seconds) when the evaluated parameters were taken, if not now."""
-        if self.analysis is not None:
+        if self.exact is not None:
             self.exact_report()
         if not periodic:
             return None
@@ -324,37 +323,12 @@ class RunCoordinator:
             raise ConfigError(f'config key "battle.exact_analysis": env {self.cfg.env.type!r} offers no exact analysis; '
                               f'expected a small two-player zero-sum game (a matrix game or an OpenSpiel game such '
                               f'as kuhn_poker)')
-        self.analysis = analysis
-        self.policy_of = policy_of
-        self.profiles = ProfileCache(analysis)
-        self._frozen_meta_game = None  # (ids, matrix) of the last all-frozen group asked for
-        self.league.set_meta_game_source(self._exact_meta_game)
-
-    def _exact_meta_game(self, player_ids: List[str]):
-        # The nash branch asks once per game; a group of snapshots only changes when one is added,
-        # so its matrix is kept rather than recomputed on every job.
-        ids = tuple(player_ids)
-        frozen = all(self.league.get_player(pid).kind != 'active' for pid in ids)
-        if frozen and self._frozen_meta_game is not None and self._frozen_meta_game[0] == ids:
-            return self._frozen_meta_game[1]
-        matrix = self.analysis.meta_game(self._profiles_of(ids))
-        if frozen:
-            self._frozen_meta_game = (ids, matrix)
-        return matrix
-
-    def _profiles_of(self, player_ids) -> list:
-        profiles = []
-        for pid in player_ids:
-            player = self.league.get_player(pid)
-            frozen = player.kind != 'active'
-            ref = player.param_ref if frozen else pid
-            profiles.append(self.profiles.profile(ref, self.policy_of, frozen))
-        return profiles
+        self.exact = LeagueExactAnalysis(analysis, self.league, policy_of)
+        self.league.set_meta_game_source(self.exact.meta_game)
 
     def exact_report(self) -> dict:
         """Exploitability of each active player and of the Nash meta-strategy over every learnt player."""
-        ids = [p.player_id for p in self.league.active_players + self.league.historical_players]
-        self.last_exact = self.analysis.report(dict(zip(ids, self._profiles_of(ids))), self.player_ids)
+        self.last_exact = self.exact.report(self.player_ids)
         if self.logger is not None:
             exact = self.last_exact
             self.logger.scalars(dict(meta_exploitability=exact['meta_exploitability'],

@@ -17,6 +17,8 @@ mixture: what PSRO calls the meta-strategy. The league can sample opponents from
 branch) instead of from the noisier win-rate table, and the evaluator reports how exploitable it is.
 
 Profiles of frozen snapshots never change, so :class:`ProfileCache` keeps them by parameter ref.
+:class:`LeagueExactAnalysis` applies an analysis to a league's players: the exact meta-game its ``nash``
+branch samples from, and the exploitability report of a run.
 """
 from __future__ import annotations
 
@@ -79,6 +81,51 @@ class ProfileCache:
 
     def forget(self, ref: str) -> None:
         self._frozen.pop(ref, None)
+
+
+class LeagueExactAnalysis:
+    """An exact analysis applied to a league's players, by id: live players' profiles are computed each time
+    they are asked for, snapshots' once (:class:`ProfileCache`); ``policy_of(ref)`` gives a live player's
+    (ref = its id) or a snapshot's (ref = its param ref) policy."""
+
+    def __init__(self, analysis: ExactAnalysis, league, policy_of: Callable[[str], Any]) -> None:
+        self.analysis = analysis
+        self.league = league
+        self.policy_of = policy_of
+        self.profiles = ProfileCache(analysis)
+        self._frozen_meta_game: Optional[tuple] = None  # (ids, matrix) of the last all-frozen group asked for
+
+    def meta_game(self, player_ids: Sequence[str]) -> np.ndarray:
+        """The exact meta-game of the players (the league's ``nash`` branch asks once per game)."""
+        # A group of snapshots only changes when one is added, so its matrix is kept rather than
+        # recomputed on every job.
+        ids = tuple(player_ids)
+        frozen = all(self.league.get_player(pid).kind != 'active' for pid in ids)
+        if frozen and self._frozen_meta_game is not None and self._frozen_meta_game[0] == ids:
+            return self._frozen_meta_game[1]
+        matrix = self.analysis.meta_game(self._profiles_of(ids))
+        if frozen:
+            self._frozen_meta_game = (ids, matrix)
+        return matrix
+
+    def forget(self, ref: str) -> None:
+        """A snapshot stored anew under ``ref``: its profile and any kept meta-game are out of date."""
+        self.profiles.forget(ref)
+        self._frozen_meta_game = None
+
+    def report(self, active: Sequence[str]) -> dict:
+        """Exploitability of each ``active`` player and of the Nash meta-strategy over every learnt player."""
+        ids = [p.player_id for p in self.league.active_players + self.league.historical_players]
+        return self.analysis.report(dict(zip(ids, self._profiles_of(ids))), active)
+
+    def _profiles_of(self, player_ids: Sequence[str]) -> list:
+        profiles = []
+        for pid in player_ids:
+            player = self.league.get_player(pid)
+            frozen = player.kind != 'active'
+            ref = player.param_ref if frozen else pid
+            profiles.append(self.profiles.profile(ref, self.policy_of, frozen))
+        return profiles
 
 
 def exact_analysis_of(env_cls, env_cfg) -> Optional[ExactAnalysis]:
