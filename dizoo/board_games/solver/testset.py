@@ -85,12 +85,13 @@ def random_position(rng: np.random.Generator, geometry: BoardGeometry, played: i
 
 
 def generate(seed: int, per_group: int, max_nodes: int = 3_000_000, max_seconds: float = 240.0,
-             solver: Optional[Solver] = None, log=None) -> PositionSet:
+             max_attempts: Optional[int] = None, solver: Optional[Solver] = None, log=None) -> PositionSet:
     """Up to ``per_group`` positions of each group by random play from ``seed``, labelled by the solver.
 
     A position whose labels take more than ``max_nodes`` nodes is skipped (the skips per stone count are kept
     in ``meta``: they are the hardest early positions, which an opening book would label); generation stops
-    after ``max_seconds`` with what it has. ``meta`` also keeps the CPU seconds spent labelling each group.
+    after ``max_seconds`` or ``max_attempts`` random games (the set then depends only on the seed) with what it
+    has. ``meta`` also keeps the CPU seconds spent labelling each group.
     """
     rng = np.random.default_rng(seed)
     solver = solver or Solver(max_nodes=max_nodes)
@@ -100,8 +101,9 @@ def generate(seed: int, per_group: int, max_nodes: int = 3_000_000, max_seconds:
     cpu: Dict[str, float] = {name: 0.0 for name in GROUPS}
     solved: Dict[str, int] = {name: 0 for name in GROUPS}
     skipped: Dict[int, int] = {}
-    started = time.perf_counter()
-    while time.perf_counter() - started < max_seconds:
+    started, attempts = time.perf_counter(), 0
+    while time.perf_counter() - started < max_seconds and (max_attempts is None or attempts < max_attempts):
+        attempts += 1
         open_stone_groups = [(lo, hi) for name, lo, hi in STONE_GROUPS
                              if any(len(kept[k]) < per_group for k in GROUPS if k.startswith(name))]
         if not open_stone_groups:
@@ -125,11 +127,11 @@ def generate(seed: int, per_group: int, max_nodes: int = 3_000_000, max_seconds:
             if log is not None and len(kept[name]) % 100 == 0:
                 log(f'{name}: {len(kept[name])} positions ({time.perf_counter() - started:.0f} s)')
     rows = [(name, *row) for name in GROUPS for row in kept[name]]
-    meta = dict(seed=int(seed), per_group=int(per_group), max_nodes=int(max_nodes),
+    meta = dict(seed=int(seed), per_group=int(per_group), max_nodes=int(max_nodes), attempts=attempts,
                 seconds=round(time.perf_counter() - started, 1), skipped_over_budget=skipped,
                 labelled={name: len(kept[name]) for name in GROUPS},
                 # Labelling speed: the positions of each group labelled (kept or beyond the quota) and their CPU time.
-                solved=solved, label_cpu_seconds={name: round(cpu[name], 3) for name in GROUPS})
+                solved=solved, label_cpu_seconds={name: round(cpu[name], 6) for name in GROUPS})
     return PositionSet(own=np.array([r[1] for r in rows], np.uint64), opp=np.array([r[2] for r in rows], np.uint64),
                        played=np.array([r[3] for r in rows], np.int8),
                        scores=np.array([r[4] for r in rows], np.int8).reshape(-1, g.cols),
