@@ -156,3 +156,13 @@ def test_perfect_bot_plays_a_best_move_and_refuses_other_rules(solver):
     assert graded.move_scores(*solver.position('4455'))[[0, 1, 3, 4, 6]].max() < 18
     with pytest.raises(ConfigError, match='win_length'):
         perfect(dict(win_length=3), obs_space, act_space)
+
+
+def test_perfect_bot_falls_back_to_its_search_where_the_exact_one_runs_out():
+    obs_space, act_space = spaces.Box(0.0, 1.0, (3, 6, 7), np.float32), spaces.Discrete(7)
+    bot = BOT_REGISTRY.get('connect_four_perfect')(dict(max_nodes=1000, fallback_depth=2, table_bits=18),
+                                                    obs_space, act_space)
+    empty = np.zeros((1, 3, 6, 7), np.float32)
+    empty[:, 2] = 1.0
+    move = bot.act(empty, action_mask=np.ones((1, 7), bool)).action[0]
+    assert 0 <= move < 7 and bot.fallbacks == 1  # the empty board takes far more than 1000 nodes

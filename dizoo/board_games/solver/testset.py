@@ -84,14 +84,17 @@ def random_position(rng: np.random.Generator, geometry: BoardGeometry, played: i
     return own, opp
 
 
-def generate(seed: int, per_group: int, max_nodes: int = 3_000_000, max_seconds: float = 240.0,
-             max_attempts: Optional[int] = None, solver: Optional[Solver] = None, log=None) -> PositionSet:
+def generate(seed: int, per_group: int, max_nodes: int = 1_000_000, max_seconds: float = 240.0,
+             max_attempts: Optional[int] = None, begin_from: int = 9, solver: Optional[Solver] = None,
+             log=None) -> PositionSet:
     """Up to ``per_group`` positions of each group by random play from ``seed``, labelled by the solver.
 
+    The cheap groups come first: end positions, then middle ones, then begin positions with ``begin_from``
+    to 14 stones (fewer stones need an opening book: the solver rarely labels them within a million nodes).
     A position whose labels take more than ``max_nodes`` nodes is skipped (the skips per stone count are kept
-    in ``meta``: they are the hardest early positions, which an opening book would label); generation stops
-    after ``max_seconds`` or ``max_attempts`` random games (the set then depends only on the seed) with what it
-    has. ``meta`` also keeps the CPU seconds spent labelling each group.
+    in ``meta``: the hardest positions of the begin groups are missing, so those groups lean easy); generation
+    stops after ``max_seconds`` or ``max_attempts`` random games (the set then depends only on the seed) with
+    what it has. ``meta`` also keeps, per group, the positions labelled and their CPU seconds.
     """
     rng = np.random.default_rng(seed)
     solver = solver or Solver(max_nodes=max_nodes)
@@ -104,11 +107,11 @@ def generate(seed: int, per_group: int, max_nodes: int = 3_000_000, max_seconds:
     started, attempts = time.perf_counter(), 0
     while time.perf_counter() - started < max_seconds and (max_attempts is None or attempts < max_attempts):
         attempts += 1
-        open_stone_groups = [(lo, hi) for name, lo, hi in STONE_GROUPS
+        open_stone_groups = [(max(lo, begin_from) if name == 'begin' else lo, hi) for name, lo, hi in STONE_GROUPS
                              if any(len(kept[k]) < per_group for k in GROUPS if k.startswith(name))]
         if not open_stone_groups:
             break
-        lo, hi = open_stone_groups[rng.integers(len(open_stone_groups))]
+        lo, hi = open_stone_groups[-1]  # the last: the group with the most stones, the cheapest to label
         played = int(rng.integers(lo, min(hi, g.num_cells - 1) + 1))
         position = random_position(rng, g, played)
         if position is None:
@@ -128,6 +131,7 @@ def generate(seed: int, per_group: int, max_nodes: int = 3_000_000, max_seconds:
                 log(f'{name}: {len(kept[name])} positions ({time.perf_counter() - started:.0f} s)')
     rows = [(name, *row) for name in GROUPS for row in kept[name]]
     meta = dict(seed=int(seed), per_group=int(per_group), max_nodes=int(max_nodes), attempts=attempts,
+                begin_from=int(begin_from),
                 seconds=round(time.perf_counter() - started, 1), skipped_over_budget=skipped,
                 labelled={name: len(kept[name]) for name in GROUPS},
                 # Labelling speed: the positions of each group labelled (kept or beyond the quota) and their CPU time.
