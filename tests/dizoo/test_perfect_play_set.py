@@ -76,3 +76,13 @@ def test_generated_positions_carry_the_solvers_labels_and_their_group():
                                                positions.group):
         assert solver.move_scores(own, opp).tolist() == scores.tolist()
         assert group == group_of(int(played), moves_to_end(int(scores.max()), int(played)))
+
+
+def test_without_numba_the_solver_names_the_extra(monkeypatch):
+    import sys
+
+    from sparring.dizoo.board_games.solver import Solver
+    monkeypatch.setitem(sys.modules, 'numba', None)  # an import of numba now fails, as where it is not installed
+    monkeypatch.delitem(sys.modules, 'sparring.dizoo.board_games.solver.engine', raising=False)
+    with pytest.raises(ImportError, match=r'pip install "sparring\[perfect\]"'):
+        Solver(table_bits=18)

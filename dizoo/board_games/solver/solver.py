@@ -13,6 +13,7 @@ from the mover's side; a full column scores :data:`ILLEGAL`.
 """
 from __future__ import annotations
 
+import importlib
 from typing import Tuple
 
 import numpy as np
@@ -27,11 +28,10 @@ _KEY_LOW_BITS = 32
 def require_engine():
     """The compiled kernels, or one ImportError naming the extra that provides numba."""
     try:
-        from sparring.dizoo.board_games.solver import engine
+        return importlib.import_module('sparring.dizoo.board_games.solver.engine')
     except ImportError as err:
         raise ImportError(f'the connect-four solver needs numba ({err}); install the extra: '
                           f'pip install "sparring[perfect]"') from None
-    return engine
 
 
 def largest_prime_below(limit: int) -> int:
