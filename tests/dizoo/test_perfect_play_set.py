@@ -86,3 +86,13 @@ def test_without_numba_the_solver_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, 'sparring.dizoo.board_games.solver.engine', raising=False)
     with pytest.raises(ImportError, match=r'pip install "sparring\[perfect\]"'):
         Solver(table_bits=18)
+
+
+def test_the_reported_set_ships_with_the_repository_and_its_groups_match_its_labels():
+    from sparring.dizoo.board_games.solver.testset import REPORT_SET
+    positions = load(REPORT_SET)
+    assert positions.meta['seed'] == 2 and len(positions) >= 500 and set(positions.group.tolist()) == set(GROUPS)
+    assert (positions.scores != ILLEGAL).any(axis=1).all() and positions.own.dtype == np.uint64
+    assert not (positions.own & positions.opp).any()
+    for played, scores, group in zip(positions.played, positions.scores, positions.group):
+        assert group == group_of(int(played), moves_to_end(int(scores.max()), int(played)))
