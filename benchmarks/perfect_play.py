@@ -40,7 +40,8 @@ def generate(args) -> None:
     from sparring.dizoo.board_games.solver.testset import generate as generate_set
     load = os.getloadavg()
     positions = generate_set(args.seed, args.per_group, max_nodes=args.max_nodes, max_seconds=args.max_seconds,
-                             begin_from=args.begin_from, log=lambda line: print(line, flush=True))
+                             max_attempts=args.max_attempts, begin_from=args.begin_from,
+                             log=lambda line: print(line, flush=True))
     positions.meta.update(cpu=cpu_model(), load_start=load, load_end=os.getloadavg())
     positions.save(args.out)
     meta = positions.meta
@@ -100,6 +101,8 @@ def main() -> None:
     gen.add_argument('--max-nodes', type=int, default=1_000_000, help='skip a position whose labels take more')
     gen.add_argument('--begin-from', type=int, default=9, help='the fewest stones of a begin position')
     gen.add_argument('--max-seconds', type=float, default=240.0)
+    gen.add_argument('--max-attempts', type=int, default=None,
+                     help='positions labelled or skipped per stone group at most (the set then depends only on the seed)')
     sc = commands.add_parser('score', help='a player\'s error rate per group')
     sc.add_argument('player_ref', metavar='RUN', help='a connect-four run directory, or bot:<name>[?options]')
     sc.add_argument('--player', default=None, help='the run\'s player id (default: its first active player)')

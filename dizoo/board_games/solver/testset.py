@@ -92,9 +92,10 @@ def generate(seed: int, per_group: int, max_nodes: int = 1_000_000, max_seconds:
     The cheap groups come first: end positions, then middle ones, then begin positions with ``begin_from``
     to 14 stones (fewer stones need an opening book: the solver rarely labels them within a million nodes).
     A position whose labels take more than ``max_nodes`` nodes is skipped (the skips per stone count are kept
-    in ``meta``: the hardest positions of the begin groups are missing, so those groups lean easy); generation
-    stops after ``max_seconds`` or ``max_attempts`` random games (the set then depends only on the seed) with
-    what it has. ``meta`` also keeps, per group, the positions labelled and their CPU seconds.
+    in ``meta``: the hardest positions of the begin groups are missing, so those groups lean easy). A stone
+    group closes when its groups are full or after ``max_attempts`` positions of it were labelled or skipped
+    (the set then depends only on the seed); generation stops after ``max_seconds`` with what it has.
+    ``meta`` also keeps, per group, the positions labelled and their CPU seconds.
     """
     rng = np.random.default_rng(seed)
     solver = solver or Solver(max_nodes=max_nodes)
@@ -104,18 +105,21 @@ def generate(seed: int, per_group: int, max_nodes: int = 1_000_000, max_seconds:
     cpu: Dict[str, float] = {name: 0.0 for name in GROUPS}
     solved: Dict[str, int] = {name: 0 for name in GROUPS}
     skipped: Dict[int, int] = {}
-    started, attempts = time.perf_counter(), 0
-    while time.perf_counter() - started < max_seconds and (max_attempts is None or attempts < max_attempts):
-        attempts += 1
-        open_stone_groups = [(max(lo, begin_from) if name == 'begin' else lo, hi) for name, lo, hi in STONE_GROUPS
-                             if any(len(kept[k]) < per_group for k in GROUPS if k.startswith(name))]
+    started = time.perf_counter()
+    attempts = {name: 0 for name, _, _ in STONE_GROUPS}
+    while time.perf_counter() - started < max_seconds:
+        open_stone_groups = [(stones, max(lo, begin_from) if stones == 'begin' else lo, hi)
+                             for stones, lo, hi in STONE_GROUPS
+                             if any(len(kept[k]) < per_group for k in GROUPS if k.startswith(stones))
+                             and (max_attempts is None or attempts[stones] < max_attempts)]
         if not open_stone_groups:
             break
-        lo, hi = open_stone_groups[-1]  # the last: the group with the most stones, the cheapest to label
+        stones, lo, hi = open_stone_groups[-1]  # the group with the most stones: the cheapest to label
         played = int(rng.integers(lo, min(hi, g.num_cells - 1) + 1))
         position = random_position(rng, g, played)
         if position is None:
             continue
+        attempts[stones] += 1
         clock = time.process_time()
         try:
             scores = solver.move_scores(*position)
