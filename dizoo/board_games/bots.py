@@ -156,7 +156,7 @@ class ConnectFourPerfectBot(LineGameBot):
     def default_config(cls) -> dict:
         return dict(super().default_config(), win_length=4,
                     depth=0,  # 0: perfect play; N > 0: search N plies beyond the move, a graded opponent
-                    max_nodes=2_000_000,  # nodes the exact scores of one move may take before it falls back (0: no limit)
+                    max_nodes=1_000_000,  # nodes the exact scores of one move may take before it falls back (0: no limit)
                     fallback_depth=8,  # the depth of the search that plays a move whose exact search ran out
                     table_bits=23)  # the transposition table: the largest prime below 2**table_bits entries of 5 bytes
 
