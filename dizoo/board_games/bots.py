@@ -167,8 +167,9 @@ class ConnectFourPerfectBot(LineGameBot):
     def __init__(self, cfg, observation_space, action_space, seed: int = 0) -> None:
         super().__init__(cfg, observation_space, action_space, seed)
         cfg = self.cfg
-        self.solver = Solver(self.geometry.cols, self.geometry.rows, table_bits=cfg['table_bits'],
-                             max_nodes=cfg['max_nodes'])
+        # The depth-limited search reads no table: the graded bot keeps the smallest one, not 42 MB.
+        self.solver = Solver(self.geometry.cols, self.geometry.rows,
+                             table_bits=cfg['table_bits'] if cfg['depth'] == 0 else 18, max_nodes=cfg['max_nodes'])
         self.fallbacks = 0  # moves played by the fallback search since the bot was made
 
     def move_scores(self, own: int, opp: int) -> np.ndarray:
