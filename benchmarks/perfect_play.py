@@ -79,8 +79,11 @@ def score(args) -> None:
     from sparring.dizoo.board_games.solver.testset import load, score_policy
     torch.set_num_threads(1)
     positions = load(args.positions)
-    result = dict(player=args.player_ref, player_id=args.player, positions_file=os.path.relpath(args.positions),
-                  positions_seed=positions.meta.get('seed'), cpu=cpu_model(), load_start=os.getloadavg())
+    repository = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = dict(player=args.player_ref, player_id=args.player,
+                  positions_file=os.path.relpath(os.path.abspath(args.positions), repository),
+                  positions_seed=positions.meta.get('seed'), positions=len(positions), cpu=cpu_model(),
+                  load_start=os.getloadavg())
     for label, player in players(args):
         started = time.perf_counter()
         groups = score_policy(player, positions, batch=args.batch)
