@@ -15,6 +15,9 @@ back into bitboards, so they play either seat and any board size the env is conf
   ``num_simulations`` per move; one search tree per game in the batch, a batch searched in
   lockstep with numpy (:mod:`.mcts`, :mod:`.playout`), a few positions one by one
   (:mod:`.mcts_reference`).
+* Perfect (connect four, the ``perfect`` extra: numba): every move's exact score by the solver of
+  :mod:`.solver`, the best played; with ``depth`` = N, a graded opponent that searches N plies beyond its
+  move and plays the best result it proved there (a result beyond the horizon counts as a draw).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from sparring.config.schema import in_range, of_type
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.mcts import LockstepUCT
 from sparring.dizoo.board_games.mcts_reference import SequentialUCT
+from sparring.dizoo.board_games.solver import SearchBudgetExceeded, Solver
 from sparring.config.registry import BOT_REGISTRY
 from sparring.policy.bot import Bot, choose_best
 
@@ -135,3 +139,51 @@ class ConnectFourMCTSBot(LineGameMCTSBot):
     @classmethod
     def default_config(cls) -> dict:
         return dict(super().default_config(), win_length=4)
+
+
+@BOT_REGISTRY.register('connect_four_perfect')
+class ConnectFourPerfectBot(LineGameBot):
+    """The move with the best exact score (ties at random), or with ``depth`` > 0 the best proved within
+    ``depth`` plies; needs numba (``pip install "sparring[perfect]"``).
+
+    Exact play of the first few stones of a game can take minutes (no opening book): ``max_nodes`` caps the
+    search of one move, and a move that runs out of it is played by the depth-``fallback_depth`` search.
+    """
+
+    gravity = True
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return dict(super().default_config(), win_length=4,
+                    depth=0,  # 0: perfect play; N > 0: search N plies beyond the move, a graded opponent
+                    max_nodes=1_000_000,  # nodes the exact scores of one move may take before it falls back (0: no limit)
+                    fallback_depth=8,  # the depth of the search that plays a move whose exact search ran out
+                    table_bits=23)  # the transposition table: the largest prime below 2**table_bits entries of 5 bytes
+
+    config_constraints = dict(LineGameBot.config_constraints, win_length=in_range(4, 4), depth=in_range(0, None),
+                              max_nodes=in_range(0, None), fallback_depth=in_range(0, None),
+                              table_bits=in_range(18, 31))
+
+    def __init__(self, cfg, observation_space, action_space, seed: int = 0) -> None:
+        super().__init__(cfg, observation_space, action_space, seed)
+        cfg = self.cfg
+        # The depth-limited search reads no table: the graded bot keeps the smallest one, not 42 MB.
+        self.solver = Solver(self.geometry.cols, self.geometry.rows,
+                             table_bits=cfg['table_bits'] if cfg['depth'] == 0 else 18, max_nodes=cfg['max_nodes'])
+        self.fallbacks = 0  # moves played by the fallback search since the bot was made
+
+    def move_scores(self, own: int, opp: int) -> np.ndarray:
+        """The scores the bot chooses by for one position (see :mod:`.solver.solver` for their meaning)."""
+        depth = self.cfg['depth']
+        if depth > 0:
+            return self.solver.limited_scores(own, opp, depth)
+        try:
+            return self.solver.move_scores(own, opp)
+        except SearchBudgetExceeded:
+            self.fallbacks += 1
+            return self.solver.limited_scores(own, opp, self.cfg['fallback_depth'])
+
+    def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        own, opp = self._stones(obs)
+        scores = np.stack([self.move_scores(int(o), int(p)) for o, p in zip(own, opp)]).astype(np.float64)
+        return choose_best(np.where(action_mask, scores, -np.inf), self.rng)
