@@ -12,7 +12,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test,league,openspiel,pettingzoo,atari,mujoco,export,ray,tensorboard,dev,docs]'
+	$(PY) -m pip install --quiet -e '.[test,league,openspiel,pettingzoo,atari,mujoco,export,ray,tensorboard,perfect,dev,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -212,6 +212,10 @@ def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
                                'policy and value (tictactoe, connect_four; default: the network alone)')
     evaluate.add_argument('--seed', type=int, default=None, help='default: the run\'s seed, which replays the '
                                                                  'league\'s own evaluation games')
+    evaluate.add_argument('--perfect', nargs='?', const='', default=None, metavar='POSITIONS',
+                          help='connect four: the error rate against perfect play on labelled positions (default: '
+                               'benchmarks/data/connect_four_positions_2.npz), alone or with --search; --against '
+                               'may then be left out')
     evaluate.add_argument('--out', default=None, help='also write the report as JSON to this file')
     play = sub.add_parser('play', help='play a turn-based game against a trained player in the terminal',
                           parents=[debug])
@@ -329,10 +333,17 @@ def _check_env(args: argparse.Namespace) -> int:
 def _use_run(args: argparse.Namespace) -> int:
     """The commands that use a trained run."""
     if args.command == 'eval':
-        from sparring.framework.evaluate_player import evaluate_player, format_report, json_ready
-        report = evaluate_player(args.run, args.against or [], player=args.player, snapshot=args.snapshot,
-                                 games=args.games, sampled=args.sampled, seed=args.seed, search=args.search)
-        print(format_report(report))
+        from sparring.framework.evaluate_player import (evaluate_player, format_perfect_play, format_report,
+                                                        json_ready, perfect_play)
+        report = {}
+        if args.perfect is None or args.against:
+            report = evaluate_player(args.run, args.against or [], player=args.player, snapshot=args.snapshot,
+                                     games=args.games, sampled=args.sampled, seed=args.seed, search=args.search)
+            print(format_report(report))
+        if args.perfect is not None:
+            report['perfect_play'] = perfect_play(args.run, args.perfect or None, player=args.player,
+                                                  snapshot=args.snapshot, search=args.search, seed=args.seed)
+            print(format_perfect_play(report['perfect_play']))
         if args.out:
             with open(args.out, 'w') as f:
                 json.dump(json_ready(report), f, indent=2)

@@ -122,12 +122,7 @@ def evaluate_player(run_dir: str, against: Sequence[str], player: Optional[str] 
     if games < 1:
         raise ConfigError(f'eval: --games must be at least 1, got {games}')
     pid = run.resolve(player, snapshot)
-    policy = run.policy(pid, seed=seed)
-    if search is not None:
-        if isinstance(search, bool) or not isinstance(search, int) or search < 1:
-            raise ConfigError(f'eval: --search must be a number of simulations >= 1, got {search!r}')
-        from sparring.dizoo.board_games.guided_search import guided_search_player
-        policy = guided_search_player(cfg.env, policy, search, seed=seed)
+    policy = _searching(cfg, run.policy(pid, seed=seed), search, seed)
     opponents = Opponents(run, seed)
     resolved: List[Tuple[str, object]] = [opponents.resolve(name) for name in against]
     env_seed = seed + LEAGUE_EVAL_SEED_OFFSET  # the league's evaluation games are played on these
@@ -142,6 +137,46 @@ def evaluate_player(run_dir: str, against: Sequence[str], player: Optional[str] 
                 opponents={r.opponent_id: dict(outcome_statistics(r.outcomes), by_seat=_by_seat(r),
                                                distinct_games=distinct[i] if i < len(distinct) else None)
                            for i, r in enumerate(results)})
+
+
+def _searching(cfg, policy, search: Optional[int], seed: int):
+    """``policy`` itself, or choosing its moves by a guided search of ``search`` simulations."""
+    if search is None:
+        return policy
+    if isinstance(search, bool) or not isinstance(search, int) or search < 1:
+        raise ConfigError(f'eval: --search must be a number of simulations >= 1, got {search!r}')
+    from sparring.dizoo.board_games.guided_search import guided_search_player
+    return guided_search_player(cfg.env, policy, search, seed=seed)
+
+
+def perfect_play(run_dir: str, positions: Optional[str] = None, player: Optional[str] = None,
+                 snapshot: Optional[str] = None, search: Optional[int] = None, seed: Optional[int] = None) -> dict:
+    """A connect-four player's error rate against perfect play, per group of labelled positions (``positions``:
+    a file of ``benchmarks/perfect_play.py generate``; default the reported set), alone or with ``search``.
+    A move is an error when its outcome (win, draw or loss) is worse than the best move's."""
+    run = TrainedRun(run_dir)
+    if run.cfg.env.type != 'connect_four':
+        raise ConfigError(f'eval --perfect: the labelled positions are of connect four (env type \'connect_four\'); '
+                          f'{run_dir} plays {run.cfg.env.type!r}')
+    from sparring.dizoo.board_games.solver.testset import perfect_play_report
+    seed = run.cfg.seed if seed is None else int(seed)
+    pid = run.resolve(player, snapshot)
+    policy = _searching(run.cfg, run.policy(pid, seed=seed), search, seed)
+    if positions is not None and not os.path.isfile(positions):
+        raise FileNotFoundError(f'eval --perfect: no positions file {positions!r}; expected a file written by '
+                                f'benchmarks/perfect_play.py generate')
+    return dict(run=run_dir, player=pid, search=search, **perfect_play_report(policy, positions))
+
+
+def format_perfect_play(report: dict) -> str:
+    """The perfect-play report as lines: one per group of positions."""
+    how = f'with a search of {report["search"]} simulations' if report['search'] else 'the network alone'
+    head = (f'{report["player"]} of {report["run"]} against perfect play ({how}), positions of '
+            f'{os.path.basename(report["positions_file"])} (seed {report["seed"]}):')
+    lines = [head]
+    for group, g in report['groups'].items():
+        lines.append(f'  {group:>14}: {100 * g["error_rate"]:5.1f} % errors ({g["errors"]} of {g["positions"]})')
+    return '\n'.join(lines)
 
 
 class GameFingerprints:
