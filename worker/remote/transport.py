@@ -22,6 +22,7 @@ crosses the bound (dropped and counted as ``oversized``), before a byte of it is
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import hmac
 import ipaddress
@@ -116,15 +117,9 @@ class Security:
     def secured(self) -> bool:
         return self.signer.enabled or self.curve_dir is not None
 
-    @property
+    @functools.cached_property  # worked out once, not per socket (a file read or a key derivation each)
     def curve(self) -> Optional[CurveKeys]:
         """The CURVE keys every socket of this process uses, or None for none."""
-        keys = self.__dict__.get('_curve_keys', False)
-        if keys is False:  # worked out once: loading or deriving keys per socket would cost a file read or a hash
-            keys = self.__dict__['_curve_keys'] = self._curve_keys()
-        return keys
-
-    def _curve_keys(self) -> Optional[CurveKeys]:
         if self.curve_dir:
             server_public, server_secret = _load_keypair(self.curve_dir, 'server')
             client_public, client_secret = _load_keypair(self.curve_dir, 'client')
