@@ -5,8 +5,11 @@ A collector-shaped sender pushes trajectory chunks to a learner-shaped receiver 
 * ``bare``: pyzmq PUSH/PULL of the chunk's array buffers as a multipart message, zero-copy, nothing else;
 * ``framed``: sparring's :class:`DataPusher` / :class:`DataPuller` with authentication off: typed JSON
   header, schema validation and numpy views of the received frames;
-* ``framed+hmac``: the same with every message signed and verified (HMAC-SHA256 over all bytes);
-* ``framed+curve``: the same encrypted by ZeroMQ CURVE (if libzmq has it).
+* ``framed+hmac``: the same with every message signed and verified (HMAC-SHA256 over all bytes), and nothing
+  else (the shared secret's protection before CURVE keys were derived from it);
+* ``framed+hmac+curve``: what a shared secret gives today: signed, and encrypted by ZeroMQ CURVE with keys
+  derived from the secret (if libzmq has CURVE);
+* ``framed+curve``: encrypted by CURVE with keys from a keys directory, unsigned.
 
 Both ends use the same high-water marks (4 messages). Each mode runs ``--repeats`` times, interleaved,
 and the median is reported as chunks/s and MB/s, and as a share of bare pyzmq. Two chunk sizes: a
@@ -58,6 +61,8 @@ CHUNKS = {
 
 def _security(mode: str, keys: str) -> Security:
     if mode == 'framed+hmac':
+        return Security(Signer(SECRET), curve_from_secret=False)
+    if mode == 'framed+hmac+curve':
         return Security(Signer(SECRET))
     if mode == 'framed+curve':
         return Security(Signer(None), curve_dir=keys)
@@ -131,7 +136,7 @@ def main() -> None:
     parser.add_argument('--seconds', type=float, default=2.0, help='about how long each measurement runs')
     parser.add_argument('--repeats', type=int, default=5)
     args = parser.parse_args()
-    modes = ['bare', 'framed', 'framed+hmac'] + (['framed+curve'] if zmq.has('curve') else [])
+    modes = ['bare', 'framed', 'framed+hmac'] + (['framed+hmac+curve', 'framed+curve'] if zmq.has('curve') else [])
     results = dict(machine=dict(cpus=os.cpu_count(), python=platform.python_version(), zmq=zmq.zmq_version(),
                                 pyzmq=zmq.pyzmq_version(), load_average_at_start=os.getloadavg()),
                    started=time.strftime('%Y-%m-%d %H:%M:%S'), queue=QUEUE, chunks={})
@@ -159,7 +164,7 @@ def main() -> None:
             print(f'{name} ({nbytes / 1e6:.3f} MB, {len(chunk)} arrays):')
             for mode in modes:
                 s = summary[mode]
-                print(f'  {mode:13s} {s["chunks_per_second"]:9.0f} chunks/s {s["mb_per_second"]:8.0f} MB/s '
+                print(f'  {mode:17s} {s["chunks_per_second"]:9.0f} chunks/s {s["mb_per_second"]:8.0f} MB/s '
                       f'{s["share_of_bare"]:6.1%} of bare')
     results['load_average_at_end'] = os.getloadavg()
     merge_results('transport', results)

@@ -28,9 +28,10 @@ def _note_stale(commander) -> None:
     stale, noted = commander.transport_rejects().get('stale', 0), getattr(commander, 'stale_noted', 0)
     if stale > noted:
         commander.stale_noted = stale
-        commander.say(f'{stale - noted} signed message(s) refused as dated more than {REPLAY_WINDOW_SECONDS:.0f} s '
-                      f'away from this machine\'s clock: a worker whose clock is that far off cannot join (it is '
-                      f'told so); synchronise the clocks (NTP). If they agree, someone replays old messages')
+        commander.say(f'clock skew: {stale - noted} signed message(s) refused as dated more than '
+                      f'{REPLAY_WINDOW_SECONDS:.0f} s away from this machine\'s clock: a worker whose clock is that '
+                      f'far off cannot join (it is told by how much); synchronise the clocks (NTP). If they agree, '
+                      f'someone replays old messages')
 
 
 def log_progress(commander) -> None:

@@ -17,6 +17,9 @@ and evaluator is an actor that runs the worker's usual process loop and learns t
   child exits with its actor.
 * **Logs**: each worker appends to ``<exp>/workers/<id>/output.log`` as a local worker does (on a
   cluster, the experiment directory must be a shared file system for them to gather in one place).
+* **A commander killed** (``kill -9``) cannot shut down the Ray instance it started; a watchdog process
+  (:data:`RAY_WATCHDOG`, no Ray in it) waits for the commander to go and then ends the processes of that
+  instance, and only those (found by its session directory), so Ray's agents do not linger.
 """
 from __future__ import annotations
 
@@ -35,6 +38,45 @@ from sparring.worker.run_files import open_run_file
 RAY_LOOPBACK_ENV = 'RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER'
 LOCAL_CPU_SLOTS = 256
 EXIT_ACTOR_LOST = -9  # what a worker whose actor died for good reports, like a SIGKILLed local one
+# Waits for the commander (pid argv[1]) to exit, then ends every process of the Ray session directory argv[2]: the
+# instance the commander started. Ray's agents rename themselves (``ray::DashboardAgent``), so a process is the
+# session's if its command line names the directory or it holds a file open there (its logs). SIGTERM first (the
+# agents ignore it), SIGKILL after 5 s.
+RAY_WATCHDOG = '''
+import os, signal, sys, time
+commander, session = int(sys.argv[1]), sys.argv[2]
+def alive(pid):
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[-1].split()[0] != 'Z'
+    except OSError:
+        return False
+def holds(pid):
+    try:
+        with open(f'/proc/{pid}/cmdline', 'rb') as f:
+            if session.encode() in f.read():
+                return True
+        for fd in os.listdir(f'/proc/{pid}/fd'):
+            if os.readlink(f'/proc/{pid}/fd/{fd}').startswith(session + '/'):
+                return True
+    except OSError:
+        pass
+    return False
+def of_session():
+    return [int(n) for n in os.listdir('/proc') if n.isdigit() and int(n) != os.getpid() and alive(n) and holds(n)]
+while alive(commander):
+    time.sleep(1.0)
+for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 0.0)):
+    pids = of_session()
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+    deadline = time.monotonic() + wait
+    while pids and time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.2)
+'''
 
 
 class WorkerActor:
@@ -89,8 +131,10 @@ class RayLauncher:
         if self.owns_ray:
             # A Ray instance of our own counts CPUs as slots, not cores: as many workers as the run asks for
             # share this machine's cores, as local worker processes do.
-            self.ray.init(address=address or 'local', include_dashboard=False, log_to_driver=False,
-                          ignore_reinit_error=True, **({} if address else dict(num_cpus=LOCAL_CPU_SLOTS)))
+            context = self.ray.init(address=address or 'local', include_dashboard=False, log_to_driver=False,
+                                    ignore_reinit_error=True, **({} if address else dict(num_cpus=LOCAL_CPU_SLOTS)))
+            if address is None:
+                self._watch(context.address_info['session_dir'])
         self.exp_dir, self.commander, self.curve_dir, self.bind_host, self.par = \
             exp_dir, commander, curve_dir, bind_host, par
         self.env = dict(SINGLE_THREAD_ENV)
@@ -101,6 +145,15 @@ class RayLauncher:
         self.roles: Dict[str, Tuple[str, Optional[str], int]] = {}
         self.restarts: Dict[str, int] = {}
         self.all_pids: List[int] = []
+
+    @staticmethod
+    def _watch(session_dir: str) -> None:
+        """Start the watchdog of the Ray instance this run started (see :data:`RAY_WATCHDOG`): in a session of its
+        own, so that it outlives this process's group being killed."""
+        if not os.path.isdir('/proc') or not session_dir:
+            return  # it reads processes from /proc (Linux); elsewhere `ray stop` is the operator's
+        subprocess.Popen([sys.executable, '-c', RAY_WATCHDOG, str(os.getpid()), session_dir], start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def output_path(self, worker_id: str) -> str:
         return os.path.join(self.exp_dir, 'workers', worker_id, 'output.log')

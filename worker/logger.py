@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Dict, Optional
 
-from sparring.worker.run_files import open_run_file
+from sparring.worker.run_files import open_run_file, refuse_linked_dirs
 
 
 class RunLogger:
@@ -21,7 +21,10 @@ class RunLogger:
         self._writer = None
         if tensorboard:
             from tensorboardX import SummaryWriter
-            self._writer = SummaryWriter(os.path.join(exp_dir, 'tb'))
+            # tensorboardX opens its event file itself, following links, under a name that tells the second it was
+            # made: in a folder that is no link, a random suffix leaves no name at which to plant a link in advance.
+            refuse_linked_dirs(exp_dir, ('tb',))
+            self._writer = SummaryWriter(os.path.join(exp_dir, 'tb'), filename_suffix=f'.{os.urandom(8).hex()}')
         self._bar = None
         if progress_bar:
             from tqdm import tqdm

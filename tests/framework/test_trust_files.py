@@ -278,3 +278,31 @@ def test_defect15_a_run_directory_whose_folders_are_links_is_refused_before_anyt
     with pytest.raises(LinkedRunFile, match='commander is a symbolic link'):
         parallel_pipeline(config)
     assert os.listdir(elsewhere) == [] and sorted(os.listdir(run)) == ['commander', 'workers']
+
+
+def test_tensorboard_event_files_are_never_written_through_a_planted_link(tmp_path):
+    import socket
+    import time as clock
+
+    from sparring.worker.logger import RunLogger
+    from sparring.worker.run_files import LinkedRunFile
+    victim = tmp_path / 'victim.txt'
+    victim.write_text('precious\n')
+    linked = tmp_path / 'linked'
+    (tmp_path / 'elsewhere').mkdir()
+    linked.mkdir()
+    os.symlink(tmp_path / 'elsewhere', linked / 'tb')  # the whole folder a link: refused before anything is written
+    with pytest.raises(LinkedRunFile, match='tb'):
+        RunLogger(str(linked), 100, tensorboard=True, progress_bar=False)
+    assert not os.listdir(tmp_path / 'elsewhere')
+    run = tmp_path / 'run'
+    (run / 'tb').mkdir(parents=True)
+    now = int(clock.time())
+    for second in range(now, now + 5):  # links at every name tensorboardX alone would pick in the next seconds
+        os.symlink(victim, run / 'tb' / f'events.out.tfevents.{second}.{socket.gethostname()}')
+    logger = RunLogger(str(run), 100, tensorboard=True, progress_bar=False)
+    logger.scalars(dict(x=1.0), 1)
+    logger.close()
+    assert victim.read_text() == 'precious\n'
+    written = [p for p in (run / 'tb').iterdir() if not p.is_symlink()]
+    assert len(written) == 1 and 'tfevents' in written[0].name and written[0].stat().st_size > 0

@@ -129,6 +129,7 @@ def test_defect5_a_multi_frame_message_over_the_commanders_bound_is_dropped_befo
     hashes = _Hashes(monkeypatch)
     try:
         raw = context.socket(zmq.DEALER)
+        _security().client(raw)  # a holder of the secret, past the CURVE handshake: bounded by frames and bytes
         raw.connect(server.address)
         raw.send_multipart(_flood_frames(frames=20, frame_bytes=64 << 10))  # every frame under the bound, not all
         raw.send_multipart([MAGIC, b'{}', b'x' * 32] + [b''] * 10_000)  # too many frames
@@ -167,6 +168,7 @@ def test_defect8_a_learners_chunk_socket_takes_no_message_larger_than_a_chunk_of
                      terminated=np.zeros((T, B), bool), truncated=np.zeros((T, B), bool),
                      next_value=np.zeros((T, B), np.float32))
         raw = context.socket(zmq.PUSH)
+        _security().client(raw)  # a holder of the secret, past the CURVE handshake
         raw.connect(puller.address)
         raw.send_multipart(_flood_frames(frames=2 * limit // (1 << 20) + 2, frame_bytes=1 << 20))
         deadline = time.monotonic() + 10.0

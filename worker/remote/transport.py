@@ -7,7 +7,14 @@ senders instead of exhausting memory. :class:`Security` says how every socket au
 HMAC signer, optionally ZeroMQ CURVE keys: :func:`create_curve_keys`) and which protocol (message
 kinds and their schemas) it speaks. Servers log and drop messages that fail to decode, and carry on.
 
-What a peer without the secret can make a listening socket hold is bounded: ZeroMQ's limit
+With a shared secret, every socket also runs ZeroMQ CURVE with key pairs derived from the secret
+(:func:`derived_curve_keys`), and a listening socket's ZAP handler (:class:`ZapGuard`) admits only the
+derived client key. A peer without the secret cannot finish the handshake, so nothing it sends is
+ever buffered: ZeroMQ reads a whole multi-part message before the reader sees its first frame, so a
+bound applied while reading could not keep a flood of multi-frame messages out of memory. Failed
+handshakes are counted as ``unauthenticated``; a client whose handshakes fail is told at once.
+
+What a holder of the secret can make a listening socket hold is bounded too: ZeroMQ's limit
 (``MAXMSGSIZE``) is per frame, so a listener also reads each message frame by frame and lets go of
 one with more than ``max_frames`` frames or more than ``max_message_bytes`` in all as soon as it
 crosses the bound (dropped and counted as ``oversized``), before a byte of it is hashed.
@@ -15,13 +22,17 @@ crosses the bound (dropped and counted as ``oversized``), before a byte of it is
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import hmac
 import ipaddress
 import logging
 import os
+import threading
 import time
 import uuid
-from collections import OrderedDict
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from collections import Counter, OrderedDict
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import zmq
@@ -38,6 +49,12 @@ MAX_PEERS_TRACKED = 10_000
 REPLAY_WINDOW_SECONDS = 600.0  # a signed message dated further from the receiver's clock is refused
 MAX_FRAMES = MAX_ARRAYS + 4  # magic, header, signature, packed small arrays, one frame per large array
 SMALL_HEADER_BYTES = 256 << 10  # a request's or a chunk's header: a few kB of body and array descriptors
+# What a CURVE key pair derived from the shared secret is derived under, per role (HMAC-SHA256 of the label).
+CURVE_KEY_LABELS = {'server': b'sparring server curve key', 'client': b'sparring client curve key'}
+HANDSHAKE_FAILED = zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | \
+    zmq.EVENT_HANDSHAKE_FAILED_AUTH
+# A client's handshakes that must fail in a row before it says so: one may fail because its peer died mid-way.
+HANDSHAKE_FAILURES_TO_REFUSE = 2
 
 
 def is_loopback(host: str) -> bool:
@@ -56,13 +73,38 @@ def check_bind(host: str, secured: bool) -> None:
                          f'(${SECRET_ENV} or parallel.key_file) or parallel.auth="curve" first, or bind 127.0.0.1')
 
 
+@dataclasses.dataclass(frozen=True)
+class CurveKeys:
+    """The CURVE keys (z85) of one process: the server's pair, this client's pair, and the client keys a server admits."""
+    server_public: bytes
+    server_secret: Optional[bytes]
+    client_public: bytes
+    client_secret: bytes
+    admitted: Optional[frozenset] = None  # None: the keys in ``<curve_dir>/authorized``, read by a server
+
+
+def derived_curve_keys(secret: bytes) -> CurveKeys:
+    """CURVE key pairs derived from the shared secret: every holder of the secret computes the same ones, and
+    nobody else can (a CURVE secret key is any 32 bytes; the public key follows from it)."""
+    from zmq.utils import z85
+    pairs = {}
+    for role, label in CURVE_KEY_LABELS.items():
+        private = z85.encode(hmac.new(secret, label, hashlib.sha256).digest())
+        pairs[role] = (zmq.curve_public(private), private)
+    return CurveKeys(*pairs['server'], *pairs['client'], admitted=frozenset({pairs['client'][0]}))
+
+
 @dataclasses.dataclass
 class Security:
-    """How sockets authenticate (an HMAC signer with a shared secret, optional CURVE keys) and the
-    protocol they speak: the message kinds and their schemas (the commander's catalogue)."""
+    """How sockets authenticate (an HMAC signer with a shared secret, CURVE keys) and the protocol they speak:
+    the message kinds and their schemas (the commander's catalogue).
+
+    CURVE keys come from ``curve_dir`` when given; else, with a secret, they are derived from it (unless
+    ``curve_from_secret`` is off, or this libzmq has no CURVE: then a warning, and HMAC alone)."""
     signer: Signer
     curve_dir: Optional[str] = None
     protocol: Optional[Mapping[str, Any]] = None
+    curve_from_secret: bool = True
 
     @property
     def schemas(self) -> Mapping[str, Any]:
@@ -75,20 +117,40 @@ class Security:
     def secured(self) -> bool:
         return self.signer.enabled or self.curve_dir is not None
 
-    def server(self, socket: zmq.Socket) -> None:
+    @functools.cached_property  # worked out once, not per socket (a file read or a key derivation each)
+    def curve(self) -> Optional[CurveKeys]:
+        """The CURVE keys every socket of this process uses, or None for none."""
         if self.curve_dir:
-            public, secret = _load_keypair(self.curve_dir, 'server')
-            socket.curve_secretkey = secret
-            socket.curve_publickey = public
-            socket.curve_server = True
+            server_public, server_secret = _load_keypair(self.curve_dir, 'server')
+            client_public, client_secret = _load_keypair(self.curve_dir, 'client')
+            return CurveKeys(server_public, server_secret, client_public, client_secret)
+        if not (self.signer.enabled and self.curve_from_secret):
+            return None
+        if not zmq.has('curve'):
+            log.warning('this libzmq has no CURVE: sockets authenticate by HMAC signatures alone, so a peer without '
+                        'the secret can make a listener buffer messages of many frames before they are refused')
+            return None
+        return derived_curve_keys(self.signer.secret)
 
-    def client(self, socket: zmq.Socket) -> None:
-        if self.curve_dir:
-            server_public, _ = _load_keypair(self.curve_dir, 'server', secret=False)
-            public, secret = _load_keypair(self.curve_dir, 'client')
-            socket.curve_serverkey = server_public
-            socket.curve_publickey = public
-            socket.curve_secretkey = secret
+    def server(self, socket: zmq.Socket) -> Optional[frozenset]:
+        """Make ``socket`` a CURVE server (before it binds); returns the client keys it admits, or None."""
+        keys = self.curve
+        if keys is None:
+            return None
+        socket.curve_secretkey = keys.server_secret
+        socket.curve_publickey = keys.server_public
+        socket.curve_server = True
+        return keys.admitted if keys.admitted is not None else frozenset(_authorised_keys(self.curve_dir))
+
+    def client(self, socket: zmq.Socket) -> bool:
+        """Make ``socket`` a CURVE client (before it connects); whether it is one."""
+        keys = self.curve
+        if keys is None:
+            return False
+        socket.curve_serverkey = keys.server_public
+        socket.curve_publickey = keys.client_public
+        socket.curve_secretkey = keys.client_secret
+        return True
 
 
 def make_security(auth: Optional[str] = None, key_file: Optional[str] = None,
@@ -129,18 +191,123 @@ def _load_keypair(directory: str, name: str, secret: bool = True) -> Tuple[bytes
     return public, (secret_key if secret else None)
 
 
+def _authorised_keys(curve_dir: str) -> Dict[bytes, bool]:
+    import zmq.auth
+    return zmq.auth.load_certificates(os.path.join(curve_dir, 'authorized'))
+
+
+class ZapGuard:
+    """ZeroMQ's authentication handler (ZAP, RFC 27) of one context, on a thread: a CURVE client gets in only
+    with an admitted public key.
+
+    ZeroMQ takes one handler per context, so the context's listening sockets share one: each adds the keys it
+    admits (:meth:`acquire`) and takes them back when it closes (:meth:`release`); the last stops the thread.
+    The handler's socket is not one the context closes on ``destroy``: a context destroyed first terminates,
+    the thread sees it, closes its socket and ends, and the destroy completes.
+    """
+
+    _by_context: Dict[int, 'ZapGuard'] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, context: zmq.Context) -> None:
+        self.context = context
+        self.admitted: Counter = Counter()
+        self.users = 0
+        self._stop = threading.Event()
+        self._socket = zmq.Socket(context, zmq.REP)  # not context.socket(): see the class's docstring
+        self._socket.linger = 0
+        self._socket.bind('inproc://zeromq.zap.01')
+        self._thread = threading.Thread(target=self._serve, name='zap', daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def acquire(cls, context: zmq.Context, keys: Iterable[bytes]) -> 'ZapGuard':
+        keys = list(keys)
+        with cls._lock:
+            guard = cls._by_context.get(id(context))
+            if guard is None or guard.context is not context or not guard._thread.is_alive():
+                guard = cls._by_context[id(context)] = cls(context)
+            guard.admitted.update(keys)
+            guard.users += 1
+        return guard
+
+    def release(self, keys: Iterable[bytes]) -> None:
+        with self._lock:
+            self.admitted.subtract(keys)
+            self.users -= 1
+            if self.users > 0:
+                return
+            if self._by_context.get(id(self.context)) is self:
+                del self._by_context[id(self.context)]
+        self._stop.set()
+        self._thread.join()
+
+    def _serve(self) -> None:
+        try:
+            while not self._stop.is_set():
+                if self._socket.poll(200):  # a stop is seen within 0.2 s
+                    self._socket.send_multipart(self._answer(self._socket.recv_multipart()))
+        except zmq.ContextTerminated:
+            pass
+        finally:
+            self._socket.close(linger=0)
+
+    def _answer(self, request: List[bytes]) -> List[bytes]:
+        """The reply to a ZAP request ``[version, id, domain, address, identity, mechanism, *credentials]``."""
+        version, request_id = (request + [b'', b''])[:2]
+        mechanism, credentials = (request[5], request[6:]) if len(request) >= 6 else (b'', [])
+        if mechanism == b'CURVE' and len(credentials) == 1 and len(credentials[0]) == 32:
+            from zmq.utils import z85
+            if self.admitted[z85.encode(credentials[0])] > 0:
+                return [version, request_id, b'200', b'OK', b'', b'']
+        return [version, request_id, b'400', b'client key not admitted', b'', b'']
+
+
 class CurveGuard:
-    """ZeroMQ's authentication handler for CURVE: only clients whose public key is in
-    ``<curve_dir>/authorized`` may connect. One per process that binds sockets."""
+    """Only clients whose public key is in ``<curve_dir>/authorized`` may connect to this context's CURVE
+    servers (their own :class:`ZapGuard` admits their keys already; this one keeps the handler up)."""
 
     def __init__(self, context: zmq.Context, curve_dir: str) -> None:
-        from zmq.auth.thread import ThreadAuthenticator
-        self._auth = ThreadAuthenticator(context)
-        self._auth.start()
-        self._auth.configure_curve(domain='*', location=os.path.join(curve_dir, 'authorized'))
+        self._keys = list(_authorised_keys(curve_dir))
+        self._guard = ZapGuard.acquire(context, self._keys)
 
     def stop(self) -> None:
-        self._auth.stop()
+        self._guard.release(self._keys)
+
+
+class HandshakeWatch:
+    """Failed CURVE handshakes on one socket, read from its monitor: a server counts them, a client learns from
+    them that its keys are not the server's."""
+
+    def __init__(self, socket: zmq.Socket) -> None:
+        self.socket = socket
+        self.monitor = socket.get_monitor_socket(HANDSHAKE_FAILED | zmq.EVENT_HANDSHAKE_SUCCEEDED,
+                                                 addr=f'inproc://handshakes-{uuid.uuid4().hex}')
+        self.failed = 0  # in all
+        self.failed_in_a_row = 0  # since the last handshake that succeeded
+
+    def update(self) -> int:
+        """Read the events waiting; the number of failures among them."""
+        from zmq.utils.monitor import parse_monitor_message
+        new = 0
+        while True:
+            try:
+                event = parse_monitor_message(self.monitor.recv_multipart(zmq.NOBLOCK))['event']
+            except zmq.Again:
+                return new
+            if event & HANDSHAKE_FAILED:
+                new += 1
+                self.failed += 1
+                self.failed_in_a_row += 1
+            else:
+                self.failed_in_a_row = 0
+
+    def close(self) -> None:
+        try:
+            self.socket.disable_monitor()
+        except zmq.ZMQError:
+            pass
+        self.monitor.close(linger=0)
 
 
 # -- sockets --------------------------------------------------------------------------------------
@@ -229,9 +396,12 @@ class _Listener:
         self.strikes = PeerStrikes()
         self.socket = context.socket(kind)
         _tune(self.socket, max_message_bytes)
+        # With a ZAP handler, ZeroMQ (4.3.5) queues a credential message ahead of a connection's first message;
+        # a receive queue of one message then never takes that first message in: two at least.
+        queue = max(queue, 2) if security.curve is not None else queue
         self.socket.setsockopt(zmq.RCVHWM, queue)
         self.socket.setsockopt(zmq.SNDHWM, queue)
-        security.server(self.socket)
+        self._admitted = security.server(self.socket)
         if port:
             self.socket.bind(f'tcp://{host}:{port}')
         else:
@@ -239,14 +409,33 @@ class _Listener:
         self.address = f'tcp://{host}:{port}'
         self.rejected = RejectCounter(name)
         self._replay = ReplayGuard() if security.signer.enabled else None
+        self._guard: Optional[ZapGuard] = None
+        self._handshakes: Optional[HandshakeWatch] = None
+        if self._admitted is not None:
+            self._guard = ZapGuard.acquire(context, self._admitted)
+            self._handshakes = HandshakeWatch(self.socket)
+        self._next_handshake_count = 0.0
+
+    def _count_handshakes(self, idle: bool) -> None:
+        """Count the peers refused at the CURVE handshake: whenever nothing is waiting, else once a second (a
+        monitor read per message would cost a busy socket about 10 us a message)."""
+        now = time.monotonic()
+        if self._handshakes is None or (not idle and now < self._next_handshake_count):
+            return
+        self._next_handshake_count = now + 1.0
+        for _ in range(self._handshakes.update()):
+            self.rejected.add(MessageError('unauthenticated', 'a peer failed the CURVE handshake: it does not hold '
+                                                              'the shared secret (or an authorised CURVE key)'))
 
     def _receive(self, timeout: float, routed: bool) -> Optional[Tuple[bytes, Message]]:
         """``(peer, message)`` of the next valid message (peer ``b''`` unless ``routed``), or None after ``timeout``."""
         deadline = time.monotonic() + timeout
+        self._count_handshakes(idle=False)
         while True:
             try:  # what is waiting already is taken without a poll (a system call per message saved)
                 frames = self._take(zmq.NOBLOCK, routed)
             except zmq.Again:
+                self._count_handshakes(idle=True)
                 remaining = deadline - time.monotonic()
                 if not self.socket.poll(max(0, int(remaining * 1000))):
                     return None
@@ -302,7 +491,13 @@ class _Listener:
         """What to do about a dropped message beyond counting it."""
 
     def close(self) -> None:
+        if self._handshakes is not None:
+            self._handshakes.close()
+            self._handshakes = None
         self.socket.close(linger=0)
+        if self._guard is not None:
+            self._guard.release(self._admitted or ())
+            self._guard = None
 
 
 class Server(_Listener):
@@ -358,15 +553,38 @@ class RequestClient:
         self.max_message_bytes = max_message_bytes
         self.rejected = RejectCounter(f'{sender} <- commander')
         self.socket = None
+        self._handshakes: Optional[HandshakeWatch] = None
         self._connect()
 
     def _connect(self) -> None:
-        if self.socket is not None:
-            self.socket.close(linger=0)
+        self._close_socket()
         self.socket = self.context.socket(zmq.DEALER)
         _tune(self.socket, self.max_message_bytes)
-        self.security.client(self.socket)
+        if self.security.client(self.socket):
+            self._handshakes = HandshakeWatch(self.socket)
         self.socket.connect(self.address)
+
+    def _wait(self, milliseconds: int, kind: str) -> bool:
+        """Whether a reply came within ``milliseconds``; raises :class:`MessageError` once the server refused
+        this socket's CURVE handshakes: its keys are not the server's, so no request of it gets through."""
+        if self._handshakes is None:
+            return bool(self.socket.poll(milliseconds))
+        deadline = time.monotonic() + milliseconds / 1000
+        poller = zmq.Poller()
+        poller.register(self.socket, zmq.POLLIN)
+        poller.register(self._handshakes.monitor, zmq.POLLIN)
+        while True:
+            ready = dict(poller.poll(max(0, int((deadline - time.monotonic()) * 1000))))
+            if self.socket in ready:
+                return True
+            if self._handshakes.monitor in ready and self._handshakes.update() \
+                    and self._handshakes.failed_in_a_row >= HANDSHAKE_FAILURES_TO_REFUSE:
+                raise MessageError('unauthenticated', f'{self.address} refused the CURVE handshake of the {kind!r} '
+                                                      f'request: this process\'s shared secret (or CURVE key) is not '
+                                                      f'the commander\'s (set ${SECRET_ENV} or --key-file to the same '
+                                                      f'secret on both ends)')
+            if time.monotonic() >= deadline:
+                return False
 
     def request(self, kind: str, body: dict, arrays: Optional[Mapping[str, np.ndarray]] = None,
                 timeout: Optional[float] = None) -> Message:
@@ -381,7 +599,7 @@ class RequestClient:
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self.socket.poll(int(remaining * 1000)):
+            if remaining <= 0 or not self._wait(int(remaining * 1000), kind):
                 # A fresh socket drops whatever the old one still had queued for the dead request.
                 self._connect()
                 raise RequestTimeout(f'no reply to {kind!r} from {self.address} within {timeout:.1f} s')
@@ -399,14 +617,33 @@ class RequestClient:
             if reply.reply_to != request_id:
                 continue
             if reply.kind == 'error':
-                raise MessageError(reply.body['reason'], f'{kind!r} request refused by {self.address}: '
-                                                         f'{reply.body["error"]}')
+                refused = MessageError(reply.body['reason'], f'{kind!r} request refused by {self.address}: '
+                                                             f'{reply.body["error"]}')
+                if refused.reason == 'stale':  # this clock and the commander's disagree: say by how much
+                    refused = MessageError('stale', f'{clock_skew(reply.time - time.time())}; {refused}')
+                    self.rejected.add(refused, self.address)
+                raise refused
             return reply
 
-    def close(self) -> None:
+    def _close_socket(self) -> None:
+        if self._handshakes is not None:
+            self._handshakes.close()
+            self._handshakes = None
         if self.socket is not None:
             self.socket.close(linger=0)
             self.socket = None
+
+    def close(self) -> None:
+        self._close_socket()
+
+
+def clock_skew(offset: float) -> str:
+    """What a worker says when the commander refused its messages for their date: ``offset`` is the commander's
+    clock minus this machine's, as its reply's date shows."""
+    side = 'ahead of' if offset > 0 else 'behind'
+    return (f'the commander\'s messages are {abs(offset):.0f} s {side} this machine\'s clock (clock skew): '
+            f'synchronise the clocks of both machines (NTP); a message dated more than '
+            f'{REPLAY_WINDOW_SECONDS:.0f} s away from its receiver\'s clock is refused')
 
 
 def send_frames(socket: zmq.Socket, frames: Sequence, flags: int = 0) -> None:
