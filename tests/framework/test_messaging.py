@@ -144,7 +144,9 @@ def test_server_answers_signed_requests_and_drops_others_while_it_keeps_serving(
         with pytest.raises(MessageError, match='shared secret') as refused:  # told at once, not after 5 s
             intruder.request('heartbeat', dict(session='x'))
         assert refused.value.reason == 'unauthenticated' and time.monotonic() - started < 2.0
+        intruder.close()  # its handshakes fail, again and again, while it stays
         raw = context.socket(zmq.DEALER)
+        security.client(raw)  # a holder of the secret (CURVE keys derived from it) sending what it likes
         raw.connect(server.address)
         raw.send_multipart([b'garbage'])  # malformed
         bad_header = b'{"kind": "heartbeat"'
@@ -161,7 +163,8 @@ def test_server_answers_signed_requests_and_drops_others_while_it_keeps_serving(
         error = decode(raw.recv_multipart(), signer=security.signer)
         assert error.kind == 'error' and error.reply_to == 'q1' and "unknown field(s) 'sesion'" in error.body['error']
         assert answered == ['heartbeat']
-        assert server.rejected.counts == dict(unauthenticated=2, malformed=2, schema=1)
+        counts = server.rejected.counts
+        assert counts['unauthenticated'] >= 2 and (counts['malformed'], counts['schema']) == (2, 1)  # handshakes too
     finally:
         stop.set()
         thread.join()

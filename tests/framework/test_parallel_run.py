@@ -107,7 +107,9 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
             thread.start()
             _wait(lambda: not thread.is_alive(), 'the intruder to be told', step=run.step)
             assert refused and 'shared secret' in str(refused[0])  # told at once, not after its timeout
+            intruder.close()
             raw = context.socket(zmq.DEALER)
+            run.security.client(raw)  # a buggy worker holding the secret
             raw.connect(run.address)
             raw.send_multipart([b'not a sparring message'])
             broken = b'{"kind":'  # signed with the run's secret, as a buggy worker would
