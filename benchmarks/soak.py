@@ -304,7 +304,7 @@ def audit(exp: str, league) -> dict:
 
 def _security(secret: str):
     from sparring.framework.protocol import PROTOCOL
-    from sparring.worker.remote.transport import Security
+    from sparring.worker.remote.security import Security
     from sparring.worker.remote.wire import Signer
     return Security(Signer(secret.encode()), protocol=PROTOCOL)
 

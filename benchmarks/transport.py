@@ -33,7 +33,8 @@ import zmq
 
 from results_file import merge_results
 from sparring.framework.messaging import Security
-from sparring.worker.remote.transport import CurveGuard, DataPuller, DataPusher, create_curve_keys
+from sparring.worker.remote.transport import DataPuller, DataPusher
+from sparring.worker.remote.security import CurveGuard, create_curve_keys
 from sparring.worker.remote.wire import Signer
 
 SECRET = b'transport-benchmark-shared-secret'

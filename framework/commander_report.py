@@ -7,7 +7,7 @@ from typing import List
 import numpy as np
 
 from sparring.worker.logger import format_stats
-from sparring.worker.remote.transport import REPLAY_WINDOW_SECONDS
+from sparring.worker.remote.peer_guards import REPLAY_WINDOW_SECONDS
 
 
 def on_tick(commander, now: float) -> None:

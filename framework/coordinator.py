@@ -323,7 +323,7 @@ class RunCoordinator:
             raise ConfigError(f'config key "battle.exact_analysis": env {self.cfg.env.type!r} offers no exact analysis; '
                               f'expected a small two-player zero-sum game (a matrix game or an OpenSpiel game such '
                               f'as kuhn_poker)')
-        self.exact = LeagueExactAnalysis(analysis, self.league, policy_of)
+        self.exact = LeagueExactAnalysis(analysis, self.league, policy_of, damaged=self.quarantine, dropped=self.dropped)
         self.league.set_meta_game_source(self.exact.meta_game)
 
     def exact_report(self) -> dict:

@@ -1,6 +1,6 @@
 """The parallel mode's sockets, speaking the commander's catalogue (:data:`~sparring.framework.protocol.PROTOCOL`).
 
-The wire format and the sockets are :mod:`sparring.worker.remote.wire` and :mod:`sparring.worker.remote.transport`;
+The wire format, the sockets and their security are :mod:`~sparring.worker.remote.wire`, :mod:`~sparring.worker.remote.transport` and :mod:`~sparring.worker.remote.security`;
 they take the catalogue as an argument, since the worker floor cannot import it. :class:`Security`,
 :func:`make_security`, :func:`encode` and :func:`decode` here default to the catalogue, so a socket
 built from them refuses any message the commander and its workers do not exchange.
@@ -11,19 +11,19 @@ import dataclasses
 from typing import Any, Mapping, Optional
 
 from sparring.framework.protocol import PROTOCOL
-from sparring.worker.remote import transport, wire
+from sparring.worker.remote import security, wire
 
 
 @dataclasses.dataclass
-class Security(transport.Security):
-    """:class:`sparring.worker.remote.transport.Security` speaking :data:`PROTOCOL` unless told otherwise."""
+class Security(security.Security):
+    """:class:`sparring.worker.remote.security.Security` speaking :data:`PROTOCOL` unless told otherwise."""
     protocol: Optional[Mapping[str, Any]] = dataclasses.field(default_factory=lambda: PROTOCOL)
 
 
 def make_security(auth: Optional[str] = None, key_file: Optional[str] = None, curve_dir: Optional[str] = None,
-                  protocol: Mapping[str, Any] = PROTOCOL) -> transport.Security:
-    """The security settings of one process (see :func:`sparring.worker.remote.transport.make_security`)."""
-    return transport.make_security(auth, key_file, curve_dir, protocol)
+                  protocol: Mapping[str, Any] = PROTOCOL) -> security.Security:
+    """The security settings of one process (see :func:`sparring.worker.remote.security.make_security`)."""
+    return security.make_security(auth, key_file, curve_dir, protocol)
 
 
 def encode(*args, schemas: Mapping[str, Any] = PROTOCOL, **kwargs):

@@ -44,7 +44,8 @@ from sparring.framework.serial import budget_recorded
 from sparring.framework.sessions import learner_id
 from sparring.worker.logger import RunLogger, device_line
 from sparring.worker.remote.replicas import check_replica_config
-from sparring.worker.remote.transport import CurveGuard, Server, advertised_address, check_bind, is_loopback
+from sparring.worker.remote.transport import Server, advertised_address
+from sparring.worker.remote.security import CurveGuard, check_bind, is_loopback
 from sparring.worker.remote.wire import SECRET_ENV, Signer, load_secret, new_secret
 from sparring.worker.run_kind import run_kind
 from sparring.worker.run_files import write_atomically
@@ -87,7 +88,7 @@ class ParallelRun:
             secret = loaded.decode('utf-8') if loaded is not None else new_secret()
         if par.auth == 'curve' and not par.curve_dir:
             raise ConfigError('config key "parallel.curve_dir": auth="curve" needs the keys directory '
-                              '(sparring.worker.remote.transport.create_curve_keys)')
+                              '(sparring.worker.remote.security.create_curve_keys)')
         self.security = Security(Signer(secret.encode('utf-8') if secret else None),
                                  par.curve_dir if par.auth == 'curve' else None)
         check_bind(par.host, self.security.secured)

@@ -13,7 +13,7 @@ collector -> learner:
 ``params_request``  parameters by reference; only sent when newer than the version the worker holds
 ``publish``         a learner's parameters and train iteration (the league's snapshot / reset verdict back)
 ``eval_task``, ``eval_report``  evaluation jobs, and their results The transport (:mod:`sparring.worker.remote.transport`) is handed this catalogue
-in :class:`~sparring.worker.remote.transport.Security` and refuses any message that does not fit it.
+in :class:`~sparring.worker.remote.security.Security` and refuses any message that does not fit it.
 """
 from __future__ import annotations
 

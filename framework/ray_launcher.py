@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Tuple
 
 from sparring.config.optional import require
 from sparring.framework.local_launcher import SINGLE_THREAD_ENV, tail_of
-from sparring.worker.remote.transport import is_loopback
+from sparring.worker.remote.security import is_loopback
 from sparring.worker.remote.wire import SECRET_ENV
 from sparring.worker.run_files import open_run_file
 

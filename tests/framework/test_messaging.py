@@ -9,8 +9,9 @@ import zmq
 
 from sparring.framework.messaging import Security, decode, encode, make_security
 from sparring.framework.protocol import PROTOCOL
-from sparring.worker.remote.transport import (AUTH_REFUSED, DataPuller, DataPusher, ReplayGuard, RequestClient, Server,
-                                              check_bind, create_curve_keys)
+from sparring.worker.remote.transport import AUTH_REFUSED, DataPuller, DataPusher, RequestClient, Server
+from sparring.worker.remote.security import check_bind, create_curve_keys
+from sparring.worker.remote.peer_guards import ReplayGuard
 from sparring.worker.remote.wire import MAGIC, MessageError, RequestTimeout, Signer, load_secret
 
 SECRET = b'0123456789abcdef0123456789abcdef'
@@ -192,7 +193,7 @@ def test_push_blocks_when_the_pulling_side_is_full():
 
 @pytest.mark.skipif(not zmq.has('curve'), reason='libzmq without CURVE')
 def test_curve_lets_only_authorised_keys_in(tmp_path):
-    from sparring.worker.remote.transport import CurveGuard
+    from sparring.worker.remote.security import CurveGuard
     keys = create_curve_keys(str(tmp_path / 'keys'))
     context = zmq.Context()
     guard = CurveGuard(context, keys)

@@ -11,8 +11,8 @@ import pytest
 import zmq
 
 from sparring.framework.protocol import PROTOCOL
-from sparring.worker.remote.transport import (DataPuller, DataPusher, RequestClient, Security, Server, ZapGuard,
-                                              derived_curve_keys, send_frames)
+from sparring.worker.remote.transport import DataPuller, DataPusher, RequestClient, Server, send_frames
+from sparring.worker.remote.security import Security, ZapGuard, derived_curve_keys
 from sparring.worker.remote.wire import MessageError, RequestTimeout, Signer
 
 SECRET = b'a shared secret of at least 16 bytes'

@@ -12,7 +12,8 @@ import pytest
 import zmq
 
 from sparring.framework.protocol import PROTOCOL
-from sparring.worker.remote.transport import DataPuller, DataPusher, Security, Server
+from sparring.worker.remote.transport import DataPuller, DataPusher, Server
+from sparring.worker.remote.security import Security
 from sparring.worker.remote.wire import MAGIC, MessageError, Signer, decode, encode, params_to_arrays
 
 SECRET = b'a shared secret of at least 16 bytes'

@@ -24,7 +24,8 @@ from sparring.worker.logger import RunLogger
 from sparring.worker.remote.base import Worker
 from sparring.worker.remote.replicas import ReplicaGroup
 from sparring.worker.remote.schema import MAX_ABS_VALUE
-from sparring.worker.remote.transport import SMALL_HEADER_BYTES, DataPuller, advertised_address, check_bind
+from sparring.worker.remote.transport import DataPuller, SMALL_HEADER_BYTES, advertised_address
+from sparring.worker.remote.security import check_bind
 from sparring.worker.remote.wire import arrays_to_params, params_to_arrays
 
 log = logging.getLogger('sparring.worker')
