@@ -22,11 +22,12 @@ branch samples from, and the exploitability report of a run.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from sparring.league.meta_strategy import symmetric_nash
+from sparring.worker.state_file import StateFileError
 
 
 class ExactAnalysis:
@@ -88,10 +89,17 @@ class LeagueExactAnalysis:
     they are asked for, snapshots' once (:class:`ProfileCache`); ``policy_of(ref)`` gives a live player's
     (ref = its id) or a snapshot's (ref = its param ref) policy."""
 
-    def __init__(self, analysis: ExactAnalysis, league, policy_of: Callable[[str], Any]) -> None:
+    def __init__(self, analysis: ExactAnalysis, league, policy_of: Callable[[str], Any],
+                 damaged: Optional[Callable[[str, str], None]] = None, dropped: Optional[Mapping] = None) -> None:
+        """``damaged(ref, why)`` is told of a snapshot whose parameters cannot be read (``policy_of`` raised
+        :class:`~sparring.worker.state_file.StateFileError`): it should quarantine it, so that ``dropped`` (the
+        quarantined param refs) then holds it. A quarantined snapshot stands in the meta-game as a player that
+        ties everyone (a zero row and column: the league does not draw it anyway) and is left out of the report."""
         self.analysis = analysis
         self.league = league
         self.policy_of = policy_of
+        self.damaged = damaged
+        self.dropped = dropped if dropped is not None else {}
         self.profiles = ProfileCache(analysis)
         self._frozen_meta_game: Optional[tuple] = None  # (ids, matrix) of the last all-frozen group asked for
 
@@ -103,7 +111,13 @@ class LeagueExactAnalysis:
         frozen = all(self.league.get_player(pid).kind != 'active' for pid in ids)
         if frozen and self._frozen_meta_game is not None and self._frozen_meta_game[0] == ids:
             return self._frozen_meta_game[1]
-        matrix = self.analysis.meta_game(self._profiles_of(ids))
+        profiles = self._profiles_of(ids)
+        readable = [i for i, profile in enumerate(profiles) if profile is not None]
+        if len(readable) == len(ids):
+            matrix = self.analysis.meta_game(profiles)
+        else:
+            matrix = np.zeros((len(ids), len(ids)))
+            matrix[np.ix_(readable, readable)] = self.analysis.meta_game([profiles[i] for i in readable])
         if frozen:
             self._frozen_meta_game = (ids, matrix)
         return matrix
@@ -116,15 +130,25 @@ class LeagueExactAnalysis:
     def report(self, active: Sequence[str]) -> dict:
         """Exploitability of each ``active`` player and of the Nash meta-strategy over every learnt player."""
         ids = [p.player_id for p in self.league.active_players + self.league.historical_players]
-        return self.analysis.report(dict(zip(ids, self._profiles_of(ids))), active)
+        profiles = {pid: profile for pid, profile in zip(ids, self._profiles_of(ids)) if profile is not None}
+        return self.analysis.report(profiles, active)
 
     def _profiles_of(self, player_ids: Sequence[str]) -> list:
+        """Each player's profile; None for a quarantined snapshot (one found damaged now is reported first)."""
         profiles = []
         for pid in player_ids:
             player = self.league.get_player(pid)
             frozen = player.kind != 'active'
             ref = player.param_ref if frozen else pid
-            profiles.append(self.profiles.profile(ref, self.policy_of, frozen))
+            profile = None
+            if not (frozen and ref in self.dropped):
+                try:
+                    profile = self.profiles.profile(ref, self.policy_of, frozen)
+                except StateFileError as err:
+                    if not frozen or self.damaged is None:
+                        raise
+                    self.damaged(ref, str(err))
+            profiles.append(profile)
         return profiles
 
 

@@ -75,3 +75,48 @@ def test_profile_cache_evaluates_frozen_snapshots_once():
     cache.forget('snap')
     cache.profile('snap', lambda ref: policy, frozen=True)
     assert policy.calls == 4
+
+
+class _Player:
+    def __init__(self, player_id, kind, param_ref=None):
+        self.player_id, self.kind, self.param_ref = player_id, kind, param_ref or player_id
+
+
+class _League:
+    def __init__(self, players):
+        self.players = {p.player_id: p for p in players}
+        self.active_players = [p for p in players if p.kind == 'active']
+        self.historical_players = [p for p in players if p.kind == 'historical']
+
+    def get_player(self, pid):
+        return self.players[pid]
+
+
+def test_a_damaged_snapshot_is_quarantined_and_left_out_of_the_meta_game_and_the_report():
+    from sparring.league.exact_analysis import LeagueExactAnalysis
+    from sparring.worker.state_file import StateFileError
+
+    analysis = RockPaperScissorsEnv.exact_analysis(RockPaperScissorsEnv.default_config())
+    strategies = {'main': SeatStrategy([1, 0, 0], [1, 0, 0]), 'params/main_h1': SeatStrategy([0, 1, 0], [0, 1, 0]),
+                  'params/main_h2': SeatStrategy([0, 0, 1], [0, 0, 1])}
+    asked = []
+
+    def policy_of(ref):
+        asked.append(ref)
+        if ref == 'params/main_h1':
+            raise StateFileError(f'{ref}.pt is damaged or cut short')
+        return strategies[ref]
+
+    league = _League([_Player('main', 'active'), _Player('main_h1', 'historical', 'params/main_h1'),
+                      _Player('main_h2', 'historical', 'params/main_h2')])
+    dropped = {}
+    exact = LeagueExactAnalysis(analysis, league, policy_of, damaged=dropped.__setitem__, dropped=dropped)
+    matrix = exact.meta_game(['main', 'main_h1', 'main_h2'])
+    assert dropped == {'params/main_h1': 'params/main_h1.pt is damaged or cut short'}
+    assert matrix.shape == (3, 3) and not matrix[1].any() and not matrix[:, 1].any()  # ties everyone
+    both = exact.meta_game(['main', 'main_h2'])  # rock against scissors: the readable entries are the game's own
+    np.testing.assert_allclose(matrix[np.ix_([0, 2], [0, 2])], both)
+    assert both[0, 1] > 0
+    report = exact.report(['main'])
+    assert set(report['meta_strategy']) == {'main', 'main_h2'}  # the quarantined snapshot is not reported
+    assert asked.count('params/main_h1') == 1  # quarantined once, never asked for again
