@@ -221,7 +221,10 @@ class PPOPolicy(Policy):
         if learn['off_policy'] == 'vtrace':
             log_ratio, value, next_value = self._current_view(chunk)
             advantages, returns = F.vtrace(chunk['reward'], value, next_value, chunk['terminated'], chunk['truncated'],
-                                           log_ratio, learn['gamma'], learn['vtrace_rho_bar'], learn['vtrace_c_bar'])
+                                           log_ratio, learn['gamma'], learn['vtrace_rho_bar'], learn['vtrace_c_bar'],
+                                           lam=learn['gae_lambda'])
+            # The value loss's clip is around the values this update starts from, not a stale chunk's.
+            chunk = dict(chunk, value=value.astype(np.float32))
         else:
             advantages, returns = F.gae(chunk['reward'], chunk['value'], chunk['next_value'], chunk['terminated'],
                                         chunk['truncated'], learn['gamma'], learn['gae_lambda'])

@@ -50,7 +50,8 @@ def ppo_default_config() -> dict:
             target_kl=None,  # 'clip' (and 'mmd', 'search'): stop the epoch loop early once approx-KL exceeds this
             value_replay=None,  # also fit the value on the previous chunk; None: only for 'kl_penalty'
             # None: GAE from the values recorded at collection; 'vtrace': V-trace targets and advantages from the
-            # current network, importance-weighted by the recorded log-probabilities (chunks of older versions)
+            # current network, importance-weighted by the recorded log-probabilities (chunks of older versions),
+            # with gae_lambda as V-trace's lambda
             off_policy=None,
             vtrace_rho_bar=1.0,  # 'vtrace': the clip on the importance weight of each step's own TD error
             vtrace_c_bar=1.0,  # 'vtrace': the clip on the weights that carry later TD errors back (trace cutting)
