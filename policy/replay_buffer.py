@@ -17,6 +17,13 @@ from typing import Dict, NamedTuple, Optional
 
 import numpy as np
 
+from sparring.config.schema import in_range
+from sparring.policy import functional as F
+
+# Battle chunks may say whom each move was played against: the opponent's player id (a string
+# array) and its parameter version; transitions keep both (see ``chunk_transitions``).
+OPPONENT_KEYS = ('opponent_id', 'opponent_version')
+
 
 class ReplaySample(NamedTuple):
     data: Dict[str, np.ndarray]  # one batch of transitions, [batch_size, ...] per key
@@ -224,3 +231,59 @@ def make_replay_buffer(cfg: dict, seed: int = 0) -> ReplayBuffer:
     if cfg['prioritized']:
         return PrioritizedReplayBuffer(cfg['capacity'], cfg['alpha'], cfg['priority_eps'], seed=seed)
     return ReplayBuffer(cfg['capacity'], seed=seed)
+
+
+def replay_default_config(capacity: int) -> dict:
+    """The ``replay`` config section shared by the off-policy policies (a new dict each call)."""
+    return dict(
+        capacity=capacity,  # transitions kept; the oldest are overwritten first
+        prioritized=False,  # proportional prioritised replay (Schaul et al.) instead of uniform sampling
+        alpha=0.6,  # priority exponent
+        beta_start=0.4,  # importance-sampling exponent, annealed linearly ...
+        beta_end=1.0,  # ... to this by the end of the run
+        priority_eps=1e-6,  # added to |td error| so every transition keeps a chance to be drawn
+        in_checkpoint=True,  # save the buffer's transitions with the policy's state
+    )
+
+
+REPLAY_CONSTRAINTS = {
+    'replay.capacity': in_range(1, None),
+    'replay.alpha': in_range(0.0, None),
+    'replay.beta_start': in_range(0.0, 1.0),
+    'replay.beta_end': in_range(0.0, 1.0),
+    'replay.priority_eps': in_range(0.0, None, open_lo=True),
+}
+
+
+def chunk_transitions(chunk: Dict[str, np.ndarray], gamma: float, n_step: int, who: str) -> Dict[str, np.ndarray]:
+    """A chunk's n-step transitions as replay columns: ``obs, action, ret, discount, next_obs`` and, for chunks
+    with action masks, ``mask`` (legal actions where the move was chosen) and ``next_mask`` (where it bootstraps).
+
+    Transitions run between the policy's own decisions (``train_mask`` rows in battle chunks, every row in
+    single-agent ones; see ``functional.nstep_transitions``). A truncated episode bootstraps from its final
+    observation, which collectors put into ``next_obs`` for policies that set ``needs_next_obs``.
+    """
+    if 'next_obs' not in chunk:
+        raise ValueError(f'{who}.learn: the chunk has no "next_obs" array; collectors add it for policies with '
+                         f'needs_next_obs = True (the observation after each step, bootstrapped from)')
+    decision = chunk.get('train_mask')
+    # Past a single-agent chunk's end the next state is a decision of the policy again; in a
+    # battle chunk it may be the opponent's turn, so the transition waits for an own move.
+    tr = F.nstep_transitions(chunk['reward'], chunk['terminated'], chunk['truncated'], decision, gamma, n_step,
+                             bootstrap_tail=decision is None)
+    obs, next_obs = chunk['obs'], chunk['next_obs']
+    from_next = tr.boot_kind == F.BOOT_NEXT_OBS
+    boot_obs = obs[tr.boot_row, tr.col]
+    boot_obs[from_next] = next_obs[tr.boot_row[from_next], tr.col[from_next]]
+    data = dict(obs=obs[tr.row, tr.col], action=np.asarray(chunk['action'])[tr.row, tr.col],
+                ret=tr.ret, discount=tr.discount, next_obs=boot_obs)
+    if 'action_mask' in chunk:
+        data['mask'] = chunk['action_mask'][tr.row, tr.col].astype(bool)
+        next_mask = chunk['action_mask'][tr.boot_row, tr.col].astype(bool)
+        # A truncated episode's final state comes without its legal actions: all count.
+        next_mask[from_next] = True
+        data['next_mask'] = next_mask
+    for key in OPPONENT_KEYS:  # who the move was played against (battle chunks that say so)
+        if key in chunk:
+            data[key] = np.asarray(chunk[key])[tr.row, tr.col]
+    return data
