@@ -342,7 +342,8 @@ class SACPolicy(Policy):
                                          if not k.startswith(CRITIC_PREFIX)})
 
     def set_params(self, params: Dict[str, torch.Tensor], version: int) -> None:
-        """New acting parameters (a league reset, a snapshot); the critics and the buffer stay as they are."""
+        """New acting parameters (a league reset, a snapshot): the critics and the buffer stay as they are, unless
+        ``params`` carry critics too (a checkpoint's ``params``, loaded by eval and export)."""
         missing, unexpected = self.net.load_state_dict(params, strict=False)
         wrong = [k for k in missing if not k.startswith(CRITIC_PREFIX)] + list(unexpected)
         if wrong:
@@ -352,14 +353,14 @@ class SACPolicy(Policy):
     def state_dict(self) -> Dict[str, Any]:
         replay = self.replay.state_dict() if self.cfg['replay']['in_checkpoint'] else None
         host = self.placement.host_copy
-        return dict(net=host(self.net.state_dict()), target_critics=host(self.target_critics.state_dict()),
+        return dict(params=host(self.net.state_dict()), target_critics=host(self.target_critics.state_dict()),
                     log_alpha=host(self.log_alpha.detach()),
                     optimizer=self.placement.to_host(self.optimizer.state_dict()), version=self._version,
                     generator=self.generator.get_state(), gradient_steps=self.gradient_steps,
                     agent_steps=self.agent_steps, skipped_updates=self.skipped_updates, replay=replay)
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        self.net.load_state_dict(state['net'])
+        self.net.load_state_dict(state['params'])
         self.target_critics.load_state_dict(state['target_critics'])
         with torch.no_grad():
             self.log_alpha.copy_(state['log_alpha'])
