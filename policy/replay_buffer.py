@@ -93,6 +93,29 @@ class ReplayBuffer:
     def _on_write(self, slots: np.ndarray) -> None:
         """Hook for subclasses: ``slots`` were just (over)written."""
 
+    def drop(self, where: np.ndarray) -> int:
+        """Forget the filled slots where ``where`` (``[size]`` booleans) is True; the others keep their order,
+        oldest first, from slot 0. Returns how many were dropped. O(size): meant for rare clean-ups."""
+        where = np.asarray(where, dtype=bool)
+        if where.shape != (self.size,):
+            raise ValueError(f'{type(self).__name__}.drop: expected {self.size} booleans, got shape {where.shape}')
+        dropped = int(where.sum())
+        if not dropped:
+            return 0
+        assert self.storage is not None  # size > 0: allocated by the first push
+        oldest_first = (self.position + np.arange(self.size)) % self.capacity if self.size == self.capacity \
+            else np.arange(self.size)
+        kept = oldest_first[~where[oldest_first]]
+        for values in self.storage.values():
+            values[:len(kept)] = values[kept]
+        self._on_compact(kept)
+        self.size = len(kept)
+        self.position = self.size % self.capacity
+        return dropped
+
+    def _on_compact(self, kept: np.ndarray) -> None:
+        """Hook for subclasses: the slots ``kept`` moved to 0..len(kept)-1, the rest were dropped."""
+
     # -- reading ------------------------------------------------------------------------------
     def sample(self, batch_size: int, beta: float = 1.0) -> ReplaySample:
         """``batch_size`` transitions drawn with replacement; ``beta`` only matters when prioritised."""
@@ -189,6 +212,12 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     def _on_write(self, slots: np.ndarray) -> None:
         self.tree.update(slots, np.full(len(slots), self.max_priority ** self.alpha))
+
+    def _on_compact(self, kept: np.ndarray) -> None:
+        priorities = self.tree.values(kept).copy()
+        self.tree = SumTree(self.capacity)
+        if len(kept):
+            self.tree.update(np.arange(len(kept)), priorities)
 
     def update_priorities(self, indices: np.ndarray, td_errors: np.ndarray) -> None:
         priority = np.abs(np.asarray(td_errors, dtype=np.float64)) + self.priority_eps

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Dict, Optional, cast
+from typing import Any, Dict, Mapping, Optional, cast
 
 import gymnasium as gym
 import numpy as np
@@ -40,6 +40,7 @@ from sparring.policy.device import Placement, acting_device, check_device_spec
 from sparring.policy.normalizer import RunningNormalizer
 from sparring.policy.replay_buffer import (REPLAY_CONSTRAINTS, chunk_transitions, make_replay_buffer,
                                            replay_default_config)
+from sparring.policy.replay_opponents import UNTAGGED, OpponentLedger
 from sparring.policy.sac_model import SACModel
 from sparring.policy.threads import torch_threads
 
@@ -101,7 +102,11 @@ class SACPolicy(Policy):
                 target_entropy_ratio=0.98,  # Discrete: this fraction of log(legal actions) (Christodoulou 2019)
                 threads=None,  # torch threads during the update (None: the process's setting)
             ),
-            replay=replay_default_config(1_000_000),  # SAC paper: a buffer of a million transitions
+            # SAC paper: a buffer of a million transitions
+            replay=dict(replay_default_config(1_000_000),
+                        # league runs: forget transitions against opponents that left the league or are more
+                        # than this many snapshots old (see forget_opponents); None keeps them all
+                        max_opponent_age=None),
         )
 
     config_constraints = {
@@ -120,6 +125,7 @@ class SACPolicy(Policy):
         'learn.target_entropy_ratio': in_range(0.0, 1.0),
         'learn.threads': in_range(1, None, allow_none=True),
         **REPLAY_CONSTRAINTS,
+        'replay.max_opponent_age': in_range(0, None, allow_none=True),
     }
 
     @classmethod
@@ -161,6 +167,7 @@ class SACPolicy(Policy):
             self.target_entropy = float(-model.action_dim if entropy is None else entropy)
         self.generator = torch.Generator().manual_seed(seed)
         self.replay = make_replay_buffer(cfg['replay'], seed=seed)  # arrays allocated on the first push
+        self.opponents = OpponentLedger()  # the ids behind the buffer's ``opponent`` codes (battle chunks)
         self.beta_schedule = F.LinearSchedule(cfg['replay']['beta_start'], cfg['replay']['beta_end'])
         self.optimizer = self._make_optimizer()
         self.gradient_steps = 0
@@ -241,7 +248,29 @@ class SACPolicy(Policy):
         learn = self.cfg['learn']
         data = chunk_transitions(chunk, learn['gamma'], learn['n_step'], 'SAC')
         data['action'] = data['action'].astype(np.float32 if self.continuous else np.int64)
+        if 'train_mask' in chunk:  # a battle chunk: whom each move was against, when the chunk says so
+            size = len(data['ret'])
+            tagged = 'opponent_id' in data
+            data['opponent'] = self.opponents.encode(data.pop('opponent_id')) if tagged \
+                else np.full(size, UNTAGGED, dtype=np.int32)
+            data['opponent_version'] = data['opponent_version'].astype(np.int64) if tagged \
+                else np.full(size, -1, dtype=np.int64)
         return data
+
+    def opponent_mix(self) -> Dict[str, float]:
+        """The share of the buffer's transitions per opponent id (empty outside leagues)."""
+        if self.replay.storage is None or 'opponent' not in self.replay.storage:
+            return {}
+        return self.opponents.mix(self.replay.storage['opponent'][:len(self.replay)])
+
+    def forget_opponents(self, roster: Mapping[str, int]) -> int:
+        """With ``replay.max_opponent_age`` set, drop the transitions against opponents not in ``roster`` (player
+        id -> age in snapshots, see :mod:`sparring.policy.replay_opponents`) or older than that; returns how many."""
+        max_age = self.cfg['replay']['max_opponent_age']
+        if max_age is None or self.replay.storage is None or 'opponent' not in self.replay.storage:
+            return 0
+        codes = self.replay.storage['opponent'][:len(self.replay)]
+        return self.replay.drop(self.opponents.stale(codes, roster, max_age))
 
     def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
         with torch_threads(self.cfg['learn']['threads']):
@@ -357,7 +386,8 @@ class SACPolicy(Policy):
                     log_alpha=host(self.log_alpha.detach()),
                     optimizer=self.placement.to_host(self.optimizer.state_dict()), version=self._version,
                     generator=self.generator.get_state(), gradient_steps=self.gradient_steps,
-                    agent_steps=self.agent_steps, skipped_updates=self.skipped_updates, replay=replay)
+                    agent_steps=self.agent_steps, skipped_updates=self.skipped_updates, replay=replay,
+                    opponents=self.opponents.state_dict())
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self.net.load_state_dict(state['params'])
@@ -372,3 +402,4 @@ class SACPolicy(Policy):
         self._skipped = torch.tensor(float(state['skipped_updates']))
         if state['replay'] is not None:
             self.replay.load_state_dict(state['replay'])
+        self.opponents.load_state_dict(state['opponents'])
