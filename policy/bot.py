@@ -77,8 +77,8 @@ class Bot(Policy):
         if not isinstance(observation_space, gym.spaces.Box):
             raise ValueError(f'bot {name!r}: observation space {observation_space!r}; expected a Box')
         self.continuous = kind == 'continuous'
-        # A Box game's actions: their shape and bounds; a Discrete game's: their number.
-        self.action_shape: Tuple[int, ...] = tuple(action_space.shape) if self.continuous else ()
+        # A Box game's actions: their shape; a Discrete game's: their number.
+        self.action_shape: Tuple[int, ...] = tuple(cast(gym.spaces.Box, action_space).shape) if self.continuous else ()
         self.num_actions = 0 if self.continuous else int(cast(gym.spaces.Discrete, action_space).n)
         self.obs_shape = tuple(observation_space.shape)
         self.rng = np.random.default_rng(seed)
@@ -165,7 +165,7 @@ class RandomBot(Bot):
             self.low, self.high = box.low.astype(np.float64), box.high.astype(np.float64)
 
     def _choose(self, obs: np.ndarray, action_mask: Optional[np.ndarray]) -> np.ndarray:
-        if self.continuous:
+        if action_mask is None:  # a continuous game (Bot.act passes a mask in every discrete one)
             return self.rng.uniform(self.low, self.high, (len(obs), *self.action_shape))
         return choose_best(action_mask.astype(np.float32), self.rng)
 
