@@ -223,3 +223,22 @@ def test_league_pipeline_runs_a_discrete_sac_league(tmp_path):
     assert summary['rounds'] == 10
     assert len(summary['eval']) == 1 and 'random' in next(iter(summary['eval'].values()))
     assert summary['league_table'].count('naive_sp') > 1  # snapshots of the SAC player joined the league
+
+
+@pytest.mark.slow
+def test_league_pipeline_runs_a_sac_league_on_continuous_pong_duel(tmp_path):
+    config = dict(
+        exp_name=str(tmp_path / 'pong'),
+        env=dict(type='pong_duel', continuous=True, points_to_win=1, max_steps=100, collector_env_num=4,
+                 evaluator_env_num=4, n_evaluator_episodes=4, stop_value=None),
+        policy=dict(type='sac', model=dict(hidden_sizes=[16]), collect=dict(n_steps=8),
+                    learn=dict(learning_starts=32, updates_per_chunk=2, batch_size=16), replay=dict(capacity=1000)),
+        league=dict(type='one_vs_one', active_players=dict(naive_sp=1), players=dict(naive_sp=dict(one_phase_step=3))),
+        train=dict(max_env_steps=512, eval_every_iters=8, checkpoint_every_iters=8, progress_bar=False,
+                   tensorboard=False),
+    )
+    summary = serial_pipeline(config, seed=0)
+    assert summary['env_steps'] == 512
+    assert summary['league_table'].count('naive_sp') > 1  # snapshots (actors only) joined the league
+    rates = next(iter(summary['eval'].values()))
+    assert 'random' in rates and sum(rates['random'][k] for k in ('win', 'draw', 'loss')) == pytest.approx(1.0)
