@@ -76,6 +76,9 @@ CRITIC_PREFIX = 'model.critics.'  # state-dict keys that stay with the learner (
 class SACPolicy(Policy):
     #: collectors add ``next_obs`` (the observation after each step, a finished episode's final one)
     needs_next_obs = True
+    #: battle collectors may add ``opponent_id`` and ``opponent_version`` ``[T, B]`` arrays (whom each move
+    #: was against), stored with each transition (see :mod:`sparring.policy.replay_opponents`)
+    records_opponents = True
 
     @classmethod
     def default_config(cls) -> dict:
