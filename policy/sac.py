@@ -69,6 +69,14 @@ class SACNetwork(torch.nn.Module):
         return probs, L.soft_state_value(probs, log_probs, q, 0.0)
 
 
+class Temperature(torch.nn.Module):
+    """``log alpha`` as a module's parameter, so a device move swaps it in place like the networks'."""
+
+    def __init__(self, alpha: float, tuned: bool) -> None:
+        super().__init__()
+        self.log_alpha = torch.nn.Parameter(torch.tensor(math.log(alpha)), requires_grad=tuned)
+
+
 CRITIC_PREFIX = 'model.critics.'  # state-dict keys that stay with the learner (not in get_params)
 
 
@@ -163,8 +171,7 @@ class SACPolicy(Policy):
         self.model = model
         self.target_critics = self._copy_critics()
         learn = cfg['learn']
-        self.log_alpha = torch.nn.Parameter(torch.tensor(math.log(learn['init_alpha'])),
-                                            requires_grad=bool(learn['auto_alpha']))
+        self.temperature = Temperature(learn['init_alpha'], bool(learn['auto_alpha']))
         if self.continuous:
             entropy = learn['target_entropy']
             self.target_entropy = float(-model.action_dim if entropy is None else entropy)
@@ -196,6 +203,10 @@ class SACPolicy(Policy):
     @property
     def skipped_updates(self) -> int:
         return int(self._skipped.item())
+
+    @property
+    def log_alpha(self) -> torch.nn.Parameter:
+        return self.temperature.log_alpha
 
     @property
     def alpha(self) -> float:
@@ -362,8 +373,7 @@ class SACPolicy(Policy):
     def _move_to(self, placement: Placement) -> None:
         placement.module(self.net)
         placement.module(self.target_critics)
-        with torch.no_grad():
-            self.log_alpha.data = self.log_alpha.data.to(placement.device)
+        placement.module(self.temperature)
         if self.continuous:
             self._low, self._half_range = self._low.to(placement.device), self._half_range.to(placement.device)
         placement.optimizer(self.optimizer)

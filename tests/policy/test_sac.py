@@ -242,3 +242,22 @@ def test_league_pipeline_runs_a_sac_league_on_continuous_pong_duel(tmp_path):
     assert summary['league_table'].count('naive_sp') > 1  # snapshots (actors only) joined the league
     rates = next(iter(summary['eval'].values()))
     assert 'random' in rates and sum(rates['random'][k] for k in ('win', 'draw', 'loss')) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize('discrete', [False, True])
+def test_a_move_reaches_the_networks_targets_temperature_and_optimiser_state(discrete):
+    """``meta`` tensors carry no data: a move that reaches them all would reach a GPU too."""
+    space = gym.spaces.Discrete(3) if discrete else BOX
+    policy = _policy(space, learn=dict(learning_starts=1, updates_per_chunk=2, batch_size=8))
+    policy.learn(_chunk(policy, mask=np.ones((16, 2, 3), bool) if discrete else None))
+    assert policy.optimizer.state
+    meta = torch.device('meta')
+    policy.to_device(meta)
+    for module in (policy.net, policy.target_critics):
+        assert all(t.device == meta for t in module.state_dict().values())
+    assert policy.log_alpha.device == meta
+    params = {id(p) for p in policy.optimizer.param_groups[0]['params']}
+    assert params == {id(p) for p in policy.net.parameters()} | {id(policy.log_alpha)}  # still the moved ones
+    for state in policy.optimizer.state.values():
+        # The step count's place is torch's choice (beside the parameter for the fused Adam, else the CPU).
+        assert all(t.device == meta for k, t in state.items() if k != 'step')
