@@ -20,9 +20,9 @@ import numpy as np
 from sparring.config.schema import in_range
 from sparring.policy import functional as F
 
-# Battle chunks may say whom each move was played against: the opponent's player id (a string
-# array) and its parameter version; transitions keep both (see ``chunk_transitions``).
-OPPONENT_KEYS = ('opponent_id', 'opponent_version')
+# Battle chunks may say whom each move was played against: the opponent's player id as an int64 code
+# and its parameter version (see ``replay_opponents``); transitions keep both (``chunk_transitions``).
+OPPONENT_KEYS = ('opponent', 'opponent_version')
 
 
 class ReplaySample(NamedTuple):

@@ -38,8 +38,8 @@ from sparring.policy import sac_loss as L
 from sparring.policy.base import ActOutput, Policy
 from sparring.policy.device import Placement, acting_device, check_device_spec
 from sparring.policy.normalizer import RunningNormalizer
-from sparring.policy.replay_buffer import (REPLAY_CONSTRAINTS, chunk_transitions, make_replay_buffer,
-                                           replay_default_config)
+from sparring.policy.replay_buffer import (OPPONENT_KEYS, REPLAY_CONSTRAINTS, chunk_transitions,
+                                           make_replay_buffer, replay_default_config)
 from sparring.policy.replay_opponents import UNTAGGED, OpponentLedger
 from sparring.policy.sac_model import SACModel
 from sparring.policy.threads import torch_threads
@@ -84,7 +84,7 @@ CRITIC_PREFIX = 'model.critics.'  # state-dict keys that stay with the learner (
 class SACPolicy(Policy):
     #: collectors add ``next_obs`` (the observation after each step, a finished episode's final one)
     needs_next_obs = True
-    #: battle collectors may add ``opponent_id`` and ``opponent_version`` ``[T, B]`` arrays (whom each move
+    #: battle collectors may add ``opponent`` and ``opponent_version`` ``[T, B]`` int64 arrays (whom each move
     #: was against), stored with each transition (see :mod:`sparring.policy.replay_opponents`)
     records_opponents = True
 
@@ -177,7 +177,7 @@ class SACPolicy(Policy):
             self.target_entropy = float(-model.action_dim if entropy is None else entropy)
         self.generator = torch.Generator().manual_seed(seed)
         self.replay = make_replay_buffer(cfg['replay'], seed=seed)  # arrays allocated on the first push
-        self.opponents = OpponentLedger()  # the ids behind the buffer's ``opponent`` codes (battle chunks)
+        self.opponents = OpponentLedger()  # the player ids behind the buffer's ``opponent`` codes (battle chunks)
         self.beta_schedule = F.LinearSchedule(cfg['replay']['beta_start'], cfg['replay']['beta_end'])
         self.optimizer = self._make_optimizer()
         self.gradient_steps = 0
@@ -263,12 +263,8 @@ class SACPolicy(Policy):
         data = chunk_transitions(chunk, learn['gamma'], learn['n_step'], 'SAC')
         data['action'] = data['action'].astype(np.float32 if self.continuous else np.int64)
         if 'train_mask' in chunk:  # a battle chunk: whom each move was against, when the chunk says so
-            size = len(data['ret'])
-            tagged = 'opponent_id' in data
-            data['opponent'] = self.opponents.encode(data.pop('opponent_id')) if tagged \
-                else np.full(size, UNTAGGED, dtype=np.int32)
-            data['opponent_version'] = data['opponent_version'].astype(np.int64) if tagged \
-                else np.full(size, -1, dtype=np.int64)
+            for key in OPPONENT_KEYS:
+                data[key] = data[key].astype(np.int64) if key in data else np.full(len(data['ret']), UNTAGGED, np.int64)
         return data
 
     def opponent_mix(self) -> Dict[str, float]:
@@ -276,6 +272,10 @@ class SACPolicy(Policy):
         if self.replay.storage is None or 'opponent' not in self.replay.storage:
             return {}
         return self.opponents.mix(self.replay.storage['opponent'][:len(self.replay)])
+
+    def remember_opponents(self, player_ids) -> None:
+        """Names for the opponent codes of reports (a learner passes the opponents of a chunk's finished games)."""
+        self.opponents.remember(player_ids)
 
     def forget_opponents(self, roster: Mapping[str, int]) -> int:
         """With ``replay.max_opponent_age`` set, drop the transitions against opponents not in ``roster`` (player

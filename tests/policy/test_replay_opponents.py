@@ -6,7 +6,7 @@ import pytest
 
 from sparring.config.compile import compile_section
 from sparring.policy.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer
-from sparring.policy.replay_opponents import UNTAGGED, OpponentLedger
+from sparring.policy.replay_opponents import UNTAGGED, OpponentLedger, opponent_code
 from sparring.policy.sac import SACPolicy
 
 
@@ -30,18 +30,21 @@ def test_drop_keeps_the_rest_oldest_first_also_after_the_ring_wrapped(cls):
         buffer.drop(np.zeros(3, bool))
 
 
-def test_ledger_codes_mix_and_staleness():
+def test_codes_are_stable_numbers_and_the_ledger_names_mixes_and_finds_stale_ones():
+    assert opponent_code('main_h1') == opponent_code('main_h1') != opponent_code('main_h2')
+    assert 0 <= opponent_code('x') < 2 ** 63
     ledger = OpponentLedger()
-    codes = ledger.encode(np.array(['b', 'a', 'b', 'c']))
-    np.testing.assert_array_equal(codes, [1, 0, 1, 2])  # codes in the order ids were first seen (sorted per call)
-    codes = np.append(codes, UNTAGGED)
-    assert ledger.mix(codes) == {'b': 0.4, 'a': 0.2, 'c': 0.2, '(untagged)': 0.2}
+    a, b, c = (opponent_code(n) for n in 'abc')
+    codes = np.array([b, a, b, c, UNTAGGED])
+    ledger.remember(['a', 'b'])  # c never named: shown by its code
+    mix = ledger.mix(codes)
+    assert mix == {'b': 0.4, 'a': 0.2, f'#{c:x}': 0.2, '(untagged)': 0.2} and next(iter(mix)) == 'b'  # largest first
     roster = {'a': 0, 'b': 3}  # c left the league; b is three snapshots old
     np.testing.assert_array_equal(ledger.stale(codes, roster, max_age=2), [True, False, True, True, False])
     np.testing.assert_array_equal(ledger.stale(codes, roster, max_age=None), [False, False, False, True, False])
     again = OpponentLedger()
     again.load_state_dict(ledger.state_dict())
-    assert again.ids == ledger.ids and again.encode(np.array(['c', 'd'])).tolist() == [2, 3]
+    assert again.names == ledger.names
 
 
 def _battle_chunk(opponents, T=6):
@@ -55,7 +58,7 @@ def _battle_chunk(opponents, T=6):
                 action=rng.integers(0, 3, (T, B)), action_mask=np.ones((T, B, 3), bool),
                 reward=np.zeros((T, B), np.float32), terminated=np.zeros((T, B), bool),
                 truncated=np.zeros((T, B), bool), train_mask=train,
-                opponent_id=np.broadcast_to(np.array(opponents), (T, B)),
+                opponent=np.broadcast_to(np.array([opponent_code(o) for o in opponents]), (T, B)),
                 opponent_version=np.full((T, B), 4))
 
 
@@ -63,6 +66,7 @@ def test_sac_stores_the_opponent_of_each_transition_and_forgets_stale_ones():
     cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=[8]),
                                          learn=dict(learning_starts=10_000), replay=dict(max_opponent_age=1)))
     policy = SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3))
+    policy.remember_opponents(['main', 'main_h1', 'main_h2'])  # a learner names those of finished games
     policy.learn(_battle_chunk(['main_h1', 'main_h2']))
     policy.learn(_battle_chunk(['main', 'main_h2']))
     assert len(policy.replay) == 8
@@ -81,7 +85,18 @@ def test_without_max_opponent_age_nothing_is_forgotten_and_untagged_chunks_are_k
     cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=[8]), learn=dict(learning_starts=10_000)))
     policy = SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3))
     chunk = _battle_chunk(['x', 'y'])
-    del chunk['opponent_id'], chunk['opponent_version']
+    del chunk['opponent'], chunk['opponent_version']
     policy.learn(chunk)
     assert policy.opponent_mix() == {'(untagged)': 1.0}
     assert policy.forget_opponents({}) == 0 and len(policy.replay) == 4
+
+
+def test_the_learner_logs_the_buffer_mix_by_the_names_of_finished_games_opponents():
+    from sparring.worker.chunk import Chunk
+    from sparring.worker.learner import Learner
+    cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=[8]), learn=dict(learning_starts=10_000)))
+    learner = Learner(SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3)), 1000)
+    data = _battle_chunk(['main_h1', 'bot:random'])
+    data.update({k: np.zeros(data['reward'].shape, np.float32) for k in ('log_prob', 'value', 'next_value')})
+    stats = learner.train(Chunk(data=data, version=0, results=[('main_h1', 'win'), ('bot:random', 'loss')]))
+    assert stats['replay_opponents/main_h1'] == stats['replay_opponents/bot:random'] == 0.5
