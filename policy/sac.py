@@ -358,10 +358,10 @@ class SACPolicy(Policy):
         # A loss or gradient that is not finite: the optimiser skips the step (read as a flag, no host sync).
         found_inf = (~torch.isfinite(terms.loss)).float()
         grads = [p.grad for p in params if p.grad is not None]
-        torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, torch.ones((), device=found_inf.device))
+        torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, self._skipped.new_ones(()))
         self.optimizer.found_inf = found_inf  # type: ignore[attr-defined]  # read by Adam.step (GradScaler's hook)
         self.optimizer.step()
-        self._skipped = self._skipped + found_inf.to(self._skipped.device)
+        self._skipped += found_inf  # on the device: read once per chunk
         L.polyak_update(self.target_critics.parameters(), self.model.critics.parameters(), learn['tau'])
         self.gradient_steps += 1
         return terms.stats, terms.td_abs
@@ -374,6 +374,7 @@ class SACPolicy(Policy):
         placement.module(self.net)
         placement.module(self.target_critics)
         placement.module(self.temperature)
+        self._skipped = self._skipped.to(placement.device)
         if self.continuous:
             self._low, self._half_range = self._low.to(placement.device), self._half_range.to(placement.device)
         placement.optimizer(self.optimizer)
@@ -412,7 +413,7 @@ class SACPolicy(Policy):
         self.generator.set_state(state['generator'])
         self.gradient_steps = int(state['gradient_steps'])
         self.agent_steps = int(state['agent_steps'])
-        self._skipped = torch.tensor(float(state['skipped_updates']))
+        self._skipped = torch.tensor(float(state['skipped_updates']), device=self.placement.device)
         if state['replay'] is not None:
             self.replay.load_state_dict(state['replay'])
         self.opponents.load_state_dict(state['opponents'])
