@@ -77,6 +77,7 @@ class Temperature(torch.nn.Module):
         self.log_alpha = torch.nn.Parameter(torch.tensor(math.log(alpha)), requires_grad=tuned)
 
 
+MIX_SAMPLE = 65_536  # slots read for the opponent mix of a larger buffer
 CRITIC_PREFIX = 'model.critics.'  # state-dict keys that stay with the learner (not in get_params)
 
 
@@ -268,10 +269,12 @@ class SACPolicy(Policy):
         return data
 
     def opponent_mix(self) -> Dict[str, float]:
-        """The share of the buffer's transitions per opponent id (empty outside leagues)."""
+        """The share of the buffer's transitions per opponent id (empty outside leagues); a large buffer's is
+        read from every k-th slot (at most ``MIX_SAMPLE`` of them), so a report per chunk stays cheap."""
         if self.replay.storage is None or 'opponent' not in self.replay.storage:
             return {}
-        return self.opponents.mix(self.replay.storage['opponent'][:len(self.replay)])
+        size = len(self.replay)
+        return self.opponents.mix(self.replay.storage['opponent'][:size:max(1, size // MIX_SAMPLE)])
 
     def remember_opponents(self, player_ids) -> None:
         """Names for the opponent codes of reports (a learner passes the opponents of a chunk's finished games)."""
