@@ -11,8 +11,9 @@ and returns
 
 * ``action_probs`` ``[N, A]`` (Discrete actions: the policy's probabilities, illegal actions 0; a
   DQN player's greedy choice as a one-hot row), or ``action_mean`` and ``action_log_std``
-  ``[N, D]`` (Box actions: the Gaussian policy),
-* ``value`` ``[N]`` (a DQN player: the best legal action's Q value),
+  ``[N, D]`` (Box actions: the Gaussian policy; a SAC player's is squashed by tanh into the action
+  bounds, ``low + (tanh(u) + 1) (high - low) / 2``),
+* ``value`` ``[N]`` (a DQN player: the best legal action's Q value; a SAC player: its critics' value),
 * ``state_h_out``, ``state_c_out`` (LSTM players: the state for the next step).
 
 The observation normaliser, when the policy has one, is inside the network. ONNX needs the
@@ -47,7 +48,9 @@ class ExportedPolicy(torch.nn.Module):
                               f'trained PPO or DQN player')
         # A copy, frozen: the export must not touch the policy's own parameters.
         self.net = copy.deepcopy(policy.net).cpu().requires_grad_(False)  # a file that runs anywhere
-        self.q_values = not hasattr(policy.net, 'prepare')  # a DQN player's network gives Q values
+        # A network that computes what it exports itself (SAC's); else a DQN player's gives Q values.
+        self.own_outputs = hasattr(policy.net, 'export_outputs')
+        self.q_values = not self.own_outputs and not hasattr(policy.net, 'prepare')
         self.recurrent = bool(getattr(policy, 'recurrent', False))
         self.continuous = isinstance(policy.action_space, gym.spaces.Box)
         self.observation_space = policy.observation_space
@@ -64,6 +67,8 @@ class ExportedPolicy(torch.nn.Module):
     def forward(self, obs: torch.Tensor, *rest: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         mask = None if self.continuous else rest[0]
         state = tuple(rest[-2:]) if self.recurrent else None
+        if self.own_outputs:
+            return tuple(self.net.export_outputs(obs, mask))
         if self.q_values:
             return self._greedy(self.net(obs), mask)
         prepared = self.net.prepare(obs)

@@ -12,6 +12,10 @@ Conventions shared by every bot:
   ``deterministic=True`` does not change it.
 * ``action_mask`` rows that allow nothing belong to seats that are not to move (turn-based
   games); those rows get action 0, which the battle env ignores.
+* ``action_kinds`` says which action spaces a bot plays: ``'discrete'`` (``Discrete(n)`` from 0,
+  the default) and/or ``'continuous'`` (a ``Box``). A continuous game has no action mask: its
+  bots are asked ``_choose(obs, None)`` and return float actions ``[N, *action_shape]``, which the
+  env clips to the box.
 
 Subclasses implement ``_choose(obs, action_mask) -> actions`` for rows with a legal action and
 register under ``BOT_REGISTRY``.
@@ -19,7 +23,7 @@ register under ``BOT_REGISTRY``.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple, cast
 
 import gymnasium as gym
 import numpy as np
@@ -37,10 +41,24 @@ def choose_best(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return keys.argmax(axis=1)
 
 
+ACTION_KINDS = ('discrete', 'continuous')
+
+
+def action_kind(space: gym.Space) -> Optional[str]:
+    """``'discrete'`` for ``Discrete(n)`` from 0, ``'continuous'`` for a ``Box``, else None (no bot plays it)."""
+    if isinstance(space, gym.spaces.Discrete) and int(space.start) == 0:
+        return 'discrete'
+    if isinstance(space, gym.spaces.Box):
+        return 'continuous'
+    return None
+
+
 class Bot(Policy):
-    """Base class of fixed opponents for games with a ``Discrete`` action space."""
+    """Base class of fixed opponents (module docstring); ``Discrete`` action spaces unless ``action_kinds`` says more."""
 
     config_constraints: dict = {}
+    #: the action spaces this bot plays (ACTION_KINDS)
+    action_kinds: Tuple[str, ...] = ('discrete',)
 
     @classmethod
     def default_config(cls) -> dict:
@@ -51,11 +69,17 @@ class Bot(Policy):
         name = getattr(type(self), 'registry_name', type(self).__name__)
         self.name = name
         super().__init__(self._complete_config(cfg), observation_space, action_space, seed)
-        if not isinstance(action_space, gym.spaces.Discrete) or int(action_space.start) != 0:
-            raise ValueError(f'bot {name!r}: action space {action_space!r}; expected Discrete(n) starting at 0')
+        kind = action_kind(action_space)
+        if kind not in self.action_kinds:
+            expected = ' or '.join({'discrete': 'Discrete(n) starting at 0', 'continuous': 'a Box'}[k]
+                                   for k in self.action_kinds)
+            raise ValueError(f'bot {name!r}: action space {action_space!r}; expected {expected}')
         if not isinstance(observation_space, gym.spaces.Box):
             raise ValueError(f'bot {name!r}: observation space {observation_space!r}; expected a Box')
-        self.num_actions = int(action_space.n)
+        self.continuous = kind == 'continuous'
+        # A Box game's actions: their shape; a Discrete game's: their number.
+        self.action_shape: Tuple[int, ...] = tuple(cast(gym.spaces.Box, action_space).shape) if self.continuous else ()
+        self.num_actions = 0 if self.continuous else int(cast(gym.spaces.Discrete, action_space).n)
         self.obs_shape = tuple(observation_space.shape)
         self.rng = np.random.default_rng(seed)
 
@@ -77,6 +101,10 @@ class Bot(Policy):
             raise ValueError(f'bot {self.name!r}: observations of shape {obs.shape}; expected (batch,) + '
                              f'{self.obs_shape}')
         n = len(obs)
+        zeros = np.zeros(n, np.float32)
+        if self.continuous:  # no mask: every action in the box is legal (and the env clips)
+            actions = np.asarray(self._choose(obs, None), np.float32).reshape(n, *self.action_shape)
+            return ActOutput(actions, zeros, zeros.copy(), None)
         if action_mask is None:
             mask = np.ones((n, self.num_actions), bool)
         else:
@@ -90,11 +118,11 @@ class Bot(Policy):
             actions[:] = self._choose(obs, mask)
         elif movers.any():
             actions[movers] = self._choose(obs[movers], mask[movers])
-        zeros = np.zeros(n, np.float32)
         return ActOutput(actions, zeros, zeros.copy(), None)
 
-    def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
-        """Actions ``[N]`` for observations whose mask rows each allow at least one action."""
+    def _choose(self, obs: np.ndarray, action_mask: Optional[np.ndarray]) -> np.ndarray:
+        """Actions ``[N]`` for observations whose mask rows each allow at least one action; in a continuous
+        game (``action_mask`` None) actions ``[N, *action_shape]``."""
         raise NotImplementedError
 
     def value(self, obs: np.ndarray, state: Any = None) -> np.ndarray:
@@ -123,13 +151,28 @@ class Bot(Policy):
 
 @BOT_REGISTRY.register('random')
 class RandomBot(Bot):
-    """Uniform over the legal actions; plays any game with a ``Discrete`` action space."""
+    """Uniform over the legal actions of a ``Discrete`` space, or over a ``Box`` with finite bounds."""
 
-    def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+    action_kinds = ACTION_KINDS
+
+    def __init__(self, cfg, observation_space: gym.Space, action_space: gym.Space, seed: int = 0) -> None:
+        super().__init__(cfg, observation_space, action_space, seed)
+        if self.continuous:
+            box = cast(gym.spaces.Box, action_space)
+            if not (np.isfinite(box.low).all() and np.isfinite(box.high).all()):
+                raise ValueError(f'bot {self.name!r}: action space {box!r} is unbounded; expected finite low and '
+                                 f'high to draw uniformly between')
+            self.low, self.high = box.low.astype(np.float64), box.high.astype(np.float64)
+
+    def _choose(self, obs: np.ndarray, action_mask: Optional[np.ndarray]) -> np.ndarray:
+        if action_mask is None:  # a continuous game (Bot.act passes a mask in every discrete one)
+            return self.rng.uniform(self.low, self.high, (len(obs), *self.action_shape))
         return choose_best(action_mask.astype(np.float32), self.rng)
 
     def action_probabilities(self, obs: np.ndarray, action_mask: Optional[np.ndarray] = None,
                              state: Any = None) -> np.ndarray:
+        if self.continuous:
+            raise TypeError(f'bot {self.name!r}: action_probabilities of a continuous (Box) action space')
         if action_mask is None:
             action_mask = np.ones((len(obs), self.num_actions), bool)
         legal = np.asarray(action_mask, np.float64)

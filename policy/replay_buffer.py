@@ -17,6 +17,13 @@ from typing import Dict, NamedTuple, Optional
 
 import numpy as np
 
+from sparring.config.schema import in_range
+from sparring.policy import functional as F
+
+# Battle chunks may say whom each move was played against: the opponent's player id as an int64 code
+# and its parameter version (see ``replay_opponents``); transitions keep both (``chunk_transitions``).
+OPPONENT_KEYS = ('opponent', 'opponent_version')
+
 
 class ReplaySample(NamedTuple):
     data: Dict[str, np.ndarray]  # one batch of transitions, [batch_size, ...] per key
@@ -85,6 +92,29 @@ class ReplayBuffer:
 
     def _on_write(self, slots: np.ndarray) -> None:
         """Hook for subclasses: ``slots`` were just (over)written."""
+
+    def drop(self, where: np.ndarray) -> int:
+        """Forget the filled slots where ``where`` (``[size]`` booleans) is True; the others keep their order,
+        oldest first, from slot 0. Returns how many were dropped. O(size): meant for rare clean-ups."""
+        where = np.asarray(where, dtype=bool)
+        if where.shape != (self.size,):
+            raise ValueError(f'{type(self).__name__}.drop: expected {self.size} booleans, got shape {where.shape}')
+        dropped = int(where.sum())
+        if not dropped:
+            return 0
+        assert self.storage is not None  # size > 0: allocated by the first push
+        oldest_first = (self.position + np.arange(self.size)) % self.capacity if self.size == self.capacity \
+            else np.arange(self.size)
+        kept = oldest_first[~where[oldest_first]]
+        for values in self.storage.values():
+            values[:len(kept)] = values[kept]
+        self._on_compact(kept)
+        self.size = len(kept)
+        self.position = self.size % self.capacity
+        return dropped
+
+    def _on_compact(self, kept: np.ndarray) -> None:
+        """Hook for subclasses: the slots ``kept`` moved to 0..len(kept)-1, the rest were dropped."""
 
     # -- reading ------------------------------------------------------------------------------
     def sample(self, batch_size: int, beta: float = 1.0) -> ReplaySample:
@@ -183,6 +213,12 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     def _on_write(self, slots: np.ndarray) -> None:
         self.tree.update(slots, np.full(len(slots), self.max_priority ** self.alpha))
 
+    def _on_compact(self, kept: np.ndarray) -> None:
+        priorities = self.tree.values(kept).copy()
+        self.tree = SumTree(self.capacity)
+        if len(kept):
+            self.tree.update(np.arange(len(kept)), priorities)
+
     def update_priorities(self, indices: np.ndarray, td_errors: np.ndarray) -> None:
         priority = np.abs(np.asarray(td_errors, dtype=np.float64)) + self.priority_eps
         if not np.isfinite(priority).all():
@@ -224,3 +260,59 @@ def make_replay_buffer(cfg: dict, seed: int = 0) -> ReplayBuffer:
     if cfg['prioritized']:
         return PrioritizedReplayBuffer(cfg['capacity'], cfg['alpha'], cfg['priority_eps'], seed=seed)
     return ReplayBuffer(cfg['capacity'], seed=seed)
+
+
+def replay_default_config(capacity: int) -> dict:
+    """The ``replay`` config section shared by the off-policy policies (a new dict each call)."""
+    return dict(
+        capacity=capacity,  # transitions kept; the oldest are overwritten first
+        prioritized=False,  # proportional prioritised replay (Schaul et al.) instead of uniform sampling
+        alpha=0.6,  # priority exponent
+        beta_start=0.4,  # importance-sampling exponent, annealed linearly ...
+        beta_end=1.0,  # ... to this by the end of the run
+        priority_eps=1e-6,  # added to |td error| so every transition keeps a chance to be drawn
+        in_checkpoint=True,  # save the buffer's transitions with the policy's state
+    )
+
+
+REPLAY_CONSTRAINTS = {
+    'replay.capacity': in_range(1, None),
+    'replay.alpha': in_range(0.0, None),
+    'replay.beta_start': in_range(0.0, 1.0),
+    'replay.beta_end': in_range(0.0, 1.0),
+    'replay.priority_eps': in_range(0.0, None, open_lo=True),
+}
+
+
+def chunk_transitions(chunk: Dict[str, np.ndarray], gamma: float, n_step: int, who: str) -> Dict[str, np.ndarray]:
+    """A chunk's n-step transitions as replay columns: ``obs, action, ret, discount, next_obs`` and, for chunks
+    with action masks, ``mask`` (legal actions where the move was chosen) and ``next_mask`` (where it bootstraps).
+
+    Transitions run between the policy's own decisions (``train_mask`` rows in battle chunks, every row in
+    single-agent ones; see ``functional.nstep_transitions``). A truncated episode bootstraps from its final
+    observation, which collectors put into ``next_obs`` for policies that set ``needs_next_obs``.
+    """
+    if 'next_obs' not in chunk:
+        raise ValueError(f'{who}.learn: the chunk has no "next_obs" array; collectors add it for policies with '
+                         f'needs_next_obs = True (the observation after each step, bootstrapped from)')
+    decision = chunk.get('train_mask')
+    # Past a single-agent chunk's end the next state is a decision of the policy again; in a
+    # battle chunk it may be the opponent's turn, so the transition waits for an own move.
+    tr = F.nstep_transitions(chunk['reward'], chunk['terminated'], chunk['truncated'], decision, gamma, n_step,
+                             bootstrap_tail=decision is None)
+    obs, next_obs = chunk['obs'], chunk['next_obs']
+    from_next = tr.boot_kind == F.BOOT_NEXT_OBS
+    boot_obs = obs[tr.boot_row, tr.col]
+    boot_obs[from_next] = next_obs[tr.boot_row[from_next], tr.col[from_next]]
+    data = dict(obs=obs[tr.row, tr.col], action=np.asarray(chunk['action'])[tr.row, tr.col],
+                ret=tr.ret, discount=tr.discount, next_obs=boot_obs)
+    if 'action_mask' in chunk:
+        data['mask'] = chunk['action_mask'][tr.row, tr.col].astype(bool)
+        next_mask = chunk['action_mask'][tr.boot_row, tr.col].astype(bool)
+        # A truncated episode's final state comes without its legal actions: all count.
+        next_mask[from_next] = True
+        data['next_mask'] = next_mask
+    for key in OPPONENT_KEYS:  # who the move was played against (battle chunks that say so)
+        if key in chunk:
+            data[key] = np.asarray(chunk[key])[tr.row, tr.col]
+    return data

@@ -17,6 +17,10 @@ slot), and a recurrent opponent acts at every step of its games, also where it i
 (its action is then ignored), just as the home policy does: a snapshot of a learner must see the
 game as it did while learning.
 
+A game with continuous (``Box``) actions has an action axis at the end of ``actions`` and of the home
+``action`` (float32 ``[B, 2, *action_shape]``, as sampled: the env clips), and no action mask: every policy
+is asked with ``action_mask=None``.
+
 With a ``search`` (expert iteration, ``battle.collect_search``) the home policy's moves come from
 ``search.act(home, obs, action_mask) -> (ActOutput, visit distribution, searched value)`` instead of
 ``home.act``, and the distribution and value are among the home outputs as ``search_policy`` and
@@ -29,7 +33,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from sparring.policy.base import Policy
-from sparring.worker.env.battle_api import RESULT_NAME, BattleStep
+from sparring.worker.env.battle_api import RESULT_NAME, BattleStep, action_layout, is_continuous
 from sparring.worker.recurrent_state import (State, initial_state, is_recurrent, put_rows, take_rows,
                                              zero_rows)
 
@@ -49,9 +53,11 @@ class Arena:
         team_size = getattr(env, 'team_size', None)
         self.agent_shape: Tuple[int, ...] = () if team_size is None else (int(team_size),)
         self.agents_per_seat = int(np.prod(self.agent_shape))
-        if search is not None and (self.agent_shape or is_recurrent(home)):
-            raise ValueError('battle arena: a search chooses one feed-forward player\'s moves; this game has teams '
-                             'or the player is recurrent')
+        self.continuous = is_continuous(env.action_space)
+        self.action_shape, self.action_dtype = action_layout(env.action_space)
+        if search is not None and (self.agent_shape or is_recurrent(home) or self.continuous):
+            raise ValueError('battle arena: a search chooses one feed-forward player\'s moves among discrete '
+                             'actions; this game has teams or Box actions, or the player is recurrent')
         # The home policy's recurrent state per (slot, seat): each part [B, 2, ...]; None if feed-forward.
         self.home_state: State = None
         # Recurrent opponents' states: id(policy) -> (policy, state with one row per slot).
@@ -119,7 +125,8 @@ class Arena:
         return self.step_result
 
     def act(self) -> Tuple[np.ndarray, dict]:
-        """Actions ``[B, 2]`` (team envs: ``[B, 2, N]``) for the current step, and the home policy's outputs.
+        """Actions ``[B, 2]`` (team envs: ``[B, 2, N]``; Box actions add ``*action_shape``) for the current
+        step, and the home policy's outputs.
 
         The returned dict holds ``[B, 2]`` (``[B, 2, N]``) arrays ``action, log_prob, value`` and a bool
         ``home_controlled`` for the (slot, seat) pairs the home policy acted for; with a search, also
@@ -134,7 +141,7 @@ class Arena:
         # The home policy acts for its seat everywhere, and for the other seat in self-play slots.
         h_rows = np.concatenate([rows, rows[selfplay]])
         h_seats = np.concatenate([seats, 1 - seats[selfplay]])
-        home_obs, home_mask = self.as_rows(step.obs[h_rows, h_seats]), self.as_rows(step.action_mask[h_rows, h_seats])
+        home_obs, home_mask = self.as_rows(step.obs[h_rows, h_seats]), self._mask_rows(step, h_rows, h_seats)
         if self.search is None:
             out = self.home.act(home_obs, self.as_rows(take_rows(self.home_state, (h_rows, h_seats))),
                                 action_mask=home_mask, deterministic=self.deterministic)
@@ -142,11 +149,10 @@ class Arena:
             out, search_policy, search_value = self.search.act(self.home, home_obs, home_mask)
         put_rows(self.home_state, (h_rows, h_seats), self.from_rows(out.state))
         seats_shape = (B, 2, *self.agent_shape)
-        actions = np.zeros(seats_shape, dtype=np.int64)
+        actions = np.zeros(seats_shape + self.action_shape, dtype=self.action_dtype)
         actions[h_rows, h_seats] = self.from_rows(out.action)
-        home = dict(action=np.zeros(seats_shape, dtype=np.int64), log_prob=np.zeros(seats_shape, dtype=np.float32),
+        home = dict(action=actions.copy(), log_prob=np.zeros(seats_shape, dtype=np.float32),
                     value=np.zeros(seats_shape, dtype=np.float32), home_controlled=np.zeros(seats_shape, dtype=bool))
-        home['action'][h_rows, h_seats] = self.from_rows(out.action)
         home['log_prob'][h_rows, h_seats] = self.from_rows(out.log_prob)
         home['value'][h_rows, h_seats] = self.from_rows(out.value)
         home['home_controlled'][h_rows, h_seats] = True
@@ -166,12 +172,16 @@ class Arena:
                 kwargs['game_states'] = self.env.game_states(idx)
             state = self.opponent_states[id(policy)][1] if id(policy) in self.opponent_states else None
             o = policy.act(self.as_rows(step.obs[idx, opp_seats[idx]]), self.as_rows(take_rows(state, idx)),
-                           action_mask=self.as_rows(step.action_mask[idx, opp_seats[idx]]),
+                           action_mask=self._mask_rows(step, idx, opp_seats[idx]),
                            deterministic=self.deterministic, **kwargs)
             put_rows(state, idx, self.from_rows(o.state))
             moves = moving[idx]
             actions[idx[moves], opp_seats[idx[moves]]] = self.from_rows(o.action)[moves]
         return actions, home
+
+    def _mask_rows(self, step: BattleStep, rows: np.ndarray, seats: np.ndarray) -> Optional[np.ndarray]:
+        """The action masks of (rows, seats) as policy rows; None in a Box game, which has none."""
+        return None if self.continuous else self.as_rows(step.action_mask[rows, seats])
 
     def step(self, actions: np.ndarray) -> BattleStep:
         self.step_result = self.env.step(actions)

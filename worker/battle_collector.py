@@ -14,7 +14,9 @@ as ``window_state_<i>`` arrays ``[W, 2B, ...]``, column for column like the rest
 In a team env (``team_size`` N) every agent is a column: chunks are ``[T, 2B * N, ...]``, column
 ``(2b + s) * N + i`` being agent i of seat s in slot b. With a ``search`` (expert iteration) the home
 player's moves are the search's, and chunks add its visit distributions ``search_policy`` ``[T, 2B, A]``
-and its values of the positions ``search_value`` ``[T, 2B]``.
+and its values of the positions ``search_value`` ``[T, 2B]``. In a game with continuous (``Box``) actions
+``action`` is float32 ``[T, 2B, *action_shape]`` as the policy sampled it (the env clips), and the chunk
+has no ``action_mask``: every action is legal, and a placeholder would only cost bytes on the wire.
 """
 from __future__ import annotations
 
@@ -65,12 +67,13 @@ class BattleCollector(CollectorCounters):
         shape2 = (T, B, 2, *arena.agent_shape)
         buf = dict(
             obs=np.empty((*shape2, *obs_shape), dtype=obs0.dtype),
-            action_mask=np.empty((*shape2, arena.step_result.action_mask.shape[-1]), dtype=bool),
-            action=np.empty(shape2, dtype=np.int64), log_prob=np.empty(shape2, dtype=np.float32),
+            action=np.empty((*shape2, *arena.action_shape), dtype=arena.action_dtype), log_prob=np.empty(shape2, dtype=np.float32),
             value=np.empty(shape2, dtype=np.float32), reward=np.empty(shape2, dtype=np.float32),
             terminated=np.empty(shape2, dtype=bool), truncated=np.empty(shape2, dtype=bool),
             train_mask=np.empty(shape2, dtype=bool), value_mask=np.empty(shape2, dtype=bool),
         )
+        if not arena.continuous:
+            buf['action_mask'] = np.empty((*shape2, arena.step_result.action_mask.shape[-1]), dtype=bool)
         if getattr(self.policy, 'needs_next_obs', False):  # it bootstraps from these itself (DQN)
             buf['next_obs'] = np.empty_like(buf['obs'])
         if arena.search is not None:
@@ -89,7 +92,8 @@ class BattleCollector(CollectorCounters):
                 learnable[:] = False
                 learnable[np.arange(B), arena.home_seat] = True
             buf['obs'][t] = step.obs
-            buf['action_mask'][t] = step.action_mask
+            if 'action_mask' in buf:
+                buf['action_mask'][t] = step.action_mask
             buf['action'][t] = home['action']
             buf['log_prob'][t] = home['log_prob']
             buf['value'][t] = home['value']

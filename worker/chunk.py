@@ -1,6 +1,7 @@
 """The trajectory chunk: columnar ``[T, B, ...]`` numpy arrays plus the metadata a learner needs.
 
-``data`` holds ``obs, action, log_prob, value, reward, terminated, truncated, next_value`` (and
+``data`` holds ``obs, action, log_prob, value, reward, terminated, truncated, next_value`` (``action``
+is ``[T, B]`` integers for a ``Discrete`` space, ``[T, B, *shape]`` floats for a ``Box``; and
 optionally ``action_mask``, ``train_mask`` and, for policies that set ``needs_next_obs``,
 ``next_obs``: the observation after each step, a finished episode's final one). A recurrent
 policy's chunk adds its state at the start of each truncated-BPTT window: ``window_state_<i>`` arrays ``[W, B, ...]`` (component i of

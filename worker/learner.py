@@ -52,6 +52,11 @@ class Learner:
         self.train_iter += 1
         stats.update(staleness=float(staleness), sample_reuse=self.sample_reuse,
                      train_seconds=time.perf_counter() - started)
+        # A league learner with a replay buffer: the share of its transitions per opponent (SAC's), by name.
+        mix = getattr(self.policy, 'opponent_mix', None)
+        if mix is not None:
+            self.policy.remember_opponents(opponent for opponent, _ in chunk.results)  # type: ignore[attr-defined]
+            stats.update({f'replay_opponents/{opponent}': share for opponent, share in mix().items()})
         return stats
 
     def state_dict(self) -> dict:

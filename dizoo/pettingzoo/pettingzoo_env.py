@@ -10,7 +10,8 @@ them in a :class:`~sparring.worker.env.battle.DictBattleVecEnv`, which checks ev
 * Observations: the ``'observation'`` entry of a dict observation (the whole observation
   otherwise), flattened to float32 with Gymnasium's ``flatten`` (a Discrete one becomes one-hot).
 * Action masks: the observation's ``'action_mask'`` if it has one, else ``infos[agent]['action_mask']``,
-  else every action.
+  else every action. ``Box`` actions (continuous, parallel envs) have none: they go to the env as
+  arrays of the space's dtype, already clipped to it.
 * ``render()`` gives text: the env's own ``'ansi'`` mode where it has one (it is built so), else
   the board of connect four, tic-tac-toe or go drawn from the observation planes.
 * The game ends for both seats when it ends for one; the seat whose rewards sum higher over the
@@ -92,6 +93,7 @@ class PettingZooBattleEnv(BattleEnv):
             self._flat_spaces[agent] = spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32),
                                                   flat.shape, np.float32)
         self._num_actions = {agent: int(getattr(self.env.action_space(agent), 'n', 0)) for agent in agents}
+        self.continuous = isinstance(self.env.action_space(agents[0]), spaces.Box)
         self._totals = [0.0, 0.0]
 
     def observation_space(self, agent: str) -> spaces.Box:
@@ -111,7 +113,7 @@ class PettingZooBattleEnv(BattleEnv):
         observations, infos = out
         return self._parallel_view(observations, infos, over=False)
 
-    def step(self, actions: Dict[str, int]):
+    def step(self, actions: Dict[str, Any]):
         if not self.agents:
             raise EnvError(f'pettingzoo env {self.cfg.env!r}: step() after the game ended; call reset() first')
         if self.api == 'aec':
@@ -120,7 +122,7 @@ class PettingZooBattleEnv(BattleEnv):
             rewards, terminations, truncations = self.env.rewards, self.env.terminations, self.env.truncations
         else:
             observations, rewards, terminations, truncations, infos = self.env.step(
-                {agent: int(actions[agent]) for agent in self.env.agents})
+                {agent: self._action(agent, actions[agent]) for agent in self.env.agents})
         rewards = {agent: float(rewards.get(agent, 0.0)) for agent in self.possible_agents}
         for seat, agent in enumerate(self.possible_agents):
             self._totals[seat] += rewards[agent]
@@ -181,8 +183,15 @@ class PettingZooBattleEnv(BattleEnv):
                                f'expected one for {agent!r} too')
             raw = observations[agent]
             flat[agent] = self._flatten(agent, raw)
-            out_infos[agent] = {MASK_KEY: self._mask(agent, raw, infos.get(agent, {}), moves=not over)}
+            out_infos[agent] = {} if self.continuous else {
+                MASK_KEY: self._mask(agent, raw, infos.get(agent, {}), moves=not over)}
         return flat, out_infos
+
+    def _action(self, agent: str, action: Any):
+        """An int for a Discrete space; for a Box, an array of the space's own dtype."""
+        if self.continuous:
+            return np.asarray(action, dtype=self.env.action_space(agent).dtype)
+        return int(action)
 
     def _flatten(self, agent: str, raw: Any) -> np.ndarray:
         part, in_dict = self._parts[agent]

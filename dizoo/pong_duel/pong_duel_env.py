@@ -7,7 +7,10 @@ a ball past a paddle is a point for the other side, and the next ball is served 
 in a random direction. A game ends when a seat reaches ``points_to_win`` (terminated) or after
 ``max_steps`` steps (truncated); the result compares the scores.
 
-Actions: 0 stay, 1 up, 2 down. Reward per step: own points minus the opponent's points scored in
+Actions: 0 stay, 1 up, 2 down. With ``continuous=True`` the action is instead a paddle velocity in
+``Box(-1, 1, (1,), float32)`` (clipped to it), in units of ``paddle_speed`` per step: 1 moves as
+far as "up" does in the discrete game, so the two variants play the same court at the same
+speeds and their players and bots can be compared. Reward per step: own points minus the opponent's points scored in
 that step (zero-sum). The observation (``OBS_FIELDS``, all in about [-1, 1]) is from the seat's
 own perspective: x is mirrored for the right seat, so -1 is always the own goal line and a
 positive x velocity always moves away from it; one policy can play both sides.
@@ -28,12 +31,14 @@ from gymnasium import spaces
 
 from sparring.config.schema import ConfigError, in_range
 from sparring.config.registry import ENV_REGISTRY
-from sparring.worker.env.battle_api import BATTLE_ENV_CONSTRAINTS, NativeVecBattleEnv
+from sparring.worker.env.battle_api import BATTLE_ENV_CONSTRAINTS, NativeVecBattleEnv, mask_width
 
 OBS_FIELDS = ('ball_x', 'ball_y', 'ball_vx', 'ball_vy', 'own_paddle_y', 'opponent_paddle_y', 'score_difference')
 OBS_INDEX = {name: i for i, name in enumerate(OBS_FIELDS)}
 EXTRA_FIELDS = ('ball_intercept_y',)
 STAY, UP, DOWN = 0, 1, 2
+# The discrete actions as paddle velocities, in units of paddle_speed per step (indexed by STAY, UP, DOWN).
+DISCRETE_VELOCITY = np.array([0.0, 1.0, -1.0])
 
 BALL_RADIUS = 0.01
 MAX_BOUNCE_ANGLE = np.deg2rad(60.0)
@@ -122,9 +127,12 @@ class PongCourt:
         serve(self.np_random, self.ball, self.velocity, rows, self.cfg.ball_speed)
 
     def _move(self, actions: np.ndarray) -> None:
-        """The paddles by ``actions`` (shaped like ``paddle_y``), then the balls."""
-        moves = (actions == UP).astype(np.float64) - (actions == DOWN)
-        np.clip(self.paddle_y + self.cfg.paddle_speed * moves, self._lowest, self._highest, out=self.paddle_y)
+        """The paddles by the discrete ``actions`` (STAY, UP, DOWN; shaped like ``paddle_y``), then the balls."""
+        self._move_at(DISCRETE_VELOCITY[actions])
+
+    def _move_at(self, velocity: np.ndarray) -> None:
+        """The paddles at ``velocity`` (shaped like ``paddle_y``, in units of ``paddle_speed`` per step), then the balls."""
+        np.clip(self.paddle_y + self.cfg.paddle_speed * velocity, self._lowest, self._highest, out=self.paddle_y)
         move_ball(self.ball, self.velocity)
 
     def _count(self, points: np.ndarray) -> tuple:
@@ -155,6 +163,8 @@ class PongDuelEnv(PongCourt, NativeVecBattleEnv):
             super().default_config(),
             **COURT_DEFAULTS,
             extra_features=False,  # append EXTRA_FIELDS to the observation
+            # actions: a paddle velocity in Box(-1, 1, (1,)), times paddle_speed per step, instead of stay/up/down
+            continuous=False,
         )
 
     config_constraints = dict(BATTLE_ENV_CONSTRAINTS, **COURT_CONSTRAINTS)
@@ -167,13 +177,16 @@ class PongDuelEnv(PongCourt, NativeVecBattleEnv):
         super().__init__(cfg, num_envs, seed)
         self.observation_names = OBS_FIELDS + (EXTRA_FIELDS if self.cfg.extra_features else ())
         self.observation_space = spaces.Box(-1.0, 1.0, (len(self.observation_names),), np.float32)
-        self.action_space = spaces.Discrete(3)
+        self.action_space = spaces.Box(-1.0, 1.0, (1,), np.float32) if self.cfg.continuous else spaces.Discrete(3)
         half = self.cfg.paddle_half_height
         self._init_court((), half, 1.0 - half)  # one paddle per seat
 
     def _advance(self, actions: np.ndarray):
         cfg = self.cfg
-        self._move(actions)
+        if cfg.continuous:  # [B, 2, 1] velocities, already clipped to the box by the base class
+            self._move_at(actions[:, :, 0].astype(np.float64))
+        else:
+            self._move(actions)
         ball = self.ball
 
         points = np.zeros((self.num_envs, 2), np.int64)
@@ -208,7 +221,7 @@ class PongDuelEnv(PongCourt, NativeVecBattleEnv):
             obs[:, seat, 6] = (score[:, seat] - score[:, 1 - seat]) / self.cfg.points_to_win
         if self.cfg.extra_features:
             obs[:, :, len(OBS_FIELDS)] = (2.0 * _intercept_y(ball, velocity) - 1.0)[:, None]
-        return obs, np.ones((n, 2, 3), bool), np.ones((n, 2), bool)
+        return obs, np.ones((n, 2, mask_width(self.action_space)), bool), np.ones((n, 2), bool)
 
 
 def _intercept_y(ball: np.ndarray, velocity: np.ndarray) -> np.ndarray:

@@ -67,8 +67,10 @@ def test_bot_inputs_are_checked():
         bot.act(np.zeros((3, 5)))
     with pytest.raises(ValueError, match='action_mask of shape'):
         bot.act(np.zeros((3, 4)), action_mask=np.ones((3, 5), np.int8))
-    with pytest.raises(ValueError, match='expected Discrete'):
-        RandomBot({}, OBS, spaces.Box(0, 1, (2,)))
+    with pytest.raises(ValueError, match=r'expected Discrete\(n\) starting at 0 or a Box'):
+        RandomBot({}, OBS, spaces.MultiDiscrete([2, 2]))  # the random bot plays Box spaces too (continuous games)
+    with pytest.raises(ValueError, match=r'expected Discrete\(n\) starting at 0$'):
+        BOT_REGISTRY.get('connect_four_heuristic')({}, OBS, spaces.Box(0, 1, (2,)))
     with pytest.raises(ValueError, match='expected Pong duel'):
         BOT_REGISTRY.get('pong_duel_heuristic')({}, OBS, ACTIONS)
     with pytest.raises(ValueError, match=r'expected \(3, rows, cols\) planes'):

@@ -18,7 +18,8 @@ from gymnasium import spaces
 
 from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.battle_api import (NUM_SEATS, RESULT_CODE, RESULT_NAME, BattleEnv, BattleStep,
-                                            NativeVecBattleEnv, VecBattleEnv)
+                                            NativeVecBattleEnv, VecBattleEnv, action_layout, is_continuous,
+                                            mask_width)
 from sparring.worker.env.closeable import close_all
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import complete_section, import_env_modules
@@ -39,7 +40,8 @@ class DictBattleVecEnv(VecBattleEnv):
 
     Game i is reset with ``seed + i`` on a seeded reset and unseeded afterwards (automatic resets
     continue each game's own generator). ``turn_based`` is the games' own attribute or, failing
-    that, whether the first reset reported action masks.
+    that, whether the first reset reported action masks. Games with ``Box`` actions report no masks
+    and move simultaneously (see :mod:`~sparring.worker.env.battle_api`).
     """
 
     def __init__(self, make_env: Callable[[], Any], num_envs: int, seed: Optional[int] = None) -> None:
@@ -58,6 +60,13 @@ class DictBattleVecEnv(VecBattleEnv):
         self._turn_based_attr = getattr(self.envs[0], 'turn_based', None)
         self.turn_based = bool(self._turn_based_attr)
         self.obs_shape = tuple(self.observation_space.shape)
+        self.continuous = is_continuous(self.action_space)
+        self._mask_width = mask_width(self.action_space)
+        if self.continuous and self.turn_based:
+            self._close()
+            raise EnvError(f'{self.label}: a turn-based game with {self.action_space!r} actions; expected '
+                           f'turn_based False: without an action mask a Box game cannot say who moves, so both '
+                           f'seats act every step')
 
     def _check_agents_and_spaces(self) -> None:
         first = self.envs[0]
@@ -75,8 +84,10 @@ class DictBattleVecEnv(VecBattleEnv):
         if obs_spaces[0] != obs_spaces[1] or act_spaces[0] != act_spaces[1]:
             raise EnvError(f'{self.label}: the agents have different spaces (observation {obs_spaces}, action '
                            f'{act_spaces}); expected the same for both seats, observed from the own perspective')
-        if not isinstance(act_spaces[0], spaces.Discrete) or int(act_spaces[0].start) != 0:
-            raise EnvError(f'{self.label}: action space {act_spaces[0]!r}; expected Discrete(n) starting at 0')
+        discrete = isinstance(act_spaces[0], spaces.Discrete) and int(act_spaces[0].start) == 0
+        if not (discrete or is_continuous(act_spaces[0])):
+            raise EnvError(f'{self.label}: action space {act_spaces[0]!r}; expected Discrete(n) starting at 0, '
+                           f'or a Box (continuous actions)')
         if not isinstance(obs_spaces[0], spaces.Box):
             raise EnvError(f'{self.label}: observation space {obs_spaces[0]!r}; expected a Box '
                            f'(batched as float32)')
@@ -88,7 +99,7 @@ class DictBattleVecEnv(VecBattleEnv):
     def _reset(self, seed: Optional[int], reseed: bool) -> BattleStep:
         B = self.num_envs
         obs = np.empty((B, NUM_SEATS) + self.obs_shape, np.float32)
-        mask = np.empty((B, NUM_SEATS, self.action_space.n), bool)
+        mask = np.empty((B, NUM_SEATS, self._mask_width), bool)
         for j in range(B):
             game_seed = seed + j if (reseed and seed is not None) else None
             obs[j], mask[j], reported_masks = self._reset_game(j, game_seed)
@@ -104,14 +115,16 @@ class DictBattleVecEnv(VecBattleEnv):
     def _step(self, actions: np.ndarray) -> BattleStep:
         B, agents = self.num_envs, self.agents
         obs = np.empty((B, NUM_SEATS) + self.obs_shape, np.float32)
-        mask = np.empty((B, NUM_SEATS, self.action_space.n), bool)
+        mask = np.empty((B, NUM_SEATS, self._mask_width), bool)
         reward = np.empty((B, NUM_SEATS), np.float32)
         terminated = np.zeros(B, bool)
         truncated = np.zeros(B, bool)
         result = np.zeros((B, NUM_SEATS), np.int8)
         final_obs = np.empty_like(obs)
-        for j, (a0, a1) in enumerate(actions.tolist()):
-            call = f'step({{{agents[0]!r}: {a0}, {agents[1]!r}: {a1}}})'
+        # Discrete: Python ints, which every game accepts; Box: one float32 array per seat.
+        per_game = list(actions) if self.continuous else actions.tolist()
+        for j, (a0, a1) in enumerate(per_game):
+            call = f'step({{{agents[0]!r}: {_short.repr(a0)}, {agents[1]!r}: {_short.repr(a1)}}})'
             try:
                 out = self.envs[j].step({agents[0]: a0, agents[1]: a1})
             except Exception as err:
@@ -148,7 +161,7 @@ class DictBattleVecEnv(VecBattleEnv):
             raise EnvError(self._bad(j, call, out, 'a 2-tuple of dicts (observations, infos)'))
         obs_d, info_d = (self._per_agent(j, call, d, field) for d, field in zip(out, ('observations', 'infos')))
         obs = np.empty((NUM_SEATS,) + self.obs_shape, np.float32)
-        mask = np.empty((NUM_SEATS, self.action_space.n), bool)
+        mask = np.empty((NUM_SEATS, self._mask_width), bool)
         for s, agent in enumerate(self.agents):
             obs[s] = self._checked_obs(j, call, obs_d[agent], agent)
             mask[s] = self._checked_mask(j, call, info_d[agent], agent)
@@ -194,6 +207,11 @@ class DictBattleVecEnv(VecBattleEnv):
     def _checked_mask(self, j: int, call: str, info: Any, agent: str) -> np.ndarray:
         if not isinstance(info, dict):
             raise EnvError(self._bad(j, call, info, f'a dict as info of {agent!r}'))
+        if self.continuous:
+            if 'action_mask' in info:
+                raise EnvError(f'{self._who(j)}: {call} returned infos[{agent!r}]["action_mask"] for the Box actions '
+                               f'{self.action_space!r}; expected none: every action in the box is legal')
+            return np.ones(1, bool)  # the placeholder column: this seat moves
         if 'action_mask' not in info:
             if self.turn_based:
                 raise EnvError(f'{self._who(j)}: {call} returned no infos[{agent!r}]["action_mask"]; a turn-based '
@@ -255,13 +273,14 @@ class SingleGameView(BattleEnv):
         self.cfg = getattr(vec_env, 'cfg', None)
         self.possible_agents = list(vec_env.agents)
         self.turn_based = vec_env.turn_based
+        self.continuous = is_continuous(vec_env.action_space)
         self._pending: Optional[BattleStep] = None  # the fresh game waiting for reset()
 
     def observation_space(self, agent: str) -> spaces.Space:
         self._check_agent(agent)
         return self.vec_env.observation_space
 
-    def action_space(self, agent: str) -> spaces.Discrete:
+    def action_space(self, agent: str) -> spaces.Space:
         self._check_agent(agent)
         return self.vec_env.action_space
 
@@ -273,7 +292,11 @@ class SingleGameView(BattleEnv):
         self._pending = None
         self.agents = list(self.possible_agents)
         obs = {a: out.obs[0, s] for s, a in enumerate(self.agents)}
-        return obs, {a: {'action_mask': out.action_mask[0, s]} for s, a in enumerate(self.agents)}
+        return obs, {a: self._info(out.action_mask[0, s]) for s, a in enumerate(self.agents)}
+
+    def _info(self, mask: np.ndarray) -> dict:
+        """An agent's info: its action mask, which a Box game does not have."""
+        return {} if self.continuous else {'action_mask': mask}
 
     def step(self, actions: Dict[str, int]):
         if not self.agents:
@@ -281,14 +304,15 @@ class SingleGameView(BattleEnv):
         if not isinstance(actions, dict) or set(actions) != set(self.agents):
             raise EnvError(f'SingleGameView: actions {_short.repr(actions)}; expected a dict with the keys '
                            f'{self.agents}')
-        out = self.vec_env.step(np.array([[actions[a] for a in self.possible_agents]], np.int64))
+        dtype = action_layout(self.vec_env.action_space)[1]
+        out = self.vec_env.step(np.array([[actions[a] for a in self.possible_agents]], dtype))
         over = bool(out.terminated[0] or out.truncated[0])
         agents = self.possible_agents
         obs = {a: out.final_obs[0, s] for s, a in enumerate(agents)}
         infos = {}
         for s, a in enumerate(agents):
             # The mask of the fresh game belongs to reset(); a finished game has no legal moves left.
-            infos[a] = {'action_mask': np.zeros_like(out.action_mask[0, s]) if over else out.action_mask[0, s]}
+            infos[a] = self._info(np.zeros_like(out.action_mask[0, s]) if over else out.action_mask[0, s])
             if over:
                 infos[a]['result'] = RESULT_NAME[int(out.result[0, s])]
         rewards = {a: float(out.reward[0, s]) for s, a in enumerate(agents)}

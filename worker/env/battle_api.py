@@ -3,7 +3,8 @@
 Single game, :class:`BattleEnv` (the PettingZoo *parallel* shape)
 -----------------------------------------------------------------
 * ``possible_agents``, e.g. ``['player_0', 'player_1']``; ``agents`` are the agents still playing.
-* ``observation_space(agent)`` and ``action_space(agent)`` (``Discrete``).
+* ``observation_space(agent)`` (a ``Box``) and ``action_space(agent)``: ``Discrete(n)`` from 0, or a
+  ``Box`` (continuous actions, below).
 * ``reset(seed=None) -> (obs, infos)`` and ``step(actions) -> (obs, rewards, terminations,
   truncations, infos)``: dicts keyed by agent. ``infos[agent]['action_mask']`` (``np.bool_``
   ``[A]``) comes with every observation; in turn-based games the agent not to move has an
@@ -18,16 +19,18 @@ Vectorised, :class:`VecBattleEnv` (the fast path; B = ``num_envs`` games)
 * ``reset(seed=None) -> BattleStep``: a new game in every env. ``seed`` reseeds the env's numpy
   Generator; without it the first reset uses the constructor's seed and later resets continue
   the Generator (so do the automatic resets).
-* ``step(actions) -> BattleStep``: ``actions`` is an integer array ``[B, 2]`` (column = seat).
-  Actions of seats not to move are ignored (send 0). An illegal action of a seat to move, or a
-  wrong shape or dtype, raises :class:`EnvError` (naming env, seat, action and the legal
-  actions) before any game changes. Finished games restart automatically.
+* ``step(actions) -> BattleStep``: ``actions`` is an integer array ``[B, 2]`` (column = seat), or
+  for ``Box`` actions a float array ``[B, 2, *action_shape]``. Actions of seats not to move are
+  ignored (send 0). An illegal action of a seat to move, or a wrong shape or dtype, raises
+  :class:`EnvError` (naming env, seat, action and the legal actions) before any game changes.
+  Finished games restart automatically.
 * ``close()``; envs are context managers.
 * :class:`BattleStep` fields, all numpy:
 
   ================  ===================  ===============================================================
   ``obs``           [B, 2, *obs_shape]   float32, seat's own perspective (a new game's where one ended)
   ``action_mask``   [B, 2, A] bool       all True in simultaneous games; all False for a seat not to move
+                                         (``Box`` actions: A = 1, the column equal to ``to_move``)
   ``to_move``       [B, 2] bool          seats that act next step (both in simultaneous games)
   ``reward``        [B, 2] float32       this step's reward per seat
   ``terminated``    [B] bool             the game ended by its rules
@@ -36,6 +39,27 @@ Vectorised, :class:`VecBattleEnv` (the fast path; B = ``num_envs`` games)
                                          (0 elsewhere); a win for one seat is a loss for the other
   ``final_obs``     [B, 2, *obs_shape]   the finished game's last obs; equal to ``obs`` elsewhere
   ================  ===================  ===============================================================
+
+Continuous (``Box``) actions
+----------------------------
+A game whose ``action_space`` is a ``Box`` (e.g. Pong duel with ``continuous=True``: a paddle
+velocity in ``Box(-1, 1, (1,), float32)``) is played with float actions ``[B, 2, *action_shape]``.
+What such a game needs, and what it gets:
+
+* **No action mask.** Every value in the box is legal, so a single game gives no
+  ``infos[agent]['action_mask']`` (one that does is refused). In :class:`BattleStep` the field
+  keeps its place as a one-column placeholder ``[B, 2, 1]`` equal to ``to_move``, so code that reads
+  "who may act" from the mask keeps working; policies are passed ``action_mask=None`` and chunks
+  carry no ``action_mask`` array.
+* **Clipping.** Actions are clipped to ``[low, high]`` before the game sees them (a Gaussian policy
+  samples outside the box); the chunk keeps the action as sampled, so its log-probability stays
+  right. NaN or inf in an action of a seat to move raises :class:`EnvError`.
+* **Simultaneous moves.** A single game with ``Box`` actions must not be ``turn_based``: without a
+  mask it could not say who moves. A natively vectorised game may be: its ``to_move`` says who acts.
+* **Bots.** The ``random`` bot draws uniformly from a ``Box`` with finite bounds; a game's own bots
+  subclass :class:`~sparring.policy.bot.Bot` with ``action_kinds`` naming ``'continuous'``.
+* ``sparring play`` refuses these games (a person cannot type a velocity at 30 steps a second);
+  export writes ``action_mean`` and ``action_log_std`` for a Gaussian player.
 
 Two kinds of battle env are registered in ``ENV_REGISTRY`` and told apart by the class
 attribute ``is_vectorised``: natively vectorised games (:class:`NativeVecBattleEnv`, built as
@@ -47,7 +71,7 @@ section is :mod:`sparring.worker.env.battle`'s job.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
 from gymnasium import spaces
@@ -61,6 +85,23 @@ AGENTS = ('player_0', 'player_1')
 NUM_SEATS = 2
 RESULT_CODE = {'win': 1, 'draw': 0, 'loss': -1}
 RESULT_NAME = {code: name for name, code in RESULT_CODE.items()}
+
+
+def is_continuous(action_space) -> bool:
+    """Whether a battle env's actions are continuous (a ``Box``) rather than indices (``Discrete``)."""
+    return isinstance(action_space, spaces.Box)
+
+
+def action_layout(action_space) -> Tuple[Tuple[int, ...], np.dtype]:
+    """``(shape, dtype)`` of one seat's action: ``((), int64)`` for ``Discrete``, ``(shape, float32)`` for ``Box``."""
+    if is_continuous(action_space):
+        return tuple(action_space.shape), np.dtype(np.float32)
+    return (), np.dtype(np.int64)
+
+
+def mask_width(action_space) -> int:
+    """The last axis of ``BattleStep.action_mask``: the number of actions, or 1 (the placeholder) for ``Box``."""
+    return 1 if is_continuous(action_space) else int(action_space.n)
 
 
 class BattleStep(NamedTuple):
@@ -126,13 +167,13 @@ class BattleEnv:
     def observation_space(self, agent: str) -> spaces.Space:
         raise NotImplementedError
 
-    def action_space(self, agent: str) -> spaces.Discrete:
+    def action_space(self, agent: str) -> spaces.Space:
         raise NotImplementedError
 
     def reset(self, seed: Optional[int] = None, options: Optional[dict] = None) -> Tuple[dict, dict]:
         raise NotImplementedError
 
-    def step(self, actions: Dict[str, int]) -> Tuple[dict, dict, dict, dict, dict]:
+    def step(self, actions: Dict[str, Any]) -> Tuple[dict, dict, dict, dict, dict]:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -204,6 +245,8 @@ class VecBattleEnv(Closeable):
     def _check_actions(self, actions) -> np.ndarray:
         """``actions`` as an int64 ``[B, 2]`` array, with seats not to move set to 0; raises on illegal ones."""
         batch = np.asarray(actions)
+        if is_continuous(self.action_space):
+            return self._check_box_actions(batch)
         expected_shape = (self.num_envs, NUM_SEATS)
         if batch.shape != expected_shape:
             raise EnvError(f'{self.label}: actions of shape {batch.shape}; expected shape {expected_shape} '
@@ -227,6 +270,28 @@ class VecBattleEnv(Closeable):
                 self._raise_illegal(batch, illegal, 'illegal')
             batch *= to_move  # the games never see the ignored actions of seats not to move
         return batch
+
+    def _check_box_actions(self, batch: np.ndarray) -> np.ndarray:
+        """``Box`` actions as a new float32 ``[B, 2, *shape]`` array clipped to the bounds, seats not to move 0."""
+        space = self.action_space
+        expected_shape = (self.num_envs, NUM_SEATS) + tuple(space.shape)
+        if batch.shape != expected_shape:
+            raise EnvError(f'{self.label}: actions of shape {batch.shape}; expected shape {expected_shape} '
+                           f'(num_envs, seats, *action_shape) for {space!r}')
+        if batch.dtype.kind not in 'iuf':
+            raise EnvError(f'{self.label}: actions of dtype {batch.dtype}; expected numbers in {space!r}')
+        to_move = self._to_move.reshape(self._to_move.shape + (1,) * len(space.shape))
+        if batch.dtype.kind == 'f':
+            bad = ~np.isfinite(batch) & to_move
+            if bad.any():
+                env, seat = (int(i) for i in np.argwhere(bad)[0][:2])
+                raise EnvError(f'{self.label}: env {env}, seat {seat} ({self.agents[seat]}) played action '
+                               f'{batch[env, seat].tolist()}; expected finite numbers in {space!r}')
+        # maximum/minimum rather than np.clip, whose Python wrapper costs several microseconds.
+        clipped = np.minimum(np.maximum(batch, space.low), space.high).astype(np.float32)
+        if not self._to_move.all():  # the games never see the ignored actions of seats not to move
+            clipped = np.where(to_move, clipped, np.float32(0.0))
+        return clipped
 
     def _raise_illegal(self, batch: np.ndarray, bad: np.ndarray, what: str) -> None:
         env, seat = (int(i) for i in np.argwhere(bad)[0])

@@ -1,0 +1,252 @@
+"""sparring's SAC against Stable-Baselines3's, side by side on Pendulum-v1 (and, behind ``--mujoco``, Hopper-v5).
+
+Needs SB3 in the venv (``pip install stable-baselines3``); installs nothing. Every run is a fresh child process
+with one torch thread; for each seed the two libraries run back to back (the order alternating by seed), so
+the machine's load falls on both alike, and the load average is stored with every run.
+
+* ``pendulum``: sparring's ready ``pendulum_sac`` config (SAC's defaults) against SB3 at rl-zoo's tuned
+  hyperparameters for Pendulum-v1 (SB3's SAC defaults with lr 1e-3). Both evaluated with 8 deterministic
+  episodes every ``--eval-every`` env steps; the figures: env steps and wall seconds (from building the envs
+  and model to the end of that evaluation) when the mean first reaches -200, the mean at the end of the
+  budget (``--steps``, 20k in the protocol), and env steps per second of the training alone.
+* ``--mujoco``: Hopper-v5 for ``--mujoco-steps`` (100k in the protocol): the return at the end and env
+  steps per second, sparring's ``hopper_sac`` against rl-zoo's Hopper settings (learning_starts 10k).
+
+    .venv/bin/python benchmarks/sac_vs_sb3.py [--seeds 100 101 102] [--steps 20000] [--stop-at-target]
+
+Hyperparameters are never tuned on the reported seeds (100-102); tune on 0-2. Writes
+``benchmarks/results/sac_vs_sb3.json`` (through ``results_file``) with the CPU model and the load.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TARGET = -200.0
+EVAL_EPISODES = 8
+SB3_PENDULUM = dict(learning_rate=1e-3)  # rl-zoo sac.yml, Pendulum-v1 (the rest: SB3's defaults)
+SB3_HOPPER = dict(learning_starts=10_000)  # rl-zoo sac.yml, Hopper
+
+
+def load() -> list:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def cpu_model() -> str:
+    try:
+        with open('/proc/cpuinfo') as f:
+            return next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
+    except (OSError, StopIteration):
+        return platform.processor()
+
+
+# -- the child runs: each prints one JSON line ------------------------------------------------------
+def _prepare_process() -> None:
+    """One torch thread, and a fresh process's one-time costs (the first optimiser imports ``torch._dynamo``)
+    paid before either clock starts."""
+    import gymnasium  # noqa: F401
+    import torch
+    torch.set_num_threads(1)
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+
+
+class Curve:
+    """Evaluations as they come: (env steps, mean return, wall seconds since the start, training seconds)."""
+
+    def __init__(self, stop_at_target: bool) -> None:
+        self.points: list = []
+        self.stop_at_target = stop_at_target
+        self.started = time.perf_counter()
+        self.eval_seconds = 0.0
+
+    def add(self, env_steps: int, mean: float, eval_seconds: float) -> bool:
+        """Record one evaluation; whether the run should stop now."""
+        self.eval_seconds += eval_seconds
+        self.points.append((int(env_steps), float(mean), time.perf_counter() - self.started))
+        return self.stop_at_target and mean >= TARGET
+
+    def result(self, env_steps: int) -> dict:
+        reached = next(((s, t) for s, m, t in self.points if m >= TARGET), None)
+        seconds = time.perf_counter() - self.started
+        return dict(curve=self.points, final_eval=self.points[-1][1] if self.points else None, env_steps=env_steps,
+                    target_env_steps=reached[0] if reached else None, target_seconds=reached[1] if reached else None,
+                    seconds=seconds, steps_per_second=env_steps / max(seconds - self.eval_seconds, 1e-9))
+
+
+def _evaluate(act, env_id: str, seed: int) -> float:
+    """Mean return of ``EVAL_EPISODES`` deterministic episodes, all envs stepped together."""
+    import gymnasium as gym
+    import numpy as np
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(EVAL_EPISODES)],
+                                    autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    obs, _ = envs.reset(seed=seed)
+    returns, done, total = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, bool), np.zeros(EVAL_EPISODES)
+    while not done.all():
+        obs, reward, terminated, truncated, _ = envs.step(act(obs))
+        total += np.where(done, 0.0, reward)
+        finished = (terminated | truncated) & ~done
+        returns[finished] = total[finished]
+        done |= finished
+    envs.close()
+    return float(returns.mean())
+
+
+def sparring_run(task: str, seed: int, steps: int, eval_every: int, stop: bool, workdir: str) -> dict:
+    """Our SAC stepped chunk by chunk through its collector and learner, evaluated like SB3's."""
+    import copy
+
+    import torch
+
+    from sparring.config import compile_config
+    from sparring.config.registry import POLICY_REGISTRY
+    from sparring.worker.collector import SampleCollector
+    from sparring.worker.env.manager import make_env_manager
+    from sparring.worker.learner import Learner
+    if task == 'pendulum':
+        from sparring.dizoo.classic_control.config.pendulum_sac import config
+        env_id = 'Pendulum-v1'
+    else:
+        from sparring.dizoo.mujoco.config.hopper_sac import config
+        env_id = 'Hopper-v5'
+    config = copy.deepcopy(config)
+    config['train'] = dict(config['train'], max_env_steps=steps, progress_bar=False, tensorboard=False)
+    cfg = compile_config(config, exp_name=os.path.join(workdir, f'sparring_{task}_{seed}'), save=False)
+    curve = Curve(stop)
+    env = make_env_manager(cfg.env, cfg.env.collector_env_num, seed, cfg.import_names)
+    policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, env.observation_space, env.action_space, seed=seed)
+    collector = SampleCollector(env, policy, cfg.policy.collect.n_steps)
+    learner = Learner(policy, steps)
+    next_eval = eval_every
+    with torch.inference_mode(False):
+        while learner.env_steps < steps:
+            learner.train(collector.collect())
+            if learner.env_steps >= next_eval or learner.env_steps >= steps:
+                next_eval += eval_every
+                began = time.perf_counter()
+                mean = _evaluate(lambda obs: policy.act(obs.astype('float32'), deterministic=True).action, env_id,
+                                 seed + 10_000)
+                if curve.add(learner.env_steps, mean, time.perf_counter() - began):
+                    break
+    env.close()
+    return curve.result(learner.env_steps)
+
+
+def sb3_run(task: str, seed: int, steps: int, eval_every: int, stop: bool) -> dict:
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    env_id, hyper = ('Pendulum-v1', SB3_PENDULUM) if task == 'pendulum' else ('Hopper-v5', SB3_HOPPER)
+    curve = Curve(stop)
+
+    class EvaluateEvery(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.next_eval = eval_every
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps < self.next_eval and self.num_timesteps < steps:
+                return True
+            self.next_eval += eval_every
+            began = time.perf_counter()
+            mean = _evaluate(lambda obs: self.model.predict(obs, deterministic=True)[0], env_id, seed + 10_000)
+            return not curve.add(self.num_timesteps, mean, time.perf_counter() - began)
+
+    model = SAC('MlpPolicy', env_id, seed=seed, device='cpu', verbose=0, **hyper)
+    model.learn(steps, callback=EvaluateEvery())
+    return curve.result(model.num_timesteps)
+
+
+def child(library: str, task: str, seed: int, steps: int, eval_every: int, stop: bool, workdir: str) -> dict:
+    _prepare_process()
+    before = load()
+    if library == 'sparring':
+        result = sparring_run(task, seed, steps, eval_every, stop, workdir)
+    else:
+        result = sb3_run(task, seed, steps, eval_every, stop)
+    return dict(result, load_before=before, load_after=load())
+
+
+def run_child(library: str, task: str, seed: int, args, workdir: str) -> dict:
+    steps = args.steps if task == 'pendulum' else args.mujoco_steps
+    eval_every = args.eval_every if task == 'pendulum' else args.mujoco_eval_every
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), '--child', library, task, str(seed), str(steps),
+                          str(eval_every), str(int(args.stop_at_target and task == 'pendulum')), workdir],
+                         check=True, capture_output=True, text=True, cwd=HERE)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# -- the side-by-side runs ------------------------------------------------------------------------
+def side_by_side(task: str, args, workdir: str) -> dict:
+    per_seed = {}
+    for i, seed in enumerate(args.seeds):
+        order = ('sparring', 'sb3') if i % 2 == 0 else ('sb3', 'sparring')
+        per_seed[seed] = {library: run_child(library, task, seed, args, workdir) for library in order}
+        print(f'{task} seed {seed}: ' + '  '.join(
+            f'{lib} target at {r["target_env_steps"]} steps / {_num(r["target_seconds"])} s, final {r["final_eval"]:.0f} '
+            f'at {r["env_steps"]}, {r["steps_per_second"]:.1f} steps/s (load {r["load_before"][0]})'
+            for lib, r in per_seed[seed].items()), flush=True)
+    return dict(per_seed=per_seed, **summary(per_seed))
+
+
+def _num(x) -> str:
+    return '-' if x is None else f'{x:.1f}'
+
+
+def summary(per_seed: dict) -> dict:
+    inf = float('inf')
+
+    def figures(lib):
+        runs = [r[lib] for r in per_seed.values()]
+        return dict(reached=sum(r['target_env_steps'] is not None for r in runs),
+                    median_target_env_steps=statistics.median(r['target_env_steps'] or inf for r in runs),
+                    median_target_seconds=statistics.median(r['target_seconds'] or inf for r in runs),
+                    median_final_eval=statistics.median(r['final_eval'] for r in runs),
+                    median_steps_per_second=statistics.median(r['steps_per_second'] for r in runs))
+    ours, theirs = figures('sparring'), figures('sb3')
+    ratio = ours['median_target_seconds'] / theirs['median_target_seconds'] \
+        if theirs['median_target_seconds'] not in (0, inf) else None
+    return dict(sparring=ours, sb3=theirs, target_seconds_ratio=ratio,
+                steps_per_second_ratio=ours['median_steps_per_second'] / theirs['median_steps_per_second'],
+                half_wall_time_met=ratio is not None and ratio <= 0.5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--seeds', type=int, nargs='+', default=[100, 101, 102])
+    parser.add_argument('--steps', type=int, default=20_000, help='Pendulum budget in env steps (protocol: 20k)')
+    parser.add_argument('--eval-every', type=int, default=1000, help='env steps between Pendulum evaluations')
+    parser.add_argument('--stop-at-target', action='store_true',
+                        help='end a Pendulum run at its first evaluation >= -200 (a shorter run; no final return)')
+    parser.add_argument('--mujoco', action='store_true', help='also Hopper-v5 (long: 100k steps per run)')
+    parser.add_argument('--mujoco-steps', type=int, default=100_000)
+    parser.add_argument('--mujoco-eval-every', type=int, default=20_000)
+    parser.add_argument('--workdir', default='/tmp/sparring_sac_vs_sb3')
+    parser.add_argument('--child', nargs=7, metavar=('LIB', 'TASK', 'SEED', 'STEPS', 'EVAL_EVERY', 'STOP', 'DIR'))
+    args = parser.parse_args()
+    if args.child:
+        lib, task, seed, steps, eval_every, stop, workdir = args.child
+        print(json.dumps(child(lib, task, int(seed), int(steps), int(eval_every), bool(int(stop)), workdir)))
+        return
+    sys.path.insert(0, HERE)
+    from results_file import merge_results
+    started, load_start = time.time(), load()
+    results = dict(cpu=cpu_model(), cores=os.cpu_count(), torch_threads=1, load_start=load_start,
+                   seeds=args.seeds, steps=args.steps, eval_every=args.eval_every, stop_at_target=args.stop_at_target,
+                   sb3_pendulum=SB3_PENDULUM, pendulum=side_by_side('pendulum', args, args.workdir))
+    if args.mujoco:
+        results.update(sb3_hopper=SB3_HOPPER, mujoco_steps=args.mujoco_steps,
+                       hopper=side_by_side('hopper', args, args.workdir))
+    results.update(load_end=load(), wall_seconds=time.time() - started)
+    print(json.dumps({k: v for k, v in results['pendulum'].items() if k != 'per_seed'}, indent=2))
+    merge_results('sac_vs_sb3', dict(sac_vs_sb3=results))
+
+
+if __name__ == '__main__':
+    main()

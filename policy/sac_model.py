@@ -1,0 +1,123 @@
+"""SAC's networks (``policy.model.type='sac_mlp'``): an actor and a twin critic computed as one ensemble.
+
+* Box actions: the actor gives a Gaussian mean and a state-dependent log-std (clamped to
+  ``[LOG_STD_MIN, LOG_STD_MAX]``) per action dimension, squashed by tanh in the policy; each
+  critic is Q(s, a) on the observation and the action (in [-1, 1]) joined.
+* Discrete actions: the actor gives logits; each critic gives Q(s, .) for every action at once.
+
+The critics are one module whose weights have a leading member axis ``[E, in, out]`` and whose
+layers are batched matrix products, so the two Q networks cost one set of kernels, not two.
+``forward(..., detached=True)`` computes with the weights detached: the actor's loss flows into
+the actor only, which lets the three losses share one backward pass and one optimiser step.
+Layers start as ``torch.nn.Linear`` does (uniform in +-1/sqrt(fan_in)), as in the reference code.
+"""
+from __future__ import annotations
+
+import math
+from typing import Tuple
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from sparring.config.registry import MODEL_REGISTRY
+from sparring.config.schema import in_range, one_of, sequence_of
+from sparring.policy.model.mlp import ACTIVATIONS, encode_observation, flat_obs_dim
+
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # the reference implementations' bounds on the actor's log-std
+
+ACTIVATION_FUNCTIONS = {'relu': torch.relu, 'tanh': torch.tanh, 'elu': nn.functional.elu, 'gelu': nn.functional.gelu}
+
+
+def _mlp(in_dim: int, sizes, out_dim: int, activation: str) -> nn.Sequential:
+    layers, dim = [], in_dim
+    for size in sizes:
+        layers += [nn.Linear(dim, size), ACTIVATIONS[activation]()]
+        dim = size
+    return nn.Sequential(*layers, nn.Linear(dim, out_dim))
+
+
+class EnsembleMLP(nn.Module):
+    """``members`` MLPs of the same shape evaluated together: ``[N, in]`` or ``[E, N, in]`` -> ``[E, N, out]``."""
+
+    def __init__(self, members: int, in_dim: int, sizes, out_dim: int, activation: str) -> None:
+        super().__init__()
+        dims = [in_dim, *sizes, out_dim]
+        self.members = members
+        self.weights = nn.ParameterList()
+        self.biases = nn.ParameterList()
+        for fan_in, fan_out in zip(dims[:-1], dims[1:]):
+            bound = 1.0 / math.sqrt(fan_in)
+            self.weights.append(nn.Parameter(torch.empty(members, fan_in, fan_out).uniform_(-bound, bound)))
+            self.biases.append(nn.Parameter(torch.empty(members, 1, fan_out).uniform_(-bound, bound)))
+        self.activation = ACTIVATION_FUNCTIONS[activation]
+
+    def forward(self, x: torch.Tensor, detached: bool = False) -> torch.Tensor:
+        if x.dim() == 2:
+            x = x.unsqueeze(0).expand(self.members, *x.shape)
+        last = len(self.weights) - 1
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            if detached:
+                w, b = w.detach(), b.detach()
+            x = torch.baddbmm(b, x, w)
+            if i < last:
+                x = self.activation(x)
+        return x
+
+
+@MODEL_REGISTRY.register('sac_mlp')
+class SACModel(nn.Module):
+    """The actor (``actor``) and the twin critic (``critics``) of one SAC player."""
+
+    @classmethod
+    def default_config(cls) -> dict:
+        return dict(
+            hidden_sizes=[256, 256],  # of the actor and of each critic (SAC paper: two layers of 256)
+            activation='relu',  # SAC paper and SB3
+            num_critics=2,  # clipped double Q: the minimum over this many critics (TD3 / SAC v2)
+        )
+
+    config_constraints = {
+        'hidden_sizes': sequence_of(in_range(1, None), min_len=1),
+        'activation': one_of(*ACTIVATION_FUNCTIONS),
+        'num_critics': in_range(1, None),
+    }
+
+    def __init__(self, cfg: dict, observation_space: gym.Space, action_space: gym.Space) -> None:
+        super().__init__()
+        self.observation_space = observation_space
+        obs_dim = flat_obs_dim(observation_space)
+        sizes = list(cfg['hidden_sizes'])
+        if isinstance(action_space, gym.spaces.Box):
+            self.continuous = True
+            self.action_dim = int(np.prod(action_space.shape))
+            self.actor = _mlp(obs_dim, sizes, 2 * self.action_dim, cfg['activation'])
+            self.critics = EnsembleMLP(cfg['num_critics'], obs_dim + self.action_dim, sizes, 1, cfg['activation'])
+        elif isinstance(action_space, gym.spaces.Discrete):
+            self.continuous = False
+            self.action_dim = int(action_space.n)
+            self.actor = _mlp(obs_dim, sizes, self.action_dim, cfg['activation'])
+            self.critics = EnsembleMLP(cfg['num_critics'], obs_dim, sizes, self.action_dim, cfg['activation'])
+        else:
+            raise TypeError(f'sac_mlp model: unsupported action space {action_space}; expected Box or Discrete')
+
+    def encode(self, obs: torch.Tensor) -> torch.Tensor:
+        return encode_observation(obs, self.observation_space)
+
+    def logits(self, features: torch.Tensor) -> torch.Tensor:
+        """Discrete actions: the actor's logits ``[N, A]``."""
+        return self.actor(features)
+
+    def gaussian(self, features: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Box actions: the actor's pre-tanh (mean, log-std), ``[N, D]`` each."""
+        mean, log_std = self.actor(features).chunk(2, dim=-1)
+        return mean, log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+
+    def q_values(self, features: torch.Tensor, action: torch.Tensor | None = None,
+                 detached: bool = False) -> torch.Tensor:
+        """``[E, N]`` Q(s, a) of Box actions in [-1, 1], or ``[E, N, A]`` Q(s, .) of Discrete ones."""
+        if self.continuous:
+            assert action is not None  # Q(s, a) needs the action
+            return self.critics(torch.cat([features, action], -1), detached).squeeze(-1)
+        return self.critics(features, detached)

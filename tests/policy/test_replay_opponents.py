@@ -1,0 +1,102 @@
+"""Self-play replay: transitions carry their opponent, the buffer reports its opponent mix, and
+``replay.max_opponent_age`` forgets transitions against opponents that left the league or grew too old."""
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from sparring.config.compile import compile_section
+from sparring.policy.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer
+from sparring.policy.replay_opponents import UNTAGGED, OpponentLedger, opponent_code
+from sparring.policy.sac import SACPolicy
+
+
+@pytest.mark.parametrize('cls', [ReplayBuffer, PrioritizedReplayBuffer])
+def test_drop_keeps_the_rest_oldest_first_also_after_the_ring_wrapped(cls):
+    buffer = cls(5)
+    buffer.push(dict(x=np.arange(4)))
+    buffer.push(dict(x=np.arange(4, 7)))  # the ring wrapped: slots hold 5 6 2 3 4, the oldest (2) at slot 2
+    np.testing.assert_array_equal(buffer.storage['x'], [5, 6, 2, 3, 4])
+    if buffer.prioritized:  # each transition's priority from its value, to follow it
+        buffer.update_priorities(np.arange(5), buffer.storage['x'].astype(float))
+    dropped = buffer.drop(np.isin(buffer.storage['x'][:5], [3, 6]))
+    assert dropped == 2 and len(buffer) == 3 and buffer.position == 3
+    np.testing.assert_array_equal(buffer.storage['x'][:3], [2, 4, 5])
+    if buffer.prioritized:  # the priorities moved with their transitions
+        np.testing.assert_allclose(buffer.tree.values(np.arange(3)), (np.array([2.0, 4.0, 5.0]) + 1e-6) ** 0.6)
+        assert buffer.tree.total == pytest.approx(buffer.tree.values(np.arange(3)).sum())
+    buffer.push(dict(x=np.array([9])))
+    np.testing.assert_array_equal(buffer.storage['x'][:4], [2, 4, 5, 9])
+    with pytest.raises(ValueError, match='expected 4 booleans'):
+        buffer.drop(np.zeros(3, bool))
+
+
+def test_codes_are_stable_numbers_and_the_ledger_names_mixes_and_finds_stale_ones():
+    assert opponent_code('main_h1') == opponent_code('main_h1') != opponent_code('main_h2')
+    assert 0 <= opponent_code('x') < 2 ** 63
+    ledger = OpponentLedger()
+    a, b, c = (opponent_code(n) for n in 'abc')
+    codes = np.array([b, a, b, c, UNTAGGED])
+    ledger.remember(['a', 'b'])  # c never named: shown by its code
+    mix = ledger.mix(codes)
+    assert mix == {'b': 0.4, 'a': 0.2, f'#{c:x}': 0.2, '(untagged)': 0.2} and next(iter(mix)) == 'b'  # largest first
+    roster = {'a': 0, 'b': 3}  # c left the league; b is three snapshots old
+    np.testing.assert_array_equal(ledger.stale(codes, roster, max_age=2), [True, False, True, True, False])
+    np.testing.assert_array_equal(ledger.stale(codes, roster, max_age=None), [False, False, False, True, False])
+    again = OpponentLedger()
+    again.load_state_dict(ledger.state_dict())
+    assert again.names == ledger.names
+
+
+def _battle_chunk(opponents, T=6):
+    """A turn-based chunk of two columns, the home player to move at every other row."""
+    B = len(opponents)
+    rng = np.random.default_rng(0)
+    train = np.zeros((T, B), bool)
+    train[::2] = True
+    return dict(obs=rng.standard_normal((T, B, 3)).astype(np.float32),
+                next_obs=rng.standard_normal((T, B, 3)).astype(np.float32),
+                action=rng.integers(0, 3, (T, B)), action_mask=np.ones((T, B, 3), bool),
+                reward=np.zeros((T, B), np.float32), terminated=np.zeros((T, B), bool),
+                truncated=np.zeros((T, B), bool), train_mask=train,
+                opponent=np.broadcast_to(np.array([opponent_code(o) for o in opponents]), (T, B)),
+                opponent_version=np.full((T, B), 4))
+
+
+def test_sac_stores_the_opponent_of_each_transition_and_forgets_stale_ones():
+    cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=[8]),
+                                         learn=dict(learning_starts=10_000), replay=dict(max_opponent_age=1)))
+    policy = SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3))
+    policy.remember_opponents(['main', 'main_h1', 'main_h2'])  # a learner names those of finished games
+    policy.learn(_battle_chunk(['main_h1', 'main_h2']))
+    policy.learn(_battle_chunk(['main', 'main_h2']))
+    assert len(policy.replay) == 8
+    assert policy.opponent_mix() == {'main_h2': 0.5, 'main_h1': 0.25, 'main': 0.25}
+    np.testing.assert_array_equal(policy.replay.storage['opponent_version'][:8], 4)
+    # main_h1 is now two snapshots old, main_h2 one: the first goes.
+    assert policy.forget_opponents({'main': 0, 'main_h2': 1, 'main_h1': 2}) == 2
+    assert policy.opponent_mix() == {'main_h2': 4 / 6, 'main': 2 / 6}
+    assert policy.forget_opponents({'main': 0}) == 4  # main_h2 left the league
+    restored = SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3))
+    restored.load_state_dict(policy.state_dict())
+    assert restored.opponent_mix() == {'main': 1.0}
+
+
+def test_without_max_opponent_age_nothing_is_forgotten_and_untagged_chunks_are_kept():
+    cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=[8]), learn=dict(learning_starts=10_000)))
+    policy = SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3))
+    chunk = _battle_chunk(['x', 'y'])
+    del chunk['opponent'], chunk['opponent_version']
+    policy.learn(chunk)
+    assert policy.opponent_mix() == {'(untagged)': 1.0}
+    assert policy.forget_opponents({}) == 0 and len(policy.replay) == 4
+
+
+def test_the_learner_logs_the_buffer_mix_by_the_names_of_finished_games_opponents():
+    from sparring.worker.chunk import Chunk
+    from sparring.worker.learner import Learner
+    cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=[8]), learn=dict(learning_starts=10_000)))
+    learner = Learner(SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3)), 1000)
+    data = _battle_chunk(['main_h1', 'bot:random'])
+    data.update({k: np.zeros(data['reward'].shape, np.float32) for k in ('log_prob', 'value', 'next_value')})
+    stats = learner.train(Chunk(data=data, version=0, results=[('main_h1', 'win'), ('bot:random', 'loss')]))
+    assert stats['replay_opponents/main_h1'] == stats['replay_opponents/bot:random'] == 0.5
