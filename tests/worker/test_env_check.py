@@ -215,3 +215,9 @@ def test_the_command_reads_a_config_file_and_its_import_names(tmp_path, capsys, 
     (tmp_path / 'cfg.py').write_text("config = dict(import_names=['my_game'], env=dict(type='check_my_tictactoe'))\n")
     assert main(['check-env', str(tmp_path / 'cfg.py'), '--games', '2']) == 0
     assert 'check-env check_my_tictactoe: passed' in capsys.readouterr().out
+
+
+def test_the_continuous_pong_duel_passes_without_action_masks():
+    report = check_env(dict(type='pong_duel', continuous=True, max_steps=60), games=2)
+    assert report.passed, report.format()
+    assert 'action Box(-1.0, 1.0, (1,), float32)' in report.notes[0]

@@ -9,8 +9,8 @@ top, over whole games, it checks what one step cannot show (the rules on positio
 in :mod:`.check_rules`, the replays in :mod:`.check_replay`):
 
 * the spaces (the same for both seats; the action space's kind is reported, whatever it is);
-* an ``action_mask`` with every observation; in turn-based games all False for the seat not to move
-  and some True for the seat to move; in simultaneous games some True for every seat;
+* an ``action_mask`` with every observation (``Discrete`` actions); in turn-based games all False for the seat
+  not to move and some True for the seat to move; in simultaneous games some True for every seat;
 * observations inside the observation space (shape, bounds);
 * a result at every game's end that agrees with the sign of the seat's rewards over the game, and
   rewards that sum to zero at every step where the class declares ``zero_sum = True``;
@@ -288,6 +288,8 @@ class _Checker:
                 continue
             for call, no_mask, other_dtype in game.log:
                 at = 0 if call == 'reset' else None
+                if not isinstance(vec.action_space, spaces.Discrete):
+                    no_mask = []  # Box actions carry no mask (battle_api): nothing to choose among
                 for agent in no_mask:
                     n = getattr(vec.action_space, 'n', '?')
                     self.problems.add('no_mask', f"{where(j, at)}, {agent}: infos has no 'action_mask'; expected a "
