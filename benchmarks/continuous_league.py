@@ -4,7 +4,8 @@ For each seed, each variant trains its ready config (``dizoo/pong_duel/config/po
 and ``pong_duel_league.py`` for ``discrete``) for ``--steps`` env steps, with no evaluation during training;
 then its player plays ``--games`` games against each bot (the random bot and the tracker) on the fixed
 evaluation seeds of ``league_eval.py``, sampling its actions as it does in the league. Both variants share
-the court, the speeds and the bots' rules (velocity 1 moves as far as "up"), so the win rates compare.
+the court, the speeds and the bots' rules (velocity 1 moves as far as "up"), so the win rates compare;
+``discrete_8_epochs`` is the discrete league with the continuous config's 8 PPO epochs per chunk.
 
 Reported per seed: win/draw/loss and score against each bot with the binomial standard error of the win
 rate, env steps and training wall seconds; per variant: the mean win rate over the seeds with the standard
@@ -31,6 +32,9 @@ from sparring.framework import serial_pipeline
 PLAYER = 'naive_sp_0'
 OPPONENTS = ('random', 'pong_duel_heuristic')
 VARIANTS = dict(continuous=continuous_config, discrete=discrete_config)
+# The discrete league with the continuous config's 8 epochs per chunk: tells the action space from that choice.
+VARIANTS['discrete_8_epochs'] = copy.deepcopy(discrete_config)
+VARIANTS['discrete_8_epochs']['policy']['learn']['epochs'] = continuous_config['policy']['learn']['epochs']
 
 
 def cpu_model() -> str:
