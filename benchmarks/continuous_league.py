@@ -10,7 +10,7 @@ the court, the speeds and the bots' rules (velocity 1 moves as far as "up"), so 
 Reported per seed: win/draw/loss and score against each bot with the binomial standard error of the win
 rate, env steps and training wall seconds; per variant: the mean win rate over the seeds with the standard
 error over the seeds. Also the CPU model and the load average before and after (the machine is shared).
-Seeds 0-2 were used to choose the continuous config; report on others (100-102). Results are merged into
+Seeds 0 and 1 were used to choose the continuous config; report on others (100-102). Results are merged into
 ``benchmarks/results/continuous_league.json`` under ``--label``::
 
     flock /tmp/sparring-bench.lock .venv/bin/python benchmarks/continuous_league.py --seeds 100 101 102
