@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 import numpy as np
+from gymnasium import spaces
 
 from sparring.config.schema import ConfigError
 from sparring.framework.player_loader import TrainedRun
@@ -97,6 +98,10 @@ class _SingleGameTable:
 
 def _table(cfg, seed: int):
     env = make_battle_env(cfg.env, 1, seed)
+    if not isinstance(env.action_space, spaces.Discrete):
+        env.close()
+        raise ConfigError(f'play: env {cfg.env.type!r} has continuous actions ({env.action_space}); play needs moves '
+                          f'a person can type, one of a Discrete action space')
     if not env.turn_based or getattr(env, 'team_size', None) is not None:
         env.close()
         raise ConfigError(f'play: env {cfg.env.type!r} is not a turn-based game of one player a side; play needs '

@@ -148,4 +148,5 @@ def test_play_refuses_the_continuous_game_with_one_line(continuous_run):
     exp, _ = continuous_run
     with pytest.raises(ConfigError) as err:
         play_game(str(exp), read=lambda prompt: 'q', write=lambda text: None)
-    assert "env 'pong_duel' is not a turn-based game" in str(err.value) and '\n' not in str(err.value)
+    assert "env 'pong_duel' has continuous actions (Box(-1.0, 1.0, (1,), float32))" in str(err.value)
+    assert '\n' not in str(err.value)
