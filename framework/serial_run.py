@@ -121,12 +121,23 @@ class LeagueRun:
             verdict = self.coordinator.progress(pid, learner.train_iter, policy.version, params=policy.get_params())
             if verdict['snapshot']:
                 self.pool.forget(verdict['historical_player']['param_ref'])
+                self._forget_stale_opponents()
             if verdict['reset']:
                 # Keep counting versions upward: staleness must stay meaningful across a reset.
                 policy.set_params(self.store.get(verdict['reset_param_ref'])['params'], policy.version)
                 policy.reset_optimizer()
         self.rounds += 1
         return stats
+
+    def _forget_stale_opponents(self) -> None:
+        """A snapshot ages the others: replays that forget by opponent (SAC's ``replay.max_opponent_age``) drop
+        the transitions against opponents now too old."""
+        ages = None
+        for learner in self.learners.values():
+            forget = getattr(learner.policy, 'forget_opponents', None)
+            if forget is not None:
+                ages = self.coordinator.league.opponent_ages() if ages is None else ages
+                self.coordinator.counters['replay_transitions_forgotten'] += forget(ages)
 
     def evaluate_pending(self) -> Dict[str, dict]:
         """Play the evaluations the coordinator queued (in the background: record those due at this round

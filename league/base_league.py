@@ -237,6 +237,18 @@ class BaseLeague(LeagueStateMixin):
     def reference_players(self) -> List[ReferencePlayer]:
         return list(self.roster.reference().players)
 
+    def opponent_ages(self) -> Dict[str, int]:
+        """Every player's age in snapshots, as a self-play replay forgets by it: 0 for active and reference
+        players, and k for the k-th newest snapshot of its parent (the newest is 1)."""
+        ages = {p.player_id: 0 for p in self.active_players + self.reference_players}
+        by_parent: Dict[str, List[HistoricalPlayer]] = {}
+        for snapshot in self.historical_players:
+            by_parent.setdefault(snapshot.parent_id, []).append(snapshot)
+        for snapshots in by_parent.values():  # in the order they were taken: the last is the newest
+            for age, snapshot in enumerate(reversed(snapshots), start=1):
+                ages[snapshot.player_id] = age
+        return ages
+
     def get_player(self, player_id: str) -> Player:
         return self.roster.get(player_id)
 

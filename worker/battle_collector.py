@@ -26,6 +26,7 @@ from typing import Callable, Tuple
 import numpy as np
 
 from sparring.policy.base import Policy
+from sparring.policy.replay_opponents import opponent_code
 from sparring.worker.battle_arena import Arena
 from sparring.worker.chunk import Chunk
 from sparring.worker.collector import CollectorCounters
@@ -76,6 +77,9 @@ class BattleCollector(CollectorCounters):
             buf['action_mask'] = np.empty((*shape2, arena.step_result.action_mask.shape[-1]), dtype=bool)
         if getattr(self.policy, 'needs_next_obs', False):  # it bootstraps from these itself (DQN)
             buf['next_obs'] = np.empty_like(buf['obs'])
+        if getattr(self.policy, 'records_opponents', False):  # whom each move was against (a replay forgets by it)
+            buf['opponent'] = np.empty(shape2, dtype=np.int64)
+            buf['opponent_version'] = np.empty(shape2, dtype=np.int64)
         if arena.search is not None:
             buf['search_policy'] = np.empty((*shape2, buf['action_mask'].shape[-1]), dtype=np.float32)
             buf['search_value'] = np.empty(shape2, dtype=np.float32)
@@ -101,6 +105,11 @@ class BattleCollector(CollectorCounters):
                 buf['search_policy'][t] = home['search_policy']
                 buf['search_value'][t] = home['search_value']
             buf['value_mask'][t] = learnable
+            if 'opponent' in buf:
+                per_slot = (B,) + (1,) * (len(shape2) - 2)
+                buf['opponent'][t] = np.array([opponent_code(o) for o in arena.opponent_ids]).reshape(per_slot)
+                buf['opponent_version'][t] = np.array([int(getattr(o, 'version', 0)) for o in arena.opponents]
+                                                      ).reshape(per_slot)
             buf['train_mask'][t] = learnable & arena.per_agent(step.to_move)
             nxt = arena.step(actions)
             buf['reward'][t] = nxt.reward
