@@ -23,6 +23,7 @@ import re
 import urllib.parse
 from typing import Any, Dict, Optional, Tuple
 
+import gymnasium as gym
 import numpy as np
 
 from sparring.config import compile_config, load_config, save_config
@@ -212,19 +213,23 @@ def record(cfg, policy: Policy, battle: bool, steps: int, num_envs: int, seed: i
     try:
         observed = env.reset()
         obs_shape = env.observation_space.shape
+        # Box actions carry no mask (the battle protocol): the step's placeholder column is not one.
+        masked = battle and isinstance(env.action_space, gym.spaces.Discrete)
         obs_list, mask_list = [], []
         state = None
         for _ in range(steps):
             obs = (observed if isinstance(observed, np.ndarray) else observed.obs).reshape(-1, *obs_shape)
-            mask = observed.action_mask.reshape(len(obs), -1) if battle else None
+            mask = observed.action_mask.reshape(len(obs), -1) if masked else None
             if state is None:
                 state = policy.initial_state(len(obs))
             out = policy.act(obs, state, action_mask=mask)
             obs_list.append(obs)
             mask_list.append(mask)
-            observed = env.step(out.action.reshape(observed.action_mask.shape[:-1]) if battle else out.action)
+            if battle:  # one action per game and seat: [B, 2] (Discrete) or [B, 2, *shape] (Box)
+                action = out.action.reshape(observed.action_mask.shape[:-1] + out.action.shape[1:])
+            observed = env.step(action if battle else out.action)
             state = _restart_finished(policy, out.state, observed, battle, len(obs))
-        masks = None if not battle else np.stack(mask_list)
+        masks = np.stack(mask_list) if masked else None
         return Recording(np.stack(obs_list), masks)
     finally:
         env.close()

@@ -150,3 +150,16 @@ def test_play_refuses_the_continuous_game_with_one_line(continuous_run):
         play_game(str(exp), read=lambda prompt: 'q', write=lambda text: None)
     assert "env 'pong_duel' has continuous actions (Box(-1.0, 1.0, (1,), float32))" in str(err.value)
     assert '\n' not in str(err.value)
+
+
+@pytest.mark.slow
+def test_surgery_widens_the_continuous_league_and_keeps_its_gaussian(continuous_run, tmp_path):
+    from sparring.framework.surgery import surgery
+    exp, summary = continuous_run
+    wider = _league_config(tmp_path / 'wide')
+    wider['policy'] = dict(wider['policy'], model=dict(hidden_sizes=[24]))
+    report = surgery(summary['checkpoint'], wider, str(tmp_path / 'wide'), options=dict(widen='split'),
+                     record_steps=8, log=lambda line: None)
+    # The Gaussian's mean and the value are unchanged on the recorded observations (no masks: Box actions).
+    assert report['max_value_change'] <= 1e-5
+    assert report['changes'][0].startswith('actor.0: 16 -> 24')
