@@ -49,7 +49,7 @@ class CollectTasks:
 
     def learner_joined(self, pid: str) -> None:
         """A new learner process for ``pid``: chunks sent to its predecessor are gone."""
-        self.chunks_before_learner[pid] = self.coordinator.player_chunks[pid]
+        self.chunks_before_learner[pid] = self.coordinator.players[pid].chunks
         self.chunks_consumed[pid] = 0
         self._sent.clear()  # a new learner process (or group): the counts start again with its endpoints
         self.in_flight[pid].clear()
@@ -60,7 +60,7 @@ class CollectTasks:
 
     def expected_chunks(self, pid: str) -> int:
         """Chunks the current learner of ``pid`` will receive (what it must take before it has drained)."""
-        return self.coordinator.player_chunks[pid] - self.chunks_before_learner[pid] - self.reclaimed[pid]
+        return self.coordinator.players[pid].chunks - self.chunks_before_learner[pid] - self.reclaimed[pid]
 
     # -- chunks in flight ------------------------------------------------------------------------
     def reported(self, pid: str, chunk_id: str, session: str, now: float) -> None:
@@ -136,8 +136,7 @@ class CollectTasks:
             return 'wait', dict(seconds=WAIT_SECONDS / 4, reason='the learners are behind')
         previous = self.last_player.get(worker.worker_id)
         # Ties keep the collector on its last player (its envs are warm).
-        steps = co.player_env_steps
-        pid = min(ready, key=lambda p: (steps[p] + busy[p] * self.chunk_steps, p != previous, p))
+        pid = min(ready, key=lambda p: (co.players[p].env_steps + busy[p] * self.chunk_steps, p != previous, p))
         self._next_id += 1
         self.tasks[self._next_id] = (worker.session, pid)
         worker.task_id = self._next_id

@@ -51,9 +51,9 @@ class Commander:
     """The coordinator's decisions served over a network; transport-free (``handle`` maps a request to a reply)."""
 
     (league, player_ids, store, env_steps, phase, stop_reason, reached, last_eval, counters, eval_opponents,
-     wall_seconds, train_iterations, versions) = map(_delegated, (
+     wall_seconds) = map(_delegated, (
         'league', 'player_ids', 'store', 'env_steps', 'phase', 'stop_reason', 'reached', 'last_eval', 'counters',
-        'eval_opponents', 'wall_seconds', 'train_iterations', 'versions'))
+        'eval_opponents', 'wall_seconds'))
 
     def __init__(self, cfg, resume: bool = False, clock: Callable[[], float] = time.monotonic, logger=None) -> None:
         self.cfg, self.par, self.clock, self.logger = cfg, cfg.parallel, clock, logger
@@ -89,7 +89,7 @@ class Commander:
                 self._commit(dict(op='abandon', jobs=sorted(self.outstanding)))
             self.known_workers.update(f'learner-{pid}' for pid in self.player_ids)
             self.say(f'resumed from {self.dir}: {self.env_steps} env steps, {replayed} journal entries replayed, '
-                      f'iterations {self.coordinator.train_iterations}')
+                      f'iterations {self.coordinator.course_state()["train_iterations"]}')
         else:
             commander_state.start_fresh(self)
             # Learner processes start from (and may restart from) the same initial parameters.
@@ -249,9 +249,10 @@ class Commander:
             return 'ack', dict(self._state_for(worker), reset_param_ref=None), None
         self.collect.consumed(pid, body['chunks_consumed'])
         self._take_stats(worker, body.get('stats', {}))
-        iteration = max(body['train_iteration'], co.train_iterations[pid])
+        course = co.players[pid]
+        iteration = max(body['train_iteration'], course.train_iteration)
         reset_ref = None
-        if iteration > co.train_iterations[pid] or body['version'] > co.versions[pid]:
+        if iteration > course.train_iteration or body['version'] > course.version:
             entry = dict(op='progress', player=pid, iteration=iteration, version=body['version'])
             verdict = co.apply(entry)
             if verdict['snapshot']:

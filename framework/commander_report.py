@@ -66,7 +66,7 @@ def log_progress(commander) -> None:
     commander.logger.scalars(drops, commander.env_steps, prefix='run/dropped/')
     commander.logger.line(format_stats(dict(
         phase=commander.phase, steps=commander.env_steps, sps=int(rate), **figures,
-        iters='/'.join(str(commander.coordinator.train_iterations[p]) for p in commander.player_ids),
+        iters='/'.join(str(commander.coordinator.players[p].train_iteration) for p in commander.player_ids),
         workers=len(commander.workers), stale=float(np.mean(staleness)) if staleness else None)))
 
 def summary(commander, pictures: List[str], state_path: str) -> dict:
@@ -75,7 +75,7 @@ def summary(commander, pictures: List[str], state_path: str) -> dict:
     extra = dict(eval_mean=first['return_mean'], eval_std=first['return_std']) if 'return_mean' in first else {}
     return dict(extra, exp_dir=commander.exp_dir, env_steps=commander.env_steps, wall_seconds=commander.wall_seconds,
                 env_steps_per_second=commander.env_steps / max(commander.wall_seconds, 1e-9),
-                train_iterations=dict(commander.coordinator.train_iterations), eval=commander.last_eval,
+                train_iterations={p: c.train_iteration for p, c in commander.coordinator.players.items()}, eval=commander.last_eval,
                 reached_stop_value=commander.reached is not None,
                 stop_env_steps=commander.reached[0] if commander.reached else None,
                 stop_seconds=commander.reached[1] if commander.reached else None,

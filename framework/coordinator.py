@@ -19,6 +19,7 @@ The serial loop calls it in-process; the commander wraps it and adds only what a
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections import defaultdict, deque
@@ -34,6 +35,22 @@ from sparring.worker.policy_pool import ParamStore
 INIT_REF = 'init'  # the parameters every player starts from, and resets return to
 PHASES = ('collect', 'drain', 'evaluate', 'done')
 REDRAWS = 16  # draws of a job whose opponent is quarantined before it becomes a game against itself
+
+
+# A player's course as a state file holds it: one dict per field, by player id (the names files have had).
+COURSE_FIELDS = dict(player_env_steps='env_steps', player_chunks='chunks', train_iterations='train_iteration',
+                     versions='version', next_eval='next_eval')
+
+
+@dataclasses.dataclass
+class PlayerCourse:
+    """How far one active player has got in the run."""
+    env_steps: int = 0  # of the games it collected
+    chunks: int = 0  # reported
+    train_iteration: int = 0  # its learner's, as last reported
+    version: int = 0  # of its parameters: the newest reported
+    next_eval: int = 0  # the iteration at which its next periodic evaluation is due
+    evaluated_version: Optional[int] = None  # the version its last evaluation played (None: none yet)
 
 
 class RunCoordinator:
@@ -56,12 +73,7 @@ class RunCoordinator:
         every = cfg.train.eval_every_iters
         # -- the course of the run (saved with it) --
         self.env_steps = 0
-        self.player_env_steps = {pid: 0 for pid in self.player_ids}
-        self.player_chunks = {pid: 0 for pid in self.player_ids}
-        self.train_iterations = {pid: 0 for pid in self.player_ids}
-        self.versions = {pid: 0 for pid in self.player_ids}
-        self.next_eval = {pid: every for pid in self.player_ids}
-        self.evaluated_version: Dict[str, Optional[int]] = {pid: None for pid in self.player_ids}
+        self.players: Dict[str, PlayerCourse] = {pid: PlayerCourse(next_eval=every) for pid in self.player_ids}
         self.counters: Dict[str, int] = defaultdict(int)
         self.dropped: Dict[str, str] = {}  # quarantined snapshots (their files are damaged): param ref -> why
         self.last_eval: Dict[str, dict] = {}
@@ -113,8 +125,9 @@ class RunCoordinator:
                 self.league.finish_job(dict(player_ids=[entry['player'], away], result=outcomes))
                 self.counters['games'] += len(outcomes)
             self.env_steps += entry['steps']
-            self.player_env_steps[entry['player']] += entry['steps']
-            self.player_chunks[entry['player']] += 1
+            course = self.players[entry['player']]
+            course.env_steps += entry['steps']
+            course.chunks += 1
             self.counters['chunks'] += 1
             return None
         if op == 'abandon':
@@ -122,10 +135,11 @@ class RunCoordinator:
             return None
         if op == 'progress':
             pid = entry['player']
-            self.train_iterations[pid] = entry['iteration']
-            self.versions[pid] = max(self.versions[pid], entry['version'])
+            course = self.players[pid]
+            course.train_iteration = entry['iteration']
+            course.version = max(course.version, entry['version'])
             # Agent steps (ML-Agents' unit for save and swap steps): the env steps of the player's games so far.
-            agent_steps = entry.setdefault('agent_steps', self.player_env_steps[pid])
+            agent_steps = entry.setdefault('agent_steps', course.env_steps)
             self.league.update_active_player(dict(player_id=pid, train_iteration=entry['iteration'],
                                                   agent_steps=agent_steps))
             verdict = self.league.judge_snapshot(pid)
@@ -206,16 +220,17 @@ class RunCoordinator:
         if self.exact is not None:
             self.exact.forget(ref)
         self.say(f'snapshot {verdict["historical_player"]["player_id"]} of {verdict["player_id"]} at iteration '
-                 f'{self.train_iterations[verdict["player_id"]]}')
+                 f'{self.players[verdict["player_id"]].train_iteration}')
         self.watch.snapshot(verdict)
         return ref
 
     # ------------------------------------------------------------------------------ evaluation
     def schedule_evaluation(self, pid: str) -> None:
         """Queue ``pid``'s periodic evaluation once its iteration reaches the next multiple of ``eval_every_iters``."""
-        every, iteration = self.cfg.train.eval_every_iters, self.train_iterations[pid]
-        if every and iteration >= self.next_eval[pid] and self.phase == 'collect':
-            self.next_eval[pid] = (iteration // every + 1) * every
+        every, course = self.cfg.train.eval_every_iters, self.players[pid]
+        iteration = course.train_iteration
+        if every and iteration >= course.next_eval and self.phase == 'collect':
+            course.next_eval = (iteration // every + 1) * every
             if not any(job['player_id'] == pid for job in self.pending):  # one pending evaluation per player
                 self._queue_evaluation(pid, final=False)
 
@@ -242,12 +257,12 @@ class RunCoordinator:
                 journal(entry)
         report, score, text = self.summarise(results, returns)
         self.last_eval[pid] = report
-        self.evaluated_version[pid] = self.versions[pid] if version is None else int(version)
+        self.players[pid].evaluated_version = self.players[pid].version if version is None else int(version)
         if self.logger is not None:
             prefixes = [(f'eval/{pid}/vs_{oid}/', s) for oid, s in report.items()] if results else [('eval/', report)]
             for prefix, figures in prefixes:
                 self.logger.scalars(figures, self.env_steps if at_env_steps is None else at_env_steps, prefix=prefix)
-        iteration = self.train_iterations[pid] if at_iteration is None else at_iteration
+        iteration = self.players[pid].train_iteration if at_iteration is None else at_iteration
         self.say(f'eval {pid} (iteration {iteration}): {text}')
         self.watch.evaluated(pid, report, at_env_steps)
         stop_value = self.cfg.env.stop_value
@@ -306,7 +321,8 @@ class RunCoordinator:
             return
         self.phase = 'evaluate'
         for pid in self.player_ids:
-            if pid not in self.last_eval or self.evaluated_version[pid] != self.versions[pid]:
+            course = self.players[pid]
+            if pid not in self.last_eval or course.evaluated_version != course.version:
                 self._queue_evaluation(pid, final=True)
 
     def check_evaluated(self, running: int = 0) -> None:
@@ -340,16 +356,18 @@ class RunCoordinator:
     # ------------------------------------------------------------------------------ persistence
     def course_state(self) -> dict:
         """The run's course, for a commander's state file (the league is saved beside it)."""
-        return dict(env_steps=self.env_steps, player_env_steps=self.player_env_steps,
-                    player_chunks=self.player_chunks, train_iterations=self.train_iterations,
-                    versions=self.versions, next_eval=self.next_eval, counters=dict(self.counters),
+        by_field = {name: {pid: getattr(course, field) for pid, course in self.players.items()}
+                    for name, field in COURSE_FIELDS.items()}
+        return dict(env_steps=self.env_steps, **by_field, counters=dict(self.counters),
                     last_eval=self.last_eval, wall_seconds=self.wall_seconds, branch_games=self.watch.branch_state(),
                     dropped=self.dropped)
 
     def load_course_state(self, state: dict) -> None:
         self.env_steps = int(state['env_steps'])
-        for name in ('player_env_steps', 'player_chunks', 'train_iterations', 'versions', 'next_eval'):
-            getattr(self, name).update(state[name])
+        for name, field in COURSE_FIELDS.items():
+            for pid, value in state[name].items():
+                if pid in self.players:
+                    setattr(self.players[pid], field, value)
         self.counters.update(state['counters'])
         self.last_eval = state['last_eval']
         self.dropped.update(state['dropped'])

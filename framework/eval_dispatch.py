@@ -25,7 +25,7 @@ class EvalDispatch:
         self.running[job['task_id']] = (worker.session, job)
         worker.eval_task_id = job['task_id']
         pid = job['player_id']
-        return 'eval_job', dict(task_id=job['task_id'], player_id=pid, version=co.versions[pid],
+        return 'eval_job', dict(task_id=job['task_id'], player_id=pid, version=co.players[pid].version,
                                 opponents=[list(o) for o in co.eval_opponents])
 
     def requeue(self, worker) -> None:

@@ -87,7 +87,7 @@ class LeagueWatch:
         pid = verdict['player_id']
         self.course['snapshots'].append(dict(env_steps=self.co.env_steps, player=pid,
                                              snapshot=verdict['historical_player']['player_id'],
-                                             iteration=self.co.train_iterations[pid], reset=bool(verdict['reset'])))
+                                             iteration=self.co.players[pid].train_iteration, reset=bool(verdict['reset'])))
         if self.logging:
             player = self.league.get_player(pid)
             self._scalars({f'league/{pid}/snapshots': player.snapshot_count,

@@ -255,17 +255,18 @@ class LeagueRun:
             learner, collector = self.learners[pid], self.collectors[pid]
             learner.load_state_dict(state['learners'][pid])
             collector.load_state_dict(state['collectors'][pid])
-            coordinator.player_env_steps[pid] = collector.env_steps
-            coordinator.train_iterations[pid] = learner.train_iter
-            coordinator.versions[pid] = learner.policy.version
+            course = coordinator.players[pid]
+            course.env_steps = collector.env_steps
+            course.train_iteration = learner.train_iter
+            course.version = learner.policy.version
             if every:
-                coordinator.next_eval[pid] = (learner.train_iter // every + 1) * every
-        coordinator.env_steps = sum(coordinator.player_env_steps.values())
+                course.next_eval = (learner.train_iter // every + 1) * every
+        coordinator.env_steps = sum(course.env_steps for course in coordinator.players.values())
         coordinator.last_eval.update(state['last_eval'])
         coordinator.history.extend(state['history'])
         coordinator.watch.load_branch_state(state['branch_games'])
-        for pid, versions in state['evaluated_versions'].items():
-            coordinator.evaluated_version[pid] = versions
+        for pid, version in state['evaluated_versions'].items():
+            coordinator.players[pid].evaluated_version = version
         self.eval_history.update({pid: list(h) for pid, h in state['eval_history'].items()})
         self.rounds = int(state['rounds'])
         self.wall_seconds = float(state['wall_seconds'])

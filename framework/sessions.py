@@ -135,8 +135,8 @@ def register(commander, body: dict):
         if player_id and replicas > 1 else {}
     return 'registered', dict(worker_id=worker_id, session=record.session, config=to_plain(commander.cfg),
                               index=index, player_id=player_id, restore=restore, player_ids=list(commander.player_ids),
-                              train_iteration=co.train_iterations[player_id] if player_id else 0,
-                              version=co.versions[player_id] if player_id else 0, **extra), None
+                              train_iteration=co.players[player_id].train_iteration if player_id else 0,
+                              version=co.players[player_id].version if player_id else 0, **extra), None
 
 
 def learner_id(player_id: str, replica: int) -> str:

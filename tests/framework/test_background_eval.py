@@ -53,7 +53,7 @@ def test_results_are_recorded_eval_every_iters_rounds_after_they_were_sent(tmp_p
         assert [e['due_round'] for e in run.in_flight] == [12, 12]  # sent after round 9
         reports = run.settle_evaluations()
         assert sorted(reports) == ['main_exploiter_0', 'main_player_0'] and not run.in_flight
-        assert run.coordinator.evaluated_version['main_player_0'] == 9
+        assert run.coordinator.players['main_player_0'].evaluated_version == 9
     finally:
         run.close()
 
@@ -106,7 +106,8 @@ def test_a_checkpoint_keeps_the_evaluations_in_flight(tmp_path, resume_in_backgr
     resumed = LeagueRun(prepare_config(config, resume=True), state)
     try:
         resumed.settle_evaluations()
-        assert resumed.coordinator.evaluated_version == {'main_player_0': 3, 'main_exploiter_0': 3}
+        assert {p: c.evaluated_version for p, c in resumed.coordinator.players.items()} == {'main_player_0': 3,
+                                                                                         'main_exploiter_0': 3}
         assert [entry['env_steps'] for entry in resumed.history] == [3 * 64]
         assert not resumed.in_flight
     finally:

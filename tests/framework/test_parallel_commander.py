@@ -258,7 +258,7 @@ def test_a_restarted_commander_replays_its_journal_to_the_same_league(tmp_path):
     assert state['job_count'] == expected['job_count'] and state['rng_state'] == expected['rng_state']
     assert (resumed.env_steps, resumed.counters['games']) == (steps, games)
     assert resumed.coordinator.watch.branch_state() == branches  # saved counts plus the journal's tail
-    assert resumed.train_iterations[pid] == 9 and resumed.versions[pid] == 9
+    assert resumed.coordinator.players[pid].train_iteration == 9 and resumed.coordinator.players[pid].version == 9
     # the old workers died with the old commander: their unfinished games never count
     assert not resumed.outstanding and resumed.counters['jobs_abandoned'] == outstanding
     # a learner coming back restores its checkpoint and keeps counting from the league's step

@@ -242,7 +242,7 @@ def test_defect7_nan_or_misshapen_parameters_are_refused_and_counted(tmp_path):
         assert kind == 'error' and 'refused' in body['error'], body
     assert commander.counters['params_refused'] == 4
     assert commander.workers[learners[pid]].endpoint != 'tcp://elsewhere:1'  # nothing of a refused publish is taken
-    assert commander.live[pid].version == 0 and commander.versions[pid] == 0  # the first good ones stay
+    assert commander.live[pid].version == 0 and commander.coordinator.players[pid].version == 0  # the first good ones stay
     kind, _, _ = commander.handle(req('publish', session=learners[pid], request_number=20, player_id=pid, version=1,
                                       train_iteration=1, final=False, chunks_consumed=0, _arrays=good))
     assert kind == 'ack' and commander.live[pid].version == 1
