@@ -20,6 +20,7 @@ from sparring.worker.env.battle import make_battle_env
 from sparring.worker.env.gym_env import evaluator_env_config
 from sparring.worker.env.manager import make_env_manager
 from sparring.worker.evaluator import Evaluator
+from sparring.worker.logger import format_outcome_rates
 
 Outcomes = Dict[str, List[str]]
 
@@ -44,7 +45,7 @@ class GameEvaluation:
     def summarise(results: Outcomes, returns: Sequence[float]) -> Tuple[dict, Optional[float], str]:
         """``(report, score, text)``: win/draw/loss rates per opponent and the worst score."""
         report = {oid: BattleEvalResult(oid, outcomes).summary() for oid, outcomes in results.items()}
-        text = ' '.join(f'{oid}:{s["win"]:.2f}/{s["draw"]:.2f}' for oid, s in report.items())
+        text = format_outcome_rates(report)
         return report, (min_score(report) if report else None), text
 
     def close(self) -> None:
