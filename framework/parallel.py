@@ -127,7 +127,7 @@ class ParallelRun:
                                           par.host)
         if device_line(cfg.policy):
             self.logger.line(device_line(cfg.policy) + ' here; each learner resolves policy.device in its own process')
-        self.logger.line(f'commander at {self.address} ({par.auth} authentication); join a worker from another '
+        self.logger.line(f'commander at {self.address} ({self.security.describe()}); join a worker from another '
                          f'machine with: sparring worker --role collector --commander {self.address}')
         self.closed = False
 

@@ -245,3 +245,11 @@ def test_a_request_to_nobody_still_times_out():
             client.request('heartbeat', dict(session='s'))
     finally:
         context.destroy(linger=0)
+
+
+def test_a_process_says_how_its_sockets_authenticate(tmp_path):
+    from sparring.worker.remote.security import create_curve_keys
+    assert Security(Signer(b's' * 32)).describe() == 'HMAC signatures and CURVE keys derived from the secret'
+    assert Security(Signer(None)).describe() == 'no authentication'
+    keys = create_curve_keys(str(tmp_path / 'keys'))
+    assert Security(Signer(None), keys).describe() == f'CURVE keys from {keys}'

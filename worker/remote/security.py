@@ -89,6 +89,14 @@ class Security:
     def secured(self) -> bool:
         return self.signer.enabled or self.curve_dir is not None
 
+    def describe(self) -> str:
+        """How this process's sockets authenticate, in words (the commander says it when it starts)."""
+        if self.curve_dir:
+            return f'CURVE keys from {self.curve_dir}' + (' and HMAC signatures' if self.signer.enabled else '')
+        if self.signer.enabled:
+            return 'HMAC signatures' + (' and CURVE keys derived from the secret' if self.curve is not None else '')
+        return 'no authentication'
+
     @functools.cached_property  # worked out once, not per socket (a file read or a key derivation each)
     def curve(self) -> Optional[CurveKeys]:
         """The CURVE keys every socket of this process uses, or None for none."""
