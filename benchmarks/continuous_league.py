@@ -37,17 +37,6 @@ VARIANTS['discrete_8_epochs'] = copy.deepcopy(discrete_config)
 VARIANTS['discrete_8_epochs']['policy']['learn']['epochs'] = continuous_config['policy']['learn']['epochs']
 
 
-def cpu_model() -> str:
-    try:
-        with open('/proc/cpuinfo') as f:
-            for line in f:
-                if line.startswith('model name'):
-                    return line.split(':', 1)[1].strip()
-    except OSError:
-        pass
-    return 'unknown'
-
-
 def win_standard_error(summary: dict) -> float:
     """The binomial standard error of a win rate over ``games`` games."""
     p, n = summary['win'], summary['games']
@@ -92,7 +81,6 @@ def main() -> None:
     parser.add_argument('--label', default='report', help='the key the results go under in the JSON file')
     args = parser.parse_args()
     results = start_results(args)
-    results['machine']['cpu_model'] = cpu_model()
     results['variants'] = {}
     with tempfile.TemporaryDirectory() as workdir:
         for variant in args.variants:

@@ -226,11 +226,8 @@ def machine() -> dict:
     import torch
     info = dict(python=platform.python_version(), torch=torch.__version__, cpu_count=os.cpu_count(),
                 load_average=list(os.getloadavg()), cuda=torch.cuda.is_available())
-    try:
-        with open('/proc/cpuinfo') as f:
-            info['cpu_model'] = next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
-    except (OSError, StopIteration):
-        info['cpu_model'] = platform.processor()
+    from results_file import cpu_model
+    info['cpu_model'] = cpu_model()
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
         info.update(gpu=props.name, gpu_memory_gib=round(props.total_memory / 2**30, 1),

@@ -10,7 +10,7 @@ from typing import Dict, Sequence
 
 import torch
 
-from results_file import merge_results
+from results_file import cpu_model, merge_results
 from sparring.config import load_config
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.config.registry import BOT_REGISTRY, POLICY_REGISTRY
@@ -43,8 +43,8 @@ def evaluate_checkpoint(exp_dir: str, player_id: str, opponents: Sequence[str], 
 def start_results(args) -> dict:
     """The results dict a benchmark fills: the machine (with its load, it is shared), start time, arguments."""
     torch.set_num_threads(1)
-    return dict(machine=dict(cpus=os.cpu_count(), python=platform.python_version(), torch=torch.__version__,
-                             load_average=os.getloadavg()), started=time.strftime('%Y-%m-%d %H:%M:%S'),
+    return dict(machine=dict(cpus=os.cpu_count(), cpu_model=cpu_model(), python=platform.python_version(),
+                             torch=torch.__version__, load_average=os.getloadavg()), started=time.strftime('%Y-%m-%d %H:%M:%S'),
                 args=vars(args))
 
 

@@ -17,23 +17,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 
 import numpy as np
 import torch
 
-from results_file import merge_results
+from results_file import cpu_model, merge_results
 
 BOT_PREFIX = 'bot:'
-
-
-def cpu_model() -> str:
-    try:
-        with open('/proc/cpuinfo') as f:
-            return next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
-    except (OSError, StopIteration):
-        return platform.processor() or 'unknown'
 
 
 def generate(args) -> None:

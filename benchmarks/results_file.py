@@ -3,8 +3,18 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results')
+
+
+def cpu_model() -> str:
+    """The CPU's model name as /proc/cpuinfo gives it (what a figure was measured on), else what Python knows."""
+    try:
+        with open('/proc/cpuinfo') as f:
+            return next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
+    except (OSError, StopIteration):
+        return platform.processor() or 'unknown'
 
 
 def merge_results(name: str, results: dict) -> str:

@@ -75,7 +75,7 @@ def main() -> None:
         return
     sys.path.insert(0, HERE)
     from results_file import merge_results
-    from sac_vs_sb3 import cpu_model
+    from results_file import cpu_model
     results = dict(cpu=cpu_model(), cores=os.cpu_count(), seconds=args.seconds, seed=args.seed, started=time.time())
     for algo in GAMES[args.game]:
         out = subprocess.run([sys.executable, os.path.abspath(__file__), '--child', args.game, algo, str(args.seconds),

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -37,14 +36,6 @@ SB3_HOPPER = dict(learning_starts=10_000)  # rl-zoo sac.yml, Hopper
 
 def load() -> list:
     return [round(x, 2) for x in os.getloadavg()]
-
-
-def cpu_model() -> str:
-    try:
-        with open('/proc/cpuinfo') as f:
-            return next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
-    except (OSError, StopIteration):
-        return platform.processor()
 
 
 # -- the child runs: each prints one JSON line ------------------------------------------------------
@@ -235,7 +226,7 @@ def main() -> None:
         print(json.dumps(child(lib, task, int(seed), int(steps), int(eval_every), bool(int(stop)), workdir)))
         return
     sys.path.insert(0, HERE)
-    from results_file import merge_results
+    from results_file import cpu_model, merge_results
     started, load_start = time.time(), load()
     results = dict(cpu=cpu_model(), cores=os.cpu_count(), torch_threads=1, load_start=load_start,
                    seeds=args.seeds, steps=args.steps, eval_every=args.eval_every, stop_at_target=args.stop_at_target,

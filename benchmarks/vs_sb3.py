@@ -215,8 +215,8 @@ def main() -> None:
 
     import stable_baselines3
     import torch
-    from results_file import merge_results
-    results = dict(machine=dict(cpus=os.cpu_count(), cpu_model=_cpu_model(), python=platform.python_version(),
+    from results_file import cpu_model, merge_results
+    results = dict(machine=dict(cpus=os.cpu_count(), cpu_model=cpu_model(), python=platform.python_version(),
                                 torch=torch.__version__, stable_baselines3=stable_baselines3.__version__),
                    started=time.strftime('%Y-%m-%d %H:%M:%S'), load_at_start=load())
     print(f'load average at start: {results["load_at_start"]}', flush=True)
@@ -238,14 +238,6 @@ def main() -> None:
     results['load_at_end'] = load()
     print(f'load average at end: {results["load_at_end"]}')
     merge_results('vs_sb3', {args.entry: dict(results, seeds=args.seeds)} if args.entry else results)
-
-
-def _cpu_model() -> str:
-    try:
-        with open('/proc/cpuinfo') as f:
-            return next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
-    except (OSError, StopIteration):
-        return platform.processor()
 
 
 def _update_child(name: str, threads: int) -> dict:

@@ -17,7 +17,6 @@ import argparse
 import collections
 import copy
 import os
-import platform
 import statistics
 import time
 
@@ -30,15 +29,7 @@ from sparring.dizoo.classic_control.config.cartpole_ppo import config as cartpol
 from sparring.worker.collector import SampleCollector
 from sparring.worker.env.manager import make_env_manager
 
-from results_file import merge_results
-
-
-def cpu_model() -> str:
-    try:
-        with open('/proc/cpuinfo') as f:
-            return next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
-    except (OSError, StopIteration):
-        return platform.processor() or 'unknown'
+from results_file import cpu_model, merge_results
 
 
 def train(seed: int, staleness: int, arm: str, env_steps: int, eval_steps: int) -> dict:
