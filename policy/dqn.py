@@ -30,7 +30,7 @@ from sparring.policy import functional as F
 from sparring.policy.base import ActOutput, Policy
 from sparring.policy.device import Placement, acting_device, check_device_spec
 from sparring.policy.finite_step import finite_update
-from sparring.policy.replay_buffer import make_replay_buffer
+from sparring.policy.replay_buffer import check_batch_fits_replay, make_replay_buffer
 
 
 class _QNetwork(torch.nn.Module):
@@ -125,9 +125,7 @@ class DQNPolicy(Policy):
             q_models = [n for n in MODEL_REGISTRY.names() if getattr(MODEL_REGISTRY.get(n), 'outputs_q_values', False)]
             raise ConfigError(f'config key "policy.model.type": {model_type!r} does not output Q-values; DQN needs '
                               f'one of: {", ".join(q_models)}')
-        if section['learn']['batch_size'] > section['replay']['capacity']:
-            raise ConfigError(f'config key "policy.learn.batch_size": {section["learn"]["batch_size"]} exceeds '
-                              f'"policy.replay.capacity" {section["replay"]["capacity"]}')
+        check_batch_fits_replay(section)
 
     def __init__(self, cfg: dict, observation_space: gym.Space, action_space: gym.Space, seed: int = 0) -> None:
         super().__init__(cfg, observation_space, action_space, seed)

@@ -6,6 +6,9 @@ module: they travel with the parameters and are saved with the model.
 """
 from __future__ import annotations
 
+from typing import Optional
+
+import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
@@ -50,3 +53,12 @@ class RunningNormalizer(nn.Module):
             return obs
         scaled = (obs - self.mean.to(obs.dtype)) / torch.sqrt(self.var.to(obs.dtype) + self.eps)
         return scaled.clamp(-self.clip, self.clip)
+
+
+def observation_normalizer(enabled: bool, observation_space: gym.Space) -> Optional[RunningNormalizer]:
+    """A policy's ``obs_norm``: a running normaliser of the observation space's shape, or None when off."""
+    if not enabled:
+        return None
+    if not isinstance(observation_space, gym.spaces.Box):
+        raise TypeError(f'policy.obs_norm needs a Box observation space, got {observation_space}')
+    return RunningNormalizer(observation_space.shape)

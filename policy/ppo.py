@@ -35,7 +35,7 @@ from sparring.policy.base import ActOutput, Policy
 from sparring.policy.device import Placement, acting_device
 from sparring.policy.grad_clip import SecondMomentClipper
 from sparring.policy.gradient_step import GradientStep, read_rows
-from sparring.policy.normalizer import RunningNormalizer
+from sparring.policy.normalizer import RunningNormalizer, observation_normalizer
 from sparring.policy.objectives import make_objective
 from sparring.policy.objectives.base import Minibatch, PolicyParts
 from sparring.policy.objectives.stats import STEP_STATS, UpdateStats
@@ -85,12 +85,7 @@ class PPOPolicy(Policy):
         super().__init__(cfg, observation_space, action_space, seed)
         torch.manual_seed(seed)  # parameter initialisation is part of the run's determinism
         model = MODEL_REGISTRY.get(cfg['model']['type'])(cfg['model'], observation_space, action_space)
-        normalizer = None
-        if cfg['obs_norm']:
-            if not isinstance(observation_space, gym.spaces.Box):
-                raise TypeError(f'policy.obs_norm needs a Box observation space, got {observation_space}')
-            normalizer = RunningNormalizer(observation_space.shape)
-        self.net = _Network(model, normalizer)
+        self.net = _Network(model, observation_normalizer(cfg['obs_norm'], observation_space))
         self.model = model
         self.recurrent = bool(getattr(model, 'recurrent', False))
         if self.recurrent:

@@ -17,7 +17,7 @@ from typing import Dict, NamedTuple, Optional
 
 import numpy as np
 
-from sparring.config.schema import in_range
+from sparring.config.schema import ConfigError, in_range
 from sparring.policy import functional as F
 
 # Battle chunks may say whom each move was played against: the opponent's player id as an int64 code
@@ -253,6 +253,13 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         if self.size:
             self.tree.update(np.arange(self.size), state['priorities'])
         self.max_priority = float(state['max_priority'])
+
+
+def check_batch_fits_replay(section: dict) -> None:
+    """A replay policy's config: a learning batch cannot be larger than the buffer it is drawn from."""
+    if section['learn']['batch_size'] > section['replay']['capacity']:
+        raise ConfigError(f'config key "policy.learn.batch_size": {section["learn"]["batch_size"]} exceeds '
+                          f'"policy.replay.capacity" {section["replay"]["capacity"]}')
 
 
 def make_replay_buffer(cfg: dict, seed: int = 0) -> ReplayBuffer:

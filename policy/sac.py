@@ -37,8 +37,8 @@ from sparring.policy import functional as F
 from sparring.policy import sac_loss as L
 from sparring.policy.base import ActOutput, Policy
 from sparring.policy.device import Placement, acting_device, check_device_spec
-from sparring.policy.normalizer import RunningNormalizer
-from sparring.policy.replay_buffer import (OPPONENT_KEYS, REPLAY_CONSTRAINTS, chunk_transitions,
+from sparring.policy.normalizer import RunningNormalizer, observation_normalizer
+from sparring.policy.replay_buffer import (OPPONENT_KEYS, REPLAY_CONSTRAINTS, check_batch_fits_replay, chunk_transitions,
                                            make_replay_buffer, replay_default_config)
 from sparring.policy.replay_opponents import UNTAGGED, OpponentLedger
 from sparring.policy.sac_model import SACModel
@@ -145,9 +145,7 @@ class SACPolicy(Policy):
         if section['model']['type'] != 'sac_mlp':
             raise ConfigError(f'config key "policy.model.type": SAC builds its actor and critics from \'sac_mlp\', '
                               f'got {section["model"]["type"]!r}')
-        if section['learn']['batch_size'] > section['replay']['capacity']:
-            raise ConfigError(f'config key "policy.learn.batch_size": {section["learn"]["batch_size"]} exceeds '
-                              f'"policy.replay.capacity" {section["replay"]["capacity"]}')
+        check_batch_fits_replay(section)
 
     def __init__(self, cfg: dict, observation_space: gym.Space, action_space: gym.Space, seed: int = 0) -> None:
         super().__init__(cfg, observation_space, action_space, seed)
@@ -163,12 +161,7 @@ class SACPolicy(Policy):
             raise TypeError(f'SAC needs a Box or Discrete action space, got {action_space}')
         torch.manual_seed(seed)  # parameter initialisation is part of the run's determinism
         model = cast(SACModel, MODEL_REGISTRY.get(cfg['model']['type'])(cfg['model'], observation_space, action_space))
-        normalizer = None
-        if cfg['obs_norm']:
-            if not isinstance(observation_space, gym.spaces.Box):
-                raise TypeError(f'policy.obs_norm needs a Box observation space, got {observation_space}')
-            normalizer = RunningNormalizer(observation_space.shape)
-        self.net = SACNetwork(model, normalizer)
+        self.net = SACNetwork(model, observation_normalizer(cfg['obs_norm'], observation_space))
         self.model = model
         self.target_critics = self._copy_critics()
         learn = cfg['learn']
