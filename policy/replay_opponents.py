@@ -14,6 +14,7 @@ reference players, k for the k-th newest snapshot of a lineage (the newest is 1)
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Dict, Iterable, Mapping, Optional
 
@@ -22,6 +23,7 @@ import numpy as np
 UNTAGGED = -1  # the code of a transition whose chunk did not say whom it was played against
 
 
+@functools.lru_cache(maxsize=4096)  # a battle collector asks for every slot at every step: hash each id once
 def opponent_code(player_id: str) -> int:
     """A player id as a non-negative int64, the same in every process (unlike ``hash``)."""
     digest = hashlib.blake2b(str(player_id).encode(), digest_size=8).digest()
