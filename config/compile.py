@@ -108,6 +108,12 @@ def base_config() -> dict:
             shutdown_seconds=20.0,  # how long workers get to exit before they are killed
             max_message_mb=1024,
             audit_reports=False,  # collectors keep a line per chunk report in workers/<id>/reports.jsonl (audits)
+            # Forward-pass workers (OpenAI Five's fourth machine): networks that act for many collectors, in batches.
+            inference=dict(
+                workers=0,  # forward-pass worker processes; collectors keep envs and draws, they run networks (0: off)
+                max_batch=256,  # rows one forward pass gathers at most, from all its collectors' requests
+                max_wait_ms=2.0,  # how long a batch's first request waits for others before the pass runs
+            ),
         ),
     )
 
@@ -164,6 +170,9 @@ BASE_CONSTRAINTS = {
     'parallel.learner_replicas': in_range(1, None),
     'parallel.launcher': one_of('local', 'ray'),
     'parallel.ray_address': of_type(str, allow_none=True),
+    'parallel.inference.workers': in_range(0, None),
+    'parallel.inference.max_batch': all_of(of_type(int), in_range(1, 4096)),
+    'parallel.inference.max_wait_ms': in_range(0.0, 1000.0),
 }
 
 

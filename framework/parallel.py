@@ -138,6 +138,8 @@ class ParallelRun:
             for pid in self.commander.player_ids:
                 for replica in range(par.learner_replicas):
                     self.launcher.start(learner_id(pid, replica), 'learner', pid, replica)
+        for i in range(par.inference.workers):  # before the collectors, which wait for their address files
+            self.launcher.start(f'inference-{i}', 'inference')
         for i in range(par.collectors):
             self.launcher.start(f'collector-{i}', 'collector')
         for i in range(par.evaluators):

@@ -16,7 +16,7 @@ from typing import Callable, Dict, Optional, Set, Tuple
 from sparring.config.compile import to_plain
 from sparring.worker.remote.wire import short
 
-ROLES = ('collector', 'learner', 'evaluator')
+ROLES = ('collector', 'learner', 'evaluator', 'inference')
 LEDGER_FILE = 'sessions.txt'
 MAX_SESSION_CHARS = 128  # a worker's session id is a uuid's 32 hex digits
 

@@ -21,11 +21,13 @@ from sparring.framework.messaging import make_security
 from sparring.worker.remote.base import EXIT_COMMANDER_LOST, EXIT_ORPHANED, CommanderLost, SessionExpired, process_gone
 from sparring.worker.remote.collector import CollectorWorker
 from sparring.worker.remote.evaluator import EvaluatorWorker
+from sparring.worker.remote.inference import InferenceWorker
 from sparring.worker.remote.learner import LearnerWorker
 
 log = logging.getLogger('sparring.worker')
 
-ROLES = {'collector': CollectorWorker, 'learner': LearnerWorker, 'evaluator': EvaluatorWorker}
+ROLES = {'collector': CollectorWorker, 'learner': LearnerWorker, 'evaluator': EvaluatorWorker,
+         'inference': InferenceWorker}
 # What ZeroMQ can connect to: a host name, an IPv4 address or a bracketed IPv6 one, and a port.
 _ADDRESS = re.compile(r'^tcp://([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})$')
 

@@ -14,7 +14,9 @@ import time
 from collections import deque
 from typing import Callable, Deque, Dict, List, Tuple
 
+from sparring.worker.inference_client import ForwardClient, RemotePlayerPolicies
 from sparring.worker.remote.base import PlayerPolicies, Worker
+from sparring.worker.remote.inference import inference_addresses
 from sparring.worker.remote.transport import DataPusher
 from sparring.worker.run_files import open_run_file
 from sparring.worker.run_kind import run_kind
@@ -77,7 +79,15 @@ class CollectorWorker(Worker):
         self.kind = run_kind(self.cfg)
         self.observation_space, self.action_space = self.spaces()
         self.seed = collector_seed(self.cfg.seed, self.index)
-        self.players = PlayerPolicies(self, self.seed)
+        self.forward_client = None
+        if self.par.inference.workers:  # the networks act on forward-pass workers; the draws stay here
+            self.forward_client = ForwardClient(
+                self.context, self.security, self.worker_id, lambda: inference_addresses(self.cfg.exp_name),
+                attempt_seconds=min(self.par.request_timeout_seconds, 5.0),
+                give_up_seconds=self.par.worker_timeout_seconds, check_alive=self.check_alive)
+            self.players = RemotePlayerPolicies(self, self.seed, self.forward_client)
+        else:
+            self.players = PlayerPolicies(self, self.seed)
         self.chunk_len = self.par.chunk_len or self.cfg.policy.collect.n_steps
         self.games: Dict[str, Tuple[object, JobFeed]] = {}
         self.pushers: Dict[str, DataPusher] = {}
@@ -97,6 +107,8 @@ class CollectorWorker(Worker):
                 collector.close()
             if self.audit is not None:
                 self.audit.close()
+            if self.forward_client is not None:
+                self.forward_client.close()
         self.goodbye()
 
     def task_request(self) -> dict:
@@ -157,5 +169,10 @@ class CollectorWorker(Worker):
                 return
 
     def stats(self) -> Dict[str, float]:
-        return dict(env_steps=float(getattr(self, 'env_steps', 0)), undelivered=float(getattr(self, 'undelivered', 0)),
-                    games_accepted=float(getattr(self, 'games_accepted', 0)))
+        stats = dict(env_steps=float(getattr(self, 'env_steps', 0)), undelivered=float(getattr(self, 'undelivered', 0)),
+                     games_accepted=float(getattr(self, 'games_accepted', 0)))
+        client = getattr(self, 'forward_client', None)
+        if client is not None:  # where the time goes with remote forward passes
+            stats.update(forward_round_trips=float(client.round_trips), forward_seconds=client.round_trip_seconds,
+                         forward_resends=float(client.resends))
+        return stats

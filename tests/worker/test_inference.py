@@ -1,0 +1,227 @@
+"""Forward-pass workers in one process: batched passes equal per-row ones, remote acting equals local acting,
+bad requests are dropped and counted, the batcher's bound holds, and a silent worker's requests go elsewhere."""
+import threading
+
+import numpy as np
+import pytest
+import torch
+import zmq
+
+from sparring.config import compile_config
+from sparring.config.registry import POLICY_REGISTRY
+from sparring.worker.inference_client import ForwardClient, RemoteActingPolicy
+from sparring.worker.inference_forward import Batcher, Pending, forward_rows, split_out, stack_group
+from sparring.worker.remote.inference import INFERENCE_PROTOCOL, InferenceServer, VersionGone
+from sparring.worker.remote.schema import INT, STR, Schema, field
+from sparring.worker.remote.security import Security
+from sparring.worker.remote.transport import RequestClient
+from sparring.worker.remote.wire import MessageError, Signer
+from sparring.worker.run_kind import run_kind
+
+pytestmark = pytest.mark.usefixtures('one_torch_thread')
+SECRET = Signer(b'inference-test-secret-of-enough-length')
+
+CONNECT_FOUR = dict(env=dict(type='connect_four', collector_env_num=4),
+                    policy=dict(type='ppo', model=dict(type='cnn', conv_layers=[[16, 4, 1]], hidden_size=32)))
+TICTACTOE = dict(env=dict(type='tictactoe', collector_env_num=4),
+                 policy=dict(type='ppo', model=dict(hidden_sizes=[16])))
+
+
+def _policy(config, seed=3, version=7):
+    cfg = compile_config(dict(config, league=dict(type='one_vs_one')), save=False)
+    obs_space, act_space = run_kind(cfg).spaces()
+    policy = POLICY_REGISTRY.get('ppo')(cfg.policy, obs_space, act_space, seed=seed)
+    params = {k: v + 0.05 * torch.randn_like(v) if v.is_floating_point() else v for k, v in policy.get_params().items()}
+    policy.set_params(params, version)
+    return cfg, policy
+
+
+def _observations(policy, n, seed=0):
+    space = policy.observation_space
+    rng = np.random.default_rng(seed)
+    obs = rng.integers(-1, 2, size=(n, *space.shape)).astype(space.dtype)
+    mask = rng.random((n, policy.action_space.n)) < 0.7
+    mask[:, 0] = True
+    return obs, mask
+
+
+class Networks:
+    """The ``networks`` of a forward-pass worker, from policies in hand."""
+
+    def __init__(self, **policies):
+        self.policies = policies
+
+    def sync(self, ref):
+        if ref not in self.policies:
+            raise MessageError('schema', f'no {ref!r}')
+        return self.policies[ref].version
+
+    def get(self, ref, version):
+        policy = self.policies[ref]
+        if policy.version != version:
+            raise VersionGone(f'{ref} is {policy.version}')
+        return policy
+
+
+@pytest.fixture
+def serving():
+    """``start(networks, **kw) -> server``: forward-pass servers answering in a thread each, closed at the end."""
+    context = zmq.Context()
+    started = []
+
+    def start(networks, shape, max_batch=64, max_wait_ms=1.0, delay=0.0):
+        server = InferenceServer(context, Security(SECRET), '127.0.0.1', networks, max_batch, max_wait_ms, shape)
+        stop = threading.Event()
+        if delay:
+            run_batch = server.run_batch
+
+            def slow_batch():
+                stop.wait(delay)
+                run_batch()
+            server.run_batch = slow_batch
+
+        def loop():
+            while not stop.is_set():
+                server.serve(0.02)
+        thread = threading.Thread(target=loop, daemon=True)
+        thread.start()
+        started.append((server, stop, thread))
+        return server
+
+    yield context, start
+    for server, stop, thread in started:
+        stop.set()
+        thread.join(5.0)
+        server.close()
+    context.destroy(linger=0)
+
+
+@pytest.mark.parametrize('config', [CONNECT_FOUR, TICTACTOE], ids=['connect_four_cnn', 'tictactoe_mlp'])
+def test_a_batched_forward_pass_equals_per_row_passes(config):
+    _, policy = _policy(config)
+    obs, _ = _observations(policy, 24)
+    whole = forward_rows(policy, obs)
+    for i in range(len(obs)):
+        row = forward_rows(policy, obs[i:i + 1])
+        np.testing.assert_allclose(whole.head[i:i + 1], row.head, atol=1e-5)
+        np.testing.assert_allclose(whole.value[i:i + 1], row.value, atol=1e-5)
+    # requests stacked into a batch and cut back out get their own rows
+    group = [Pending(None, ('p', 7), obs[:5]), Pending(None, ('p', 7), obs[5:6]), Pending(None, ('p', 7), obs[6:])]
+    stacked, _ = stack_group(group)
+    parts = split_out(forward_rows(policy, stacked), group)
+    np.testing.assert_allclose(np.concatenate([p.head for p in parts]), whole.head, atol=1e-5)
+    assert [len(p.value) for p in parts] == [5, 1, 18]
+
+
+@pytest.mark.parametrize('config', [CONNECT_FOUR, TICTACTOE], ids=['connect_four_cnn', 'tictactoe_mlp'])
+def test_remote_acting_gives_local_probabilities_values_and_the_same_draws(serving, config):
+    context, start = serving
+    cfg, policy = _policy(config)
+    server = start(Networks(p=policy), policy.observation_space.shape)
+    client = ForwardClient(context, Security(SECRET), 'collector-0', lambda: [server.address])
+    shell = POLICY_REGISTRY.get('ppo')(cfg.policy, policy.observation_space, policy.action_space, seed=11)
+    local = POLICY_REGISTRY.get('ppo')(cfg.policy, policy.observation_space, policy.action_space, seed=11)
+    local.set_params(policy.get_params(), policy.version)
+    remote = RemoteActingPolicy(shell, 'p', client)
+    try:
+        assert remote.version == 7
+        obs, mask = _observations(policy, 16, seed=1)
+        np.testing.assert_allclose(remote.action_probabilities(obs, mask), local.action_probabilities(obs, mask),
+                                   atol=1e-5)
+        np.testing.assert_allclose(remote.value(obs), local.value(obs), atol=1e-5)
+        for _ in range(5):  # the shell's generator draws what the local policy's draws
+            mine, theirs = remote.act(obs, action_mask=mask), local.act(obs, action_mask=mask)
+            np.testing.assert_array_equal(mine.action, theirs.action)
+            np.testing.assert_allclose(mine.log_prob, theirs.log_prob, atol=1e-5)
+            assert mask[np.arange(len(obs)), mine.action].all()
+    finally:
+        client.close()
+
+
+def test_malformed_and_unknown_requests_are_dropped_counted_and_the_worker_goes_on(serving):
+    context, start = serving
+    _, policy = _policy(TICTACTOE)
+    server = start(Networks(p=policy), policy.observation_space.shape)
+    raw = RequestClient(context, server.address, Security(SECRET, protocol=INFERENCE_PROTOCOL), 'x', timeout=5.0)
+    obs, _ = _observations(policy, 3)
+    try:
+        with pytest.raises(MessageError, match='obs must be 3 rows'):  # rows that do not fit the network
+            raw.request('forward', dict(ref='p', version=7, rows=3), dict(obs=obs[:, :-1]))
+        with pytest.raises(MessageError, match='no .q.'):  # a reference nobody holds
+            raw.request('sync', dict(ref='q'))
+        with pytest.raises(MessageError) as gone:  # a version not held: the collector syncs again
+            raw.request('forward', dict(ref='p', version=6, rows=3), dict(obs=obs))
+        assert gone.value.reason == 'version'
+        # a body beyond the schema never reaches the worker's code: the transport drops and counts it
+        forged = Schema(dict(ref=field(STR), rows=field(INT)))  # what the worker's schema refuses
+        hostile = Security(SECRET, protocol=dict(INFERENCE_PROTOCOL, forward=forged))
+        intruder = RequestClient(context, server.address, hostile, 'y', timeout=5.0)
+        with pytest.raises(MessageError, match='missing field .version.'):
+            intruder.request('forward', dict(ref='p', rows=5))
+        intruder.close()
+        good = raw.request('forward', dict(ref='p', version=7, rows=3), dict(obs=obs))
+        np.testing.assert_allclose(good.arrays['value'], policy.value(obs), atol=1e-5)
+        stats = server.stats()
+        assert stats['malformed'] == 2 and stats['version_gone'] == 1 and stats['rejected'] >= 3
+        assert stats['requests'] == 2 and stats['rows'] == 3
+    finally:
+        raw.close()
+
+
+def test_the_batcher_holds_at_most_max_batch_rows_and_is_due_by_size_or_wait():
+    now = [0.0]
+    batcher = Batcher(max_batch=8, max_wait_ms=5.0, clock=lambda: now[0])
+    assert batcher.due_in() is None
+    batcher.add(Pending(None, ('a', 1), np.zeros((3, 2))))
+    assert batcher.due_in() == pytest.approx(0.005)
+    now[0] = 0.004
+    batcher.add(Pending(None, ('b', 1), np.zeros((4, 2))))
+    assert batcher.has_room() and batcher.due_in() == pytest.approx(0.001)
+    batcher.add(Pending(None, ('a', 1), np.zeros((2, 2))))
+    assert not batcher.has_room() and batcher.due_in() == 0.0
+    with pytest.raises(RuntimeError, match='max_batch is 8'):
+        batcher.add(Pending(None, ('a', 1), np.zeros((1, 2))))
+    groups = batcher.take()
+    assert [[len(r.obs) for r in g] for g in groups] == [[3, 2], [4]] and batcher.rows == 0
+
+
+def test_a_slow_worker_slows_its_clients_and_holds_no_more_than_a_batch(serving):
+    context, start = serving
+    _, policy = _policy(TICTACTOE)
+    server = start(Networks(p=policy), policy.observation_space.shape, max_batch=8, max_wait_ms=50.0, delay=0.02)
+    obs, _ = _observations(policy, 3)
+    answered = []
+
+    def client_loop(i):
+        client = ForwardClient(context, Security(SECRET), f'c{i}', lambda: [server.address])
+        remote = RemoteActingPolicy(policy, 'p', client)
+        for _ in range(6):
+            answered.append(len(remote.value(obs)))
+        client.close()
+    threads = [threading.Thread(target=client_loop, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60.0)
+    assert answered == [3] * 36
+    # never more than a batch's rows held (the last request in may overshoot by its own rows), the rest queued
+    assert server.batcher.most_rows <= 8 - 1 + 3
+    assert server.stats()['mean_batch'] > 3  # requests of several clients shared passes
+
+
+def test_a_request_to_a_silent_worker_is_sent_again_to_another(serving):
+    context, start = serving
+    _, policy = _policy(TICTACTOE)
+    silent = context.socket(zmq.ROUTER)  # takes requests in and never answers, as a worker killed mid-batch
+    port = silent.bind_to_random_port('tcp://127.0.0.1')
+    server = start(Networks(p=policy), policy.observation_space.shape)
+    client = ForwardClient(context, Security(SECRET), 'c', lambda: [f'tcp://127.0.0.1:{port}', server.address],
+                           attempt_seconds=0.5, give_up_seconds=10.0)
+    try:
+        obs, _ = _observations(policy, 4)
+        value = RemoteActingPolicy(policy, 'p', client).value(obs)
+        np.testing.assert_allclose(value, policy.value(obs), atol=1e-5)
+        assert client.resends == 1
+    finally:
+        client.close()
+        silent.close(linger=0)

@@ -1,0 +1,222 @@
+"""The rollout side of forward-pass workers: policies whose network runs elsewhere, and whose draws stay here.
+
+:class:`RemoteActingPolicy` is the seam between local and remote acting: it is what a collector's policy
+pool hands the unchanged collectors (single-agent and battle) in place of a policy. Its ``act`` sends the
+observations (and recurrent states) to a forward-pass worker (:mod:`sparring.worker.remote.inference`) and
+draws the actions from the returned distribution with the generator of its *shell* -- the policy the
+collector would have built to act itself, same seed, never given parameters -- so a chunk holds what it
+would hold had the collector acted (:func:`~sparring.worker.inference_forward.act_from_forward`).
+
+A chunk's version: :meth:`RemoteActingPolicy.sync` (a collector calls it before each chunk, where it would
+fetch parameters) asks the newest version, and every forward pass of the chunk names it. Should the
+forward-pass worker no longer hold it (it was restarted), the policy syncs again and goes on with the newer
+version; the chunk keeps the version it started with, so its staleness is overstated, never understated.
+
+:class:`ForwardClient` sends requests to the run's forward-pass workers: one at a time, to the first that
+answers; a worker that does not answer within ``attempt_seconds`` is left for the next (a killed one is
+restarted at a new address, re-read from the address files), and the request is sent again -- a forward
+pass changes nothing, so asking twice is harmless. It gives up after ``give_up_seconds`` without any answer.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections import OrderedDict
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+
+from sparring.worker.inference_forward import (ForwardOut, act_from_forward, forwards_remotely,
+                                               probabilities_from_forward)
+from sparring.worker.policy_pool import BOT_PREFIX, PolicyPool
+from sparring.worker.remote.base import RemoteParamStore
+from sparring.worker.remote.inference import INFERENCE_PROTOCOL, STATE_NAMES
+from sparring.worker.remote.transport import RequestClient
+from sparring.worker.remote.wire import MessageError, RequestTimeout
+from sparring.worker.seeds import player_seed
+
+log = logging.getLogger('sparring.worker')
+
+
+class InferenceUnavailable(RuntimeError):
+    """No forward-pass worker answered for ``give_up_seconds``."""
+
+
+class ForwardClient:
+    def __init__(self, context, security, sender: str, addresses: Callable[[], List[str]],
+                 attempt_seconds: float = 5.0, give_up_seconds: float = 60.0,
+                 check_alive: Callable[[], None] = lambda: None) -> None:
+        self.context = context
+        self.security = dataclasses.replace(security, protocol=INFERENCE_PROTOCOL)
+        self.sender = sender
+        self.addresses = addresses
+        self.attempt_seconds = attempt_seconds
+        self.give_up_seconds = give_up_seconds
+        self.check_alive = check_alive
+        self.client: Optional[RequestClient] = None
+        self.turn = 0
+        self.resends = 0  # requests sent again after a forward-pass worker did not answer
+        self.round_trips = 0
+        self.round_trip_seconds = 0.0
+
+    def _next_client(self) -> RequestClient:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        deadline = time.monotonic() + self.give_up_seconds
+        while True:
+            addresses = self.addresses()
+            if addresses:
+                address = addresses[self.turn % len(addresses)]
+                self.turn += 1
+                self.client = RequestClient(self.context, address, self.security, self.sender,
+                                            timeout=self.attempt_seconds)
+                return self.client
+            if time.monotonic() > deadline:
+                raise InferenceUnavailable(f'{self.sender}: no forward-pass worker address appeared in '
+                                           f'{self.give_up_seconds:.0f} s (parallel.inference.workers > 0 starts '
+                                           f'them; each writes <exp_name>/inference/<id>.address)')
+            self.check_alive()
+            time.sleep(0.1)
+
+    def request(self, kind: str, body: dict, arrays=None):
+        started = time.monotonic()
+        while True:
+            client = self.client or self._next_client()
+            try:
+                reply = client.request(kind, body, arrays, timeout=self.attempt_seconds)
+            except RequestTimeout:
+                self.resends += 1
+                if time.monotonic() - started > self.give_up_seconds:
+                    raise InferenceUnavailable(f'{self.sender}: no forward-pass worker answered {kind!r} for '
+                                               f'{self.give_up_seconds:.0f} s') from None
+                self.check_alive()
+                log.warning('%s: %s did not answer %r in %.1f s; asking another forward-pass worker', self.sender,
+                            client.address, kind, self.attempt_seconds)
+                self._next_client()
+                continue
+            self.round_trips += 1
+            self.round_trip_seconds += time.monotonic() - started
+            return reply
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+
+class RemoteActingPolicy:
+    """A policy for collectors whose forward pass runs on a forward-pass worker (see the module).
+
+    Anything else a collector asks of a policy (``recurrent``, ``initial_state``, ``needs_next_obs``, its
+    config) is the shell's."""
+
+    def __init__(self, shell, ref: str, client: ForwardClient) -> None:
+        self.shell = shell
+        self.ref = ref
+        self.client = client
+        self._version: Optional[int] = None
+        self.resyncs = 0
+
+    def __getattr__(self, name):
+        return getattr(self.shell, name)
+
+    @property
+    def version(self) -> int:
+        if self._version is None:
+            self.sync()
+        return self._version
+
+    def sync(self) -> int:
+        """Pin the newest version for what follows (the next chunk)."""
+        self._version = int(self.client.request('sync', dict(ref=self.ref)).body['version'])
+        return self._version
+
+    def forward(self, obs: np.ndarray, state=None) -> ForwardOut:
+        arrays = dict(obs=np.ascontiguousarray(obs))
+        for i, part in enumerate(state or ()):
+            arrays[STATE_NAMES[i]] = np.ascontiguousarray(part, dtype=np.float32)
+        for _ in range(3):
+            try:
+                reply = self.client.request('forward', dict(ref=self.ref, version=self.version, rows=len(obs)), arrays)
+            except MessageError as err:
+                if err.reason != 'version':
+                    raise
+                self.resyncs += 1  # the worker restarted, or moved past this version: go on with the newest
+                self.sync()
+                continue
+            a = reply.arrays
+            parts = tuple(a[n] for n in STATE_NAMES if n in a)
+            return ForwardOut(a['head'], a['value'], parts or None, a.get('log_std'))
+        raise RuntimeError(f'forward pass of {self.ref!r}: no forward-pass worker holds its version')
+
+    def act(self, obs: np.ndarray, state=None, deterministic: bool = False, action_mask=None):
+        return act_from_forward(self.shell, self.forward(obs, state), deterministic, action_mask)
+
+    def value(self, obs: np.ndarray, state=None) -> np.ndarray:
+        return np.asarray(self.forward(obs, state).value, dtype=np.float32)
+
+    def action_probabilities(self, obs: np.ndarray, action_mask=None, state=None) -> np.ndarray:
+        return probabilities_from_forward(self.forward(obs, state), action_mask)
+
+    def probabilities_and_value(self, obs: np.ndarray, action_mask=None):
+        out = self.forward(obs)
+        return probabilities_from_forward(out, action_mask), np.asarray(out.value, dtype=np.float32)
+
+
+class RemotePolicyPool(PolicyPool):
+    """A :class:`~sparring.worker.policy_pool.PolicyPool` whose stored snapshots act through forward-pass workers
+    (bots and learning players as before: the latter are registered as remote policies by the caller)."""
+
+    def __init__(self, make_shell: Callable[[], object], client: ForwardClient, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.make_shell = make_shell
+        self.client = client
+        self._remote: 'OrderedDict[str, RemoteActingPolicy]' = OrderedDict()
+
+    def get(self, ref: str):
+        if ref in self._live or ref.startswith(BOT_PREFIX):
+            return super().get(ref)
+        if ref not in self._remote:
+            self._remote[ref] = RemoteActingPolicy(self.make_shell(), ref, self.client)
+            if len(self._remote) > self.max_cached:
+                self._remote.popitem(last=False)
+        self._remote.move_to_end(ref)
+        return self._remote[ref]
+
+    def forget(self, ref: str) -> None:
+        super().forget(ref)
+        self._remote.pop(ref, None)
+
+
+class RemotePlayerPolicies:
+    """What :class:`~sparring.worker.remote.base.PlayerPolicies` is to a collector, with every network acting on
+    forward-pass workers: ``get(player_id)``, ``refresh()`` (pins each player's newest version) and ``pool``."""
+
+    def __init__(self, worker, seed: int, client: ForwardClient) -> None:
+        self.worker = worker
+        self.seed = seed
+        self.client = client
+        # Snapshots' shells are built as the local pool builds snapshots: the pool's seed.
+        self.pool = RemotePolicyPool(lambda: worker.new_policy(seed), client, RemoteParamStore(worker),
+                                     worker.observation_space, worker.action_space, seed=seed)
+        self.policies: Dict[str, RemoteActingPolicy] = {}
+
+    def get(self, player_id: str, refresh: bool = False) -> RemoteActingPolicy:
+        policy = self.policies.get(player_id)
+        if policy is None:
+            shell = self.worker.new_policy(player_seed(self.seed, self.worker.player_ids.index(player_id)))
+            if not forwards_remotely(shell):
+                raise ValueError(f'parallel.inference: {type(shell).__name__} acts whole (no separate forward pass '
+                                 f'and draw); set parallel.inference.workers=0 for it')
+            policy = self.policies[player_id] = RemoteActingPolicy(shell, player_id, self.client)
+            self.pool.add_live(player_id, policy)
+            policy.sync()
+        elif refresh:
+            policy.sync()
+        return policy
+
+    def refresh(self) -> None:
+        for policy in self.policies.values():
+            policy.sync()

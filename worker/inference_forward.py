@@ -1,0 +1,147 @@
+"""The acting step cut in two, for forward-pass (inference) workers: the network's forward pass, and the draw.
+
+OpenAI Five's rollout workers run the game but not the policy: a forward-pass worker runs the network for
+many of them in batches and answers with what acting needs; the rollout worker draws the action with its
+own RNG, so a chunk means exactly what it means when the policy acts in the collector itself.
+
+* :func:`forward_rows` -- the forward half, on the forward-pass worker: a policy's distribution parameters
+  (``head``: logits, or a Gaussian's mean), values and next recurrent state for a batch of observations.
+* :func:`act_from_forward` -- the draw, on the rollout worker: the same computation as ``PPOPolicy.act``
+  after its network, from the forward half's output, with the acting policy's own generator.
+* :class:`Batcher` -- dynamic batching: requests wait until ``max_batch`` rows are pending or the oldest has
+  waited ``max_wait_ms``; it takes no more than ``max_batch`` rows in (a request of more is its own batch),
+  so what a forward-pass worker holds is bounded and the rest waits in the sockets' bounded queues.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Callable, List, NamedTuple, Optional, Tuple
+
+import numpy as np
+import torch
+
+from sparring.policy import distributions as D
+from sparring.policy.base import ActOutput
+
+
+class ForwardOut(NamedTuple):
+    head: np.ndarray  # [N, A] logits, or [N, *action] a Gaussian's mean
+    value: np.ndarray  # [N]
+    state: Any = None  # the recurrent state after this step (a tuple of [N, ...] arrays), None if feed-forward
+    log_std: Optional[np.ndarray] = None  # a Gaussian head's state-independent log-std, [*action]
+
+
+def forwards_remotely(policy) -> bool:
+    """Whether ``policy``'s acting splits into a network forward and a draw (PPO's does; bots and DQN act whole)."""
+    return callable(getattr(policy, '_step', None)) and hasattr(policy, 'model') and hasattr(policy, 'continuous')
+
+
+def forward_rows(policy, obs: np.ndarray, state: Any = None) -> ForwardOut:
+    """One batched forward pass of ``policy``'s network on ``obs`` (and recurrent ``state``)."""
+    with torch.inference_mode():
+        head, value, next_state = policy._step(obs, state)
+        host = policy.placement.numpy
+        log_std = host(policy.model.log_std) if policy.continuous else None
+        return ForwardOut(host(head), host(value), None if next_state is None else tuple(host(p) for p in next_state),
+                          log_std)
+
+
+def act_from_forward(policy, out: ForwardOut, deterministic: bool = False,
+                     action_mask: Optional[np.ndarray] = None) -> ActOutput:
+    """What ``policy.act`` returns, drawn with ``policy.generator`` from a forward pass made elsewhere.
+
+    Kept step for step with ``PPOPolicy.act`` after its network (on the CPU, where the rollout worker is):
+    the same generator draws the same actions from the same distribution parameters."""
+    with torch.inference_mode():
+        head = torch.from_numpy(np.ascontiguousarray(out.head))
+        if policy.continuous:
+            log_std = torch.from_numpy(np.ascontiguousarray(out.log_std))
+            action = head if deterministic else D.gaussian_sample(head, log_std, policy.generator)
+            log_prob = D.gaussian_log_prob(head, log_std, action)
+            action = action.reshape(action.shape[0], *policy.action_space.shape)
+        else:
+            mask = None if action_mask is None else torch.from_numpy(np.asarray(action_mask, dtype=bool))
+            log_probs = D.categorical_log_probs(head, mask)
+            action = log_probs.argmax(-1) if deterministic else D.categorical_sample(log_probs, policy.generator)
+            log_prob = D.categorical_log_prob(log_probs, action)
+        return ActOutput(action.numpy(), log_prob.numpy(), np.asarray(out.value, dtype=np.float32), out.state)
+
+
+def probabilities_from_forward(out: ForwardOut, action_mask: Optional[np.ndarray] = None) -> np.ndarray:
+    """``[N, A]`` action probabilities from a categorical head."""
+    with torch.inference_mode():
+        mask = None if action_mask is None else torch.from_numpy(np.asarray(action_mask, dtype=bool))
+        return D.categorical_log_probs(torch.from_numpy(np.ascontiguousarray(out.head)), mask).exp().numpy()
+
+
+@dataclasses.dataclass
+class Pending:
+    """One request waiting for its batch: what to answer with, the key of the network it asks, its rows."""
+    reply_to: Any
+    key: Tuple[str, int]  # (reference, version)
+    obs: np.ndarray
+    state: Any = None
+
+
+class Batcher:
+    """Requests gathered into batches of at most ``max_batch`` rows, held at most ``max_wait_ms`` (see the module)."""
+
+    def __init__(self, max_batch: int, max_wait_ms: float, clock: Callable[[], float] = time.monotonic) -> None:
+        if max_batch < 1 or max_wait_ms < 0:
+            raise ValueError(f'Batcher: max_batch must be >= 1 and max_wait_ms >= 0, got {max_batch}, {max_wait_ms}')
+        self.max_batch = max_batch
+        self.max_wait = max_wait_ms / 1000.0
+        self.clock = clock
+        self.pending: List[Pending] = []
+        self.rows = 0
+        self.oldest = 0.0
+        self.most_rows = 0  # the most rows ever held at once (the bound a test checks)
+
+    def has_room(self) -> bool:
+        """Whether another request may come in: below ``max_batch`` rows (the first request always fits)."""
+        return self.rows < self.max_batch
+
+    def add(self, request: Pending) -> None:
+        if not self.has_room():
+            raise RuntimeError(f'Batcher: {self.rows} rows pending already; max_batch is {self.max_batch}')
+        if not self.pending:
+            self.oldest = self.clock()
+        self.pending.append(request)
+        self.rows += len(request.obs)
+        self.most_rows = max(self.most_rows, self.rows)
+
+    def due_in(self) -> Optional[float]:
+        """Seconds until the pending batch is due (0: now), or None when nothing is pending."""
+        if not self.pending:
+            return None
+        if not self.has_room():
+            return 0.0
+        return max(0.0, self.oldest + self.max_wait - self.clock())
+
+    def take(self) -> List[List[Pending]]:
+        """The pending requests, grouped by network (one forward pass each), in arrival order; empties the batcher."""
+        groups: dict = {}
+        for request in self.pending:
+            groups.setdefault(request.key, []).append(request)
+        self.pending, self.rows = [], 0
+        return list(groups.values())
+
+
+def stack_group(group: List[Pending]) -> Tuple[np.ndarray, Any]:
+    """One group's observations and recurrent states stacked into one batch."""
+    obs = np.concatenate([r.obs for r in group]) if len(group) > 1 else group[0].obs
+    if group[0].state is None:
+        return obs, None
+    return obs, tuple(np.concatenate([r.state[i] for r in group]) for i in range(len(group[0].state)))
+
+
+def split_out(out: ForwardOut, group: List[Pending]) -> List[ForwardOut]:
+    """The batch's output cut back into each request's rows."""
+    parts, start = [], 0
+    for request in group:
+        stop = start + len(request.obs)
+        state = None if out.state is None else tuple(p[start:stop] for p in out.state)
+        parts.append(ForwardOut(out.head[start:stop], out.value[start:stop], state, out.log_std))
+        start = stop
+    return parts

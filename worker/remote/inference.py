@@ -1,0 +1,280 @@
+"""The forward-pass (inference) worker of the parallel mode: networks for many collectors, in batches.
+
+It holds the networks acting names: a learning player's by its id and version, a snapshot's or reference
+player's by its ``param_ref``, loaded from the commander's parameter service as collectors load them (by
+reference; a learning player's only when a newer version is out). Collectors send ``forward`` requests
+(observations, recurrent states, the network's reference and version); the worker gathers them for up to
+``parallel.inference.max_batch`` rows or ``max_wait_ms`` (:class:`~sparring.worker.inference_forward.Batcher`),
+runs one forward pass per network and answers each with its rows' distribution parameters, values and
+next states. The collector draws the actions (:mod:`sparring.worker.inference_client`).
+
+A collector first asks ``sync`` for the version of a reference it will act with for a chunk; the worker keeps
+the last :data:`KEEP_VERSIONS` versions of each learning player, so a chunk started on one version ends on
+it. Messages are signed and schema-checked as every role's (:data:`INFERENCE_PROTOCOL`); a request that fails
+its schema or names rows the network cannot take is dropped and counted, never fatal. The worker takes in
+no more than ``max_batch`` rows at a time; the rest waits in the socket's bounded queues, and the senders
+wait for their replies: a slow forward-pass worker slows its collectors down. It binds a free port and
+writes its address to ``<exp_name>/inference/<worker id>.address`` (atomically, never through a link),
+where the run's collectors read it (:func:`inference_addresses`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+import time
+from collections import OrderedDict
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from sparring.worker.inference_forward import (Batcher, ForwardOut, Pending, forward_rows, forwards_remotely,
+                                               split_out, stack_group)
+from sparring.worker.policy_pool import BOT_PREFIX
+from sparring.worker.remote.base import PlayerPolicies, Worker
+from sparring.worker.remote.schema import INT, STR, Schema, field, non_negative
+from sparring.worker.remote.transport import Server
+from sparring.worker.remote.wire import MessageError, arrays_to_params, short
+from sparring.worker.run_files import write_atomically
+from sparring.worker.seeds import collector_seed
+
+log = logging.getLogger('sparring.worker')
+
+KEEP_VERSIONS = 4  # versions of each learning player kept: a chunk started on one still finds it
+MAX_ROWS = 4096  # rows in one request at most
+MAX_STATE_PARTS = 4  # arrays of a recurrent state (an LSTM's two)
+MAX_REF_CHARS = 512
+MAX_MESSAGE_BYTES = 64 << 20  # a request of MAX_ROWS Atari frames stacked four deep is ~116 MB; ours are far smaller
+ADDRESS_DIR = 'inference'
+STATE_NAMES = tuple(f'state_{i}' for i in range(MAX_STATE_PARTS))
+
+
+def _ref(value) -> Optional[str]:
+    return None if 0 < len(value) <= MAX_REF_CHARS and value.isprintable() else \
+        f'must be 1 to {MAX_REF_CHARS} printable characters, got {short(value)}'
+
+
+def _rows(value) -> Optional[str]:
+    return None if 1 <= value <= MAX_ROWS else f'must be within 1..{MAX_ROWS}, got {value!r}'
+
+
+VERSION = field(INT, check=non_negative)
+INFERENCE_PROTOCOL: Dict[str, Schema] = {
+    # -- requests (collector -> forward-pass worker) ---------------------------------------------------------
+    'sync': Schema(dict(ref=field(STR, check=_ref))),
+    'forward': Schema(dict(ref=field(STR, check=_ref), version=VERSION, rows=field(INT, check=_rows)),
+                      required_arrays=('obs',), array_names=STATE_NAMES),
+    # -- replies ---------------------------------------------------------------------------------------------
+    'synced': Schema(dict(ref=field(STR), version=VERSION)),
+    'forwarded': Schema(dict(version=VERSION), required_arrays=('head', 'value'),
+                        array_names=('log_std',) + STATE_NAMES),
+    'error': Schema(dict(error=field(STR), reason=field(STR))),
+}
+
+
+def inference_dir(exp_name: str) -> str:
+    return os.path.join(exp_name, ADDRESS_DIR)
+
+
+def inference_addresses(exp_name: str) -> List[str]:
+    """The addresses the run's forward-pass workers wrote, by worker id; each file read without following a link."""
+    directory = inference_dir(exp_name)
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith('.address'))
+    except FileNotFoundError:
+        return []
+    addresses = []
+    for name in names:
+        try:
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:  # a link (refused) or a file replaced meanwhile: the next read finds it
+            continue
+        with os.fdopen(fd, encoding='utf-8') as f:
+            text = f.read(300).strip()
+        if re.fullmatch(r'tcp://[A-Za-z0-9._\-\[\]:]+:\d{1,5}', text):
+            addresses.append(text)
+    return addresses
+
+
+class VersionGone(LookupError):
+    """The asked version of a network is not held (older than the kept ones, or this worker restarted)."""
+
+
+class CommanderNetworks:
+    """Networks by (reference, version), loaded from the commander's parameter service."""
+
+    def __init__(self, worker: Worker, seed: int) -> None:
+        self.worker = worker
+        self.players = PlayerPolicies(worker, seed)  # its pool serves snapshots by param_ref, cached
+        self.live: Dict[str, 'OrderedDict[int, object]'] = {}  # player id -> version -> policy, newest last
+
+    def sync(self, ref: str) -> int:
+        """The newest version of ``ref`` (a learning player's fetched if newer than held)."""
+        if ref.startswith(BOT_PREFIX):
+            raise MessageError('schema', f'{short(ref)} is a bot; a collector plays bots itself')
+        if ref not in self.worker.player_ids:
+            try:
+                return self.players.pool.get(ref).version
+            except KeyError as err:
+                raise MessageError('schema', str(err)) from None
+        versions = self.live.setdefault(ref, OrderedDict())
+        have = next(reversed(versions)) if versions else None
+        reply = self.worker.fetch_params(ref, have)
+        if reply.body['unchanged']:
+            return have
+        # The oldest kept network is recycled for the new version (no new model, optimiser or allocation).
+        policy = versions.popitem(last=False)[1] if len(versions) >= KEEP_VERSIONS else self.worker.new_policy(0)
+        policy.set_params(arrays_to_params(reply.arrays), reply.body['version'])
+        versions[reply.body['version']] = policy
+        return reply.body['version']
+
+    def get(self, ref: str, version: int):
+        if ref in self.worker.player_ids:
+            versions = self.live.get(ref, {})
+            if version not in versions and (not versions or version > next(reversed(versions))):
+                self.sync(ref)  # a collector saw a newer version than this worker has: fetch it
+                versions = self.live[ref]
+            if version not in versions:
+                raise VersionGone(f'{ref!r} version {version} is not held (held: {sorted(versions)})')
+            return versions[version]
+        policy = self.players.pool.get(ref)
+        if policy.version != version:
+            raise VersionGone(f'{ref!r} is version {policy.version} here, not {version}')
+        return policy
+
+
+class InferenceServer:
+    """The socket and the batching loop of a forward-pass worker; ``networks`` has ``sync(ref)`` and
+    ``get(ref, version)`` (socket-free tests give it policies directly)."""
+
+    def __init__(self, context, security, host: str, networks, max_batch: int, max_wait_ms: float,
+                 observation_shape: tuple, name: str = 'inference') -> None:
+        self.networks = networks
+        self.observation_shape = tuple(observation_shape)
+        self.batcher = Batcher(max_batch, max_wait_ms)
+        # Per peer, two requests queue at most (a collector has one in flight per half of its envs).
+        self.server = Server(context, host, 0, dataclasses.replace(security, protocol=INFERENCE_PROTOCOL), name=name,
+                             max_message_bytes=MAX_MESSAGE_BYTES, queue=2)
+        self.address = self.server.address
+        self.counters = dict(requests=0, rows=0, batches=0, forward_passes=0, malformed=0, version_gone=0)
+
+    def serve(self, seconds: float) -> None:
+        """Take requests and answer them for about ``seconds``."""
+
+        deadline = time.monotonic() + seconds
+        while True:
+            due = self.batcher.due_in()
+            if due == 0.0:
+                self.run_batch()
+                continue
+            now = time.monotonic()
+            if now >= deadline and due is None:
+                return
+            wait = max(0.0, (deadline - now) if due is None else due)
+            got = self.server.recv(wait)
+            if got is not None:
+                self.handle(*got)
+
+    def handle(self, peer: bytes, message) -> None:
+        try:
+            if message.kind == 'sync':
+                version = self.networks.sync(message.body['ref'])
+                self.server.reply(peer, message.id, 'synced', dict(ref=message.body['ref'], version=int(version)))
+            elif message.kind == 'forward':
+                self._take_forward(peer, message)
+            else:
+                raise MessageError('schema', f'{message.kind!r} is not a request a forward-pass worker serves')
+        except MessageError as err:
+            self.counters['malformed'] += 1
+            self.server.rejected.add(err, peer.hex())
+            self.server.reply(peer, message.id, 'error', dict(error=str(err), reason=err.reason))
+
+    def _take_forward(self, peer: bytes, message) -> None:
+        body, arrays = message.body, message.arrays
+        obs, rows = arrays['obs'], body['rows']
+        if obs.shape != (rows, *self.observation_shape) or obs.dtype.kind not in 'fiub':
+            raise MessageError('schema', f'forward: obs must be {rows} rows of shape {self.observation_shape}, '
+                                         f'got {obs.dtype}{list(obs.shape)}')
+        parts = [arrays[n] for n in STATE_NAMES if n in arrays]
+        if [n for n in STATE_NAMES if n in arrays] != list(STATE_NAMES[:len(parts)]) or any(
+                p.shape[:1] != (rows,) or p.dtype.kind != 'f' for p in parts):
+            raise MessageError('schema', f'forward: state arrays must be state_0.. with {rows} float rows each')
+        self.counters['requests'] += 1
+        self.batcher.add(Pending((peer, message.id), (body['ref'], body['version']), obs,
+                                 tuple(parts) if parts else None))
+
+    def run_batch(self) -> None:
+        """One forward pass per network over the pending requests, each answered with its rows."""
+        self.counters['batches'] += 1
+        for group in self.batcher.take():
+            ref, version = group[0].key
+            try:
+                policy = self.networks.get(ref, version)
+                if not forwards_remotely(policy):
+                    raise MessageError('schema', f'{short(ref)} acts whole (a bot or DQN); its collector plays it')
+                obs, state = stack_group(group)
+                out = forward_rows(policy, obs, state)
+            except VersionGone as err:
+                self.counters['version_gone'] += len(group)
+                self._fail(group, MessageError('version', str(err)))
+                continue
+            except (MessageError, ValueError, RuntimeError) as err:  # rows the network cannot take: theirs to hear
+                self.counters['malformed'] += len(group)
+                self._fail(group, err if isinstance(err, MessageError) else MessageError('schema', str(err)))
+                continue
+            self.counters['forward_passes'] += 1
+            self.counters['rows'] += len(obs)
+            for request, part in zip(group, split_out(out, group)):
+                self.server.reply(*request.reply_to, 'forwarded', dict(version=int(version)), _arrays(part))
+
+    def _fail(self, group: List[Pending], err: MessageError) -> None:
+        for request in group:
+            self.server.reply(*request.reply_to, 'error', dict(error=str(err), reason=err.reason))
+
+    def stats(self) -> Dict[str, float]:
+        rejected = sum(self.server.rejected.counts.values())
+        mean = self.counters['rows'] / max(1, self.counters['forward_passes'])
+        return dict({k: float(v) for k, v in self.counters.items()}, rejected=float(rejected), mean_batch=mean,
+                    most_rows_held=float(self.batcher.most_rows))
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def _arrays(out: ForwardOut) -> Dict[str, np.ndarray]:
+    arrays = dict(head=np.ascontiguousarray(out.head, dtype=np.float32),
+                  value=np.ascontiguousarray(out.value, dtype=np.float32))
+    if out.log_std is not None:
+        arrays['log_std'] = np.ascontiguousarray(out.log_std, dtype=np.float32)
+    for i, part in enumerate(out.state or ()):
+        arrays[STATE_NAMES[i]] = np.ascontiguousarray(part, dtype=np.float32)
+    return arrays
+
+
+class InferenceWorker(Worker):
+    role = 'inference'
+
+    def run(self) -> None:
+        self.register()
+        self.observation_space, self.action_space = self.spaces()
+        networks = CommanderNetworks(self, collector_seed(self.cfg.seed, self.index))
+        inf = self.par.inference
+        self.inference = InferenceServer(self.context, self.security, self.bind_host or self.par.host, networks,
+                                         inf.max_batch, inf.max_wait_ms, self.observation_space.shape,
+                                         name=self.worker_id)
+        directory = inference_dir(self.cfg.exp_name)
+        os.makedirs(directory, exist_ok=True)
+        write_atomically(os.path.join(directory, f'{self.worker_id}.address'), self.inference.address + '\n')
+        log.info('%s: serving forward passes at %s', self.worker_id, self.inference.address)
+        try:
+            while self.directive != 'stop':
+                self.check_alive()
+                self.inference.serve(0.2)
+        finally:
+            self.inference.close()
+        self.goodbye()
+
+    def stats(self) -> Dict[str, float]:
+        inference = getattr(self, 'inference', None)
+        return {} if inference is None else inference.stats()
