@@ -161,7 +161,6 @@ class InferenceServer:
 
     def serve(self, seconds: float) -> None:
         """Take requests and answer them for about ``seconds``."""
-
         deadline = time.monotonic() + seconds
         while True:
             due = self.batcher.due_in()

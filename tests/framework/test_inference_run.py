@@ -1,0 +1,102 @@
+"""A tic-tac-toe league whose collectors act through a forward-pass worker: it trains and stops cleanly, and a
+forward-pass worker SIGKILLed mid-run is restarted while its collectors resend, with no game lost or counted
+twice; the probabilities its networks give equal the collectors' own on the same observations."""
+import json
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from sparring.config import compile_config
+from sparring.config.registry import POLICY_REGISTRY
+from sparring.framework.parallel import ParallelRun
+from sparring.framework.run_setup import complete_league_config
+from sparring.worker.inference_forward import forward_rows, probabilities_from_forward
+from sparring.worker.remote.inference import inference_addresses
+from sparring.worker.remote.wire import arrays_to_params
+from sparring.worker.run_kind import run_kind
+
+pytestmark = pytest.mark.slow  # a parallel run of five processes, one of them killed
+
+PATIENCE = 120.0
+
+
+def _config(exp_name):
+    return dict(
+        exp_name=str(exp_name),
+        env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=4),
+        policy=dict(type='ppo', model=dict(hidden_sizes=[16]), collect=dict(n_steps=8),
+                    learn=dict(epochs=1, num_minibatches=1)),
+        league=dict(type='one_vs_one', active_players=dict(naive_sp=1), payoff=dict(decay=1.0),
+                    players=dict(naive_sp=dict(one_phase_step=4))),
+        battle=dict(eval_opponents=['bot:random']),
+        train=dict(max_env_steps=2048, eval_every_iters=0, checkpoint_every_iters=0, progress_bar=False,
+                   tensorboard=False),
+        parallel=dict(collectors=2, evaluators=0, heartbeat_seconds=0.5, worker_timeout_seconds=30.0,
+                      request_timeout_seconds=2.0, drain_timeout_seconds=3.0, shutdown_seconds=30.0, max_restarts=2,
+                      inference=dict(workers=1, max_batch=64, max_wait_ms=2.0)),
+    )
+
+
+def _wait(condition, what, step):
+    deadline = time.monotonic() + PATIENCE
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f'timed out waiting for {what}')
+        step()
+
+
+def test_a_league_acting_through_a_killed_and_restarted_forward_pass_worker_loses_and_doubles_nothing(tmp_path):
+    exp = tmp_path / 'inference'
+    cfg = compile_config(_config(exp), save=False)
+    complete_league_config(cfg)
+    run = ParallelRun(cfg)
+    try:
+        run.start()
+        commander = run.commander
+        _wait(lambda: commander.worker_stats.get('inference-0', {}).get('forward_passes', 0) > 20
+              and commander.counters['chunks'] >= 4, 'forward passes', run.step)
+        first_address = inference_addresses(str(exp))
+        os.kill(run.launcher.processes['inference-0'].pid, signal.SIGKILL)
+        while not run.finished:
+            run.step()
+        summary = run.close()
+    finally:
+        if not run.closed:
+            run.close(abort='test failed')
+    assert summary['restarts'] == {'inference-0': 1}
+    assert summary['env_steps'] >= 2048
+    assert inference_addresses(str(exp)) != first_address  # the restarted worker listens elsewhere, and says so
+    stats = summary['worker_stats']
+    assert stats['inference-0']['forward_passes'] > 0 and stats['inference-0']['malformed'] == 0
+    assert sum(s.get('forward_resends', 0) for w, s in stats.items() if w.startswith('collector')) >= 1
+    # every game reported once: the journal's accepted jobs are distinct, none also abandoned, and the payoff
+    # holds exactly them
+    with open(exp / 'commander' / 'journal.jsonl') as f:
+        entries = [json.loads(line) for line in f][1:]
+    recorded = [job for e in entries if e['op'] == 'games' for _, ids, _ in e['games'] for job in ids]
+    abandoned = {job for e in entries if e['op'] == 'abandon' for job in e['jobs']}
+    assert len(recorded) == len(set(recorded)) and not abandoned & set(recorded)
+    league = run.commander.league
+    payoff_games = sum(r['games'] for home, away, r in league.payoff.played_pairs()
+                       if league.get_player(home).kind == 'active' or league.get_player(away).kind == 'active')
+    eval_games = sum(len(o) for e in entries if e['op'] == 'eval' for o in e['results'].values())
+    assert payoff_games + sum(p.self_play_games for p in league.active_players) == len(recorded) + eval_games
+    assert summary['games'] == len(recorded)
+
+
+def test_the_forward_half_gives_the_acting_policys_probabilities(tmp_path):
+    """The figures a forward-pass worker sends back make the same distribution as the policy's own act."""
+    cfg = compile_config(dict(_config(tmp_path / 'x'), league=dict(type='one_vs_one')), save=False)
+    obs_space, act_space = run_kind(cfg).spaces()
+    policy = POLICY_REGISTRY.get('ppo')(cfg.policy, obs_space, act_space, seed=5)
+    rng = np.random.default_rng(0)
+    policy.set_params(arrays_to_params({k: v.numpy() + rng.normal(0, 0.1, v.shape).astype(np.float32)
+                                        for k, v in policy.get_params().items()}), 3)
+    obs = rng.integers(-1, 2, size=(32, *obs_space.shape)).astype(obs_space.dtype)
+    mask = rng.random((32, act_space.n)) < 0.6
+    mask[:, 4] = True
+    np.testing.assert_allclose(probabilities_from_forward(forward_rows(policy, obs), mask),
+                               policy.action_probabilities(obs, mask), atol=1e-5)
