@@ -113,6 +113,7 @@ def base_config() -> dict:
                 workers=0,  # forward-pass worker processes; collectors keep envs and draws, they run networks (0: off)
                 max_batch=256,  # rows one forward pass gathers at most, from all its collectors' requests
                 max_wait_ms=2.0,  # how long a batch's first request waits for others before the pass runs
+                double_buffer=True,  # a collector steps half its envs while the other half waits for its actions
             ),
         ),
     )
@@ -173,6 +174,7 @@ BASE_CONSTRAINTS = {
     'parallel.inference.workers': in_range(0, None),
     'parallel.inference.max_batch': all_of(of_type(int), in_range(1, 4096)),
     'parallel.inference.max_wait_ms': in_range(0.0, 1000.0),
+    'parallel.inference.double_buffer': of_type(bool),
 }
 
 

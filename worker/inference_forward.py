@@ -82,6 +82,7 @@ class Pending:
     key: Tuple[str, int]  # (reference, version)
     obs: np.ndarray
     state: Any = None
+    arrived: float = 0.0  # the batcher's clock when it came in (its batching delay is measured from here)
 
 
 class Batcher:
@@ -105,8 +106,9 @@ class Batcher:
     def add(self, request: Pending) -> None:
         if not self.has_room():
             raise RuntimeError(f'Batcher: {self.rows} rows pending already; max_batch is {self.max_batch}')
+        request.arrived = self.clock()
         if not self.pending:
-            self.oldest = self.clock()
+            self.oldest = request.arrived
         self.pending.append(request)
         self.rows += len(request.obs)
         self.most_rows = max(self.most_rows, self.rows)

@@ -10,7 +10,9 @@ import zmq
 from sparring.config import compile_config
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.worker.inference_client import ForwardClient, RemoteActingPolicy
+from sparring.worker.chunk import Chunk
 from sparring.worker.inference_forward import Batcher, Pending, forward_rows, split_out, stack_group
+from sparring.worker.inference_halves import join_chunks
 from sparring.worker.remote.inference import INFERENCE_PROTOCOL, InferenceServer, VersionGone
 from sparring.worker.remote.schema import INT, STR, Schema, field
 from sparring.worker.remote.security import Security
@@ -225,3 +227,15 @@ def test_a_request_to_a_silent_worker_is_sent_again_to_another(serving):
     finally:
         client.close()
         silent.close(linger=0)
+
+
+def test_the_halves_chunks_join_column_by_column_with_the_older_version():
+    def chunk(version, columns, results):
+        data = {k: np.full((3, columns), version, np.float32) for k in ('obs', 'reward', 'value')}
+        return Chunk(data=data, version=version, player_id='p', results=results, episode_returns=[float(version)])
+    joined = join_chunks(chunk(5, 4, [('a', 'win')]), chunk(4, 2, [('b', 'loss'), ('c', 'draw')]))
+    assert joined.version == 4 and joined.env_steps == 18 and joined.data['reward'].shape == (3, 6)
+    np.testing.assert_array_equal(joined.data['obs'][0], [5, 5, 5, 5, 4, 4])
+    assert joined.results == [('a', 'win'), ('b', 'loss'), ('c', 'draw')] and joined.episode_returns == [5.0, 4.0]
+    with pytest.raises(ValueError, match='differ in arrays or player'):
+        join_chunks(chunk(1, 2, []), Chunk(data=dict(reward=np.zeros((3, 2))), version=1, player_id='p'))

@@ -7,6 +7,8 @@ streams the chunk straight to the player's learner. Parameters are fetched by ve
 """
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import logging
 import os
@@ -15,12 +17,15 @@ from collections import deque
 from typing import Callable, Deque, Dict, List, Tuple
 
 from sparring.worker.inference_client import ForwardClient, RemotePlayerPolicies
+from sparring.worker.inference_halves import Halves, SharedLock
 from sparring.worker.remote.base import PlayerPolicies, Worker
 from sparring.worker.remote.inference import inference_addresses
 from sparring.worker.remote.transport import DataPusher
 from sparring.worker.run_files import open_run_file
 from sparring.worker.run_kind import run_kind
 from sparring.worker.seeds import collector_seed
+
+HALF_SEED_OFFSET = 1_299_709  # the second half's envs and draws (a prime apart from every stride of worker/seeds.py)
 
 log = logging.getLogger('sparring.worker')
 
@@ -29,8 +34,8 @@ class JobFeed:
     """League jobs (one opponent per game) for one home player, fetched in batches, and the game
     each env slot is playing, so every finished game is reported with its job id."""
 
-    def __init__(self, worker: Worker, player_id: str, policy_of: Callable[[dict], object], batch: int) -> None:
-        self.worker = worker
+    def __init__(self, request: Callable, player_id: str, policy_of: Callable[[dict], object], batch: int) -> None:
+        self.request = request  # the worker's request (a double-buffered collector's two feeds share it, locked)
         self.player_id = player_id
         self.policy_of = policy_of
         self.batch = self.min_batch = batch
@@ -44,7 +49,7 @@ class JobFeed:
             self._fetch(self.batch - len(self.queue))
 
     def _fetch(self, count: int) -> None:
-        reply = self.worker.request('jobs', dict(player_id=self.player_id, count=count))
+        reply = self.request('jobs', dict(player_id=self.player_id, count=count))
         self.queue.extend(reply.body['jobs'])
 
     def sample(self, slot: int):
@@ -71,6 +76,35 @@ class JobFeed:
         return [[job['job_id'], outcome] for job, (_, outcome) in zip(finished, chunk.results)]
 
 
+class FeedPair:
+    """The job feeds of a double-buffered collector's two halves, as one feed."""
+
+    def __init__(self, first: JobFeed, second: JobFeed) -> None:
+        self.feeds = (first, second)
+
+    def top_up(self) -> None:
+        for feed in self.feeds:
+            feed.top_up()
+
+    def results_of(self, chunk) -> List[list]:
+        """The halves' results, first half's first (as :func:`~sparring.worker.inference_halves.join_chunks` orders
+        the games)."""
+        first = len(self.feeds[0].finished)
+        return (self.feeds[0].results_of(_Results(chunk.results[:first]))
+                + self.feeds[1].results_of(_Results(chunk.results[first:])))
+
+
+class _Results:
+    def __init__(self, results) -> None:
+        self.results = results
+
+
+def _opponent_policy(players, job: dict):
+    if job['kind'] == 'active':  # a learning player: its newest parameters (itself, in self-play)
+        return players.get(job['opponent_id'])
+    return players.pool.get(job['param_ref'])
+
+
 class CollectorWorker(Worker):
     role = 'collector'
 
@@ -88,6 +122,14 @@ class CollectorWorker(Worker):
             self.players = RemotePlayerPolicies(self, self.seed, self.forward_client)
         else:
             self.players = PlayerPolicies(self, self.seed)
+        self.halves_players: List[RemotePlayerPolicies] = []
+        if self.forward_client is not None and self.par.inference.double_buffer and self.cfg.env.collector_env_num > 1:
+            # Each half acts through a socket of its own, with draws of its own (the first half's seed is the
+            # collector's, so a collector of one half would draw as it does).
+            first = self.forward_client
+            second = ForwardClient(self.context, self.security, f'{self.worker_id}/half1', first.addresses,
+                                   first.attempt_seconds, first.give_up_seconds, self.check_alive)
+            self.halves_players = [self.players, RemotePlayerPolicies(self, self.seed + HALF_SEED_OFFSET, second)]
         self.chunk_len = self.par.chunk_len or self.cfg.policy.collect.n_steps
         self.games: Dict[str, Tuple[object, JobFeed]] = {}
         self.pushers: Dict[str, DataPusher] = {}
@@ -107,8 +149,10 @@ class CollectorWorker(Worker):
                 collector.close()
             if self.audit is not None:
                 self.audit.close()
-            if self.forward_client is not None:
-                self.forward_client.close()
+            for players in self.halves_players or [self.players]:
+                client = getattr(players, 'client', None)
+                if client is not None:
+                    client.close()
         self.goodbye()
 
     def task_request(self) -> dict:
@@ -118,21 +162,34 @@ class CollectorWorker(Worker):
     def _home(self, player_id: str):
         """The collector and the job feed of ``player_id``, made on first use."""
         if player_id not in self.games:
-            feed = JobFeed(self, player_id, self._opponent_policy, batch=self.cfg.env.collector_env_num)
-            collector = self.kind.collector(self.players.get(player_id), self.chunk_len, self.seed, player_id,
-                                            self.player_ids.index(player_id), feed.sample)
-            self.games[player_id] = (collector, feed)
+            if self.halves_players:
+                self.games[player_id] = self._halves(player_id)
+            else:
+                feed = JobFeed(self.request, player_id, functools.partial(_opponent_policy, self.players),
+                               batch=self.cfg.env.collector_env_num)
+                collector = self.kind.collector(self.players.get(player_id), self.chunk_len, self.seed, player_id,
+                                                self.player_ids.index(player_id), feed.sample)
+                self.games[player_id] = (collector, feed)
         return self.games[player_id]
 
-    def _opponent_policy(self, job: dict):
-        if job['kind'] == 'active':  # a learning player: its newest parameters (itself, in self-play)
-            return self.players.get(job['opponent_id'])
-        return self.players.pool.get(job['param_ref'])
+    def _halves(self, player_id: str):
+        """A double-buffered collector: two halves of the envs, each with its own policies and job feed."""
+        request, halves, feeds = SharedLock(self.request), [], []
+        sizes = (self.cfg.env.collector_env_num + 1) // 2, self.cfg.env.collector_env_num // 2
+        for players, size in zip(self.halves_players, sizes):
+            cfg = copy.deepcopy(self.cfg)
+            cfg.env.collector_env_num = size
+            feed = JobFeed(request, player_id, functools.partial(_opponent_policy, players), batch=size)
+            halves.append(run_kind(cfg).collector(players.get(player_id), self.chunk_len, players.seed, player_id,
+                                                  self.player_ids.index(player_id), feed.sample))
+            feeds.append(feed)
+        return Halves(*halves), FeedPair(*feeds)
 
     def _collect(self, task: dict) -> None:
         pid = task['player_id']
         collector, feed = self._home(pid)
-        self.players.refresh()
+        for players in self.halves_players or [self.players]:
+            players.refresh()
         feed.top_up()
         chunk = collector.collect()
         results = feed.results_of(chunk)
@@ -171,8 +228,12 @@ class CollectorWorker(Worker):
     def stats(self) -> Dict[str, float]:
         stats = dict(env_steps=float(getattr(self, 'env_steps', 0)), undelivered=float(getattr(self, 'undelivered', 0)),
                      games_accepted=float(getattr(self, 'games_accepted', 0)))
-        client = getattr(self, 'forward_client', None)
-        if client is not None:  # where the time goes with remote forward passes
-            stats.update(forward_round_trips=float(client.round_trips), forward_seconds=client.round_trip_seconds,
-                         forward_resends=float(client.resends))
+        games = getattr(self, 'games', {})
+        stats['collect_seconds'] = float(sum(collector.collect_seconds for collector, _ in list(games.values())))
+        clients = [p.client for p in getattr(self, 'halves_players', None) or [getattr(self, 'players', None)]
+                   if hasattr(p, 'client')]
+        if clients:  # where the time goes with remote forward passes
+            stats.update(forward_round_trips=float(sum(c.round_trips for c in clients)),
+                         forward_seconds=sum(c.round_trip_seconds for c in clients),
+                         forward_resends=float(sum(c.resends for c in clients)))
         return stats

@@ -158,6 +158,7 @@ class InferenceServer:
                              max_message_bytes=MAX_MESSAGE_BYTES, queue=2)
         self.address = self.server.address
         self.counters = dict(requests=0, rows=0, batches=0, forward_passes=0, malformed=0, version_gone=0)
+        self.seconds = dict(batching_delay_seconds=0.0, forward_seconds=0.0)  # summed over requests / passes
 
     def serve(self, seconds: float) -> None:
         """Take requests and answer them for about ``seconds``."""
@@ -206,14 +207,18 @@ class InferenceServer:
     def run_batch(self) -> None:
         """One forward pass per network over the pending requests, each answered with its rows."""
         self.counters['batches'] += 1
+        started = time.monotonic()
         for group in self.batcher.take():
+            self.seconds['batching_delay_seconds'] += sum(started - r.arrived for r in group)
             ref, version = group[0].key
             try:
                 policy = self.networks.get(ref, version)
                 if not forwards_remotely(policy):
                     raise MessageError('schema', f'{short(ref)} acts whole (a bot or DQN); its collector plays it')
                 obs, state = stack_group(group)
+                began = time.monotonic()
                 out = forward_rows(policy, obs, state)
+                self.seconds['forward_seconds'] += time.monotonic() - began
             except VersionGone as err:
                 self.counters['version_gone'] += len(group)
                 self._fail(group, MessageError('version', str(err)))
@@ -234,8 +239,8 @@ class InferenceServer:
     def stats(self) -> Dict[str, float]:
         rejected = sum(self.server.rejected.counts.values())
         mean = self.counters['rows'] / max(1, self.counters['forward_passes'])
-        return dict({k: float(v) for k, v in self.counters.items()}, rejected=float(rejected), mean_batch=mean,
-                    most_rows_held=float(self.batcher.most_rows))
+        return dict({k: float(v) for k, v in self.counters.items()}, **self.seconds, rejected=float(rejected),
+                    mean_batch=mean, most_rows_held=float(self.batcher.most_rows))
 
     def close(self) -> None:
         self.server.close()

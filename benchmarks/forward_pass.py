@@ -1,0 +1,175 @@
+"""Forward-pass workers (issue #32) against local acting: inference rows/s by batch size, and a league's env steps/s.
+
+* ``rows``: the connect-four CNN of the ready league config (``connect_four_league.py``), rows per second of one
+  forward pass by batch size, in process (:func:`~sparring.worker.inference_forward.forward_rows`) and through a
+  forward-pass server over a signed, CURVE-encrypted ZeroMQ socket (the server in a thread of this process, one
+  client sending request after request: the round trip included).
+* ``league``: the connect-four league for a fixed wall-time budget, with collectors acting themselves and with a
+  forward-pass worker, at the same number of processes (1 collector + 1 forward-pass worker against 2
+  collectors) and with one process more (2 collectors + 1 forward-pass worker). Env steps per second of the whole
+  run (start-up and the final evaluation included) and per second of collecting (the collectors' own rate), and
+  where the time goes: the collectors' seconds waiting for forward passes (round trips; with double buffering the
+  two halves' waits overlap each other and the other half's env steps, so they may add up to more than the
+  collecting seconds); the forward-pass worker's mean batch, its batching delay (the time requests waited for
+  their batch) and its forward seconds.
+
+    PYTHONPATH=... python benchmarks/forward_pass.py [--sections rows league] [--seconds 60]
+
+Writes ``benchmarks/results/forward_pass.json`` (the machine, its load average and every figure).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import platform
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import torch
+
+from results_file import cpu_model, merge_results
+
+BATCH_SIZES = (1, 4, 16, 64, 256, 1024)
+SECONDS_PER_SIZE = 0.5
+
+
+def _cnn_policy():
+    from sparring.config import compile_config
+    from sparring.config.registry import POLICY_REGISTRY
+    from sparring.dizoo.board_games.config.connect_four_league import config
+    from sparring.worker.run_kind import run_kind
+    cfg = compile_config(dict(config, exp_name=tempfile.mkdtemp(prefix='fp_')), save=False)
+    obs_space, act_space = run_kind(cfg).spaces()
+    return POLICY_REGISTRY.get('ppo')(cfg.policy, obs_space, act_space, seed=0)
+
+
+def _rate(call, rows: int) -> float:
+    call()  # warm-up
+    n, started = 0, time.perf_counter()
+    while time.perf_counter() - started < SECONDS_PER_SIZE:
+        call()
+        n += 1
+    return rows * n / (time.perf_counter() - started)
+
+
+def rows_section() -> dict:
+    import zmq
+    from sparring.worker.inference_client import ForwardClient, RemoteActingPolicy
+    from sparring.worker.inference_forward import forward_rows
+    from sparring.worker.inference_halves import SWITCH_SECONDS
+    from sparring.worker.remote.inference import InferenceServer
+    from sparring.worker.remote.security import Security
+    from sparring.worker.remote.wire import Signer
+    policy = _cnn_policy()
+    policy.set_params(policy.get_params(), 1)
+
+    class One:
+        def sync(self, ref):
+            return 1
+
+        def get(self, ref, version):
+            return policy
+
+    sys.setswitchinterval(SWITCH_SECONDS)  # as in a double-buffered collector: the client thread wakes at once
+    context, security = zmq.Context(), Security(Signer(b'forward-pass-benchmark-secret'))
+    server = InferenceServer(context, security, '127.0.0.1', One(), 4096, 0.0, policy.observation_space.shape)
+    stop = threading.Event()
+    thread = threading.Thread(target=lambda: [server.serve(0.05) for _ in iter(stop.is_set, True)], daemon=True)
+    thread.start()
+    client = ForwardClient(context, security, 'bench', lambda: [server.address])
+    remote = RemoteActingPolicy(policy, 'p', client)
+    out = {}
+    try:
+        rng = np.random.default_rng(0)
+        for size in BATCH_SIZES:
+            obs = rng.integers(-1, 2, (size, *policy.observation_space.shape)).astype(policy.observation_space.dtype)
+            local = _rate(lambda o=obs: forward_rows(policy, o), size)
+            socket = _rate(lambda o=obs: remote.forward(o), size)
+            out[str(size)] = dict(in_process_rows_per_second=round(local), over_socket_rows_per_second=round(socket),
+                                  round_trip_ms=round(1000 * size / socket, 3))
+            print(f'batch {size:5d}: {local:10.0f} rows/s in process, {socket:10.0f} rows/s over the socket '
+                  f'({1000 * size / socket:.2f} ms a round trip)', flush=True)
+    finally:
+        stop.set()
+        thread.join(5.0)
+        client.close()
+        server.close()
+        context.destroy(linger=0)
+    return out
+
+
+def league_config(workdir: str, name: str, collectors: int, inference: int, seconds: float) -> dict:
+    from sparring.dizoo.board_games.config.connect_four_league import config
+    config = copy.deepcopy(config)
+    config['exp_name'] = os.path.join(workdir, name)
+    config['env'].update(collector_env_num=32, n_evaluator_episodes=10, evaluator_env_num=10)
+    config['battle'] = dict(config['battle'], eval_opponents=['bot:random'])
+    config['train'] = dict(config['train'], max_env_steps=10_000_000, max_wall_seconds=seconds, eval_every_iters=0,
+                           eval_in_background=False, checkpoint_every_iters=0, progress_bar=False, tensorboard=False)
+    config['parallel'] = dict(collectors=collectors, evaluators=0, inference=dict(workers=inference))
+    return config
+
+
+def league_run(workdir: str, name: str, collectors: int, inference: int, seconds: float) -> dict:
+    from sparring.framework import parallel_pipeline
+    started = time.perf_counter()
+    summary = parallel_pipeline(league_config(workdir, name, collectors, inference, seconds), seed=0)
+    stats = summary['worker_stats']
+    collector_stats = [s for w, s in stats.items() if w.startswith('collector')]
+    collect_seconds = sum(s.get('collect_seconds', 0.0) for s in collector_stats)
+    forward_seconds = sum(s.get('forward_seconds', 0.0) for s in collector_stats)
+    round_trips = sum(s.get('forward_round_trips', 0.0) for s in collector_stats)
+    env_steps = sum(s.get('env_steps', 0.0) for s in collector_stats)
+    out = dict(collectors=collectors, inference_workers=inference, wall_seconds=round(time.perf_counter() - started, 1),
+               env_steps=summary['env_steps'], collector_env_steps=env_steps,
+               collector_seconds=round(collect_seconds, 1),
+               env_steps_per_collector_second=round(env_steps / max(collect_seconds, 1e-9), 1),
+               env_steps_per_second=round(summary['env_steps_per_second'], 1),
+               train_iterations=summary['train_iterations'], restarts=summary['restarts'])
+    if inference:
+        worker = next(s for w, s in stats.items() if w.startswith('inference'))
+        out.update(waiting_for_forward_seconds=round(forward_seconds, 1),
+                   waiting_share_of_collecting=round(forward_seconds / max(collect_seconds, 1e-9), 3),
+                   round_trips=int(round_trips), mean_round_trip_ms=round(1000 * forward_seconds / max(round_trips, 1), 3),
+                   mean_batch_rows=round(worker['mean_batch'], 1), forward_passes=int(worker['forward_passes']),
+                   batching_delay_ms_per_request=round(1000 * worker['batching_delay_seconds']
+                                                       / max(worker['requests'], 1), 3),
+                   forward_ms_per_pass=round(1000 * worker['forward_seconds'] / max(worker['forward_passes'], 1), 3),
+                   malformed=worker['malformed'])
+    print(f'{name}: {json.dumps(out)}', flush=True)
+    return out
+
+
+def league_section(seconds: float) -> dict:
+    workdir = tempfile.mkdtemp(prefix='forward_pass_')
+    runs = dict(local_2_collectors=(2, 0), inference_1_collector_1_worker=(1, 1), inference_2_collectors_1_worker=(2, 1))
+    out = {name: league_run(workdir, name, c, i, seconds) for name, (c, i) in runs.items()}
+    base = out['local_2_collectors']['env_steps_per_second']
+    for run in out.values():
+        run['throughput_vs_local'] = round(run['env_steps_per_second'] / max(base, 1e-9), 3)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--sections', nargs='+', default=['rows', 'league'], choices=['rows', 'league'])
+    parser.add_argument('--seconds', type=float, default=60.0, help='wall-time budget of each league run')
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    report = dict(machine=dict(cpu_model=cpu_model(), cpu_count=os.cpu_count(), python=platform.python_version(),
+                               torch=torch.__version__, load_average_start=list(os.getloadavg())))
+    if 'rows' in args.sections:
+        report['rows_by_batch_size'] = rows_section()
+    if 'league' in args.sections:
+        report['league'] = league_section(args.seconds)
+    report['machine']['load_average_end'] = list(os.getloadavg())
+    merge_results('forward_pass', report)
+
+
+if __name__ == '__main__':
+    main()
