@@ -16,8 +16,13 @@ does not hide the rest:
   (``CUDA_VISIBLE_DEVICES=''``): checkpoints written on CUDA load on the CPU.
 
 While runs go, ``nvidia-smi`` is sampled for the processes holding GPU memory, so the report shows
-which process used the GPU, not only that the run finished. Forward-pass workers (issue #32) and SAC
-(issue #31) are not built yet; the script says so instead of measuring them.
+which process used the GPU, not only that the run finished.
+
+* ``forward_pass``: the parallel PPO league with a forward-pass worker (``parallel.inference``) whose networks
+  are on CUDA (``policy.collect.device``), the learner too; its forward passes, mean batch and seconds.
+
+SAC (issue #31) and expert iteration's search through forward-pass workers are not built yet; the script
+says so instead of measuring them.
 
     python benchmarks/gpu_check.py [--seconds 25] [--out gpu_check.json]
 
@@ -47,20 +52,21 @@ SERIAL_CONFIGS = {
 
 
 # -- the child process: one run, its summary as the last line of stdout --------------------------------------------
-def _run_config(module: str, device: str, seconds: float, exp: str, parallel: bool) -> dict:
+def _run_config(module: str, device: str, seconds: float, exp: str, parallel: bool, inference: bool = False) -> dict:
     import copy
     import importlib
     config = copy.deepcopy(importlib.import_module(module).config)
     config['exp_name'] = exp
     config['policy']['device'] = device
-    config['policy'].setdefault('collect', {})['device'] = 'cpu' if parallel else device
+    # A parallel run acts on the CPU in its collectors, or on ``device`` in a forward-pass worker.
+    config['policy'].setdefault('collect', {})['device'] = 'cpu' if parallel and not inference else device
     config['env'].update(n_evaluator_episodes=20, evaluator_env_num=20)
     config['env']['collector_env_num'] = min(config['env']['collector_env_num'], 64)  # a first round within budget
     config['battle']['eval_opponents'] = ['bot:random']
     config['train'].update(max_wall_seconds=seconds, eval_every_iters=0, eval_in_background=False,
                            checkpoint_every_iters=20, progress_bar=False, tensorboard=False)
     if parallel:
-        config['parallel'] = dict(collectors=4, evaluators=1)
+        config['parallel'] = dict(collectors=4, evaluators=1, inference=dict(workers=1 if inference else 0))
     from sparring.framework import parallel_pipeline, serial_pipeline
     started = time.perf_counter()
     summary = (parallel_pipeline if parallel else serial_pipeline)(config, seed=0)
@@ -69,8 +75,8 @@ def _run_config(module: str, device: str, seconds: float, exp: str, parallel: bo
 
 
 def _child_main(argv) -> None:
-    module, device, seconds, exp, parallel = argv[0], argv[1], float(argv[2]), argv[3], argv[4] == 'parallel'
-    out = _run_config(module, device, seconds, exp, parallel)
+    module, device, seconds, exp, mode = argv[0], argv[1], float(argv[2]), argv[3], argv[4]
+    out = _run_config(module, device, seconds, exp, mode in ('parallel', 'inference'), mode == 'inference')
     print('GPU_CHECK_RESULT ' + json.dumps(out, default=str), flush=True)
 
 
@@ -210,6 +216,24 @@ def parallel(devices, seconds: float, root: str, sampler: GpuSampler) -> dict:
     return out
 
 
+def forward_pass(devices, seconds: float, root: str, sampler: GpuSampler) -> dict:
+    """The parallel PPO league with a forward-pass worker whose networks are on CUDA (the learner too), beside
+    the same run with both on the CPU where there is no GPU."""
+    device = 'cuda' if 'cuda' in devices else 'cpu'
+    exp = os.path.join(root, 'forward_pass_ppo_league')
+    with sampler:
+        result = _child(['--child', SERIAL_CONFIGS['ppo_league'], device, str(seconds), exp, 'inference'],
+                        timeout=seconds * 4 + 180)
+    summary = _run_summary(result)
+    stats = result['summary'].get('worker_stats', {})
+    worker = next((s for w, s in stats.items() if w.startswith('inference')), {})
+    out = dict(summary, forward_device=device, exp=exp, gpu_processes_peak_mib=dict(sampler.peak_mib),
+               inference_worker={k: worker.get(k) for k in ('forward_passes', 'rows', 'mean_batch', 'malformed',
+                                                            'forward_seconds', 'batching_delay_seconds')})
+    print(f'parallel league, forward-pass worker on {device}: {json.dumps(out, default=str)[:400]}', flush=True)
+    return out
+
+
 def cpu_load(run_dirs) -> dict:
     env = dict(os.environ, CUDA_VISIBLE_DEVICES='')
     out = {}
@@ -239,20 +263,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seconds', type=float, default=25.0, help='wall-time budget of each training run')
     parser.add_argument('--out', default=None, help='also write the JSON here')
-    parser.add_argument('--sections', nargs='+', default=['ppo_update', 'serial', 'parallel', 'cpu_load'])
+    parser.add_argument('--sections', nargs='+', default=['ppo_update', 'serial', 'parallel', 'forward_pass', 'cpu_load'])
     parser.add_argument('--keep', default=None, help='keep the run directories here (default: a temporary folder)')
     args = parser.parse_args()
     import torch
     devices = ['cuda', 'cpu'] if torch.cuda.is_available() else ['cpu']
     root = args.keep or tempfile.mkdtemp(prefix='gpu_check_')
     report = dict(machine=machine(), devices=devices, seconds_per_run=args.seconds,
-                  not_built=dict(forward_pass_workers='issue #32', sac='issue #31'))
+                  not_built=dict(sac='issue #31', forward_pass_search='expert iteration\'s search still evaluates '
+                                                                      'in its collector (issue #32)'))
     print(json.dumps(report['machine']), flush=True)
     sampler = GpuSampler()
     started = time.perf_counter()
     sections = dict(ppo_update=lambda: ppo_update(devices),
                     serial=lambda: serial(devices, args.seconds, root, sampler),
                     parallel=lambda: parallel(devices, args.seconds, root, sampler),
+                    forward_pass=lambda: forward_pass(devices, args.seconds, root, sampler),
                     cpu_load=lambda: cpu_load(sorted(os.path.join(root, d) for d in os.listdir(root))))
     for name in args.sections:
         section_started = time.perf_counter()

@@ -19,6 +19,7 @@ pass changes nothing, so asking twice is harmless. It gives up after ``give_up_s
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import time
@@ -27,6 +28,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
+from sparring.config.registry import POLICY_REGISTRY
 from sparring.worker.inference_forward import (ForwardOut, act_from_forward, forwards_remotely,
                                                probabilities_from_forward)
 from sparring.worker.policy_pool import BOT_PREFIX, PolicyPool
@@ -199,14 +201,18 @@ class RemotePlayerPolicies:
         self.seed = seed
         self.client = client
         # Snapshots' shells are built as the local pool builds snapshots: the pool's seed.
-        self.pool = RemotePolicyPool(lambda: worker.new_policy(seed), client, RemoteParamStore(worker),
+        # Shells only draw: they stay on the CPU whatever policy.collect.device says (that places the networks
+        # on the forward-pass workers).
+        self.shell_cfg = copy.deepcopy(worker.cfg.policy)
+        self.shell_cfg.collect.device = 'cpu'
+        self.pool = RemotePolicyPool(lambda: self._shell(seed), client, RemoteParamStore(worker),
                                      worker.observation_space, worker.action_space, seed=seed)
         self.policies: Dict[str, RemoteActingPolicy] = {}
 
     def get(self, player_id: str, refresh: bool = False) -> RemoteActingPolicy:
         policy = self.policies.get(player_id)
         if policy is None:
-            shell = self.worker.new_policy(player_seed(self.seed, self.worker.player_ids.index(player_id)))
+            shell = self._shell(player_seed(self.seed, self.worker.player_ids.index(player_id)))
             if not forwards_remotely(shell):
                 raise ValueError(f'parallel.inference: {type(shell).__name__} acts whole (no separate forward pass '
                                  f'and draw); set parallel.inference.workers=0 for it')
@@ -220,3 +226,7 @@ class RemotePlayerPolicies:
     def refresh(self) -> None:
         for policy in self.policies.values():
             policy.sync()
+
+    def _shell(self, seed: int):
+        return POLICY_REGISTRY.get(self.shell_cfg.type)(self.shell_cfg, self.worker.observation_space,
+                                                        self.worker.action_space, seed=seed)
