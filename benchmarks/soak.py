@@ -1,6 +1,7 @@
 """Soak: a parallel league under chaos, checked for lost and doubled games, stalls, memory and latency.
 
-A tic-tac-toe league (2 collectors, 1 learner, 1 evaluator) runs for ``--seconds`` while
+A tic-tac-toe league (2 collectors, 1 learner, 1 evaluator; with ``--inference N``, N forward-pass workers the
+collectors act through) runs for ``--seconds`` while
 
 * a chaos thread SIGKILLs a random worker every ``--kill-every`` seconds (the launcher restarts it);
 * flooder processes hammer the commander's port without the secret: big messages (``--flood-mb``) on
@@ -103,7 +104,7 @@ while time.time() < until:
 '''
 
 
-def league_config(exp: str, seconds: float) -> dict:
+def league_config(exp: str, seconds: float, inference: int = 0) -> dict:
     return dict(
         exp_name=exp, seed=0,
         env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=8),
@@ -115,7 +116,8 @@ def league_config(exp: str, seconds: float) -> dict:
                    progress_bar=False, tensorboard=False),
         parallel=dict(collectors=2, evaluators=1, heartbeat_seconds=0.5, worker_timeout_seconds=8.0,
                       save_every_seconds=2.0, log_every_seconds=10.0, drain_timeout_seconds=10.0,
-                      shutdown_seconds=20.0, max_restarts=10_000, audit_reports=True),
+                      shutdown_seconds=20.0, max_restarts=10_000, audit_reports=True,
+                      inference=dict(workers=inference)),
     )
 
 
@@ -316,7 +318,7 @@ def _flooder(target: str, kind: str, connections: int, megabytes: float, frames:
 
 def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 16, flood_mb: float = 100.0,
          seed: int = 0, flood_frames: int = 1, learner_flooders: int = 0, hostile: bool = False,
-         kill_commander_seconds: float = 0.0, cut: str = 'state') -> dict:
+         kill_commander_seconds: float = 0.0, cut: str = 'state', inference: int = 0) -> dict:
     """The soak (see the module); the optional phases are off unless asked for."""
     from sparring.framework.parallel import ParallelRun
     from sparring.framework.run_setup import prepare_config
@@ -325,7 +327,7 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
     exp = os.path.join(workdir, 'soak')
     secret = secrets.token_hex(32)
     os.environ[SECRET_ENV] = secret  # the probe is an honest worker: it knows the run's secret
-    cfg = prepare_config(league_config(exp, seconds))
+    cfg = prepare_config(league_config(exp, seconds, inference))
     set_torch_threads(cfg.torch_threads)
     seed_everything(cfg.seed)
     run = ParallelRun(cfg)
@@ -383,7 +385,7 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
     latencies = np.asarray(probe.latencies) * 1000
     result = dict(
         seconds=seconds, kill_every=kill_every, flooders=flooders, flood_mb=flood_mb, flood_frames=flood_frames,
-        learner_flooders=learner_flooders,
+        learner_flooders=learner_flooders, inference_workers=inference,
         **audit(exp, league), env_steps=summary['env_steps'],
         chunks_reported=commander.counters['chunks'],
         # A learner's count is restored from its checkpoint: the newest process holds the run's figure.
@@ -509,6 +511,8 @@ def main(argv=None) -> int:
                         help='then a run this long whose commander is SIGKILLed in its drain and resumed (0: none)')
     parser.add_argument('--cut', choices=('state', 'snapshot', 'none'), default='state',
                         help='the file of the killed run cut in half before it is resumed')
+    parser.add_argument('--inference', type=int, default=0,
+                        help='forward-pass workers the collectors act through (killed among the others)')
     parser.add_argument('--workdir', default=None)
     parser.add_argument('--child-run', default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -517,13 +521,14 @@ def main(argv=None) -> int:
         return 0
     result = soak(args.workdir or tempfile.mkdtemp(prefix='soak_'), args.seconds, args.kill_every, args.flooders,
                   args.flood_mb, flood_frames=args.flood_frames, learner_flooders=args.learner_flooders,
-                  hostile=bool(args.hostile), kill_commander_seconds=args.kill_commander_seconds, cut=args.cut)
+                  hostile=bool(args.hostile), kill_commander_seconds=args.kill_commander_seconds, cut=args.cut,
+                  inference=args.inference)
     result['targets'] = targets_met(result)
     for key, value in result.items():
         print(f'{key}: {value}')
     ok = all(result['targets'].values())
     print('targets met' if ok else 'targets NOT met: ' + ', '.join(k for k, v in result['targets'].items() if not v))
-    merge_results('soak', {f'{int(args.seconds)}s': result})
+    merge_results('soak', {f'{int(args.seconds)}s' + (f'_inference{args.inference}' if args.inference else ''): result})
     return 0 if ok else 1
 
 

@@ -83,7 +83,8 @@ def base_config() -> dict:
             ray_address=None,  # the Ray cluster to use (None: $RAY_ADDRESS, else one started for the run)
             ray_resources=dict(learner=dict(num_cpus=1.0, num_gpus=0.0, resources={}),
                                collector=dict(num_cpus=1.0, num_gpus=0.0, resources={}),
-                               evaluator=dict(num_cpus=1.0, num_gpus=0.0, resources={})),  # per role; resources: custom
+                               evaluator=dict(num_cpus=1.0, num_gpus=0.0, resources={}),
+                               inference=dict(num_cpus=1.0, num_gpus=0.0, resources={})),  # per role; resources: custom
             chunk_len=None,  # env steps per chunk and env (None: policy.collect.n_steps)
             publish_every=1,  # a learner publishes its parameters every this many updates
             max_chunks_ahead=None,  # chunks a player's learner may have waiting before collectors wait (None: collectors)
