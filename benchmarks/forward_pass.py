@@ -103,7 +103,8 @@ def rows_section() -> dict:
     return out
 
 
-def league_config(workdir: str, name: str, collectors: int, inference: int, seconds: float) -> dict:
+def league_config(workdir: str, name: str, collectors: int, inference: int, seconds: float,
+                  double_buffer: bool = True) -> dict:
     from sparring.dizoo.board_games.config.connect_four_league import config
     config = copy.deepcopy(config)
     config['exp_name'] = os.path.join(workdir, name)
@@ -111,21 +112,24 @@ def league_config(workdir: str, name: str, collectors: int, inference: int, seco
     config['battle'] = dict(config['battle'], eval_opponents=['bot:random'])
     config['train'] = dict(config['train'], max_env_steps=10_000_000, max_wall_seconds=seconds, eval_every_iters=0,
                            eval_in_background=False, checkpoint_every_iters=0, progress_bar=False, tensorboard=False)
-    config['parallel'] = dict(collectors=collectors, evaluators=0, inference=dict(workers=inference))
+    config['parallel'] = dict(collectors=collectors, evaluators=0,
+                              inference=dict(workers=inference, double_buffer=double_buffer))
     return config
 
 
-def league_run(workdir: str, name: str, collectors: int, inference: int, seconds: float) -> dict:
+def league_run(workdir: str, name: str, collectors: int, inference: int, seconds: float,
+               double_buffer: bool = True) -> dict:
     from sparring.framework import parallel_pipeline
     started = time.perf_counter()
-    summary = parallel_pipeline(league_config(workdir, name, collectors, inference, seconds), seed=0)
+    summary = parallel_pipeline(league_config(workdir, name, collectors, inference, seconds, double_buffer), seed=0)
     stats = summary['worker_stats']
     collector_stats = [s for w, s in stats.items() if w.startswith('collector')]
     collect_seconds = sum(s.get('collect_seconds', 0.0) for s in collector_stats)
     forward_seconds = sum(s.get('forward_seconds', 0.0) for s in collector_stats)
     round_trips = sum(s.get('forward_round_trips', 0.0) for s in collector_stats)
     env_steps = sum(s.get('env_steps', 0.0) for s in collector_stats)
-    out = dict(collectors=collectors, inference_workers=inference, wall_seconds=round(time.perf_counter() - started, 1),
+    out = dict(collectors=collectors, inference_workers=inference, double_buffer=bool(inference and double_buffer),
+               load_average_after=list(os.getloadavg()), wall_seconds=round(time.perf_counter() - started, 1),
                env_steps=summary['env_steps'], collector_env_steps=env_steps,
                collector_seconds=round(collect_seconds, 1),
                env_steps_per_collector_second=round(env_steps / max(collect_seconds, 1e-9), 1),
@@ -147,8 +151,9 @@ def league_run(workdir: str, name: str, collectors: int, inference: int, seconds
 
 def league_section(seconds: float) -> dict:
     workdir = tempfile.mkdtemp(prefix='forward_pass_')
-    runs = dict(local_2_collectors=(2, 0), inference_1_collector_1_worker=(1, 1), inference_2_collectors_1_worker=(2, 1))
-    out = {name: league_run(workdir, name, c, i, seconds) for name, (c, i) in runs.items()}
+    runs = dict(local_2_collectors=(2, 0, True), inference_1_collector_1_worker=(1, 1, True),
+                inference_1_collector_1_worker_single_buffer=(1, 1, False), inference_2_collectors_1_worker=(2, 1, True))
+    out = {name: league_run(workdir, name, c, i, seconds, d) for name, (c, i, d) in runs.items()}
     base = out['local_2_collectors']['env_steps_per_second']
     for run in out.values():
         run['throughput_vs_local'] = round(run['env_steps_per_second'] / max(base, 1e-9), 3)

@@ -21,8 +21,7 @@ which process used the GPU, not only that the run finished.
 * ``forward_pass``: the parallel PPO league with a forward-pass worker (``parallel.inference``) whose networks
   are on CUDA (``policy.collect.device``), the learner too; its forward passes, mean batch and seconds.
 
-SAC (issue #31) and expert iteration's search through forward-pass workers are not built yet; the script
-says so instead of measuring them.
+SAC (issue #31) is not built yet; the script says so instead of measuring it.
 
     python benchmarks/gpu_check.py [--seconds 25] [--out gpu_check.json]
 
@@ -270,8 +269,7 @@ def main() -> None:
     devices = ['cuda', 'cpu'] if torch.cuda.is_available() else ['cpu']
     root = args.keep or tempfile.mkdtemp(prefix='gpu_check_')
     report = dict(machine=machine(), devices=devices, seconds_per_run=args.seconds,
-                  not_built=dict(sac='issue #31', forward_pass_search='expert iteration\'s search still evaluates '
-                                                                      'in its collector (issue #32)'))
+                  not_built=dict(sac='issue #31'))
     print(json.dumps(report['machine']), flush=True)
     sampler = GpuSampler()
     started = time.perf_counter()

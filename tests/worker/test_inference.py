@@ -239,3 +239,28 @@ def test_the_halves_chunks_join_column_by_column_with_the_older_version():
     assert joined.results == [('a', 'win'), ('b', 'loss'), ('c', 'draw')] and joined.episode_returns == [5.0, 4.0]
     with pytest.raises(ValueError, match='differ in arrays or player'):
         join_chunks(chunk(1, 2, []), Chunk(data=dict(reward=np.zeros((3, 2))), version=1, player_id='p'))
+
+
+def test_expert_iterations_search_evaluates_through_a_forward_pass_worker_as_it_does_locally(serving):
+    """The search asks ``probabilities_and_value`` of the policy at every simulation: a remote policy sends
+    those batched evaluations to the forward-pass worker, and the search comes out the same."""
+    from sparring.worker.env.battle import battle_env_class
+    context, start = serving
+    cfg, policy = _policy(TICTACTOE)
+    server = start(Networks(p=policy), policy.observation_space.shape)
+    client = ForwardClient(context, Security(SECRET), 'c', lambda: [server.address])
+    remote = RemoteActingPolicy(policy, 'p', client)
+    searches = [battle_env_class('tictactoe').search_acting(cfg.env, dict(num_simulations=12), 5) for _ in range(2)]
+    obs, mask = _observations(policy, 6, seed=2)
+    obs[:, 2] = 1.0  # the to-move plane
+    obs[:, :2] = (obs[:, :2] > 0) & (np.arange(2)[:, None, None] == 0)  # a few own stones, none overlapping
+    mask = ~obs[:, :2].any(axis=1).reshape(len(obs), -1)
+    try:
+        (here, target_here, value_here), (there, target_there, value_there) = (
+            searches[0].act(policy, obs, mask), searches[1].act(remote, obs, mask))
+        np.testing.assert_array_equal(here.action, there.action)
+        np.testing.assert_allclose(target_here, target_there, atol=1e-6)
+        np.testing.assert_allclose(value_here, value_there, atol=1e-5)
+        assert server.stats()['forward_passes'] >= 12  # a batch per simulation, at least
+    finally:
+        client.close()
