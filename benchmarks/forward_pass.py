@@ -13,7 +13,11 @@
   collecting seconds); the forward-pass worker's mean batch, its batching delay (the time requests waited for
   their batch) and its forward seconds.
 
-    PYTHONPATH=... python benchmarks/forward_pass.py [--sections rows league] [--seconds 60]
+* ``search``: expert iteration's self-play (``connect_four_search.py``, 8 simulations a move), local acting
+  against a forward-pass worker at the same number of processes: its search sends a batch of evaluations
+  per simulation.
+
+    PYTHONPATH=... python benchmarks/forward_pass.py [--sections rows league search] [--seconds 60]
 
 Writes ``benchmarks/results/forward_pass.json`` (the machine, its load average and every figure).
 """
@@ -104,11 +108,15 @@ def rows_section() -> dict:
 
 
 def league_config(workdir: str, name: str, collectors: int, inference: int, seconds: float,
-                  double_buffer: bool = True) -> dict:
-    from sparring.dizoo.board_games.config.connect_four_league import config
-    config = copy.deepcopy(config)
+                  double_buffer: bool = True, search: bool = False) -> dict:
+    import importlib
+    module = 'connect_four_search' if search else 'connect_four_league'
+    config = copy.deepcopy(importlib.import_module(f'sparring.dizoo.board_games.config.{module}').config)
     config['exp_name'] = os.path.join(workdir, name)
     config['env'].update(collector_env_num=32, n_evaluator_episodes=10, evaluator_env_num=10)
+    if search:  # fewer simulations, so a round of 32 steps fits the budget on two cores
+        config['battle']['collect_search'] = dict(config['battle']['collect_search'], num_simulations=8)
+        config['policy']['collect'] = dict(config['policy']['collect'], n_steps=8)
     config['battle'] = dict(config['battle'], eval_opponents=['bot:random'])
     config['train'] = dict(config['train'], max_env_steps=10_000_000, max_wall_seconds=seconds, eval_every_iters=0,
                            eval_in_background=False, checkpoint_every_iters=0, progress_bar=False, tensorboard=False)
@@ -118,10 +126,11 @@ def league_config(workdir: str, name: str, collectors: int, inference: int, seco
 
 
 def league_run(workdir: str, name: str, collectors: int, inference: int, seconds: float,
-               double_buffer: bool = True) -> dict:
+               double_buffer: bool = True, search: bool = False) -> dict:
     from sparring.framework import parallel_pipeline
     started = time.perf_counter()
-    summary = parallel_pipeline(league_config(workdir, name, collectors, inference, seconds, double_buffer), seed=0)
+    summary = parallel_pipeline(league_config(workdir, name, collectors, inference, seconds, double_buffer, search),
+                                seed=0)
     stats = summary['worker_stats']
     collector_stats = [s for w, s in stats.items() if w.startswith('collector')]
     collect_seconds = sum(s.get('collect_seconds', 0.0) for s in collector_stats)
@@ -160,9 +169,21 @@ def league_section(seconds: float) -> dict:
     return out
 
 
+def search_section(seconds: float) -> dict:
+    """Expert iteration's self-play (8 simulations a move) with local acting and through a forward-pass worker."""
+    workdir = tempfile.mkdtemp(prefix='forward_pass_search_')
+    runs = dict(local_2_collectors=(2, 0), inference_1_collector_1_worker=(1, 1))
+    out = {name: league_run(workdir, f'search_{name}', c, i, seconds, True, True) for name, (c, i) in runs.items()}
+    base = out['local_2_collectors']['env_steps_per_second']
+    for run in out.values():
+        run['throughput_vs_local'] = round(run['env_steps_per_second'] / max(base, 1e-9), 3)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--sections', nargs='+', default=['rows', 'league'], choices=['rows', 'league'])
+    parser.add_argument('--sections', nargs='+', default=['rows', 'league', 'search'],
+                        choices=['rows', 'league', 'search'])
     parser.add_argument('--seconds', type=float, default=60.0, help='wall-time budget of each league run')
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -172,6 +193,8 @@ def main() -> None:
         report['rows_by_batch_size'] = rows_section()
     if 'league' in args.sections:
         report['league'] = league_section(args.seconds)
+    if 'search' in args.sections:
+        report['expert_iteration'] = search_section(args.seconds)
     report['machine']['load_average_end'] = list(os.getloadavg())
     merge_results('forward_pass', report)
 
