@@ -7,8 +7,9 @@ trained as one player) and
 1. compiles it (``resume=True`` reuses the saved one) and builds the
    :class:`~sparring.framework.commander.Commander`, whose ZeroMQ socket listens on
    ``parallel.host:parallel.port`` (127.0.0.1 and a free port by default);
-2. starts ``parallel.collectors`` collectors, a learner per active player and
-   ``parallel.evaluators`` evaluators as local processes, forked by a multiprocessing fork server
+2. starts ``parallel.collectors`` collectors, a learner per active player,
+   ``parallel.evaluators`` evaluators and ``parallel.inference.workers`` forward-pass workers (which run
+   the collectors' networks in batches; :mod:`~sparring.worker.remote.inference`) as local processes, forked by a multiprocessing fork server
    that has torch and sparring imported already (a worker starts in milliseconds, a restarted one
    too), each in a session of its own and exiting when this process does;
 3. serves them until the budget is spent (or the stop value reached), the learners have trained on
