@@ -4,8 +4,7 @@ retries, heartbeats, the checks that end a worker, and parameters fetched from t
 A worker registers, receives the compiled config, sets its torch threads and seeds, and runs its
 role (:mod:`~sparring.worker.remote.collector`, :mod:`~sparring.worker.remote.learner`,
 :mod:`~sparring.worker.remote.evaluator`, :mod:`~sparring.worker.remote.inference`) with the same worker classes
-the serial mode uses. A
-background thread heartbeats. A worker exits when the commander says so, when the commander stays
+the serial mode uses. A background thread heartbeats. A worker exits when the commander says so, when the commander stays
 silent for ``parallel.worker_timeout_seconds``, or when the process that launched it dies.
 """
 from __future__ import annotations
