@@ -264,3 +264,19 @@ def test_expert_iterations_search_evaluates_through_a_forward_pass_worker_as_it_
         assert server.stats()['forward_passes'] >= 12  # a batch per simulation, at least
     finally:
         client.close()
+
+
+def test_a_batch_runs_at_once_when_every_asking_socket_has_its_request_in_it(serving):
+    context, start = serving
+    _, policy = _policy(TICTACTOE)
+    server = start(Networks(p=policy), policy.observation_space.shape, max_batch=64, max_wait_ms=600_000.0)
+    client = ForwardClient(context, Security(SECRET), 'c', lambda: [server.address], attempt_seconds=30.0,
+                           give_up_seconds=30.0)
+    try:  # a wait of ten minutes for others would outlast the attempt: the lone asker is answered instead
+        obs, _ = _observations(policy, 2)
+        remote = RemoteActingPolicy(policy, 'p', client)
+        for _ in range(3):
+            np.testing.assert_allclose(remote.value(obs), policy.value(obs), atol=1e-5)
+        assert client.resends == 0 and server.stats()['batches'] == 3
+    finally:
+        client.close()

@@ -6,7 +6,8 @@ reference; a learning player's only when a newer version is out). Collectors sen
 (observations, recurrent states, the network's reference and version); the worker gathers them for up to
 ``parallel.inference.max_batch`` rows or ``max_wait_ms`` (:class:`~sparring.worker.inference_forward.Batcher`),
 runs one forward pass per network and answers each with its rows' distribution parameters, values and
-next states. The collector draws the actions (:mod:`sparring.worker.inference_client`).
+next states. A batch runs before ``max_wait_ms`` when every collector socket that asked in the last second has
+its request in it (each has one in flight at a time: waiting longer would gather nothing). The collector draws the actions (:mod:`sparring.worker.inference_client`).
 
 A collector first asks ``sync`` for the version of a reference it will act with for a chunk; the worker keeps
 the last :data:`KEEP_VERSIONS` versions of each learning player, so a chunk started on one version ends on
@@ -42,6 +43,7 @@ from sparring.worker.seeds import collector_seed
 log = logging.getLogger('sparring.worker')
 
 KEEP_VERSIONS = 4  # versions of each learning player kept: a chunk started on one still finds it
+ACTIVE_PEER_SECONDS = 1.0  # a peer that asked this recently is waited for (up to max_wait_ms) before a batch runs
 MAX_ROWS = 4096  # rows in one request at most
 MAX_STATE_PARTS = 4  # arrays of a recurrent state (an LSTM's two)
 MAX_REF_CHARS = 512
@@ -159,13 +161,22 @@ class InferenceServer:
         self.address = self.server.address
         self.counters = dict(requests=0, rows=0, batches=0, forward_passes=0, malformed=0, version_gone=0)
         self.seconds = dict(batching_delay_seconds=0.0, forward_seconds=0.0)  # summed over requests / passes
+        self.last_asked: Dict[bytes, float] = {}  # peer -> when it last asked for a forward pass
+
+    def _everyone_asked(self) -> bool:
+        """Whether every peer that asked within :data:`ACTIVE_PEER_SECONDS` has a request in the batch: a peer has
+        one request in flight at a time, so waiting longer would gather nothing more."""
+        now = time.monotonic()
+        self.last_asked = {p: t for p, t in self.last_asked.items() if now - t < ACTIVE_PEER_SECONDS}
+        waiting = {request.reply_to[0] for request in self.batcher.pending}
+        return all(peer in waiting for peer in self.last_asked)
 
     def serve(self, seconds: float) -> None:
         """Take requests and answer them for about ``seconds``."""
         deadline = time.monotonic() + seconds
         while True:
             due = self.batcher.due_in()
-            if due == 0.0:
+            if due == 0.0 or (due is not None and self._everyone_asked()):
                 self.run_batch()
                 continue
             now = time.monotonic()
@@ -201,6 +212,7 @@ class InferenceServer:
                 p.shape[:1] != (rows,) or p.dtype.kind != 'f' for p in parts):
             raise MessageError('schema', f'forward: state arrays must be state_0.. with {rows} float rows each')
         self.counters['requests'] += 1
+        self.last_asked[peer] = time.monotonic()
         self.batcher.add(Pending((peer, message.id), (body['ref'], body['version']), obs,
                                  tuple(parts) if parts else None))
 
