@@ -14,7 +14,8 @@ version; the chunk keeps the version it started with, so its staleness is overst
 
 :class:`ForwardClient` sends requests to the run's forward-pass workers: one at a time, to the first that
 answers; a worker that does not answer within ``attempt_seconds`` is left for the next (a killed one is
-restarted at a new address, re-read from the address files), and the request is sent again -- a forward
+restarted at a new address, re-read from the address files: a failed address is tried again only when no
+other shows up within ``attempt_seconds``), and the request is sent again -- a forward
 pass changes nothing, so asking twice is harmless. It gives up after ``give_up_seconds`` without any answer.
 """
 from __future__ import annotations
@@ -63,14 +64,21 @@ class ForwardClient:
         self.round_trip_seconds = 0.0
 
     def _next_client(self) -> RequestClient:
+        """A client of the next forward-pass worker: another than the one that failed, if one is there or its
+        file shows a new address within ``attempt_seconds`` (a killed worker's restart writes one)."""
+        failed = None
         if self.client is not None:
+            failed = self.client.address
             self.client.close()
             self.client = None
         deadline = time.monotonic() + self.give_up_seconds
+        patience = time.monotonic() + (self.attempt_seconds if failed else 0.0)
         while True:
             addresses = self.addresses()
-            if addresses:
-                address = addresses[self.turn % len(addresses)]
+            others = [a for a in addresses if a != failed]
+            if others or (addresses and time.monotonic() >= patience):
+                choices = others or addresses
+                address = choices[self.turn % len(choices)]
                 self.turn += 1
                 self.client = RequestClient(self.context, address, self.security, self.sender,
                                             timeout=self.attempt_seconds)
@@ -80,7 +88,7 @@ class ForwardClient:
                                            f'{self.give_up_seconds:.0f} s (parallel.inference.workers > 0 starts '
                                            f'them; each writes <exp_name>/inference/<id>.address)')
             self.check_alive()
-            time.sleep(0.1)
+            time.sleep(0.05)
 
     def request(self, kind: str, body: dict, arrays=None):
         started = time.monotonic()

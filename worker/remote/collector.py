@@ -25,6 +25,7 @@ from sparring.worker.run_files import open_run_file
 from sparring.worker.run_kind import run_kind
 from sparring.worker.seeds import collector_seed
 
+FORWARD_ATTEMPT_SECONDS = 2.0  # a forward pass takes milliseconds: silence this long means a dead worker
 HALF_SEED_OFFSET = 1_299_709  # the second half's envs and draws (a prime apart from every stride of worker/seeds.py)
 
 log = logging.getLogger('sparring.worker')
@@ -117,7 +118,7 @@ class CollectorWorker(Worker):
         if self.par.inference.workers:  # the networks act on forward-pass workers; the draws stay here
             self.forward_client = ForwardClient(
                 self.context, self.security, self.worker_id, lambda: inference_addresses(self.cfg.exp_name),
-                attempt_seconds=min(self.par.request_timeout_seconds, 5.0),
+                attempt_seconds=min(self.par.request_timeout_seconds, FORWARD_ATTEMPT_SECONDS),
                 give_up_seconds=self.par.worker_timeout_seconds, check_alive=self.check_alive)
             self.players = RemotePlayerPolicies(self, self.seed, self.forward_client)
         else:
