@@ -5,6 +5,7 @@ from typing import Dict, List, Optional, Tuple
 
 from sparring.framework.param_service import WAIT_SECONDS
 from sparring.framework.report_bounds import check_eval_report
+from sparring.worker.evaluation import GameOutcomes
 from sparring.worker.remote.wire import MessageError
 
 
@@ -47,13 +48,14 @@ class EvalDispatch:
             raise MessageError('schema', f'eval_report: expected results of {pid!r} against {sorted(known)}, got '
                                          f'{body["player_id"]!r} against {sorted(body["results"])}')
         check_eval_report(body, co.cfg.env.n_evaluator_episodes)
+        results = GameOutcomes(body['results'], body.get('distinct_games'))
         try:
-            co.summarise(body['results'], body.get('returns', []))
+            co.summarise(results, body.get('returns', []))
         except ValueError as err:
             raise MessageError('schema', f'eval_report: {err}') from None
         del self.running[body['task_id']]
         worker.eval_task_id = None
-        co.record_evaluation(pid, body['results'], body.get('returns', []), version=body['version'], journal=journal)
+        co.record_evaluation(pid, results, body.get('returns', []), version=body['version'], journal=journal)
         co.note_evaluation_round([pid], periodic=not running[1]['final'])
         return True
 

@@ -21,7 +21,7 @@ from typing import Dict, Optional
 
 from sparring.worker.chunk import REQUIRED_KEYS as CHUNK_ARRAYS
 from sparring.worker.remote.schema import (BOOL, DICT, FLOAT, INT, LIST, MAX_ABS_VALUE, MAX_INT, NONE, STR, Schema,
-                                           field, non_negative, numbers, values_within)
+                                           counts, field, non_negative, numbers, values_within)
 from sparring.worker.remote.wire import short
 
 
@@ -82,7 +82,7 @@ PROTOCOL: Dict[str, Schema] = {
     'eval_task': Schema(dict(session=field(STR), request_number=NUMBER)),
     'eval_report': Schema(dict(session=field(STR), request_number=NUMBER, task_id=field(INT), player_id=field(STR),
                                version=field(INT), results=field(DICT, check=_outcome_lists),
-                               returns=RETURNS)),
+                               returns=RETURNS, distinct_games=field(DICT, optional=True, check=counts))),
     # -- replies ----------------------------------------------------------------------------
     'registered': Schema(dict(worker_id=field(STR), session=field(STR), config=field(DICT),
                               index=field(INT), player_id=field(STR, NONE), train_iteration=field(INT),

@@ -10,7 +10,8 @@
 * rating curves against env steps: Elo, and TrueSkill mu with its sigma band when it is on;
 * the snapshot lineage: each active player's snapshots and resets along the env steps;
 * exploitability curves where the run computes them exactly;
-* results against each evaluation opponent (bots): the curves of win rates and the last evaluation.
+* results against each evaluation opponent (bots): the curves of win rates and the last evaluation, with how
+  many distinct games it played (a note names the pairs whose games repeated).
 
 ``course`` is a dict of lists recorded as the run goes (see :class:`sparring.framework.league_watch.LeagueWatch`):
 ``evaluations`` (env_steps, player, results per opponent, ratings per player), ``snapshots``
@@ -229,12 +230,30 @@ def _opponents(course: Dict[str, list]) -> str:
             series.setdefault(f'{entry["player"]} vs {oid}', []).append((entry['env_steps'], s['win']))
     chart = line_chart(series, 'Win rate against each evaluation opponent', 'env steps', 'win rate',
                        y_range=(0.0, 1.0), width=760, x_from_zero=True)
-    head = '<tr><th>player</th><th>opponent</th><th>win</th><th>draw</th><th>loss</th><th>games</th><th>env steps</th></tr>'
+    shown = [(pid, entry, oid, s) for pid, entry in last.items() for oid, s in entry['results'].items()]
+    counted = any(s.get('distinct_games') is not None for *_, s in shown)  # evaluations of older runs did not count
+    head = ('<tr><th>player</th><th>opponent</th><th>win</th><th>draw</th><th>loss</th><th>games</th>'
+            + ('<th>distinct games</th>' if counted else '') + '<th>env steps</th></tr>')
     body = ''.join(f'<tr><td>{html.escape(pid)}</td><td>{html.escape(oid)}</td><td>{s["win"]:.1%}</td>'
                    f'<td>{s["draw"]:.1%}</td><td>{s["loss"]:.1%}</td><td>{int(s["games"])}</td>'
-                   f'<td>{entry["env_steps"]}</td></tr>'
-                   for pid, entry in last.items() for oid, s in entry['results'].items())
-    return chart + '<p class="note">The last evaluation of each player:</p>' + f'<table>{head}{body}</table>'
+                   + (f'<td>{_cell(s.get("distinct_games"))}</td>' if counted else '')
+                   + f'<td>{entry["env_steps"]}</td></tr>'
+                   for pid, entry, oid, s in shown)
+    return (chart + '<p class="note">The last evaluation of each player:</p>' + f'<table>{head}{body}</table>'
+            + _repeated_note(shown))
+
+
+REPEATED_NOTE = ('<p class="note"><b>distinct games</b>: how many of the games differed (each game fingerprinted '
+                 'step by step). Greedy players in a game without chance repeat the same few games, so these rates '
+                 'rest on fewer games than they count: {repeated}. <code>sparring eval RUN --sampled</code> plays '
+                 'varied games.</p>')
+
+
+def _repeated_note(shown) -> str:
+    """A note naming the evaluations whose games repeated ("N distinct of M"); '' where none did."""
+    repeated = [f'{pid} vs {oid}, {s["distinct_games"]} distinct of {int(s["games"])}' for pid, _, oid, s in shown
+                if s.get('distinct_games') is not None and s['distinct_games'] < s['games']]
+    return REPEATED_NOTE.format(repeated=html.escape('; '.join(repeated))) if repeated else ''
 
 
 def render_return_report(course: Dict[str, list], facts: Dict[str, object]) -> str:

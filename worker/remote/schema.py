@@ -114,6 +114,14 @@ def numbers(value) -> Optional[str]:
     return None
 
 
+def counts(value) -> Optional[str]:
+    """A field check: every value of the dict is an integer from 0 to :data:`MAX_INT` (a count per key)."""
+    for key, v in value.items():
+        if type(v) is not int or not 0 <= v <= MAX_INT:
+            return f'[{short(key, 40)}] must be an integer from 0 to {MAX_INT}, got {short(v)}'
+    return None
+
+
 def values_within(limit: float):
     """A field check: every number of the list is within +-``limit`` (a measured value, e.g. a return)."""
     def check(value) -> Optional[str]:
