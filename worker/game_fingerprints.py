@@ -28,27 +28,14 @@ class GameFingerprints:
     def step(self, actions, step) -> Dict[int, str]:
         """Feed the ``actions`` given to the env and the ``step`` it answered (a ``BattleStep``); returns
         ``{slot: fingerprint}`` of the games that ended at this step (their slots start a new hash)."""
-        slots = len(self._hashes)
-        actions = _bytes_per_slot(actions, slots)
+        actions, obs = np.asarray(actions), np.asarray(step.obs)
         done = np.asarray(step.terminated) | np.asarray(step.truncated)
-        # One buffer per slot (its actions, then its observation) and one hash update per slot: the hashing
-        # runs at every step of every evaluation, so it is kept to a Python call per slot.
-        rows = np.concatenate([actions, _bytes_per_slot(step.obs, slots)], axis=1)
-        for slot in np.flatnonzero(~done):
-            self._hashes[slot].update(rows[slot])
         ended: Dict[int, str] = {}
-        # At a game's end the observation is already the next game's first one: the result stands for it.
-        finished = np.flatnonzero(done)
-        results = _bytes_per_slot(step.result, slots) if len(finished) else np.empty((slots, 0), np.uint8)
-        for slot in finished:
-            game = self._hashes[slot]
-            game.update(actions[slot])
-            game.update(results[slot])
-            ended[int(slot)] = game.hexdigest()
-            self._hashes[slot] = _new_hash()
+        for slot, game in enumerate(self._hashes):
+            game.update(np.ascontiguousarray(actions[slot]).tobytes())
+            # At a game's end the observation is already the next game's first one: the result stands for it.
+            game.update(np.ascontiguousarray(obs[slot] if not done[slot] else step.result[slot]).tobytes())
+            if done[slot]:
+                ended[slot] = game.hexdigest()
+                self._hashes[slot] = _new_hash()
         return ended
-
-
-def _bytes_per_slot(values, slots: int) -> np.ndarray:
-    """``[slots, n]`` uint8: each slot's values as their bytes in memory order."""
-    return np.ascontiguousarray(values).reshape(slots, -1).view(np.uint8)
