@@ -39,7 +39,7 @@ from typing import List, Optional, Tuple
 from sparring.config.registry import RegistryError
 from sparring.config.compile import apply_overrides, parse_override
 from sparring.config.schema import ConfigError
-from sparring.framework.commander_state import JournalDamaged
+from sparring.framework.journal import JournalDamaged
 from sparring.framework.run_imports import make_importable
 from sparring.league.errors import LeagueError
 from sparring.worker.checkpoint import CheckpointError

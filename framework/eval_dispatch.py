@@ -1,9 +1,10 @@
 """Evaluation jobs handed to evaluator workers: the coordinator's queue, what is running where, requeues."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from sparring.framework.param_service import WAIT_SECONDS
+from sparring.framework.protocol import EvalReport
 from sparring.framework.report_bounds import check_eval_report
 from sparring.worker.remote.wire import MessageError
 
@@ -35,7 +36,7 @@ class EvalDispatch:
         if running is not None:
             self.coordinator.pending.appendleft(running[1])
 
-    def report(self, worker, body: dict, journal) -> bool:
+    def report(self, worker, body: EvalReport, journal) -> bool:
         """Record an evaluation report; False for one that is not (or no longer) the worker's to report."""
         co = self.coordinator
         running = self.running.get(body['task_id'])
@@ -61,7 +62,7 @@ class EvalDispatch:
         """Final evaluation jobs nobody took (a run without evaluator workers evaluates them itself)."""
         return [job for job in self.coordinator.pending if job['final']]
 
-    def finish_pending(self, job: dict, results: Dict[str, List[str]], returns: List[float], journal,
+    def finish_pending(self, job: dict, results: Dict[str, List[str]], returns: Sequence[float], journal,
                        version: Optional[int] = None) -> None:
         self.coordinator.pending.remove(job)
         self.coordinator.record_evaluation(job['player_id'], results, returns, version=version, journal=journal)

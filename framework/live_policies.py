@@ -15,7 +15,7 @@ class LivePolicies:
         """``pool_seed``: the seed of the snapshots' and bots' pool (default: the run's)."""
         self.commander = commander
         cfg = commander.cfg
-        self.pool = PolicyPool(commander.store, commander.observation_space, commander.action_space,
+        self.pool = PolicyPool(commander.coordinator.store, commander.observation_space, commander.action_space,
                                seed=cfg.seed if pool_seed is None else pool_seed)
         self._live: Dict[str, Tuple[int, object]] = {}  # player -> (version, policy)
 

@@ -22,7 +22,7 @@ from sparring.config import compile_config, compile_section, load_config, save_c
 from sparring.config.compile import CONFIG_FILENAME, to_plain
 from sparring.config.registry import ENV_REGISTRY
 from sparring.config.schema import ConfigError
-from sparring.framework.commander_state import COMMANDER_DIR, JOURNAL_FILE, STATE_FILE
+from sparring.framework.journal import COMMANDER_DIR, JOURNAL_FILE, STATE_FILE
 from sparring.framework.report_page import write_final_report
 from sparring.framework.run_imports import record_import_folders
 from sparring.worker.checkpoint import CheckpointManager

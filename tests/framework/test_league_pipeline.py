@@ -6,7 +6,7 @@ import torch
 from sparring.config import compile_config
 from sparring.framework import serial_pipeline
 from sparring.framework.run_setup import complete_league_config
-from sparring.framework.serial_run import LeagueRun
+from sparring.framework.serial_run import SerialRun
 from sparring.worker.checkpoint import CheckpointManager
 
 
@@ -26,7 +26,7 @@ def _config(exp_name, **train):
 def _run(tmp_path, **train):
     cfg = compile_config(_config(tmp_path / 'league', **train), save=False)
     complete_league_config(cfg)
-    return LeagueRun(cfg)
+    return SerialRun(cfg)
 
 
 def test_every_game_reaches_the_payoff_exactly_once(tmp_path):
@@ -74,7 +74,7 @@ def test_league_run_resumes_with_the_same_league_state(tmp_path):
     saved = CheckpointManager.load(first['checkpoint'])
     cfg = compile_config(_config(exp), seed=4, save=False)
     complete_league_config(cfg)
-    resumed = LeagueRun(cfg, saved)
+    resumed = SerialRun(cfg, saved)
     try:
         assert resumed.league.state_dict().keys() == saved['league_state'].keys()
         np.testing.assert_equal(resumed.league.payoff.state_dict(), saved['league_state']['payoff'])
@@ -84,7 +84,7 @@ def test_league_run_resumes_with_the_same_league_state(tmp_path):
         choices = [resumed.league.get_job_info(pid)['player_ids'][1] for pid in resumed.player_ids * 5]
     finally:
         resumed.close()
-    again = LeagueRun(cfg, CheckpointManager.load(first['checkpoint']))
+    again = SerialRun(cfg, CheckpointManager.load(first['checkpoint']))
     try:
         assert [again.league.get_job_info(pid)['player_ids'][1] for pid in again.player_ids * 5] == choices
     finally:

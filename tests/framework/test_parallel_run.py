@@ -87,8 +87,8 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
     try:
         run.start()
         commander = run.commander
-        _wait(lambda: commander.counters['chunks'] >= 4 and any(
-            w.worker_id == 'collector-0' and w.jobs for w in commander.workers.values()), 'the first chunks',
+        _wait(lambda: commander.coordinator.counters['chunks'] >= 4 and any(
+            w.worker_id == 'collector-0' and w.jobs for w in commander.sessions.workers.values()), 'the first chunks',
             step=run.step)
         # an unsigned peer and a malformed frame at the commander ...
         context = zmq.Context()
@@ -115,7 +115,7 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
             broken = b'{"kind":'  # signed with the run's secret, as a buggy worker would
             raw.send_multipart([MAGIC, broken, run.security.signer.tag([MAGIC, broken])])
             # ... and at the learner: a signed chunk full of NaN, and an unsigned one
-            learner = next(w for w in commander.workers.values() if w.role == 'learner')
+            learner = next(w for w in commander.sessions.workers.values() if w.role == 'learner')
             body = dict(chunk_id='evil', player_id=learner.player_id, version=0, env_steps=4)
             arrays = {k: np.full((2, 2), np.nan, np.float32) for k in ('obs', 'log_prob', 'value', 'reward',
                                                                        'next_value')}
@@ -129,7 +129,7 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
         os.kill(victim, signal.SIGKILL)
 
         def learner_refused_both():
-            stats = commander.worker_stats.get('learner-naive_sp_0', {})
+            stats = commander.sessions.stats.get('learner-naive_sp_0', {})
             return stats.get('rejected_unauthenticated', 0) >= 1 and stats.get('dropped_invalid', 0) >= 1
 
         _wait(learner_refused_both, 'the learner to report the refused chunks', step=run.step)
@@ -154,7 +154,7 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
     first_learner = next(s for wid, s in summary['worker_stats'].items() if wid.startswith('learner-naive_sp_0/'))
     assert first_learner['rejected_unauthenticated'] >= 1 and first_learner['dropped_invalid'] >= 1
     assert set(summary['eval']['naive_sp_0']) == {'random'}
-    recorded, abandoned = _check_games_counted_once(str(exp), run.commander.league)
+    recorded, abandoned = _check_games_counted_once(str(exp), run.commander.coordinator.league)
     assert abandoned, 'the killed collector held unfinished games'
     assert summary['games'] == len(recorded)
 

@@ -2,17 +2,19 @@
 
 Every ``import`` of a ``sparring`` module is counted, module-level and deferred alike: a deferred
 import is still a dependency, it only fails later.
+
+Module size is a warning, not a gate: a module is cut by responsibility, and a cap invites cutting a class
+into modules that share its state. A module past :data:`MODULE_LINES_NOTE` lines is named in the test
+report (a ``pytest`` warning), as a prompt to look for a second idea in it.
 """
 import ast
 import os
+import warnings
 from typing import Dict, List, Set
-
-import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FLOORS = ('config', 'policy', 'worker', 'league', 'dizoo', 'framework')
-MAX_MODULE_LINES = 500
-COMMANDER_MAX_LINES = 350
+MODULE_LINES_NOTE = 600  # generous: past this, a module likely holds two ideas
 
 
 def package_modules() -> Dict[str, str]:
@@ -90,9 +92,14 @@ def test_no_import_cycle():
     assert not cycles, 'import cycles:\n' + '\n'.join(' -> '.join(c) for c in cycles[:10])
 
 
-@pytest.mark.parametrize('module', sorted(MODULES))
-def test_modules_stay_small(module):
-    with open(MODULES[module]) as f:
-        lines = sum(1 for _ in f)
-    limit = COMMANDER_MAX_LINES if module == 'sparring.framework.commander' else MAX_MODULE_LINES
-    assert lines <= limit, f'{module} has {lines} lines; split it (limit {limit})'
+class LargeModule(UserWarning):
+    """A module past :data:`MODULE_LINES_NOTE` lines (a note, not a failure)."""
+
+
+def test_large_modules_are_noted():
+    for module, path in sorted(MODULES.items()):
+        with open(path) as f:
+            lines = sum(1 for _ in f)
+        if lines > MODULE_LINES_NOTE:
+            warnings.warn(LargeModule(f'{module} has {lines} lines (over {MODULE_LINES_NOTE}): does it hold more '
+                                      f'than one idea?'), stacklevel=1)

@@ -13,7 +13,7 @@ import sparring.dizoo  # noqa: F401  (registers the envs)
 from sparring.config import compile_config, compile_section
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.run_setup import complete_league_config
-from sparring.framework.serial_run import LeagueRun
+from sparring.framework.serial_run import SerialRun
 from sparring.policy import functional as F
 from sparring.policy.train_batch import window_batch
 from sparring.worker.battle_collector import BattleCollector
@@ -202,7 +202,7 @@ def test_league_run_with_lstm_players_and_frozen_lstm_snapshots(tmp_path):
         league=dict(type='one_vs_one', active_players=dict(naive_sp=1), players=dict(naive_sp=dict(one_phase_step=2))),
         train=dict(max_env_steps=10_000, eval_every_iters=0, progress_bar=False, tensorboard=False)), save=False)
     complete_league_config(cfg)
-    run = LeagueRun(cfg)
+    run = SerialRun(cfg)
     try:
         for _ in range(5):
             run.train_round()
