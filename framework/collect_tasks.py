@@ -124,7 +124,7 @@ class CollectTasks:
         co = self.coordinator
         if co.env_steps + len(self.tasks) * self.chunk_steps >= co.cfg.train.max_env_steps:
             return 'wait', dict(seconds=WAIT_SECONDS, reason='the env-step budget is handed out')
-        busy = defaultdict(int)
+        busy: Dict[str, int] = defaultdict(int)
         for _, pid in self.tasks.values():
             busy[pid] += 1
         # A player with replicas gets chunks once every replica listens, so none is left without its share.

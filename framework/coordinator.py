@@ -32,7 +32,7 @@ from sparring.framework.league_ops import AbandonOp, EvalOp, GamesOp, JobsOp, Le
 from sparring.framework.league_watch import watch_for
 from sparring.framework.run_setup import evaluation_opponents
 from sparring.league.exact_analysis import LeagueExactAnalysis, exact_analysis_of
-from sparring.league.job_protocol import JobInfo, PlayerProgress, SnapshotVerdict
+from sparring.league.job_protocol import JobInfo, PlayerProgress, SnapshotVerdict, stored_ref
 from sparring.worker.logger import RunLogger
 from sparring.worker.policy_pool import ParamStore
 from sparring.worker.run_kind import RunKind
@@ -245,8 +245,9 @@ class RunCoordinator:
     def store_snapshot(self, verdict: SnapshotVerdict, params, version: int) -> str:
         """Keep the parameters of the snapshot ``verdict`` took; returns the reference they are stored under."""
         historical = verdict['historical_player']
-        assert historical is not None and historical['param_ref'] is not None, 'store_snapshot: not a snapshot'
-        ref = historical['param_ref']
+        if historical is None:
+            raise RuntimeError(f'store_snapshot: the verdict on {verdict["player_id"]!r} took no snapshot')
+        ref = stored_ref(historical['param_ref'], f'snapshot {historical["player_id"]!r}')
         self.store.put(ref, params, dict(self.cfg.policy), version)
         if self.exact is not None:
             self.exact.forget(ref)

@@ -40,7 +40,7 @@ class LeagueWatch:
         self.league = coordinator.league
         self.logging = coordinator.logger is not None and bool(coordinator.cfg.train.tensorboard)
         self._writer = None
-        self._course = None  # read lazily: a resumed run knows its env steps only after loading its state
+        self._course: Optional[dict] = None  # read lazily: a resumed run knows its env steps only after loading its state
         self.branch_games: Dict[str, Dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self._count_branches()
 

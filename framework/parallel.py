@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional, Union
 
 from sparring.config.compile import save_config
 from sparring.config.schema import ConfigError
@@ -40,6 +40,7 @@ from sparring.framework.local_launcher import LocalLauncher, worker_context
 from sparring.framework.messaging import Security
 from sparring.framework.report_page import return_entries, write_return_report
 from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
+from sparring.framework.run_summary import RunSummary
 from sparring.framework.serial import budget_recorded
 from sparring.framework.sessions import learner_id
 from sparring.worker.logger import RunLogger, device_line
@@ -51,6 +52,9 @@ from sparring.worker.run_kind import run_kind
 from sparring.worker.run_files import write_atomically
 from sparring.worker.runtime import seed_everything, set_torch_threads
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
+
+if TYPE_CHECKING:  # imported where it is used: Ray is an optional dependency
+    from sparring.framework.ray_launcher import RayLauncher
 
 REQUESTS_PER_PEER = 4  # a worker has one request and one heartbeat in flight, each on a connection of its own
 REQUEST_HEADER_BYTES = 256 << 10  # the largest request header (a publish's statistics) is a few kB
@@ -119,14 +123,16 @@ class ParallelRun:
             self.commander.coordinator.use_exact_analysis(LivePolicies(self.commander).get)
         self.address = advertised_address(self.server.address, par.advertise_host)
         write_atomically(os.path.join(self.commander.dir, 'address'), self.address + '\n')
+        self.launcher: Union[RayLauncher, LocalLauncher]
         if par.launcher == 'ray':
             from sparring.framework.ray_launcher import RayLauncher
             self.launcher = RayLauncher(cfg.exp_name, self.address, secret, self.security.curve_dir, par.host, par)
         else:
             self.launcher = LocalLauncher(cfg.exp_name, self.server.address, secret, self.security.curve_dir,
                                           par.host)
-        if device_line(cfg.policy):
-            self.logger.line(device_line(cfg.policy) + ' here; each learner resolves policy.device in its own process')
+        device = device_line(cfg.policy)
+        if device:
+            self.logger.line(device + ' here; each learner resolves policy.device in its own process')
         self.logger.line(f'commander at {self.address} ({self.security.describe()}); join a worker from another '
                          f'machine with: sparring worker --role collector --commander {self.address}')
         self.closed = False
@@ -199,7 +205,7 @@ class ParallelRun:
         role, player_id, replica = self.launcher.roles[worker_id]
         if not self._wanted(role):
             return
-        if role == 'learner' and self.cfg.parallel.learner_replicas > 1:
+        if role == 'learner' and player_id is not None and self.cfg.parallel.learner_replicas > 1:
             # A replica's group cannot go on without it: the player's replicas start again together, lead first.
             group = [learner_id(player_id, r) for r in range(self.cfg.parallel.learner_replicas)]
             for other in group:
@@ -234,7 +240,7 @@ class ParallelRun:
             evaluation.close()
 
     # -- ending -------------------------------------------------------------------------------
-    def close(self, abort: Optional[str] = None) -> dict:
+    def close(self, abort: Optional[str] = None) -> RunSummary:
         """Stop every worker, save, report; returns the summary. ``abort`` (why: 'interrupted', an
         error) ends the run early: the state is saved for a resume, without the closing report. Ctrl-C
         or SIGTERM meanwhile cannot cut it short."""
@@ -244,7 +250,7 @@ class ParallelRun:
         with shielded() as came:
             return self._close(abort, came)
 
-    def _close(self, abort: Optional[str], signals: list) -> dict:
+    def _close(self, abort: Optional[str], signals: list) -> RunSummary:
         commander = self.commander
         co = commander.coordinator
         if abort and co.phase != 'done':
@@ -288,7 +294,7 @@ class ParallelRun:
 
 
 def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
-                      resume: bool = False, max_env_steps: Optional[int] = None) -> dict:
+                      resume: bool = False, max_env_steps: Optional[int] = None) -> RunSummary:
     """Train with a commander and worker processes; returns a summary dict (see the module)."""
     config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)

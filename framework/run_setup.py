@@ -100,9 +100,9 @@ def earlier_run(exp_dir: str) -> Optional[str]:
         return found
     for pattern in (os.path.join(COMMANDER_DIR, JOURNAL_FILE), os.path.join(COMMANDER_DIR, STATE_FILE),
                     os.path.join('workers', '*', 'ckpt', '*.pt'), os.path.join('params', '*.pt')):
-        found = sorted(glob.glob(os.path.join(glob.escape(exp_dir), pattern)))
-        if found:
-            return found[0]
+        matches = sorted(glob.glob(os.path.join(glob.escape(exp_dir), pattern)))
+        if matches:
+            return matches[0]
     return None
 
 
@@ -139,7 +139,7 @@ def _set_dotted(cfg, key: str, value) -> None:
 def config_differences(a, b, path: str = '') -> list:
     """Dotted keys where two plain configs differ."""
     if isinstance(a, dict) and isinstance(b, dict):
-        out = []
+        out: List[str] = []
         for key in sorted(set(a) | set(b)):
             sub = f'{path}.{key}' if path else key
             out += [sub] if key not in a or key not in b else config_differences(a[key], b[key], sub)

@@ -176,11 +176,11 @@ def _summary(cfg, run: SerialRun, checkpoint: str, pictures: List[str]) -> RunSu
                          reached_stop_value=reached is not None, stop_env_steps=reached[0] if reached else None,
                          stop_seconds=reached[1] if reached else None, checkpoint=checkpoint)
     if run.kind.is_league:
-        summary.update(rounds=run.rounds, exact=run.last_exact, history=run.history, eval=run.last_eval,
-                       pictures=pictures, league_table=run.league.table())
+        summary['rounds'], summary['exact'], summary['history'] = run.rounds, run.last_exact, run.history
+        summary['eval'], summary['pictures'], summary['league_table'] = run.last_eval, pictures, run.league.table()
     else:
         collector, report = run.collectors[first], run.last_eval[first]
-        summary.update(train_iter=run.learners[first].train_iter, eval_mean=report['return_mean'],
-                       eval_std=report['return_std'],
-                       collect_steps_per_second=collector.env_steps / max(collector.collect_seconds, 1e-9))
+        summary['train_iter'] = run.learners[first].train_iter
+        summary['eval_mean'], summary['eval_std'] = report['return_mean'], report['return_std']
+        summary['collect_steps_per_second'] = collector.env_steps / max(collector.collect_seconds, 1e-9)
     return summary

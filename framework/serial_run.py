@@ -14,7 +14,7 @@ has a layout of its own, which :func:`in_league_layout` reads as the league's.
 from __future__ import annotations
 
 import os
-from typing import Callable, Dict, List, Optional, Union
+from typing import Callable, Dict, List, Optional, Union, cast
 
 import torch
 
@@ -25,6 +25,7 @@ from sparring.framework.exploit_schedule import ExploitSchedule
 from sparring.framework.run_evaluation import (BackgroundEvaluations, EvaluationRecords, EvaluationStrategy,
                                                InlineEvaluation, Outcome)
 from sparring.framework.run_setup import LEAGUE_STATE_FILE
+from sparring.league.job_protocol import stored_ref
 from sparring.policy.base import Policy
 from sparring.worker.background_evaluation import BackgroundEvaluation
 from sparring.worker.battle_collector import BattleCollector
@@ -108,10 +109,11 @@ class SerialRun:
         def sample(slot: int):
             while True:  # ends: each damaged snapshot is quarantined once, and then drawn no more
                 away = self.coordinator.draw_job(pid)['players'][1]
+                ref = stored_ref(away['param_ref'], f'opponent {away["player_id"]!r}')
                 try:
-                    return away['player_id'], self.pool.get(away['param_ref'])
+                    return away['player_id'], self.pool.get(ref)
                 except StateFileError as err:
-                    self.coordinator.quarantine(away['param_ref'], str(err))
+                    self.coordinator.quarantine(ref, str(err))
         return sample
 
     def _evaluation_strategy(self, resumed_steps: int) -> EvaluationStrategy:
@@ -138,18 +140,20 @@ class SerialRun:
         stats = {}
         for pid in self.player_ids:
             chunk = self.collectors[pid].collect()
-            self.coordinator.report_games(pid, chunk.results, chunk.env_steps, chunk.episode_returns)
+            self.coordinator.report_games(pid, chunk.results, cast(int, chunk.env_steps),  # set on creation
+                                          chunk.episode_returns)
             learner = self.learners[pid]
             stats[pid] = learner.train(chunk)
             stats[pid]['games'] = len(chunk.results)
             policy = learner.policy
             verdict = self.coordinator.progress(pid, learner.train_iter, policy.version, params=policy.get_params())
-            if verdict['snapshot']:
-                self.pool.forget(verdict['historical_player']['param_ref'])
+            if verdict['historical_player'] is not None:  # a snapshot
+                self.pool.forget(stored_ref(verdict['historical_player']['param_ref'], 'the snapshot'))
                 self._forget_stale_opponents()
             if verdict['reset']:
                 # Keep counting versions upward: staleness must stay meaningful across a reset.
-                policy.set_params(self.store.get(verdict['reset_param_ref'])['params'], policy.version)
+                reset_to = stored_ref(verdict['reset_param_ref'], f'the reset of {pid!r}')
+                policy.set_params(self.store.get(reset_to)['params'], policy.version)
                 policy.reset_optimizer()
         self.rounds += 1
         return stats

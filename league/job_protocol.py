@@ -52,6 +52,13 @@ class PlayerProgress(TypedDict):
     model: NotRequired[dict]  # its model config (after surgery)
 
 
+def stored_ref(ref: Optional[str], whose: str) -> str:
+    """A parameter reference the pipeline must find stored: a :class:`LeagueError` naming ``whose`` if it is None."""
+    if ref is None:
+        raise LeagueError(f'{whose} has no "param_ref"; expected the key its parameters are stored under')
+    return ref
+
+
 def no_snapshot(player_id: str) -> SnapshotVerdict:
     """The verdict that keeps ``player_id`` training as it is."""
     return SnapshotVerdict(player_id=player_id, snapshot=False, historical_player=None, source_param_ref=None,
