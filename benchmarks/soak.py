@@ -349,6 +349,7 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
     threading.Thread(target=chaos, args=(run, until, kill_every, kills, random.Random(seed)), daemon=True).start()
     peak_rss, learner_peak_rss = idle_rss, learner_idle_rss
     last_steps, last_move, longest_still, endpoint = commander.env_steps, time.monotonic(), 0.0, None
+    stall_ended_at = 0.0
     try:
         while not run.finished:
             run.step()
@@ -357,8 +358,8 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
             learner_peak_rss = max([learner_peak_rss, *map(rss_mb, learner_pids(run))])
             if commander.env_steps != last_steps:
                 last_steps, last_move = commander.env_steps, now
-            elif commander.phase == 'collect':
-                longest_still = max(longest_still, now - last_move)
+            elif commander.phase == 'collect' and now - last_move > longest_still:
+                longest_still, stall_ended_at = now - last_move, now - started
             current = next((w.endpoint for w in commander.workers.values() if w.role == 'learner' and w.endpoint), None)
             if current != endpoint and current is not None:
                 endpoint = current
@@ -390,6 +391,7 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
         chunks_trained=int(max((s.get('chunks_received', 0) for wid, s in stats.items() if wid.startswith('learner')),
                                default=0)),
         chunks_reclaimed=commander.counters['chunks_reclaimed'],
+        chunks_redirected=commander.counters['chunks_redirected'],
         kills=kills, restarts=sum(summary['restarts'].values()),
         rejected_messages=summary['rejected_messages'],
         learner_rejected_messages={k[len('rejected_'):]: v for wid, st in stats.items() if wid.startswith('learner')
@@ -400,6 +402,7 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
         probe_p50_ms=round(float(np.percentile(latencies, 50)), 2) if len(latencies) else None,
         probe_p95_ms=round(float(np.percentile(latencies, 95)), 2) if len(latencies) else None,
         longest_collection_stall_seconds=round(longest_still, 2), worker_timeout_seconds=timeout,
+        longest_stall_until_second=round(stall_ended_at, 1),
         stalled=longest_still > timeout,
         refused=dict(params=commander.counters['params_refused'], requests=commander.counters['requests_refused']),
         hostile_sent=liar.sent if liar else 0, hostile_refused=liar.refused if liar else 0,
