@@ -336,7 +336,9 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
     while commander.counters['chunks'] < 4 and not run.finished:  # warm: every worker up and training
         run.step()
     idle_rss, learner_idle_rss = rss_mb(), max(map(rss_mb, learner_pids(run)), default=float('nan'))
-    until = started + seconds - 2 * timeout  # chaos ends before the budget, so the run can end cleanly
+    # The budget counts from here: a slow warm-up on a loaded machine must not eat the chaos window.
+    commander.coordinator.cfg.train.max_wall_seconds = commander.coordinator.wall_seconds + seconds
+    until = time.monotonic() + seconds - 2 * timeout  # chaos ends before the budget, so the run can end cleanly
     learner_address = os.path.join(workdir, 'learner_address')
     floods = [_flooder(run.address, 'dealer', flooders, flood_mb, flood_frames, until, True)] if flooders else []
     if learner_flooders:
