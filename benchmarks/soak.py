@@ -336,7 +336,9 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
     while commander.coordinator.counters['chunks'] < 4 and not run.finished:  # warm: every worker up and training
         run.step()
     idle_rss, learner_idle_rss = rss_mb(), max(map(rss_mb, learner_pids(run)), default=float('nan'))
-    until = started + seconds - 2 * timeout  # chaos ends before the budget, so the run can end cleanly
+    # The budget counts from here: a slow warm-up on a loaded machine must not eat the chaos window.
+    commander.coordinator.cfg.train.max_wall_seconds = commander.coordinator.wall_seconds + seconds
+    until = time.monotonic() + seconds - 2 * timeout  # chaos ends before the budget, so the run can end cleanly
     learner_address = os.path.join(workdir, 'learner_address')
     floods = [_flooder(run.address, 'dealer', flooders, flood_mb, flood_frames, until, True)] if flooders else []
     if learner_flooders:
@@ -349,6 +351,7 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
     threading.Thread(target=chaos, args=(run, until, kill_every, kills, random.Random(seed)), daemon=True).start()
     peak_rss, learner_peak_rss = idle_rss, learner_idle_rss
     last_steps, last_move, longest_still, endpoint = commander.coordinator.env_steps, time.monotonic(), 0.0, None
+    stall_ended_at = 0.0
     try:
         while not run.finished:
             run.step()
@@ -357,8 +360,8 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
             learner_peak_rss = max([learner_peak_rss, *map(rss_mb, learner_pids(run))])
             if commander.coordinator.env_steps != last_steps:
                 last_steps, last_move = commander.coordinator.env_steps, now
-            elif commander.coordinator.phase == 'collect':
-                longest_still = max(longest_still, now - last_move)
+            elif commander.coordinator.phase == 'collect' and now - last_move > longest_still:
+                longest_still, stall_ended_at = now - last_move, now - started
             current = next((w.endpoint for w in commander.sessions.workers.values() if w.role == 'learner' and w.endpoint), None)
             if current != endpoint and current is not None:
                 endpoint = current
@@ -390,6 +393,7 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
         chunks_trained=int(max((s.get('chunks_received', 0) for wid, s in stats.items() if wid.startswith('learner')),
                                default=0)),
         chunks_reclaimed=commander.coordinator.counters['chunks_reclaimed'],
+        chunks_redirected=commander.coordinator.counters['chunks_redirected'],
         kills=kills, restarts=sum(summary['restarts'].values()),
         rejected_messages=summary['rejected_messages'],
         learner_rejected_messages={k[len('rejected_'):]: v for wid, st in stats.items() if wid.startswith('learner')
@@ -400,6 +404,7 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
         probe_p50_ms=round(float(np.percentile(latencies, 50)), 2) if len(latencies) else None,
         probe_p95_ms=round(float(np.percentile(latencies, 95)), 2) if len(latencies) else None,
         longest_collection_stall_seconds=round(longest_still, 2), worker_timeout_seconds=timeout,
+        longest_stall_until_second=round(stall_ended_at, 1),
         stalled=longest_still > timeout,
         refused=dict(params=commander.coordinator.counters['params_refused'], requests=commander.coordinator.counters['requests_refused']),
         hostile_sent=liar.sent if liar else 0, hostile_refused=liar.refused if liar else 0,

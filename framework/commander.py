@@ -229,8 +229,7 @@ class Commander:
         pid = body['player_id']
         self._check_player(pid)
         report_bounds.check_chunk_report(body, self.chunk_steps)
-        if body['task_id'] is not None:
-            self.collect.release(worker, body['task_id'])
+        sent_to = self.collect.release(worker, body['task_id']) if body['task_id'] is not None else None
         seen = self.state.seen_chunks
         if body['chunk_id'] in seen:  # sent again as its answer was late: the same answer, no record
             co.counters['duplicate_reports'] += 1
@@ -247,13 +246,15 @@ class Commander:
             ids.append(job_id)
             outcomes.append(outcome)
         co.counters['results_refused'] += rejected
-        self.collect.reported(pid, body['chunk_id'], worker.session, self.clock())
+        redirect = self.collect.reported(pid, body['chunk_id'], worker.session, self.clock(), sent_to,
+                                         self.sessions.learner_endpoints(pid))
         co.recent_returns.extend(body.get('episode_returns', []))
         self.state.record_games(GamesOp(op='games', chunk=body['chunk_id'], player=pid, steps=body['env_steps'],
                                         games=[[away, ids, outcomes] for away, (ids, outcomes) in groups.items()]))
         co.check_budget()
         self._advance()
-        return self._ack(worker, duplicate=False, accepted=len(body['results']) - rejected, rejected=rejected)
+        return self._ack(worker, duplicate=False, accepted=len(body['results']) - rejected, rejected=rejected,
+                         **({} if redirect is None else dict(endpoint=redirect)))
 
     # -- parameters ----------------------------------------------------------------------------
     def _on_params_request(self, worker: WorkerRecord, message: Message) -> Reply:

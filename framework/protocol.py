@@ -149,6 +149,7 @@ class Ack(TypedDict):
     duplicate: NotRequired[bool]
     expected_chunks: NotRequired[int]  # a draining learner's: chunks still to come
     reset_param_ref: NotRequired[Optional[str]]  # a publish's: the parameters to reset to (None: keep training)
+    endpoint: NotRequired[str]  # a chunk report's: the learner to push the chunk to instead of the task's
 
 
 class Task(TypedDict):

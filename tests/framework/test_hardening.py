@@ -271,3 +271,28 @@ def test_a_worker_that_chose_to_exit_is_restarted_with_its_last_words_in_the_log
     assert lines == [("collector-1 exited with code 3; restarted as pid 4321 (restart 1 of at most 2); its last "
                       "words: ERROR collector-1: no answer to 'jobs' from tcp://127.0.0.1:5 for 20 s"),
                      'learner-p exited with code -9; restarted as pid 4321 (restart 1 of at most 2)']
+
+
+def test_chunks_tasked_to_a_restarted_learner_go_to_its_successor_instead_of_stalling_collection(tmp_path):
+    """The soak's 12 s stall: both collectors' tasks named the learner that was killed, they reported after its
+    successor joined, and their chunks (pushed to the dead address) were waited for as the successor's."""
+    commander, _, learner, pid, (a, b, c) = _one_player(tmp_path)
+    first, second = _task(commander, a), _task(commander, b)
+    old = first[1]['endpoint']
+    commander.drop_worker(learner, 'process exited with code -9')
+    successor, _ = join(commander, 'learner', player_id=pid, worker_id=f'learner-{pid}')
+    # reported before the successor says where it listens: nowhere to send it, so it is lost at once
+    reply = report(commander, a, pid, [], chunk_id='early', task_id=first[1]['task_id'])
+    assert 'endpoint' not in reply[1] and commander.coordinator.counters['chunks_reclaimed'] == 1
+    publish(commander, successor, pid, 1, 1)
+    new = commander.sessions.learner_endpoints(pid)[0]
+    assert new != old
+    reply = report(commander, b, pid, [], chunk_id='late', task_id=second[1]['task_id'])
+    assert reply[1]['endpoint'] == new  # the collector pushes it to the learner that listens now
+    assert commander.collect.chunks_ahead(pid) == 1 and _task(commander, c)[0] == 'task'  # collection goes on
+    _heartbeat(commander, successor, received=['late'])
+    assert commander.coordinator.counters['chunks_reclaimed'] == 1 and commander.collect.expected_chunks(pid) == 1
+    # a task that names the current learner is answered without a new address
+    publish(commander, successor, pid, 2, 2, consumed=1)
+    task = _task(commander, a)
+    assert 'endpoint' not in report(commander, a, pid, [], task_id=task[1]['task_id'])[1]
