@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict, defaultdict
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from sparring.framework.param_service import WAIT_SECONDS
 
@@ -64,7 +64,7 @@ class CollectTasks:
 
     # -- chunks in flight ------------------------------------------------------------------------
     def reported(self, pid: str, chunk_id: str, session: str, now: float, sent_to: Optional[str] = None,
-                 endpoints: List[str] = ()) -> Optional[str]:
+                 endpoints: Sequence[str] = ()) -> Optional[str]:
         """A chunk was reported; returns where it must go instead of ``sent_to`` (its task's learner), or None.
 
         A task names the learner that listened when it was handed out. If that learner has gone since (killed
@@ -81,7 +81,7 @@ class CollectTasks:
         self.coordinator.counters['chunks_redirected'] += 1
         return self._least_sent(endpoints)
 
-    def _least_sent(self, endpoints: List[str]) -> str:
+    def _least_sent(self, endpoints: Sequence[str]) -> str:
         """The learner endpoint sent the fewest chunks so far (replicas get their chunks in turn)."""
         endpoint = min(endpoints, key=lambda e: self._sent[e])
         self._sent[endpoint] += 1
