@@ -60,7 +60,7 @@ from sparring.framework import report_bounds
 from sparring.framework.collect_tasks import CollectTasks
 from sparring.framework.commander_report import ProgressReport
 from sparring.framework.commander_state import COMMANDER_DIR, STATE_FILE, CommanderState
-from sparring.framework.coordinator import RunCoordinator
+from sparring.framework.coordinator import EvaluationJob, RunCoordinator
 from sparring.framework.eval_dispatch import EvalDispatch
 from sparring.framework.league_ops import GamesOp, ProgressOp
 from sparring.framework.param_service import ParamService
@@ -311,7 +311,7 @@ class Commander:
         self._advance()
         return self._ack(worker)
 
-    def finish_pending_evaluation(self, job: dict, results: Dict[str, List[str]], returns: Sequence[float] = (),
+    def finish_pending_evaluation(self, job: EvaluationJob, results: Dict[str, List[str]], returns: Sequence[float] = (),
                                   version: Optional[int] = None) -> None:
         self.evals.finish_pending(job, results, returns, self.state.journal.append, version)
         self._advance()

@@ -23,7 +23,7 @@ import dataclasses
 import os
 import time
 from collections import defaultdict, deque
-from typing import Callable, Collection, Deque, Dict, List, Optional, Sequence, Set, Tuple, Union, overload
+from typing import Callable, Collection, Deque, Dict, List, Optional, Sequence, Set, Tuple, TypedDict, Union, overload
 
 from sparring.config.compile import CompiledConfig
 from sparring.config.registry import ENV_REGISTRY, LEAGUE_REGISTRY
@@ -45,6 +45,13 @@ REDRAWS = 16  # draws of a job whose opponent is quarantined before it becomes a
 # A player's course as a state file holds it: one dict per field, by player id (the names files have had).
 COURSE_FIELDS = dict(player_env_steps='env_steps', player_chunks='chunks', train_iterations='train_iteration',
                      versions='version', next_eval='next_eval')
+
+
+class EvaluationJob(TypedDict):
+    """An evaluation due: queued by the coordinator, played by an evaluator (or the serial run) and recorded."""
+    task_id: int
+    player_id: str
+    final: bool  # of the final evaluation (the run ends once these are in), not a periodic one
 
 
 @dataclasses.dataclass
@@ -85,7 +92,7 @@ class RunCoordinator:
         self.history: List[dict] = []  # one entry per evaluation round: when, and what it found
         self.reached: Optional[Tuple[int, float]] = None  # (env steps, seconds) when the stop value was reached
         self.recent_returns: Deque[float] = deque(maxlen=100)
-        self.pending: Deque[dict] = deque()  # evaluations due: dict(task_id, player_id, final)
+        self.pending: Deque[EvaluationJob] = deque()  # evaluations due, in the order they fell due
         self.phase = 'collect'
         self.stop_reason = ''
         self.wall_seconds_before = 0.0
@@ -268,9 +275,9 @@ class RunCoordinator:
 
     def _queue_evaluation(self, pid: str, final: bool) -> None:
         self._next_task_id += 1
-        self.pending.append(dict(task_id=self._next_task_id, player_id=pid, final=final))
+        self.pending.append(EvaluationJob(task_id=self._next_task_id, player_id=pid, final=final))
 
-    def take_pending(self) -> List[dict]:
+    def take_pending(self) -> List[EvaluationJob]:
         """Every evaluation due now, in the order they fell due (for a caller that plays them itself)."""
         jobs, self.pending = list(self.pending), deque()
         return jobs

@@ -1,20 +1,25 @@
 """Evaluation jobs handed to evaluator workers: the coordinator's queue, what is running where, requeues."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from sparring.framework.coordinator import EvaluationJob, RunCoordinator
+from sparring.framework.league_ops import LeagueOp
 from sparring.framework.param_service import WAIT_SECONDS
 from sparring.framework.protocol import EvalReport
+from sparring.framework.sessions import WorkerRecord
 from sparring.framework.report_bounds import check_eval_report
 from sparring.worker.remote.wire import MessageError
 
 
 class EvalDispatch:
-    def __init__(self, coordinator) -> None:
-        self.coordinator = coordinator
-        self.running: Dict[int, Tuple[str, dict]] = {}  # task id -> (session, job)
+    """The coordinator's evaluation queue handed out to evaluator workers, one job at a time each."""
 
-    def task(self, worker) -> Tuple[str, dict]:
+    def __init__(self, coordinator: RunCoordinator) -> None:
+        self.coordinator = coordinator
+        self.running: Dict[int, Tuple[str, EvaluationJob]] = {}  # task id -> (session, job)
+
+    def task(self, worker: WorkerRecord) -> Tuple[str, dict]:
         """``(reply kind, body)``: the next due evaluation for ``worker``, a wait, or stop."""
         co = self.coordinator
         self.requeue(worker)
@@ -29,14 +34,14 @@ class EvalDispatch:
         return 'eval_job', dict(task_id=job['task_id'], player_id=pid, version=co.players[pid].version,
                                 opponents=[list(o) for o in co.eval_opponents])
 
-    def requeue(self, worker) -> None:
+    def requeue(self, worker: WorkerRecord) -> None:
         """The worker's evaluation will not be reported (it left, or asks for another): back to the queue."""
         running = self.running.pop(worker.eval_task_id, None) if worker.eval_task_id is not None else None
         worker.eval_task_id = None
         if running is not None:
             self.coordinator.pending.appendleft(running[1])
 
-    def report(self, worker, body: EvalReport, journal) -> bool:
+    def report(self, worker: WorkerRecord, body: EvalReport, journal: Callable[[LeagueOp], None]) -> bool:
         """Record an evaluation report; False for one that is not (or no longer) the worker's to report."""
         co = self.coordinator
         running = self.running.get(body['task_id'])
@@ -58,11 +63,12 @@ class EvalDispatch:
         co.note_evaluation_round([pid], periodic=not running[1]['final'])
         return True
 
-    def finals_pending(self) -> List[dict]:
+    def finals_pending(self) -> List[EvaluationJob]:
         """Final evaluation jobs nobody took (a run without evaluator workers evaluates them itself)."""
         return [job for job in self.coordinator.pending if job['final']]
 
-    def finish_pending(self, job: dict, results: Dict[str, List[str]], returns: Sequence[float], journal,
+    def finish_pending(self, job: EvaluationJob, results: Dict[str, List[str]], returns: Sequence[float],
+                       journal: Callable[[LeagueOp], None],
                        version: Optional[int] = None) -> None:
         self.coordinator.pending.remove(job)
         self.coordinator.record_evaluation(job['player_id'], results, returns, version=version, journal=journal)

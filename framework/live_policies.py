@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from sparring.config.registry import POLICY_REGISTRY
+from sparring.framework.commander import Commander
 from sparring.policy.base import Policy
 from sparring.worker.policy_pool import PolicyPool
 from sparring.worker.remote.wire import arrays_to_params
 
 
 class LivePolicies:
-    def __init__(self, commander, pool_seed: Optional[int] = None) -> None:
+    def __init__(self, commander: Commander, pool_seed: Optional[int] = None) -> None:
         """``pool_seed``: the seed of the snapshots' and bots' pool (default: the run's)."""
         self.commander = commander
         cfg = commander.cfg

@@ -64,7 +64,7 @@ ACKNOWLEDGES_RECORDS = frozenset({'chunk_report', 'eval_report', 'publish'})
 SYNC_BATCH = 64  # requests answered per journal sync, at most: a bound on how long the first waits for its reply
 
 
-def request_limit(commander) -> int:
+def request_limit(commander: Commander) -> int:
     """The largest request a worker may send: a publish of the parameters, with room to spare."""
     params = commander.coordinator.store.get(INIT_REF)['params']
     return (2 << 20) + 2 * sum(t.numel() * t.element_size() for t in params.values())

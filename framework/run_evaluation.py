@@ -121,14 +121,14 @@ class BackgroundEvaluations:
         jobs = self.coordinator.take_pending()
         if jobs:
             final = any(job['final'] for job in jobs)
-            self._send(jobs, rounds + self.every)
+            self._send([(job['player_id'], job['final']) for job in jobs], rounds + self.every)
             if final:  # nothing trains on while a final evaluation is played: wait for it
                 reports.update(self._record_due(None))
         return reports
 
     def everyone(self, rounds: int) -> Reports:
         self.settle()
-        self._send([dict(player_id=pid, final=False) for pid in self.coordinator.player_ids], rounds)
+        self._send([(pid, False) for pid in self.coordinator.player_ids], rounds)
         return self._record_due(None)
 
     def settle(self) -> Reports:
@@ -140,14 +140,14 @@ class BackgroundEvaluations:
         for entry in left:
             self._submit({k: v for k, v in entry.items() if k != 'params'}, entry['params'])
 
-    def _send(self, jobs: List[dict], due_round: int) -> None:
-        """Send ``jobs`` (evaluated together) with the players' parameters as they are now."""
+    def _send(self, jobs: List[Tuple[str, bool]], due_round: int) -> None:
+        """Send ``jobs`` (``(player, final)``, evaluated together) with the players' parameters as they are now."""
         group = dict(due_round=int(due_round), env_steps=self.coordinator.env_steps,
                      seconds=round(self.coordinator.wall_seconds, 2), group=self.tasks_sent + 1)
-        for job in jobs:
-            policy = self.policy_of(job['player_id'])
-            self._submit(dict(group, player_id=job['player_id'], version=policy.version, final=bool(job['final']),
-                              iteration=self.iteration_of(job['player_id'])), policy.get_params())
+        for pid, final in jobs:
+            policy = self.policy_of(pid)
+            self._submit(dict(group, player_id=pid, version=policy.version, final=bool(final),
+                              iteration=self.iteration_of(pid)), policy.get_params())
 
     def _submit(self, entry: dict, params) -> None:
         """Send one evaluation; its entry keeps the parameters (for a checkpoint, and an exploiter)."""

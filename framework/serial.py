@@ -19,7 +19,7 @@ from sparring.framework.serial_run import SerialRun
 from sparring.framework.horizon import log_horizon
 from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.worker.checkpoint import CheckpointManager
-from sparring.config.compile import apply_overrides, save_config
+from sparring.config.compile import CompiledConfig, apply_overrides, save_config
 from sparring.worker.logger import RunLogger, device_line, format_outcome_rates, format_stats
 from sparring.worker.runtime import seed_everything, set_torch_threads
 
@@ -61,7 +61,7 @@ def budget_recorded(config: dict, max_env_steps: Optional[int], resume: bool) ->
     return apply_overrides(config, [('train.max_env_steps', max_env_steps)])
 
 
-def _loop(cfg, run: SerialRun, ckpt: CheckpointManager, log: RunLogger) -> RunSummary:
+def _loop(cfg: CompiledConfig, run: SerialRun, ckpt: CheckpointManager, log: RunLogger) -> RunSummary:
     coordinator = run.coordinator
 
     def save() -> str:
@@ -87,7 +87,7 @@ def _loop(cfg, run: SerialRun, ckpt: CheckpointManager, log: RunLogger) -> RunSu
     return _summary(cfg, run, path, pictures)
 
 
-def _collect(cfg, run: SerialRun, log: RunLogger, save) -> None:
+def _collect(cfg: CompiledConfig, run: SerialRun, log: RunLogger, save) -> None:
     """Rounds until the coordinator's stop rule ends collection, with the periodic evaluations and checkpoints."""
     train, coordinator = cfg.train, run.coordinator
     first = run.player_ids[0]
@@ -115,7 +115,7 @@ def _collect(cfg, run: SerialRun, log: RunLogger, save) -> None:
         coordinator.check_time()
 
 
-def _finish(cfg, run: SerialRun, log: RunLogger) -> None:
+def _finish(cfg: CompiledConfig, run: SerialRun, log: RunLogger) -> None:
     """The final evaluation of every player whose last one is out of date."""
     coordinator = run.coordinator
     run.settle_evaluations()  # what is still in the background counts before the final evaluation is chosen
@@ -169,7 +169,7 @@ def _mean_stat(stats: Dict[str, dict], key: str) -> Optional[float]:
     return sum(values) / len(values) if values else None
 
 
-def _summary(cfg, run: SerialRun, checkpoint: str, pictures: List[str]) -> RunSummary:
+def _summary(cfg: CompiledConfig, run: SerialRun, checkpoint: str, pictures: List[str]) -> RunSummary:
     coordinator, first = run.coordinator, run.player_ids[0]
     reached = coordinator.reached
     summary = RunSummary(exp_dir=cfg.exp_name, env_steps=run.env_steps, wall_seconds=coordinator.wall_seconds,

@@ -17,6 +17,7 @@ import socket
 from collections import defaultdict
 from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
+from sparring.config.compile import CompiledConfig
 from sparring.framework.protocol import ErrorReply, RegisterRequest
 from sparring.worker.remote.wire import short
 
@@ -108,7 +109,7 @@ class SessionTable:
     process of a restarted worker as ``'<id>/<pid>'``), where each player's learner replicas meet, and the ledger
     of every session that registered in the run."""
 
-    def __init__(self, cfg, player_ids: List[str], ledger_path: str, resume: bool,
+    def __init__(self, cfg: CompiledConfig, player_ids: List[str], ledger_path: str, resume: bool,
                  counters: Dict[str, int]) -> None:
         self.player_ids = player_ids
         self.replicas, self.host = cfg.parallel.learner_replicas, cfg.parallel.host
