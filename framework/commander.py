@@ -27,10 +27,10 @@ commander is tested without a socket:
 Exactly once: every game is a league job with an id, and a result counts only while its job is
 outstanding with the worker that reports it; a repeated report (same chunk id) or a result of an
 abandoned job is refused and counted. A request sent again (its reply lost or late) keeps its number and
-gets the first reply, not a second doing (:func:`~sparring.framework.sessions.answer_once`). A worker silent
-for ``parallel.worker_timeout_seconds``, or whose local process died, is dropped: its outstanding jobs are
-abandoned (a game is recorded whole or not at all), its collect task goes to another collector, its
-evaluation job back to the queue.
+gets the first reply, not a second doing (:meth:`~sparring.framework.sessions.WorkerRecord.answer_once`).
+A worker silent for ``parallel.worker_timeout_seconds``, or whose local process died, is dropped: its
+outstanding jobs are abandoned (a game is recorded whole or not at all), its collect task goes to another
+collector, its evaluation job back to the queue.
 
 Back-pressure: a player gets no new collect task while its learner has ``parallel.max_chunks_ahead``
 chunks reported but not yet taken (learners say how many they took with each publish), so a slow
@@ -67,7 +67,7 @@ from sparring.framework.param_service import ParamService
 from sparring.framework.protocol import (Ack, ChunkReport, CollectTaskRequest, ErrorReply, EvalReport,
                                          HeartbeatRequest, JobBatch, JobOffer, JobsRequest, ParamsRequest,
                                          PublishRequest, Registered, RegisterRequest)
-from sparring.framework.sessions import LEDGER_FILE, Admission, SessionTable, WorkerRecord, answer_once, learner_id
+from sparring.framework.sessions import LEDGER_FILE, Admission, SessionTable, WorkerRecord, learner_id
 from sparring.league.errors import LeagueError
 from sparring.worker.logger import RunLogger
 from sparring.worker.remote.wire import Message, MessageError, arrays_to_params
@@ -145,7 +145,7 @@ class Commander:
         worker.last_seen = self.clock()
         if message.kind not in self.handlers:
             return _error(f'{message.kind!r} is not a request the commander serves', 'schema')
-        return answer_once(worker, message, self._dispatch, self.coordinator.counters)
+        return worker.answer_once(message, self._dispatch, self.coordinator.counters)
 
     def _dispatch(self, worker: WorkerRecord, message: Message) -> Reply:
         try:

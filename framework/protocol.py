@@ -80,7 +80,7 @@ class HeartbeatRequest(SessionRequest):
 
 class NumberedRequest(SessionRequest):
     # A worker numbers its requests; a request sent again (its reply lost or late) keeps its number, so the
-    # commander answers it as it did the first time (:func:`~sparring.framework.sessions.answer_once`).
+    # commander answers it as it did the first time (sessions.WorkerRecord.answer_once).
     request_number: NotRequired[Count]
 
 

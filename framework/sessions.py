@@ -26,8 +26,14 @@ LEDGER_FILE = 'sessions.txt'
 MAX_SESSION_CHARS = 128  # a worker's session id is a uuid's 32 hex digits
 
 
+# Requests that only read: asked again, they are answered anew (a parameters reply is too large to keep).
+READ_ONLY = ('heartbeat', 'params_request')
+
+
 @dataclasses.dataclass
 class WorkerRecord:
+    """One worker process in session: who it is, what it holds (jobs, its collect and evaluation task), what it
+    said last (statistics, endpoint) and the reply to its last numbered request."""
     worker_id: str
     role: str
     session: str
@@ -45,30 +51,27 @@ class WorkerRecord:
     # (request number, kind, body, reply) of its last numbered request
     last_reply: Optional[Tuple[int, str, dict, tuple]] = None
 
+    def answer_once(self, message, handle: Callable, counters: Dict[str, int]) -> tuple:
+        """The reply to this worker's request, done once however often it is sent: a request sent again because
+        its reply was lost or late (same number) gets the reply kept from the first time, so a lost answer
+        neither hands out a second batch of jobs nor loses a reset verdict of a publish. A request is sent again
+        unchanged: another one under a used number (another chunk's report) is refused, not answered as the
+        first. ``handle(worker, message)`` answers a request the first time."""
+        number = message.body.get('request_number')
+        kept = self.last_reply
+        if number is not None and kept is not None and kept[:2] == (number, message.kind):
+            if kept[2] != message.body:
+                counters['requests_refused'] += 1
+                return 'error', dict(error=f'request number {number} was answered already for another '
+                                           f'{message.kind!r} request; a request sent again must be the same, a new '
+                                           f'one needs a new number', reason='schema'), None
+            counters['repeated_requests'] += 1
+            return kept[3]
+        reply = handle(self, message)
+        if number is not None and message.kind not in READ_ONLY:
+            self.last_reply = (number, message.kind, message.body, reply)
+        return reply
 
-# Requests that only read: asked again, they are answered anew (a parameters reply is too large to keep).
-READ_ONLY = ('heartbeat', 'params_request')
-
-
-def answer_once(worker: WorkerRecord, message, handle: Callable, counters: Dict[str, int]) -> tuple:
-    """The reply to a worker's request, done once however often it is sent: a request sent again because
-    its reply was lost or late (same number) gets the reply kept from the first time, so a lost answer
-    neither hands out a second batch of jobs nor loses a reset verdict of a publish. A request is sent again
-    unchanged: another one under a used number (another chunk's report) is refused, not answered as the first."""
-    number = message.body.get('request_number')
-    kept = worker.last_reply
-    if number is not None and kept is not None and kept[:2] == (number, message.kind):
-        if kept[2] != message.body:
-            counters['requests_refused'] += 1
-            return 'error', dict(error=f'request number {number} was answered already for another {message.kind!r} '
-                                       f'request; a request sent again must be the same, a new one needs a new '
-                                       f'number', reason='schema'), None
-        counters['repeated_requests'] += 1
-        return kept[3]
-    reply = handle(worker, message)
-    if number is not None and message.kind not in READ_ONLY:
-        worker.last_reply = (number, message.kind, message.body, reply)
-    return reply
 
 
 class SessionLedger:

@@ -103,3 +103,34 @@ def test_large_modules_are_noted():
         if lines > MODULE_LINES_NOTE:
             warnings.warn(LargeModule(f'{module} has {lines} lines (over {MODULE_LINES_NOTE}): does it hold more '
                                       f'than one idea?'), stacklevel=1)
+
+
+# A config is data (a nested dict): filling in its missing values is not reaching into another object's state.
+CONFIG_FILLERS = ('complete_league_config(cfg)',)
+
+
+def fields_assigned_through_first_argument(path: str) -> List[str]:
+    """Module-level functions that assign a field of the object they take first (``def f(obj): obj.x = ...``)."""
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
+    found = []
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.args.args:
+            continue
+        first = node.args.args[0].arg
+        for inner in ast.walk(node):
+            targets = inner.targets if isinstance(inner, ast.Assign) else \
+                [inner.target] if isinstance(inner, (ast.AugAssign, ast.AnnAssign)) else []
+            if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == first
+                   for t in targets):
+                found.append(f'{node.name}({first}) assigns {first}.<field> (line {inner.lineno})')
+                break
+    return found
+
+
+def test_no_function_assigns_the_fields_of_the_object_it_is_given():
+    """A part of a class is an object with its own state that the class owns and calls, not a module of functions
+    that take the class's object and assign its fields (the state stays shared, only harder to find)."""
+    found = [f'{m}: {what}' for m, p in sorted(MODULES.items()) if m.startswith('sparring.framework.')
+             for what in fields_assigned_through_first_argument(p) if not what.startswith(CONFIG_FILLERS)]
+    assert not found, 'functions that assign the fields of their first argument:\n' + '\n'.join(found)
