@@ -59,9 +59,10 @@ from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework import report_bounds
 from sparring.framework.collect_tasks import CollectTasks
 from sparring.framework.commander_report import ProgressReport
-from sparring.framework.commander_state import COMMANDER_DIR, STATE_FILE, CommanderState
+from sparring.framework.commander_state import CommanderState
 from sparring.framework.coordinator import EvaluationJob, RunCoordinator
 from sparring.framework.eval_dispatch import EvalDispatch
+from sparring.framework.journal import COMMANDER_DIR
 from sparring.framework.league_ops import GamesOp, ProgressOp
 from sparring.framework.param_service import ParamService
 from sparring.framework.protocol import (Ack, ChunkReport, CollectTaskRequest, ErrorReply, EvalReport,
@@ -74,8 +75,6 @@ from sparring.worker.remote.wire import Message, MessageError, arrays_to_params
 from sparring.worker.run_kind import run_kind
 
 log = logging.getLogger(__name__)
-
-__all__ = ['Commander', 'COMMANDER_DIR', 'STATE_FILE', 'MAX_JOBS_PER_REQUEST']
 
 MAX_JOBS_PER_REQUEST = 4096
 

@@ -16,15 +16,13 @@ from typing import Callable, Deque, Dict, List, Set, Tuple
 
 from sparring.config.compile import to_plain
 from sparring.framework.coordinator import RunCoordinator
-from sparring.framework.journal import (COMMANDER_DIR, COMMITTED_FILE, JOURNAL_FILE, STATE_FILE, Journal,
-                                        JournalDamaged, ranges, remove_partial_files)
+from sparring.framework.journal import (COMMITTED_FILE, JOURNAL_FILE, STATE_FILE, Journal, JournalDamaged, ranges,
+                                        remove_partial_files)
 from sparring.framework.league_ops import AbandonOp, GamesOp, JobsOp, LeagueOp
 from sparring.league.job_protocol import JobInfo
 from sparring.league.persistence import load_state, save_state
 
 log = logging.getLogger(__name__)
-
-__all__ = ['CommanderState', 'COMMANDER_DIR', 'STATE_FILE']
 
 RECENT_CHUNK_IDS = 200_000  # chunk ids remembered to refuse a repeated report
 

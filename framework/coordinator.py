@@ -6,8 +6,8 @@ player), the parameter store, and the run's course:
 * **jobs out, results in** — :meth:`apply` performs each league operation (``jobs``: draw opponents;
   ``games``: record finished games; ``progress``: a learner's iteration, then the snapshot / reset
   verdict; ``eval``: rated evaluation games; ``abandon``: jobs whose games will never end). Each is a
-  plain dict, so the commander can journal it and replay it after a crash; the serial loop calls the
-  same operations through :meth:`report_games` and :meth:`progress`.
+  plain dict typed in :mod:`~sparring.framework.league_ops`, so the commander can journal it and replay it
+  after a crash; the serial loop calls the same operations through :meth:`report_games` and :meth:`progress`.
 * **evaluation** — when a player is due (:meth:`progress` queues it in :attr:`pending`), what the
   result means (:meth:`record_evaluation`: ratings, report, the stop rule) and the final evaluation.
 * **the stop rule and the budget phases** — ``collect`` until the env-step or wall-time budget is
