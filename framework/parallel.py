@@ -228,7 +228,8 @@ class ParallelRun:
         try:
             for job in commander.evals.finals_pending():
                 policy = policies.get(job['player_id'])
-                commander.finish_pending_evaluation(job, *evaluation(policy, commander.eval_opponents, policies.pool),
+                opponents = commander.coordinator.readable_eval_opponents()
+                commander.finish_pending_evaluation(job, *evaluation(policy, opponents, policies.pool),
                                                     version=policy.version)
         finally:
             evaluation.close()

@@ -179,7 +179,7 @@ class LeagueRun:
 
     def _evaluate(self, pid: str) -> dict:
         policy = self.learners[pid].policy
-        results, returns = self.evaluation(policy, self.coordinator.eval_opponents, self.pool)
+        results, returns = self.evaluation(policy, self.coordinator.readable_eval_opponents(), self.pool)
         report = self.coordinator.record_evaluation(pid, results, returns, version=policy.version)
         self.eval_history[pid].append((policy.version, self.coordinator.summarise(results, returns)[1]))
         return report
@@ -198,7 +198,7 @@ class LeagueRun:
         self.tasks_sent += 1
         entry = dict(entry, task_id=self.tasks_sent, params={k: v.detach().cpu() for k, v in params.items()})
         self.background.submit(entry['task_id'], entry['player_id'], entry['version'], entry['params'],
-                               self.coordinator.eval_opponents)
+                               self.coordinator.readable_eval_opponents())
         self.in_flight.append(entry)
 
     def _record_due(self, round_: Optional[int]) -> Dict[str, dict]:
@@ -289,7 +289,7 @@ class LeagueRun:
 
         def play(entry):
             policy.set_params(entry['params'], entry['version'])
-            return self.evaluation(policy, self.coordinator.eval_opponents, self.pool)
+            return self.evaluation(policy, self.coordinator.readable_eval_opponents(), self.pool)
         self._record_group(group, play)
 
     def close(self) -> None:
