@@ -294,6 +294,19 @@ def test_state_dict_restores_learning_exactly(prioritized, tmp_path):
     assert no_replay.state_dict()['replay'] is None
 
 
+def test_replay_keeps_only_the_columns_dqn_learns_from():
+    """The buffer's layout in checkpoints: a masked battle chunk with opponent tags stores neither the chosen
+    move's mask nor the tags, and actions are int64 whatever the chunk's dtype."""
+    policy = _policy(n_actions=2, learn=dict(n_step=1))
+    chunk = _random_chunk()
+    chunk['action'] = chunk['action'].astype(np.int32)
+    chunk.update(action_mask=np.ones((8, 4, 2), bool), train_mask=np.ones((8, 4), bool),
+                 opponent=np.full((8, 4), 7, np.int64), opponent_version=np.ones((8, 4), np.int64))
+    data = policy.transitions(chunk)
+    assert list(data) == ['obs', 'action', 'ret', 'discount', 'next_obs', 'next_mask']
+    assert data['action'].dtype == np.int64
+
+
 def test_a_chunk_without_next_obs_is_refused():
     chunk = _random_chunk()
     del chunk['next_obs']
