@@ -82,7 +82,8 @@ def test_report_page_shows_every_player_curves_lineage_and_bots(watched_run):
     for heading in ('League table', 'Payoff', 'Ratings', 'Snapshot lineage', 'Against the evaluation opponents'):
         assert f'<h2>{heading}</h2>' in page
     assert 'TrueSkill mu' in page and '<polyline' in page and 'tictactoe_heuristic' in page
-    assert re.search(r'<td style="background:#[0-9a-f]{6}" title="[^"]+">\d\.\d\d</td>', page)  # numbers in cells
+    assert re.search(r'<rect [^>]*fill="#[0-9a-f]{6}" [^>]*><title>[^<]+ games, win rate [^<]+</title></rect>'
+                     r'<text [^>]*class="cell"[^>]*>\d\.\d\d</text>', page)  # payoff cells with their numbers
     assert 'http' not in page.replace('http://www.w3.org/2000/svg', '')  # nothing fetched
     os.remove(os.path.join(run_dir, 'report.html'))
     assert main(['report', run_dir]) == 0
