@@ -14,6 +14,7 @@ from sparring.framework import serial_pipeline
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.policy import functional as F
 from sparring.policy.dqn import DQNPolicy
+from tests.configs import tiny_league_config
 
 GAMMA = 0.5
 
@@ -385,16 +386,13 @@ def test_serial_pipeline_trains_and_resumes_dqn(tmp_path):
 
 
 def test_league_pipeline_runs_a_dqn_league(tmp_path):
-    config = dict(
-        exp_name=str(tmp_path / 'league'),
-        env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=8),
+    config = tiny_league_config(
+        tmp_path / 'league', env=dict(n_evaluator_episodes=8),
         policy=dict(type='dqn', model=dict(hidden_sizes=[32]), collect=dict(n_steps=8),
                     learn=dict(learning_starts=16, updates_per_chunk=2, batch_size=16), replay=dict(capacity=1000)),
-        league=dict(type='one_vs_one', active_players=dict(naive_sp=1), players=dict(naive_sp=dict(one_phase_step=3))),
+        league=dict(active_players=dict(naive_sp=1), players=dict(naive_sp=dict(one_phase_step=3))),
         battle=dict(eval_deterministic=True),
-        train=dict(max_env_steps=320, eval_every_iters=5, checkpoint_every_iters=5, progress_bar=False,
-                   tensorboard=False),
-    )
+        train=dict(max_env_steps=320, eval_every_iters=5, checkpoint_every_iters=5))
     summary = serial_pipeline(config, seed=0)
     assert summary['rounds'] == 10
     assert len(summary['eval']) == 1 and 'random' in next(iter(summary['eval'].values()))
