@@ -36,6 +36,7 @@ from sparring.league.job_protocol import JobInfo, PlayerProgress, SnapshotVerdic
 from sparring.worker.logger import RunLogger
 from sparring.worker.policy_pool import ParamStore
 from sparring.worker.run_kind import RunKind
+from sparring.worker.state_file import StateFileError
 
 INIT_REF = 'init'  # the parameters every player starts from, and resets return to
 PHASES = ('collect', 'drain', 'evaluate', 'done')
@@ -213,6 +214,19 @@ class RunCoordinator:
         self.say(f'snapshot {ref!r} quarantined, the league draws it no more: {why}')
         if self.logger is not None:
             self.logger.scalars(dict(snapshots_quarantined=len(self.dropped)), self.env_steps, prefix='run/dropped/')
+
+    def readable_eval_opponents(self) -> List[Tuple[str, str]]:
+        """The evaluation opponents whose parameters can be read: a snapshot whose file is damaged is quarantined
+        and left out, so no evaluation is recorded against the stand-in a worker would be served instead."""
+        for _, ref in self.eval_opponents:
+            if ref not in self.dropped and ref in self.store:  # stored parameters (a bot is not): read once
+                try:
+                    self.store.get(ref)
+                except StateFileError:
+                    pass  # noted in store.damaged
+        for ref, why in list(self.store.damaged.items()):
+            self.quarantine(ref, why)
+        return [(oid, ref) for oid, ref in self.eval_opponents if ref not in self.dropped]
 
     def _dropped_for(self, entry: Union[JobsOp, GamesOp]) -> Set[str]:
         """The quarantined snapshots an operation sees. Recorded in the entry when it is first applied (so the

@@ -18,6 +18,7 @@ class EvalDispatch:
     def __init__(self, coordinator: RunCoordinator) -> None:
         self.coordinator = coordinator
         self.running: Dict[int, Tuple[str, EvaluationJob]] = {}  # task id -> (session, job)
+        self.opponents: Dict[int, List[str]] = {}  # task id -> the opponent ids it was handed
 
     def task(self, worker: WorkerRecord) -> Tuple[str, dict]:
         """``(reply kind, body)``: the next due evaluation for ``worker``, a wait, or stop."""
@@ -30,9 +31,10 @@ class EvalDispatch:
         job = co.pending.popleft()
         self.running[job['task_id']] = (worker.session, job)
         worker.eval_task_id = job['task_id']
-        pid = job['player_id']
+        pid, opponents = job['player_id'], co.readable_eval_opponents()
+        self.opponents[job['task_id']] = [oid for oid, _ in opponents]
         return 'eval_job', dict(task_id=job['task_id'], player_id=pid, version=co.players[pid].version,
-                                opponents=[list(o) for o in co.eval_opponents])
+                                opponents=[list(o) for o in opponents])
 
     def requeue(self, worker: WorkerRecord) -> None:
         """The worker's evaluation will not be reported (it left, or asks for another): back to the queue."""
@@ -48,7 +50,7 @@ class EvalDispatch:
         if running is None or running[0] != worker.session:
             co.counters['results_refused'] += 1
             return False
-        pid, known = running[1]['player_id'], {oid for oid, _ in co.eval_opponents}
+        pid, known = running[1]['player_id'], set(self.opponents.get(body['task_id'], ()))
         if body['player_id'] != pid or set(body['results']) != known:
             raise MessageError('schema', f'eval_report: expected results of {pid!r} against {sorted(known)}, got '
                                          f'{body["player_id"]!r} against {sorted(body["results"])}')
@@ -58,8 +60,12 @@ class EvalDispatch:
         except ValueError as err:
             raise MessageError('schema', f'eval_report: {err}') from None
         del self.running[body['task_id']]
+        del self.opponents[body['task_id']]
         worker.eval_task_id = None
-        co.record_evaluation(pid, body['results'], body.get('returns', []), version=body['version'], journal=journal)
+        # An opponent found damaged while the job ran was played with a stand-in's parameters: not recorded.
+        readable = {oid for oid, _ in co.readable_eval_opponents()}
+        results = {oid: outcomes for oid, outcomes in body['results'].items() if oid in readable}
+        co.record_evaluation(pid, results, body.get('returns', []), version=body['version'], journal=journal)
         co.note_evaluation_round([pid], periodic=not running[1]['final'])
         return True
 

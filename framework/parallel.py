@@ -234,7 +234,8 @@ class ParallelRun:
         try:
             for job in commander.evals.finals_pending():
                 policy = policies.get(job['player_id'])
-                results, returns = evaluation(policy, commander.coordinator.eval_opponents, policies.pool)
+                opponents = commander.coordinator.readable_eval_opponents()
+                results, returns = evaluation(policy, opponents, policies.pool)
                 commander.finish_pending_evaluation(job, results, returns, version=policy.version)
         finally:
             evaluation.close()

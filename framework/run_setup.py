@@ -183,18 +183,14 @@ def evaluation_opponents(league, cfg) -> List[Tuple[str, str]]:
 
 def closing_report(league, last_eval: Dict[str, dict], exp_dir: str, line: Callable[[str], None]) -> List[str]:
     """Save the league state, write the report page, draw the payoff and rating pictures, then print the
-    league table, the last evaluation and the pages' and pictures' paths; returns the pictures (none without
-    matplotlib, or without a payoff)."""
+    league table, the last evaluation and the pages' and pictures' paths; returns the pictures (SVG files; none
+    without a payoff)."""
     league.save(os.path.join(exp_dir, LEAGUE_STATE_FILE))
     page = write_final_report(exp_dir, league, {'phase': 'done'})
-    try:
-        pictures = [league.plot_payoff(os.path.join(exp_dir, 'payoff.png')),
-                    league.plot_ratings(os.path.join(exp_dir, 'ratings.png'))]
-        if getattr(getattr(league, 'ratings', None), 'trueskill', None) is not None:
-            pictures.append(league.plot_ratings(os.path.join(exp_dir, 'ratings_trueskill.png'), system='trueskill'))
-    except ImportError as err:  # matplotlib is an optional extra
-        line(f'no pictures: {err}')
-        pictures = []
+    pictures = [league.plot_payoff(os.path.join(exp_dir, 'payoff.svg')),
+                league.plot_ratings(os.path.join(exp_dir, 'ratings.svg'))]
+    if getattr(getattr(league, 'ratings', None), 'trueskill', None) is not None:
+        pictures.append(league.plot_ratings(os.path.join(exp_dir, 'ratings_trueskill.svg'), system='trueskill'))
     pictures = [p for p in pictures if p is not None]
     table = league.table()
     if table:

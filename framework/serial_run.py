@@ -128,7 +128,7 @@ class SerialRun:
 
     def _play(self, policy: Policy) -> Outcome:
         """One evaluation of ``policy`` against the run's evaluation opponents."""
-        return self.evaluation(policy, self.coordinator.eval_opponents, self.pool)
+        return self.evaluation(policy, self.coordinator.readable_eval_opponents(), self.pool)
 
     def _spare_policy(self) -> Policy:
         obs_space, act_space = self.kind.spaces()

@@ -388,13 +388,13 @@ class BaseLeague(LeagueStateMixin):
                 f'historical={len(self.roster.historical())}, reference={len(self.roster.reference())})')
 
     def plot_payoff(self, path: str, **kwargs) -> str:
-        """Win-rate heatmap of the active players against everyone, as a PNG (needs matplotlib)."""
+        """Win-rate heatmap of the active players against everyone, as an SVG file (league/svg_chart)."""
         from sparring.league.plots import plot_payoff
         with self._lock:
             return plot_payoff(self, path, **kwargs)
 
     def plot_ratings(self, path: str, **kwargs) -> str:
-        """Rating curves of the active players over training steps, as a PNG (needs matplotlib)."""
+        """Rating curves of the active players over training steps, as an SVG file (league/svg_chart)."""
         from sparring.league.plots import plot_ratings
         with self._lock:
             return plot_ratings(self, path, **kwargs)

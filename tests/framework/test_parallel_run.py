@@ -20,6 +20,7 @@ from sparring.framework.run_setup import complete_league_config
 from sparring.league.persistence import load_state
 from sparring.worker.remote.transport import DataPusher, RequestClient
 from sparring.worker.remote.wire import MAGIC, MessageError, Signer
+from tests.configs import fast_parallel, tiny_league_config
 
 pytestmark = pytest.mark.slow  # parallel runs of many processes, killed and resumed
 
@@ -28,20 +29,12 @@ PATIENCE = 120.0
 
 
 def _config(exp_name, max_env_steps, collectors=2, evaluators=1):
-    return dict(
-        exp_name=str(exp_name),
-        env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=4),
-        policy=dict(type='ppo', model=dict(hidden_sizes=[16]), collect=dict(n_steps=8),
-                    learn=dict(epochs=1, num_minibatches=1)),
-        league=dict(type='one_vs_one', active_players=dict(naive_sp=1), payoff=dict(decay=1.0),
-                    players=dict(naive_sp=dict(one_phase_step=4))),
+    return tiny_league_config(
+        exp_name, league=dict(active_players=dict(naive_sp=1), payoff=dict(decay=1.0)),
         battle=dict(eval_opponents=['bot:random']),
-        train=dict(max_env_steps=max_env_steps, eval_every_iters=0, checkpoint_every_iters=5, progress_bar=False,
-                   tensorboard=False),
-        parallel=dict(collectors=collectors, evaluators=evaluators, heartbeat_seconds=0.5,
-                      worker_timeout_seconds=30.0, save_every_seconds=0.5, log_every_seconds=1.0,
-                      drain_timeout_seconds=3.0, shutdown_seconds=30.0, max_restarts=2),
-    )
+        train=dict(max_env_steps=max_env_steps, checkpoint_every_iters=5),
+        parallel=fast_parallel(collectors=collectors, evaluators=evaluators, worker_timeout_seconds=30.0,
+                               max_restarts=2))
 
 
 def _alive(pid):
