@@ -265,20 +265,20 @@ def test_defect10_a_damaged_snapshot_is_quarantined_and_the_run_goes_on(tmp_path
 
 def test_defect10_an_evaluation_opponent_whose_file_is_damaged_is_left_out_not_played_by_a_stand_in(tmp_path):
     commander, _, learners = start(tmp_path, active_players=dict(naive_sp=1))
-    pid = commander.player_ids[0]
+    pid = commander.coordinator.player_ids[0]
     publish(commander, learners[pid], pid, 5, 5)
-    (snapshot,) = [p for p in commander.league.historical_players if p.step == 5]
+    (snapshot,) = [p for p in commander.coordinator.league.historical_players if p.step == 5]
     commander.coordinator.eval_opponents.append(('old_self', snapshot.param_ref))  # battle.eval_opponents names it
     evaluator, _ = join(commander, 'evaluator')
     commander.coordinator._queue_evaluation(pid, final=False)
     kind, job, _ = commander.handle(req('eval_task', session=evaluator))
     assert kind == 'eval_job' and ['old_self', snapshot.param_ref] in job['opponents']
-    path = commander.store._path(snapshot.param_ref)
+    path = commander.coordinator.store._path(snapshot.param_ref)
     with open(path, 'rb') as f:
         data = f.read()
     with open(path, 'wb') as f:
         f.write(data[:len(data) // 2])
-    commander.store._entries.pop(snapshot.param_ref, None)  # as after a restart: read from the file again
+    commander.coordinator.store._entries.pop(snapshot.param_ref, None)  # as after a restart: read from the file again
     commander.params.forget(snapshot.param_ref)
     # the evaluator running the job is served a stand-in for it; what it plays there is not recorded
     kind, _, arrays = commander.handle(req('params_request', session=evaluator, ref=snapshot.param_ref,
