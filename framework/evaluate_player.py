@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
 from sparring.config.schema import ConfigError
 from sparring.framework.player_loader import TrainedRun, is_bot
+from sparring.policy.base import Policy
 from sparring.worker.battle_evaluator import BattleEvaluator
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.env.gym_env import evaluator_env_config
@@ -123,7 +124,7 @@ def evaluate_player(run_dir: str, against: Sequence[str], player: Optional[str] 
     pid = run.resolve(player, snapshot)
     policy = _searching(cfg, run.policy(pid, seed=seed), search, seed)
     opponents = Opponents(run, seed)
-    resolved: List[Tuple[str, object]] = [opponents.resolve(name) for name in against]
+    resolved: List[Tuple[str, Policy]] = [opponents.resolve(name) for name in against]
     env_seed = seed + LEAGUE_EVAL_SEED_OFFSET  # the league's evaluation games are played on these
     evaluator = BattleEvaluator(lambda: make_battle_env(cfg.env, cfg.env.evaluator_env_num, env_seed), games,
                                 deterministic=not sampled)
@@ -192,7 +193,8 @@ def evaluate_returns(run: TrainedRun, games: Optional[int] = None, sampled_only:
                                seed + SINGLE_AGENT_EVAL_SEED_OFFSET, cfg.import_names)
         try:
             acting = policy if mode == 'greedy' else _Sampling(policy)
-            modes[mode] = return_statistics(Evaluator(env, acting, games).evaluate().returns)
+            evaluator = Evaluator(env, cast(Policy, acting), games)  # _Sampling acts as a policy
+            modes[mode] = return_statistics(evaluator.evaluate().returns)
         finally:
             env.close()
     return dict(run=run.run_dir, player=pid, games=games, seed=seed, returns=modes)

@@ -11,7 +11,7 @@ between the two lives here, behind the same methods, so no other module asks "is
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from sparring.config.schema import ConfigError
 from sparring.worker.battle_collector import BattleCollector
@@ -124,7 +124,10 @@ def _spaces_of(probe):
         probe.close()
 
 
-def run_kind(cfg):
+RunKind = Union[LeagueKind, SingleAgentKind]
+
+
+def run_kind(cfg) -> RunKind:
     """The kind of run ``cfg`` (compiled) makes."""
     return LeagueKind(cfg) if is_league_run(cfg) else SingleAgentKind(cfg)
 

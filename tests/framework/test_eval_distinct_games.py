@@ -12,7 +12,7 @@ from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.commander import Commander
 from sparring.framework.protocol import PROTOCOL
 from sparring.framework.run_setup import prepare_config
-from sparring.framework.serial_run import LeagueRun
+from sparring.framework.serial_run import SerialRun
 from sparring.worker.policy_pool import ParamStore, PolicyPool
 from sparring.worker.remote.evaluator import EvaluatorWorker
 from sparring.worker.remote.schema import MAX_INT
@@ -68,7 +68,7 @@ def _check_report(report: dict, lines, scalars: dict) -> None:
 
 def _evaluate_once(tmp_path, name: str, **train):
     lines, logger = [], _Scalars()
-    run = LeagueRun(prepare_config(_tictactoe(str(tmp_path / name), **train)), say=lines.append, logger=logger)
+    run = SerialRun(prepare_config(_tictactoe(str(tmp_path / name), **train)), say=lines.append, logger=logger)
     try:
         reports = {}
         while not reports:
@@ -118,7 +118,7 @@ def _through_the_wire(body: dict) -> dict:
 def _commander_with_job(tmp_path):
     commander = Commander(helpers._cfg(tmp_path), clock=helpers.Clock(), logger=_Scalars())
     evaluator, _ = helpers.join(commander, 'evaluator')
-    commander.coordinator._queue_evaluation(commander.player_ids[0], final=False)
+    commander.coordinator._queue_evaluation(commander.coordinator.player_ids[0], final=False)
     kind, job, _ = commander.handle(helpers.req('eval_task', session=evaluator, request_number=1))
     assert kind == 'eval_job' and job['opponents'], job
     return commander, evaluator, job
@@ -133,7 +133,7 @@ def test_an_evaluator_workers_count_reaches_the_commanders_report(tmp_path, one_
     pid = job['player_id']
     for oid, count in counts.items():
         assert 1 <= count <= commander.cfg.env.n_evaluator_episodes
-        assert commander.last_eval[pid][oid]['distinct_games'] == count
+        assert commander.coordinator.last_eval[pid][oid]['distinct_games'] == count
         assert commander.logger.seen[f'eval/{pid}/vs_{oid}/distinct_games'] == count
 
 
@@ -145,7 +145,7 @@ def test_a_report_without_counts_is_read_as_before_and_counts_beyond_the_games_a
     kind, body, _ = commander.handle(helpers.req('eval_report', request_number=2, distinct_games={oid: 4}, **common))
     assert kind == 'error' and f"4 distinct games against {oid!r}; expected 1 to 3" in body['error'], body
     assert commander.handle(helpers.req('eval_report', request_number=3, **common))[0] == 'ack'  # an older peer
-    assert 'distinct_games' not in commander.last_eval[job['player_id']][oid]
+    assert 'distinct_games' not in commander.coordinator.last_eval[job['player_id']][oid]
 
 
 @pytest.mark.parametrize('count', [-1, MAX_INT + 1, True, 2.0, '3'])
