@@ -82,7 +82,7 @@ def score(args) -> None:
         print(f'{args.player_ref} {label}: ' + ', '.join(f'{name} {g["error_rate"]:.1%} ({g["positions"]})'
                                                          for name, g in groups.items()), flush=True)
     result['load_end'] = os.getloadavg()
-    merge_results('perfect_play', {args.label or args.player_ref: result})
+    merge_results(args.results, {args.label or args.player_ref: result})
 
 
 def main() -> None:
@@ -105,6 +105,8 @@ def main() -> None:
     sc.add_argument('--seed', type=int, default=0, help='the player\'s seed (tie-breaks, search)')
     sc.add_argument('--batch', type=int, default=512, help='positions per act call')
     sc.add_argument('--label', default=None, help='the entry\'s name in the results (default: RUN)')
+    sc.add_argument('--results', default='perfect_play',
+                    help='the results file under benchmarks/results/, without .json (the levers\' probes: perfect_levers)')
     args = parser.parse_args()
     generate(args) if args.command == 'generate' else score(args)
 
