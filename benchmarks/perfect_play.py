@@ -5,7 +5,8 @@
 (stones played 0-14 / 15-28 / 29-42 x plies until decided < 14 / 14-27 / 28+), with the labelling speed per
 group in the file's ``meta``. ``score`` plays a run's player (the network alone, then with each ``--search``
 N: its guided search) or a bot (``bot:<name>[?options]``) on every position and reports the share of moves
-whose outcome is worse than the best move's, per group, into ``benchmarks/results/perfect_play.json``.
+whose outcome is worse than the best move's, per group, into ``benchmarks/results/perfect_play.json`` (or
+``--results perfect_levers``: the training levers' probes of docs/guides/perfect-play.md).
 
 Seed 1's set is for tuning; the reported figures come from seed 2's (:data:`REPORT_SET`), which no tuning saw.
 
