@@ -54,7 +54,8 @@ class LeagueKind:
                   sample_opponent: Optional[Callable]):
         """A player's collector on envs of its own; ``sample_opponent(slot)`` draws each game's opponent."""
         search = collect_search(self.cfg, policy, player_seed(seed, player_index))
-        env = make_battle_env(self.cfg.env, self.cfg.env.collector_env_num, player_seed(seed, player_index))
+        env = make_battle_env(self.cfg.env, self.cfg.env.collector_env_num, player_seed(seed, player_index),
+                              training=True)
         return BattleCollector(env, policy, n_steps, sample_opponent, player_id=player_id,
                                train_both_sides=self.cfg.battle.train_both_sides, search=search)
 
