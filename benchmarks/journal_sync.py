@@ -12,7 +12,7 @@ import os
 import tempfile
 import time
 
-from sparring.framework.commander_state import Journal
+from sparring.framework.journal import Journal
 
 
 def games_entry(i: int) -> dict:

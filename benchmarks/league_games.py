@@ -36,7 +36,7 @@ from sparring.framework import serial_pipeline
 from sparring.framework.evaluate_player import evaluate_player
 from sparring.framework.run_setup import complete_league_config
 from sparring.framework.run_setup import prepare_config
-from sparring.framework.serial_run import LeagueRun
+from sparring.framework.serial_run import SerialRun
 
 from results_file import merge_results, print_exploitability_curve
 
@@ -71,7 +71,7 @@ def throughput(workdir: str, seconds: float) -> dict:
                       league=dict(type='one_vs_one'), train=dict(eval_every_iters=0, **QUIET))
         cfg = prepare_config(config)
         complete_league_config(cfg)
-        run = LeagueRun(cfg)
+        run = SerialRun(cfg)
         collector = run.collectors[run.player_ids[0]]
         collector.collect()  # warm-up
         steps, started = collector.env_steps, time.perf_counter()

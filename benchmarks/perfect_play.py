@@ -5,7 +5,8 @@
 (stones played 0-14 / 15-28 / 29-42 x plies until decided < 14 / 14-27 / 28+), with the labelling speed per
 group in the file's ``meta``. ``score`` plays a run's player (the network alone, then with each ``--search``
 N: its guided search) or a bot (``bot:<name>[?options]``) on every position and reports the share of moves
-whose outcome is worse than the best move's, per group, into ``benchmarks/results/perfect_play.json``.
+whose outcome is worse than the best move's, per group, into ``benchmarks/results/perfect_play.json`` (or
+``--results perfect_levers``: the training levers' probes of docs/guides/perfect-play.md).
 
 Seed 1's set is for tuning; the reported figures come from seed 2's (:data:`REPORT_SET`), which no tuning saw.
 
@@ -82,7 +83,7 @@ def score(args) -> None:
         print(f'{args.player_ref} {label}: ' + ', '.join(f'{name} {g["error_rate"]:.1%} ({g["positions"]})'
                                                          for name, g in groups.items()), flush=True)
     result['load_end'] = os.getloadavg()
-    merge_results('perfect_play', {args.label or args.player_ref: result})
+    merge_results(args.results, {args.label or args.player_ref: result})
 
 
 def main() -> None:
@@ -105,6 +106,8 @@ def main() -> None:
     sc.add_argument('--seed', type=int, default=0, help='the player\'s seed (tie-breaks, search)')
     sc.add_argument('--batch', type=int, default=512, help='positions per act call')
     sc.add_argument('--label', default=None, help='the entry\'s name in the results (default: RUN)')
+    sc.add_argument('--results', default='perfect_play',
+                    help='the results file under benchmarks/results/, without .json (the levers\' probes: perfect_levers)')
     args = parser.parse_args()
     generate(args) if args.command == 'generate' else score(args)
 

@@ -40,7 +40,7 @@ def league(exp: str, seconds: float, collectors: int, replicas: int, launcher: s
 
 
 def _learner_samples(commander) -> float:
-    return sum(w.stats.get('samples_consumed', 0.0) for w in commander.workers.values() if w.role == 'learner')
+    return sum(w.stats.get('samples_consumed', 0.0) for w in commander.sessions.workers.values() if w.role == 'learner')
 
 
 def measure(workdir: str, seconds: float, collectors: int, replicas: int, launcher: str, device: str = 'cpu') -> dict:
@@ -54,14 +54,14 @@ def measure(workdir: str, seconds: float, collectors: int, replicas: int, launch
     commander = run.commander
     try:
         run.start()
-        while commander.counters['chunks'] < 4 and commander.phase == 'collect':
+        while commander.coordinator.counters['chunks'] < 4 and commander.coordinator.phase == 'collect':
             run.step()
-        t0, steps0, samples0 = time.monotonic(), commander.env_steps, _learner_samples(commander)
+        t0, steps0, samples0 = time.monotonic(), commander.coordinator.env_steps, _learner_samples(commander)
         t1, steps1, samples1 = t0, steps0, samples0
         while not run.finished:
             run.step()
-            if commander.phase == 'collect':
-                t1, steps1, samples1 = time.monotonic(), commander.env_steps, _learner_samples(commander)
+            if commander.coordinator.phase == 'collect':
+                t1, steps1, samples1 = time.monotonic(), commander.coordinator.env_steps, _learner_samples(commander)
         run.close()
     finally:
         if not run.closed:

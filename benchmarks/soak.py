@@ -202,7 +202,7 @@ class Hostile(threading.Thread):
         socket.connect(self.address)
         signer = Signer(self.secret)
         commander = self.commander
-        pid = commander.player_ids[0]
+        pid = commander.coordinator.player_ids[0]
         session = uuid.uuid4().hex
         number = 10 ** 12  # far from any honest worker's request numbers
 
@@ -229,7 +229,7 @@ class Hostile(threading.Thread):
 
         ask('register', dict(role='collector', worker_id='collector-hostile', session=session, pid=os.getpid(),
                              host='hostile'), fine=('registered',))
-        good = params_to_arrays(commander.store.get('init')['params'])
+        good = params_to_arrays(commander.coordinator.store.get('init')['params'])
         name = next(n for n, a in good.items() if a.dtype.kind == 'f' and a.ndim == 2)
         nan = dict(good, **{name: np.full_like(good[name], np.nan)})
         misshapen = dict(good, **{name: np.zeros((good[name].shape[0] + 1, *good[name].shape[1:]), good[name].dtype)})
@@ -243,7 +243,7 @@ class Hostile(threading.Thread):
             ask('goodbye', dict(session=session), time_stamp=10 ** 400, answered=False)
             ask('jobs', dict(session=session, request_number=number + 1, player_id=pid, count=0), fine=('job_batch',))
             ask('jobs', dict(session=session, request_number=number + 1, player_id=pid, count=1))  # number used again
-            learner = next((w.session for w in list(commander.workers.values()) if w.role == 'learner'), None)
+            learner = next((w.session for w in list(commander.sessions.workers.values()) if w.role == 'learner'), None)
             for i, arrays in enumerate((nan, misshapen) if learner else ()):  # the learner's session, sniffed
                 ask('publish', dict(session=learner, request_number=number + i, player_id=pid, version=10 ** 6,
                                     train_iteration=10 ** 6, final=False, chunks_consumed=0), arrays)
@@ -335,10 +335,12 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
     kills: Dict[str, int] = {}
     started = time.monotonic()
     run.start()
-    while commander.counters['chunks'] < 4 and not run.finished:  # warm: every worker up and training
+    while commander.coordinator.counters['chunks'] < 4 and not run.finished:  # warm: every worker up and training
         run.step()
     idle_rss, learner_idle_rss = rss_mb(), max(map(rss_mb, learner_pids(run)), default=float('nan'))
-    until = started + seconds - 2 * timeout  # chaos ends before the budget, so the run can end cleanly
+    # The budget counts from here: a slow warm-up on a loaded machine must not eat the chaos window.
+    commander.coordinator.cfg.train.max_wall_seconds = commander.coordinator.wall_seconds + seconds
+    until = time.monotonic() + seconds - 2 * timeout  # chaos ends before the budget, so the run can end cleanly
     learner_address = os.path.join(workdir, 'learner_address')
     floods = [_flooder(run.address, 'dealer', flooders, flood_mb, flood_frames, until, True)] if flooders else []
     if learner_flooders:
@@ -350,18 +352,19 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
         liar.start()
     threading.Thread(target=chaos, args=(run, until, kill_every, kills, random.Random(seed)), daemon=True).start()
     peak_rss, learner_peak_rss = idle_rss, learner_idle_rss
-    last_steps, last_move, longest_still, endpoint = commander.env_steps, time.monotonic(), 0.0, None
+    last_steps, last_move, longest_still, endpoint = commander.coordinator.env_steps, time.monotonic(), 0.0, None
+    stall_ended_at = 0.0
     try:
         while not run.finished:
             run.step()
             now = time.monotonic()
             peak_rss = max(peak_rss, rss_mb())
             learner_peak_rss = max([learner_peak_rss, *map(rss_mb, learner_pids(run))])
-            if commander.env_steps != last_steps:
-                last_steps, last_move = commander.env_steps, now
-            elif commander.phase == 'collect':
-                longest_still = max(longest_still, now - last_move)
-            current = next((w.endpoint for w in commander.workers.values() if w.role == 'learner' and w.endpoint), None)
+            if commander.coordinator.env_steps != last_steps:
+                last_steps, last_move = commander.coordinator.env_steps, now
+            elif commander.coordinator.phase == 'collect' and now - last_move > longest_still:
+                longest_still, stall_ended_at = now - last_move, now - started
+            current = next((w.endpoint for w in commander.sessions.workers.values() if w.role == 'learner' and w.endpoint), None)
             if current != endpoint and current is not None:
                 endpoint = current
                 with open(learner_address + '.tmp', 'w') as f:
@@ -387,11 +390,12 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
         seconds=seconds, kill_every=kill_every, flooders=flooders, flood_mb=flood_mb, flood_frames=flood_frames,
         learner_flooders=learner_flooders, inference_workers=inference,
         **audit(exp, league), env_steps=summary['env_steps'],
-        chunks_reported=commander.counters['chunks'],
+        chunks_reported=commander.coordinator.counters['chunks'],
         # A learner's count is restored from its checkpoint: the newest process holds the run's figure.
         chunks_trained=int(max((s.get('chunks_received', 0) for wid, s in stats.items() if wid.startswith('learner')),
                                default=0)),
-        chunks_reclaimed=commander.counters['chunks_reclaimed'],
+        chunks_reclaimed=commander.coordinator.counters['chunks_reclaimed'],
+        chunks_redirected=commander.coordinator.counters['chunks_redirected'],
         kills=kills, restarts=sum(summary['restarts'].values()),
         rejected_messages=summary['rejected_messages'],
         learner_rejected_messages={k[len('rejected_'):]: v for wid, st in stats.items() if wid.startswith('learner')
@@ -402,8 +406,9 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
         probe_p50_ms=round(float(np.percentile(latencies, 50)), 2) if len(latencies) else None,
         probe_p95_ms=round(float(np.percentile(latencies, 95)), 2) if len(latencies) else None,
         longest_collection_stall_seconds=round(longest_still, 2), worker_timeout_seconds=timeout,
+        longest_stall_until_second=round(stall_ended_at, 1),
         stalled=longest_still > timeout,
-        refused=dict(params=commander.counters['params_refused'], requests=commander.counters['requests_refused']),
+        refused=dict(params=commander.coordinator.counters['params_refused'], requests=commander.coordinator.counters['requests_refused']),
         hostile_sent=liar.sent if liar else 0, hostile_refused=liar.refused if liar else 0,
         hostile_accepted=liar.accepted if liar else 0, hostile_accepted_kinds=liar.accepted_kinds if liar else [])
     if kill_commander_seconds:
@@ -425,7 +430,7 @@ def child_run(exp: str, seconds: float) -> None:
     marked = False
     while not run.finished:
         run.step()
-        if not marked and run.commander.phase != 'collect':
+        if not marked and run.commander.coordinator.phase != 'collect':
             open(os.path.join(exp, 'draining'), 'w').close()
             marked = True
     run.close()
@@ -470,7 +475,7 @@ def kill_commander_in_drain(workdir: str, seconds: float, cut: str) -> dict:
 
 def _cut(exp: str, what: str) -> Optional[str]:
     """Cut a file the killed commander saved to half its length: its state snapshot, or the newest league snapshot."""
-    from sparring.framework.commander_state import COMMANDER_DIR, STATE_FILE
+    from sparring.framework.journal import COMMANDER_DIR, STATE_FILE
     if what == 'state':
         paths = [os.path.join(exp, COMMANDER_DIR, STATE_FILE)]
     elif what == 'snapshot':

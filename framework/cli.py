@@ -39,7 +39,7 @@ from typing import List, Optional, Tuple
 from sparring.config.registry import RegistryError
 from sparring.config.compile import apply_overrides, parse_override
 from sparring.config.schema import ConfigError
-from sparring.framework.commander_state import JournalDamaged
+from sparring.framework.journal import JournalDamaged
 from sparring.framework.run_imports import make_importable
 from sparring.league.errors import LeagueError
 from sparring.worker.checkpoint import CheckpointError
@@ -282,9 +282,8 @@ def _run(args: argparse.Namespace) -> int:
             # The run has saved its state by now (a parallel one has stopped its workers); say so, without a traceback.
             print(f'interrupted; continue with: {resume_command(args)}', file=sys.stderr)
             return exit_status(stopping_signal())
-        for printed in ('league_table', 'history', 'eval', 'exact'):  # the run printed these as it went
-            summary.pop(printed, None)
-        print(json.dumps(summary, indent=2, default=str))
+        printed = ('league_table', 'history', 'eval', 'exact')  # the run printed these as it went
+        print(json.dumps({k: v for k, v in summary.items() if k not in printed}, indent=2, default=str))
     elif args.command == 'worker':
         from sparring.framework.workers import check_commander_address, run_worker
         check_commander_address(args.commander)

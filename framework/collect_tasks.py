@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict, defaultdict
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from sparring.framework.param_service import WAIT_SECONDS
 
@@ -33,7 +33,7 @@ class CollectTasks:
     def __init__(self, coordinator, par, chunk_steps: int) -> None:
         self.coordinator = coordinator
         self.chunk_steps = chunk_steps
-        self.tasks: Dict[int, Tuple[str, str]] = {}  # collect task id -> (session, player)
+        self.tasks: Dict[int, Tuple[str, str, str]] = {}  # collect task id -> (session, player, learner endpoint)
         self.chunks_before_learner = {pid: 0 for pid in coordinator.player_ids}
         self.chunks_consumed = {pid: 0 for pid in coordinator.player_ids}
         # With replicas, every replica needs chunks in hand at once (they train in step): at least two each.
@@ -63,8 +63,29 @@ class CollectTasks:
         return self.coordinator.players[pid].chunks - self.chunks_before_learner[pid] - self.reclaimed[pid]
 
     # -- chunks in flight ------------------------------------------------------------------------
-    def reported(self, pid: str, chunk_id: str, session: str, now: float) -> None:
+    def reported(self, pid: str, chunk_id: str, session: str, now: float, sent_to: Optional[str] = None,
+                 endpoints: Sequence[str] = ()) -> Optional[str]:
+        """A chunk was reported; returns where it must go instead of ``sent_to`` (its task's learner), or None.
+
+        A task names the learner that listened when it was handed out. If that learner has gone since (killed
+        and restarted elsewhere), the chunk goes to one of ``endpoints``, the player's learners now; with none
+        listening yet it is lost at once: pushed to the old address it can never arrive, and waiting for it
+        would hold collection back until a timeout.
+        """
         self.in_flight[pid][chunk_id] = InFlight(session, now)
+        if sent_to is None or sent_to in endpoints:
+            return None
+        if not endpoints:
+            self._reclaim(pid, [chunk_id])
+            return None
+        self.coordinator.counters['chunks_redirected'] += 1
+        return self._least_sent(endpoints)
+
+    def _least_sent(self, endpoints: Sequence[str]) -> str:
+        """The learner endpoint sent the fewest chunks so far (replicas get their chunks in turn)."""
+        endpoint = min(endpoints, key=lambda e: self._sent[e])
+        self._sent[endpoint] += 1
+        return endpoint
 
     def received(self, pid: str, chunk_ids: Iterable[str]) -> None:
         """The learner of ``pid`` has these chunks; earlier ones of the same collectors never will."""
@@ -112,11 +133,14 @@ class CollectTasks:
         """Chunks reported for ``pid`` that its learner has not taken off its queue yet."""
         return self.expected_chunks(pid) - self.chunks_consumed[pid]
 
-    def release(self, worker, task_id: Optional[int] = None) -> None:
-        """The worker's task is over (its chunk was reported, or will never be): hand its budget back."""
+    def release(self, worker, task_id: Optional[int] = None) -> Optional[str]:
+        """The worker's task is over (its chunk was reported, or will never be): hand its budget back. Returns
+        the learner endpoint the task named, if it was the worker's current task."""
         if worker.task_id is not None and (task_id is None or task_id == worker.task_id):
-            self.tasks.pop(worker.task_id, None)
+            task = self.tasks.pop(worker.task_id, None)
             worker.task_id = None
+            return None if task is None else task[2]
+        return None
 
     def next_task(self, worker, learner_endpoints: Callable[[str], List[str]], live) -> Tuple[str, dict]:
         """``(reply kind, body)``: a task for the player furthest behind its share, or a wait. A player with
@@ -124,8 +148,8 @@ class CollectTasks:
         co = self.coordinator
         if co.env_steps + len(self.tasks) * self.chunk_steps >= co.cfg.train.max_env_steps:
             return 'wait', dict(seconds=WAIT_SECONDS, reason='the env-step budget is handed out')
-        busy = defaultdict(int)
-        for _, pid in self.tasks.values():
+        busy: Dict[str, int] = defaultdict(int)
+        for _, pid, _ in self.tasks.values():
             busy[pid] += 1
         # A player with replicas gets chunks once every replica listens, so none is left without its share.
         ready = [pid for pid in co.player_ids if pid in live and len(learner_endpoints(pid)) >= self.replicas]
@@ -138,10 +162,8 @@ class CollectTasks:
         # Ties keep the collector on its last player (its envs are warm).
         pid = min(ready, key=lambda p: (co.players[p].env_steps + busy[p] * self.chunk_steps, p != previous, p))
         self._next_id += 1
-        self.tasks[self._next_id] = (worker.session, pid)
+        endpoint = self._least_sent(learner_endpoints(pid))
+        self.tasks[self._next_id] = (worker.session, pid, endpoint)
         worker.task_id = self._next_id
         self.last_player[worker.worker_id] = pid
-        endpoints = learner_endpoints(pid)
-        endpoint = min(endpoints, key=lambda e: self._sent[e])  # the replica that was sent the fewest so far
-        self._sent[endpoint] += 1
         return 'task', dict(task_id=worker.task_id, player_id=pid, endpoint=endpoint)

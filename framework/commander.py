@@ -2,219 +2,241 @@
 
 The league, the parameter store, jobs and results, verdicts, evaluation, the stop rule and the phases
 are the :class:`~sparring.framework.coordinator.RunCoordinator`'s, exactly as in the serial mode. The
-commander adds what a network needs: sessions (:mod:`~sparring.framework.sessions`), the journal
-(:mod:`~sparring.framework.commander_state`), back-pressure (:mod:`~sparring.framework.collect_tasks`)
-and the replies to the requests of :data:`~sparring.framework.protocol.PROTOCOL`. ``handle`` maps a
-validated request to a reply, with an injected clock, so the commander is tested without a socket.
+commander adds what a network needs, each part an object it owns: the workers' sessions
+(:class:`~sparring.framework.sessions.SessionTable`), the journal and what it commits
+(:class:`~sparring.framework.commander_state.CommanderState`), back-pressure
+(:class:`~sparring.framework.collect_tasks.CollectTasks`), the evaluation jobs
+(:class:`~sparring.framework.eval_dispatch.EvalDispatch`), the parameters workers fetch
+(:class:`~sparring.framework.param_service.ParamService`) and the progress report
+(:class:`~sparring.framework.commander_report.ProgressReport`). Workers talk to it by request and reply;
+``handle`` maps a validated request (:data:`~sparring.framework.protocol.PROTOCOL`, whose typed bodies the
+handlers read) to a reply through the table :attr:`Commander.handlers`, with an injected clock, so the
+commander is tested without a socket:
 
-Exactly once: every game is a league job with an id, and a result counts only while its job is held
-by the worker reporting it; a repeated report or a result of an abandoned job is refused and counted;
-a request sent again gets its first reply. A worker silent for ``parallel.worker_timeout_seconds`` is
-dropped: its outstanding jobs are abandoned (a game is recorded whole or not at all), its collect
-task goes to another collector, its evaluation job back to the queue.
+``register``        a worker joins; it gets the compiled config, its index and, for a learner, its player
+``heartbeat``       liveness both ways; the reply carries the run's state (``run``, ``drain``, ``stop``)
+``goodbye``         a worker leaves on purpose
+``collect_task``    which player to collect the next chunk for, and where that player's learner listens
+``jobs``            a batch of league jobs (``get_job_info``): one opponent per game a collector plays
+``chunk_report``    a chunk's finished games ``[job_id, outcome]`` and its env steps (``finish_job``)
+``params_request``  parameters by reference; only sent when newer than the version the worker holds
+``publish``         a learner's parameters and train iteration (``update_active_player``, then the
+                    ``judge_snapshot`` verdict back: a snapshot is stored, a reset is carried out by the learner)
+``eval_task``, ``eval_report``  evaluation jobs against the reference players, and their results
+
+Exactly once: every game is a league job with an id, and a result counts only while its job is
+outstanding with the worker that reports it; a repeated report (same chunk id) or a result of an
+abandoned job is refused and counted. A request sent again (its reply lost or late) keeps its number and
+gets the first reply, not a second doing (:meth:`~sparring.framework.sessions.WorkerRecord.answer_once`).
+A worker silent for ``parallel.worker_timeout_seconds``, or whose local process died, is dropped: its
+outstanding jobs are abandoned (a game is recorded whole or not at all), its collect task goes to another
+collector, its evaluation job back to the queue.
+
+Back-pressure: a player gets no new collect task while its learner has ``parallel.max_chunks_ahead``
+chunks reported but not yet taken (learners say how many they took with each publish), so a slow
+learner holds its collectors back instead of training on stale data.
+
+Persistence: every league operation (:mod:`~sparring.framework.league_ops`) is applied, then appended to
+``commander/journal.jsonl``; replies go out after the journal is synced (the commit point);
+``commander/state.npz`` snapshots the league and the bookkeeping together (one atomic file) every
+``parallel.save_every_seconds``. Resuming loads the snapshot and replays the journal's tail, so a commander
+killed at any moment comes back with exactly the games, iterations and snapshots it had committed.
+
+A single-agent config (no league) has one player, ``'agent'``, no jobs or games, and is evaluated
+by episode return.
 """
 from __future__ import annotations
 
 import logging
 import os
 import time
-from collections import defaultdict, deque
-from typing import Callable, Deque, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
-from sparring.config.compile import to_plain
+import numpy as np
+
+from sparring.config.compile import CompiledConfig, to_plain
 from sparring.config.registry import POLICY_REGISTRY
-from sparring.framework import commander_report, commander_state, report_bounds, sessions
+from sparring.framework import report_bounds
 from sparring.framework.collect_tasks import CollectTasks
-from sparring.framework.coordinator import RunCoordinator
+from sparring.framework.commander_report import ProgressReport
+from sparring.framework.commander_state import CommanderState
+from sparring.framework.coordinator import EvaluationJob, RunCoordinator
 from sparring.framework.eval_dispatch import EvalDispatch
+from sparring.framework.journal import COMMANDER_DIR
+from sparring.framework.league_ops import GamesOp, ProgressOp
 from sparring.framework.param_service import ParamService
-from sparring.framework.sessions import WorkerRecord
+from sparring.framework.protocol import (Ack, ChunkReport, CollectTaskRequest, ErrorReply, EvalReport,
+                                         HeartbeatRequest, JobBatch, JobOffer, JobsRequest, ParamsRequest,
+                                         PublishRequest, Registered, RegisterRequest)
+from sparring.framework.sessions import LEDGER_FILE, Admission, SessionTable, WorkerRecord, learner_id
 from sparring.league.errors import LeagueError
+from sparring.worker.logger import RunLogger
 from sparring.worker.remote.wire import Message, MessageError, arrays_to_params
 from sparring.worker.run_kind import run_kind
 
 log = logging.getLogger(__name__)
 
-COMMANDER_DIR = commander_state.COMMANDER_DIR
-STATE_FILE = commander_state.STATE_FILE
 MAX_JOBS_PER_REQUEST = 4096
-RECENT_CHUNK_IDS = 200_000  # chunk ids remembered to refuse a repeated report
+
+# A reply: its kind, its body and its arrays (parameters, or None).
+Reply = Tuple[str, Mapping[str, object], Optional[Dict[str, np.ndarray]]]
+Handler = Callable[[WorkerRecord, Message], Reply]
 
 
-def _delegated(name: str) -> property:
-    """An attribute that is the coordinator's (the commander reads and sets it through)."""
-    return property(lambda self: getattr(self.coordinator, name),
-                    lambda self, value: setattr(self.coordinator, name, value))
+def _error(text: str, reason: str) -> Reply:
+    return 'error', ErrorReply(error=text, reason=reason), None
 
 
 class Commander:
     """The coordinator's decisions served over a network; transport-free (``handle`` maps a request to a reply)."""
 
-    (league, player_ids, store, env_steps, phase, stop_reason, reached, last_eval, counters, eval_opponents,
-     wall_seconds) = map(_delegated, (
-        'league', 'player_ids', 'store', 'env_steps', 'phase', 'stop_reason', 'reached', 'last_eval', 'counters',
-        'eval_opponents', 'wall_seconds'))
-
-    def __init__(self, cfg, resume: bool = False, clock: Callable[[], float] = time.monotonic, logger=None) -> None:
+    def __init__(self, cfg: CompiledConfig, resume: bool = False, clock: Callable[[], float] = time.monotonic,
+                 logger: Optional[RunLogger] = None) -> None:
         self.cfg, self.par, self.clock, self.logger = cfg, cfg.parallel, clock, logger
-        self.exp_dir = cfg.exp_name
+        self.exp_dir: str = cfg.exp_name
         self.dir = os.path.join(self.exp_dir, COMMANDER_DIR)
         kind = run_kind(cfg)
-        self.coordinator = RunCoordinator(cfg, kind, clock=clock, say=self.say, logger=logger)
+        self.coordinator = co = RunCoordinator(cfg, kind, clock=clock, say=self.say, logger=logger)
         self.observation_space, self.action_space = kind.spaces()
         self.chunk_steps = (self.par.chunk_len or cfg.policy.collect.n_steps) * cfg.env.collector_env_num
-        self.params = ParamService(self.store, self.player_ids, to_plain(cfg.policy), self.counters)
+        self.params = ParamService(co.store, co.player_ids, to_plain(cfg.policy), co.counters)
         self.live = self.params.live
-        self.known_workers: Set[str] = set()  # worker ids seen in this run: a returning learner restores
-        self.outstanding: Dict[int, Tuple[str, str, str]] = {}  # job id -> (session, home, away)
-        self.recent_chunks: Deque[str] = deque()
-        self.seen_chunks: Dict[str, int] = {}  # recent chunk ids -> the games recorded from them
-        self.workers: Dict[str, WorkerRecord] = {}  # by session
-        # By worker id, kept after it leaves; an earlier process of a restarted worker as '<id>/<pid>'.
-        self.worker_stats: Dict[str, Dict[str, float]] = {}
-        self.collect = CollectTasks(self.coordinator, self.par, self.chunk_steps)
-        self.tasks, self.max_ahead, self.chunks_ahead = self.collect.tasks, self.collect.max_ahead, \
-            self.collect.chunks_ahead
-        self.evals = EvalDispatch(self.coordinator)
-        self.worker_counts: Dict[str, int] = defaultdict(int)
-        self.group_address: Dict[str, str] = {}  # where each player's learner replicas meet
-        self._last_save = self.last_line_at = clock()
-        self.last_line_steps = 0
-        self.transport_rejects: Callable[[], Dict[str, int]] = dict  # messages the transport dropped, by reason
-        self.journal = commander_state.Journal(os.path.join(self.dir, commander_state.JOURNAL_FILE))
+        self.collect = CollectTasks(co, self.par, self.chunk_steps)
+        self.evals = EvalDispatch(co)
+        self.state = CommanderState(self.dir, self.exp_dir, co, self.say)
+        started = self._last_save = clock()
         if resume:
-            replayed = commander_state.restore(self)
+            replayed = self.state.restore()
             # The workers that held outstanding jobs died with the old commander: those games never end.
-            if self.outstanding:
-                self._commit(dict(op='abandon', jobs=sorted(self.outstanding)))
-            self.known_workers.update(f'learner-{pid}' for pid in self.player_ids)
-            self.say(f'resumed from {self.dir}: {self.env_steps} env steps, {replayed} journal entries replayed, '
-                      f'iterations {self.coordinator.course_state()["train_iterations"]}')
+            if self.state.outstanding:
+                self.state.abandon(sorted(self.state.outstanding))
+            self.state.known_workers.update(learner_id(pid, 0) for pid in co.player_ids)
+            self.say(f'resumed from {self.dir}: {co.env_steps} env steps, {replayed} journal entries replayed, '
+                     f'iterations {co.course_state()["train_iterations"]}')
         else:
-            commander_state.start_fresh(self)
+            self.state.start_fresh()
             # Learner processes start from (and may restart from) the same initial parameters.
             policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, self.observation_space, self.action_space,
                                                           seed=cfg.seed)
-            self.coordinator.store_initial(policy.get_params())
-        self.ledger = sessions.SessionLedger(os.path.join(self.dir, sessions.LEDGER_FILE), resume)
+            co.store_initial(policy.get_params())
+        self.sessions = SessionTable(cfg, co.player_ids, os.path.join(self.dir, LEDGER_FILE), resume, co.counters)
+        self.report = ProgressReport(co, self.sessions, logger, clock, self.say, self.par.log_every_seconds,
+                                     self.exp_dir, started)
+        # What each request kind is answered by (``register`` comes before a session exists: see handle).
+        self.handlers: Dict[str, Handler] = {
+            'heartbeat': self._on_heartbeat, 'goodbye': self._on_goodbye, 'collect_task': self._on_collect_task,
+            'jobs': self._on_jobs, 'chunk_report': self._on_chunk_report, 'params_request': self._on_params_request,
+            'publish': self._on_publish, 'eval_task': self._on_eval_task, 'eval_report': self._on_eval_report}
 
     def save(self) -> str:
         self._last_save = self.clock()
-        return commander_state.save(self)
-
-    # ------------------------------------------------------------------------------ the journal
-    def apply(self, entry: dict):
-        """A league operation on the coordinator, and what it means for outstanding jobs (also on replay)."""
-        result = self.coordinator.apply(entry)
-        op = entry['op']
-        if op == 'jobs':
-            for info in result:
-                self.outstanding[info['job_id']] = (entry['session'], entry['player'], info['player_ids'][1])
-        elif op in ('games', 'abandon'):
-            for job_id in (j for g in entry['games'] for j in g[1]) if op == 'games' else entry['jobs']:
-                self.outstanding.pop(job_id, None)
-            if op == 'games':
-                self.remember_chunk(entry['chunk'], sum(len(ids) for _, ids, _ in entry['games']))
-        return result
-
-    def _commit(self, entry: dict):
-        """Apply, then journal: the journal holds exactly what was applied."""
-        result = self.apply(entry)
-        self.journal.append(entry)
-        return result
-
-    def remember_chunk(self, chunk_id: str, games: int = 0) -> None:
-        self.seen_chunks[chunk_id] = games
-        self.recent_chunks.append(chunk_id)
-        if len(self.recent_chunks) > RECENT_CHUNK_IDS:
-            self.seen_chunks.pop(self.recent_chunks.popleft(), None)
+        return self.state.save()
 
     # ------------------------------------------------------------------------------ requests
-    def handle(self, message: Message) -> Tuple[str, dict, Optional[dict]]:
+    def handle(self, message: Message) -> Reply:
         """The reply ``(kind, body, arrays)`` to a validated request."""
-        kind, body = message.kind, message.body
-        if kind == 'register':
-            return sessions.register(self, body)
-        worker = self.workers.get(body.get('session'))
+        if message.kind == 'register':
+            return self._on_register(cast(RegisterRequest, message.body))
+        worker = self.sessions.get(message.body.get('session'))
         if worker is None:
             # Dropped after a timeout, or it registered with a commander that has since restarted.
-            return 'error', dict(error=f'unknown or expired session {body.get("session")!r}; register again',
-                                 reason='session'), None
+            return _error(f'unknown or expired session {message.body.get("session")!r}; register again', 'session')
         worker.last_seen = self.clock()
-        if not hasattr(self, f'_on_{kind}'):
-            return 'error', dict(error=f'{kind!r} is not a request the commander serves', reason='schema'), None
-        return sessions.answer_once(worker, message, self._dispatch, self.counters)
+        if message.kind not in self.handlers:
+            return _error(f'{message.kind!r} is not a request the commander serves', 'schema')
+        return worker.answer_once(message, self._dispatch, self.coordinator.counters)
 
-    def _dispatch(self, worker: WorkerRecord, message: Message) -> Tuple[str, dict, Optional[dict]]:
+    def _dispatch(self, worker: WorkerRecord, message: Message) -> Reply:
         try:
-            return getattr(self, f'_on_{message.kind}')(worker, message)
+            return self.handlers[message.kind](worker, message)
         except (MessageError, LeagueError) as err:
-            return 'error', dict(error=str(err), reason=getattr(err, 'reason', 'schema')), None
+            return _error(str(err), getattr(err, 'reason', 'schema'))
 
-    def _on_heartbeat(self, worker: WorkerRecord, message: Message):
-        self._take_stats(worker, message.body.get('stats', {}))
-        if worker.role == 'learner' and message.body.get('received'):
-            self.collect.received(worker.player_id, message.body['received'])
+    def _on_register(self, body: RegisterRequest) -> Reply:
+        """A worker joins: its id (a learner also gets a free player and replica), its index, the compiled config,
+        the run's state, and for a learner of several replicas the address where its group meets."""
+        admitted = self.sessions.admit(body)
+        if not isinstance(admitted, Admission):
+            return 'error', admitted, None
+        pid, co = admitted.player_id, self.coordinator
+        if pid is not None:
+            self.collect.learner_joined(pid)
+        for session in self.sessions.sessions_of(admitted.worker_id):
+            self.drop_worker(session, 'registered again')
+        record = self.sessions.enter(admitted, body, self.clock())
+        restore = self.state.know(record.worker_id)
+        self.say(f'{record.worker_id} joined (pid {body["pid"]} on {body["host"]}{", restoring" if restore else ""})')
+        reply = Registered(worker_id=record.worker_id, session=record.session, config=to_plain(self.cfg),
+                           index=self.sessions.index_of(record), player_id=pid, restore=restore,
+                           player_ids=list(co.player_ids),
+                           train_iteration=co.players[pid].train_iteration if pid else 0,
+                           version=co.players[pid].version if pid else 0)
+        replicas = self.par.learner_replicas
+        if pid and replicas > 1:
+            reply['replica'], reply['replicas'] = record.replica, replicas
+            reply['group_address'] = self.sessions.group_address.get(pid)
+        return 'registered', reply, None
+
+    def _on_heartbeat(self, worker: WorkerRecord, message: Message) -> Reply:
+        body = cast(HeartbeatRequest, message.body)
+        self.sessions.take_stats(worker, body.get('stats', {}))
+        if worker.role == 'learner' and worker.player_id is not None and body.get('received'):
+            self.collect.received(worker.player_id, body['received'])
         return 'ack', self._state_for(worker), None
 
-    def _take_stats(self, worker: WorkerRecord, stats: Dict[str, float]) -> None:
-        worker.stats.update(stats)
-        self.worker_stats[worker.worker_id] = dict(worker.stats, pid=worker.pid)
+    def _state_for(self, worker: WorkerRecord) -> Ack:
+        phase = self.coordinator.phase
+        if phase == 'done':
+            return Ack(state='stop')
+        if worker.role == 'learner' and worker.player_id is not None and phase != 'collect':
+            return Ack(state='drain', expected_chunks=self.collect.expected_chunks(worker.player_id))
+        return Ack(state='stop' if worker.role == 'collector' and phase != 'collect' else 'run')
 
-    def _state_for(self, worker: WorkerRecord) -> dict:
-        if self.phase == 'done':
-            return dict(state='stop')
-        if worker.role == 'learner' and self.phase != 'collect':
-            return dict(state='drain', expected_chunks=self.collect.expected_chunks(worker.player_id))
-        return dict(state='stop' if worker.role == 'collector' and self.phase != 'collect' else 'run')
+    def _ack(self, worker: WorkerRecord, **fields) -> Reply:
+        return 'ack', dict(state=self._state_for(worker)['state'], **fields), None
 
-    def _ack(self, worker: WorkerRecord, **body):
-        return 'ack', dict(state=self._state_for(worker)['state'], **body), None
-
-    def _on_goodbye(self, worker: WorkerRecord, message: Message):
+    def _on_goodbye(self, worker: WorkerRecord, message: Message) -> Reply:
         self.drop_worker(worker.session, 'said goodbye')
-        return 'ack', dict(state='stop'), None
+        return 'ack', Ack(state='stop'), None
 
     # -- collection ----------------------------------------------------------------------------
-    def _on_collect_task(self, worker: WorkerRecord, message: Message):
+    def _on_collect_task(self, worker: WorkerRecord, message: Message) -> Reply:
+        body = cast(CollectTaskRequest, message.body)
         self.collect.release(worker)  # its previous chunk never arrived: hand the budget back
-        self.collect.undelivered(message.body.get('undelivered', []))
-        if self.phase != 'collect':
-            return 'stop', dict(reason=self.stop_reason or 'collection finished'), None
-        return (*self.collect.next_task(worker, self._learner_endpoints, self.live), None)
+        self.collect.undelivered(body.get('undelivered', []))
+        co = self.coordinator
+        if co.phase != 'collect':
+            return 'stop', dict(reason=co.stop_reason or 'collection finished'), None
+        return (*self.collect.next_task(worker, self.sessions.learner_endpoints, self.live), None)
 
-    def _learner_endpoints(self, pid: str) -> List[str]:
-        """Where chunks of ``pid`` may go: its learner, or each of its replicas."""
-        return [e for _, e in sorted((w.replica, w.endpoint) for w in self.workers.values()
-                                     if w.role == 'learner' and w.player_id == pid and w.endpoint)]
-
-    def _on_jobs(self, worker: WorkerRecord, message: Message):
-        pid, count = message.body['player_id'], min(message.body['count'], MAX_JOBS_PER_REQUEST)
+    def _on_jobs(self, worker: WorkerRecord, message: Message) -> Reply:
+        body = cast(JobsRequest, message.body)
+        pid, count = body['player_id'], min(body['count'], MAX_JOBS_PER_REQUEST)
         self._check_player(pid)
-        infos = self._commit(dict(op='jobs', player=pid, n=count, session=worker.session)) if count else []
+        infos = self.state.draw_jobs(pid, count, worker.session) if count else []
         worker.jobs.update(info['job_id'] for info in infos)
-        return 'job_batch', dict(jobs=[dict(job_id=info['job_id'], opponent_id=info['player_ids'][1],
-                                            param_ref=info['players'][1]['param_ref'],
-                                            kind=info['players'][1]['kind']) for info in infos]), None
+        return 'job_batch', JobBatch(jobs=[JobOffer(job_id=info['job_id'], opponent_id=info['player_ids'][1],
+                                                    param_ref=info['players'][1]['param_ref'],
+                                                    kind=info['players'][1]['kind']) for info in infos]), None
 
     def _check_player(self, pid: str) -> None:
-        if pid not in self.player_ids:
-            raise MessageError('schema', f'unknown player {pid!r}; active players: {self.player_ids}')
+        if pid not in self.coordinator.player_ids:
+            raise MessageError('schema', f'unknown player {pid!r}; active players: {self.coordinator.player_ids}')
 
-    def _on_chunk_report(self, worker: WorkerRecord, message: Message):
-        body = message.body
+    def _on_chunk_report(self, worker: WorkerRecord, message: Message) -> Reply:
+        body, co = cast(ChunkReport, message.body), self.coordinator
         pid = body['player_id']
         self._check_player(pid)
         report_bounds.check_chunk_report(body, self.chunk_steps)
-        if body['task_id'] is not None:
-            self.collect.release(worker, body['task_id'])
-        if body['chunk_id'] in self.seen_chunks:  # sent again as its answer was late: the same answer, no record
-            self.counters['duplicate_reports'] += 1
-            return self._ack(worker, duplicate=True, accepted=self.seen_chunks[body['chunk_id']], rejected=0)
+        sent_to = self.collect.release(worker, body['task_id']) if body['task_id'] is not None else None
+        seen = self.state.seen_chunks
+        if body['chunk_id'] in seen:  # sent again as its answer was late: the same answer, no record
+            co.counters['duplicate_reports'] += 1
+            return self._ack(worker, duplicate=True, accepted=seen[body['chunk_id']], rejected=0)
         groups: Dict[str, Tuple[List[int], List[str]]] = {}
         rejected = 0
         for job_id, outcome in body['results']:
-            owner = self.outstanding.get(job_id)
+            owner = self.state.outstanding.get(job_id)
             if owner is None or owner[0] != worker.session or owner[1] != pid or job_id not in worker.jobs:
                 rejected += 1  # a finished, abandoned or foreign job: recording it would count a game twice
                 continue
@@ -222,21 +244,24 @@ class Commander:
             ids, outcomes = groups.setdefault(owner[2], ([], []))
             ids.append(job_id)
             outcomes.append(outcome)
-        self.counters['results_refused'] += rejected
-        self.collect.reported(pid, body['chunk_id'], worker.session, self.clock())
-        self.coordinator.recent_returns.extend(body.get('episode_returns', []))
-        self._commit(dict(op='games', chunk=body['chunk_id'], player=pid, steps=body['env_steps'],
-                          games=[[away, ids, outcomes] for away, (ids, outcomes) in groups.items()]))
-        self.coordinator.check_budget()
+        co.counters['results_refused'] += rejected
+        redirect = self.collect.reported(pid, body['chunk_id'], worker.session, self.clock(), sent_to,
+                                         self.sessions.learner_endpoints(pid))
+        co.recent_returns.extend(body.get('episode_returns', []))
+        self.state.record_games(GamesOp(op='games', chunk=body['chunk_id'], player=pid, steps=body['env_steps'],
+                                        games=[[away, ids, outcomes] for away, (ids, outcomes) in groups.items()]))
+        co.check_budget()
         self._advance()
-        return self._ack(worker, duplicate=False, accepted=len(body['results']) - rejected, rejected=rejected)
+        return self._ack(worker, duplicate=False, accepted=len(body['results']) - rejected, rejected=rejected,
+                         **({} if redirect is None else dict(endpoint=redirect)))
 
     # -- parameters ----------------------------------------------------------------------------
-    def _on_params_request(self, worker: WorkerRecord, message: Message):
-        return self.params.reply(message.body['ref'], message.body['have_version'])
+    def _on_params_request(self, worker: WorkerRecord, message: Message) -> Reply:
+        body = cast(ParamsRequest, message.body)
+        return self.params.reply(body['ref'], body['have_version'])
 
-    def _on_publish(self, worker: WorkerRecord, message: Message):
-        body, co = message.body, self.coordinator
+    def _on_publish(self, worker: WorkerRecord, message: Message) -> Reply:
+        body, co = cast(PublishRequest, message.body), self.coordinator
         pid = body['player_id']
         if worker.role != 'learner' or worker.player_id != pid:
             raise MessageError('schema', f'{worker.worker_id} may not publish parameters of {pid!r}')
@@ -245,43 +270,49 @@ class Commander:
         if 'endpoint' in body:
             worker.endpoint = body['endpoint']
         if worker.replica:  # another replica of the player: only where it takes chunks; the lead speaks for it
-            self._take_stats(worker, body.get('stats', {}))
-            return 'ack', dict(self._state_for(worker), reset_param_ref=None), None
+            self.sessions.take_stats(worker, body.get('stats', {}))
+            return self._state_with_verdict(worker, None)
         self.collect.consumed(pid, body['chunks_consumed'])
-        self._take_stats(worker, body.get('stats', {}))
+        self.sessions.take_stats(worker, body.get('stats', {}))
         course = co.players[pid]
         iteration = max(body['train_iteration'], course.train_iteration)
         reset_ref = None
         if iteration > course.train_iteration or body['version'] > course.version:
-            entry = dict(op='progress', player=pid, iteration=iteration, version=body['version'])
+            entry = ProgressOp(op='progress', player=pid, iteration=iteration, version=body['version'])
             verdict = co.apply(entry)
             if verdict['snapshot']:
                 # Stored before the journal commits the snapshot, so a replayed snapshot finds its parameters.
                 ref = co.store_snapshot(verdict, arrays_to_params(message.arrays), body['version'])
                 self.params.forget(ref)
-            self.journal.append(entry)
+            self.state.journal.append(entry)
             reset_ref = verdict['reset_param_ref'] if verdict['reset'] else None
             co.schedule_evaluation(pid)
         if self.logger is not None and body.get('stats'):
-            self.logger.scalars(body['stats'], self.env_steps, prefix=f'train/{pid}/')
+            self.logger.scalars(body['stats'], co.env_steps, prefix=f'train/{pid}/')
         if body['final']:
             worker.final = True
             self._advance()
-        return 'ack', dict(self._state_for(worker), reset_param_ref=reset_ref), None
+        return self._state_with_verdict(worker, reset_ref)
+
+    def _state_with_verdict(self, worker: WorkerRecord, reset_ref: Optional[str]) -> Reply:
+        """A publish's reply: the run's state for the learner, and the parameters to reset to (None: keep on)."""
+        reply = self._state_for(worker)
+        reply['reset_param_ref'] = reset_ref
+        return 'ack', reply, None
 
     # -- evaluation ----------------------------------------------------------------------------
-    def _on_eval_task(self, worker: WorkerRecord, message: Message):
+    def _on_eval_task(self, worker: WorkerRecord, message: Message) -> Reply:
         return (*self.evals.task(worker), None)
 
-    def _on_eval_report(self, worker: WorkerRecord, message: Message):
-        if not self.evals.report(worker, message.body, self.journal.append):
+    def _on_eval_report(self, worker: WorkerRecord, message: Message) -> Reply:
+        if not self.evals.report(worker, cast(EvalReport, message.body), self.state.journal.append):
             return self._ack(worker, duplicate=True)
         self._advance()
         return self._ack(worker)
 
-    def finish_pending_evaluation(self, job: dict, results: Dict[str, List[str]], returns: List[float] = (),
+    def finish_pending_evaluation(self, job: EvaluationJob, results: Dict[str, List[str]], returns: Sequence[float] = (),
                                   version: Optional[int] = None) -> None:
-        self.evals.finish_pending(job, results, returns, self.journal.append, version)
+        self.evals.finish_pending(job, results, returns, self.state.journal.append, version)
         self._advance()
 
     # ------------------------------------------------------------------------------ the run's course
@@ -293,57 +324,46 @@ class Commander:
     def _advance(self) -> None:
         """Move the run on: every learner drained -> the final evaluation -> done once it is all in."""
         co = self.coordinator
-        finals = {w.player_id for w in self.workers.values() if w.role == 'learner' and w.final}
-        if co.phase == 'drain' and finals >= set(self.player_ids):
+        if co.phase == 'drain' and self.sessions.drained() >= set(co.player_ids):
             co.begin_final_evaluation()
         co.check_evaluated(running=len(self.evals.running))
 
     def tick(self) -> None:
         """Periodic duties: drop silent workers, stop on the wall-time budget, save, log."""
         now, timeout = self.clock(), self.par.worker_timeout_seconds
-        for session in [s for s, w in self.workers.items() if now - w.last_seen > timeout]:
+        for session in self.sessions.silent(now, timeout):
             self.drop_worker(session, f'silent for {timeout:.0f} s')
-        self.collect.sweep(now, timeout, self._learner_idle)
+        self.collect.sweep(now, timeout, self.sessions.learner_idle)
         self.coordinator.check_limits()
         self._advance()
         if now - self._last_save >= self.par.save_every_seconds:
             self.save()
-        commander_report.on_tick(self, now)
+        self.report.on_tick(now)
 
     def drop_worker(self, session: str, why: str) -> Optional[WorkerRecord]:
         """Forget a worker: abandon its unfinished games, free its task, requeue its evaluation."""
-        worker = self.workers.pop(session, None)
+        worker = self.sessions.leave(session)
         if worker is None:
             return None
-        held = sorted(j for j in worker.jobs if j in self.outstanding)
+        held = sorted(j for j in worker.jobs if j in self.state.outstanding)
         if held:
-            self._commit(dict(op='abandon', jobs=held))
+            self.state.abandon(held)
         self.collect.release(worker)
         self.collect.session_gone(session, self.clock())
-        if worker.role == 'learner' and not worker.replica:  # its replicas' meeting point went with it
-            self.group_address.pop(worker.player_id, None)
         self.evals.requeue(worker)
         if why != 'said goodbye':
-            self.counters[f'{worker.role}_lost'] += 1
+            self.coordinator.counters[f'{worker.role}_lost'] += 1
         self.say(f'{worker.worker_id} left ({why}); {len(held)} unfinished game(s) abandoned')
         return worker
 
-    def _learner_idle(self, pid: str) -> bool:
-        """Whether the learner of ``pid`` says (by heartbeat) that it has nothing queued."""
-        return any(w.role == 'learner' and w.player_id == pid and w.stats.get('queued', 1) == 0
-                   for w in self.workers.values())
-
     def drop_worker_id(self, worker_id: str, why: str) -> None:
-        for session in [s for s, w in self.workers.items() if w.worker_id == worker_id]:
+        for session in self.sessions.sessions_of(worker_id):
             self.drop_worker(session, why)
 
     # ------------------------------------------------------------------------------ reporting
     def say(self, text: str) -> None:
         self.logger.line(text) if self.logger is not None else log.info(text)
 
-    log_progress = commander_report.log_progress  # a progress line and the run's figures
-    summary = commander_report.summary  # (pictures, state_path): what parallel_pipeline returns
-
     def close(self) -> None:
-        self.journal.close()
-        self.ledger.close()
+        self.state.journal.close()
+        self.sessions.close()

@@ -1,85 +1,102 @@
 """What a commander says about its run: the periodic progress line and figures, news of messages refused for
-their date (a worker's clock far off), and the closing summary."""
+their date (a worker's clock far off), and the closing summary (:class:`ProgressReport`)."""
 from __future__ import annotations
 
-from typing import List
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
-from sparring.worker.logger import format_stats
+from sparring.framework.coordinator import RunCoordinator
+from sparring.framework.run_summary import RunSummary
+from sparring.framework.sessions import SessionTable
+from sparring.worker.logger import RunLogger, format_stats
 from sparring.worker.remote.peer_guards import REPLAY_WINDOW_SECONDS
 
 
-def on_tick(commander, now: float) -> None:
-    """The tick's reporting. A figure that cannot be logged (a statistic TensorBoard refuses) costs a line in
-    the log, never the run."""
-    _note_stale(commander)
-    if now - commander.last_line_at >= commander.par.log_every_seconds:
-        try:
-            log_progress(commander)
-        except Exception as err:  # noqa: BLE001 -- a statistic a peer sent must not end the tick
-            commander.last_line_at = now
-            commander.say(f'the progress line failed ({type(err).__name__}: {err}); the run goes on')
+class ProgressReport:
+    """The commander's reporting: it reads the coordinator and the session table, and keeps only when it last
+    spoke (``every_seconds`` apart) and how many stale messages it has told of."""
 
+    def __init__(self, coordinator: RunCoordinator, sessions: SessionTable, logger: Optional[RunLogger],
+                 clock: Callable[[], float], say: Callable[[str], None], every_seconds: float, exp_dir: str,
+                 started: float) -> None:
+        self.coordinator, self.sessions, self.logger = coordinator, sessions, logger
+        self.clock, self.say, self.every_seconds, self.exp_dir = clock, say, every_seconds, exp_dir
+        self.last_line_at, self.last_line_steps = started, 0
+        self.stale_noted = 0
+        # Messages the transport dropped, by reason (the wiring that owns the socket sets it).
+        self.transport_rejects: Callable[[], Dict[str, int]] = dict
 
-def _note_stale(commander) -> None:
-    """Say in the log when signed messages were refused as too old or too new: the worker hears it too, but a
-    clock that is far off should not hide in the commander's stderr."""
-    stale, noted = commander.transport_rejects().get('stale', 0), getattr(commander, 'stale_noted', 0)
-    if stale > noted:
-        commander.stale_noted = stale
-        commander.say(f'clock skew: {stale - noted} signed message(s) refused as dated more than '
-                      f'{REPLAY_WINDOW_SECONDS:.0f} s away from this machine\'s clock: a worker whose clock is that '
-                      f'far off cannot join (it is told by how much); synchronise the clocks (NTP). If they agree, '
-                      f'someone replays old messages')
+    def on_tick(self, now: float) -> None:
+        """The tick's reporting. A figure that cannot be logged (a statistic TensorBoard refuses) costs a line in
+        the log, never the run."""
+        self._note_stale()
+        if now - self.last_line_at >= self.every_seconds:
+            try:
+                self.log_progress()
+            except Exception as err:  # noqa: BLE001 -- a statistic a peer sent must not end the tick
+                self.last_line_at = now
+                self.say(f'the progress line failed ({type(err).__name__}: {err}); the run goes on')
 
+    def _note_stale(self) -> None:
+        """Say in the log when signed messages were refused as too old or too new: the worker hears it too, but a
+        clock that is far off should not hide in the commander's stderr."""
+        stale, noted = self.transport_rejects().get('stale', 0), self.stale_noted
+        if stale > noted:
+            self.stale_noted = stale
+            self.say(f'clock skew: {stale - noted} signed message(s) refused as dated more than '
+                     f'{REPLAY_WINDOW_SECONDS:.0f} s away from this machine\'s clock: a worker whose clock is that '
+                     f'far off cannot join (it is told by how much); synchronise the clocks (NTP). If they agree, '
+                     f'someone replays old messages')
 
-def log_progress(commander) -> None:
-    """A progress line and the run figures, every ``parallel.log_every_seconds``."""
-    now = commander.clock()
-    if commander.logger is None:
-        return
-    rate = (commander.env_steps - commander.last_line_steps) / max(now - commander.last_line_at, 1e-9)
-    commander.last_line_at, commander.last_line_steps = now, commander.env_steps
-    commander.logger.progress(commander.env_steps)
-    staleness = [w.stats['staleness_mean'] for w in commander.workers.values()
-                 if w.role == 'learner' and 'staleness_mean' in w.stats]
-    returns = commander.coordinator.recent_returns
-    figures = dict(games=commander.counters['games'] or None, historical=len(commander.league.historical_players) or None,
-                   ret=float(np.mean(returns)) if returns else None)
-    # What was dropped and why, as it happens (not only in the final summary).
-    drops = dict(results_refused=commander.counters['results_refused'],
-                 params_refused=commander.counters['params_refused'],
-                 requests_refused=commander.counters['requests_refused'],
-                 chunks_reclaimed=commander.counters['chunks_reclaimed'],
-                 duplicate_reports=commander.counters['duplicate_reports'],
-                 snapshots_quarantined=commander.counters['snapshots_quarantined'],
-                 results_quarantined=commander.counters['results_quarantined'],
-                 **{f'learner_{k}': sum(w.stats.get(k, 0.0) for w in commander.workers.values() if w.role == 'learner')
-                    for k in ('dropped_invalid', 'dropped_stale', 'dropped_duplicate')},
-                 **{f'rejected_{k}': v for k, v in commander.transport_rejects().items()})
-    figures['dropped'] = sum(drops.values()) or None
-    commander.logger.scalars(dict(env_steps_per_second=rate, jobs_abandoned=commander.counters['jobs_abandoned'],
-                             repeated_requests=commander.counters['repeated_requests'],
-                             episode_return=figures['ret'], games=commander.counters['games'],
-                             historical=len(commander.league.historical_players)), commander.env_steps, prefix='run/')
-    commander.logger.scalars(drops, commander.env_steps, prefix='run/dropped/')
-    commander.logger.line(format_stats(dict(
-        phase=commander.phase, steps=commander.env_steps, sps=int(rate), **figures,
-        iters='/'.join(str(commander.coordinator.players[p].train_iteration) for p in commander.player_ids),
-        workers=len(commander.workers), stale=float(np.mean(staleness)) if staleness else None)))
+    def log_progress(self) -> None:
+        """A progress line and the run figures, every ``parallel.log_every_seconds``."""
+        now, co, logger = self.clock(), self.coordinator, self.logger
+        if logger is None:
+            return
+        counters, workers = co.counters, self.sessions.workers.values()
+        rate = (co.env_steps - self.last_line_steps) / max(now - self.last_line_at, 1e-9)
+        self.last_line_at, self.last_line_steps = now, co.env_steps
+        logger.progress(co.env_steps)
+        learners = self.sessions.learners()
+        staleness = [w.stats['staleness_mean'] for w in learners if 'staleness_mean' in w.stats]
+        returns = co.recent_returns
+        figures: Dict[str, Any] = dict(games=counters['games'] or None,
+                                       historical=len(co.league.historical_players) or None,
+                                       ret=float(np.mean(returns)) if returns else None)
+        # What was dropped and why, as it happens (not only in the final summary).
+        drops: Dict[str, float] = dict(
+            results_refused=counters['results_refused'], params_refused=counters['params_refused'],
+            requests_refused=counters['requests_refused'], chunks_reclaimed=counters['chunks_reclaimed'],
+            duplicate_reports=counters['duplicate_reports'], snapshots_quarantined=counters['snapshots_quarantined'],
+            results_quarantined=counters['results_quarantined'],
+            **{f'learner_{k}': sum(w.stats.get(k, 0.0) for w in learners)
+               for k in ('dropped_invalid', 'dropped_stale', 'dropped_duplicate')},
+            **{f'rejected_{k}': v for k, v in self.transport_rejects().items()})
+        figures['dropped'] = sum(drops.values()) or None
+        run: Dict[str, Any] = dict(env_steps_per_second=rate, jobs_abandoned=counters['jobs_abandoned'],
+                                   repeated_requests=counters['repeated_requests'], episode_return=figures['ret'],
+                                   games=counters['games'], historical=len(co.league.historical_players))
+        logger.scalars(run, co.env_steps, prefix='run/')
+        logger.scalars(drops, co.env_steps, prefix='run/dropped/')
+        line: Dict[str, Any] = dict(phase=co.phase, steps=co.env_steps, sps=int(rate), **figures,
+                                    iters='/'.join(str(co.players[p].train_iteration) for p in co.player_ids),
+                                    workers=len(workers), stale=float(np.mean(staleness)) if staleness else None)
+        logger.line(format_stats(line))
 
-def summary(commander, pictures: List[str], state_path: str) -> dict:
-    """What ``parallel_pipeline`` returns (a single-agent run also reports its return like a serial one)."""
-    first = commander.last_eval.get(commander.player_ids[0], {})
-    extra = dict(eval_mean=first['return_mean'], eval_std=first['return_std']) if 'return_mean' in first else {}
-    return dict(extra, exp_dir=commander.exp_dir, env_steps=commander.env_steps, wall_seconds=commander.wall_seconds,
-                env_steps_per_second=commander.env_steps / max(commander.wall_seconds, 1e-9),
-                train_iterations={p: c.train_iteration for p, c in commander.coordinator.players.items()}, eval=commander.last_eval,
-                reached_stop_value=commander.reached is not None,
-                stop_env_steps=commander.reached[0] if commander.reached else None,
-                stop_seconds=commander.reached[1] if commander.reached else None,
-                stop_reason=commander.stop_reason, games=commander.counters['games'],
-                counters=dict(commander.counters), worker_stats=dict(commander.worker_stats), pictures=pictures,
-                checkpoint=state_path, league_table=commander.league.table() or None,
-                exact=commander.coordinator.last_exact, history=commander.coordinator.history)
+    def summary(self, pictures: List[str], state_path: str) -> RunSummary:
+        """What ``parallel_pipeline`` returns (a single-agent run also reports its return like a serial one)."""
+        co = self.coordinator
+        first = co.last_eval.get(co.player_ids[0], {})
+        summary = RunSummary(exp_dir=self.exp_dir, env_steps=co.env_steps, wall_seconds=co.wall_seconds,
+                             env_steps_per_second=co.env_steps / max(co.wall_seconds, 1e-9),
+                             train_iterations={p: c.train_iteration for p, c in co.players.items()},
+                             eval=co.last_eval, reached_stop_value=co.reached is not None,
+                             stop_env_steps=co.reached[0] if co.reached else None,
+                             stop_seconds=co.reached[1] if co.reached else None,
+                             stop_reason=co.stop_reason, games=co.counters['games'], counters=dict(co.counters),
+                             worker_stats=dict(self.sessions.stats), pictures=pictures, checkpoint=state_path,
+                             league_table=co.league.table() or None, exact=co.last_exact, history=co.history)
+        if 'return_mean' in first:
+            summary['eval_mean'], summary['eval_std'] = first['return_mean'], first['return_std']
+        return summary

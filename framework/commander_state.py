@@ -1,260 +1,166 @@
-"""What a commander keeps on disk so that a killed one comes back with exactly what it had committed.
+"""The commander's committed state: the journal it writes, the jobs outstanding, the workers seen, the chunks
+reported lately; saved with the league in one snapshot file and restored from it and the journal's tail.
 
-Every league operation is applied, then appended to ``commander/journal.jsonl``; the commit point is
-:meth:`Journal.sync`, which makes the lines written so far durable (fsync) and then records the last committed
-sequence number in ``commander/journal.committed``, so a journal that later lost lines at its end is refused
-rather than resumed short. Replies go out only after the sync. ``commander/state.npz`` snapshots the league and
-the bookkeeping together (one atomic file) every ``parallel.save_every_seconds``. Resuming loads the snapshot and
-replays the journal's tail. The journal's first line is its format version
-(:mod:`sparring.worker.format_version`); a journal of another one is refused.
+Every league operation is applied, then appended to the journal (:mod:`~sparring.framework.journal`, whose sync
+is the commit point); ``commander/state.npz`` snapshots the league and this bookkeeping together (one atomic
+file) every ``parallel.save_every_seconds``. Resuming loads the snapshot and replays the journal's tail, so a
+commander killed at any moment comes back with exactly the games, iterations and snapshots it had committed.
 """
 from __future__ import annotations
 
 import glob
-import json
 import logging
 import os
-import zlib
-from typing import List, Optional
+from collections import deque
+from typing import Callable, Deque, Dict, List, Set, Tuple
 
 from sparring.config.compile import to_plain
+from sparring.framework.coordinator import RunCoordinator
+from sparring.framework.journal import (COMMITTED_FILE, JOURNAL_FILE, STATE_FILE, Journal, JournalDamaged, ranges,
+                                        remove_partial_files)
+from sparring.framework.league_ops import AbandonOp, GamesOp, JobsOp, LeagueOp
+from sparring.league.job_protocol import JobInfo
 from sparring.league.persistence import load_state, save_state
-from sparring.worker.format_version import FORMAT_KEY, refusal
-from sparring.worker.run_files import open_run_file, run_file_fd
 
 log = logging.getLogger(__name__)
 
-COMMANDER_DIR = 'commander'
-STATE_FILE = 'state.npz'
-JOURNAL_FILE = 'journal.jsonl'
-COMMITTED_FILE = 'journal.committed'
-FORMAT_VERSION = 1  # of the journal: raise it when what a reader finds in one changes
+RECENT_CHUNK_IDS = 200_000  # chunk ids remembered to refuse a repeated report
 
 
-class JournalDamaged(RuntimeError):
-    """The journal cannot be replayed: it lost entries that were committed (acknowledged to workers) and are in
-    no snapshot, or it is of another format version."""
+class CommanderState:
+    """What a commander has committed, and its bookkeeping of it: the journal, the jobs outstanding (by job id:
+    the session holding it, home and away player), the worker ids seen in the run (a returning learner restores)
+    and the ids of chunks reported lately (with the games recorded from each, to refuse a repeated report).
 
+    Every league operation goes through it: applied to the coordinator, then journaled, so the journal holds
+    exactly what was applied; :meth:`save` snapshots it with the league, :meth:`restore` loads the snapshot and
+    replays the journal's tail.
+    """
 
-class Journal:
-    """An append-only JSON-lines log of committed league operations, each with a sequence number and a
-    checksum (``crc``, over the line without it), so that damage is told apart from a torn last write."""
+    def __init__(self, directory: str, exp_dir: str, coordinator: RunCoordinator, say: Callable[[str], None]) -> None:
+        self.dir, self.exp_dir, self.coordinator, self.say = directory, exp_dir, coordinator, say
+        self.journal = Journal(os.path.join(directory, JOURNAL_FILE))
+        self.known_workers: Set[str] = set()
+        self.outstanding: Dict[int, Tuple[str, str, str]] = {}  # job id -> (session, home, away)
+        self.recent_chunks: Deque[str] = deque()
+        self.seen_chunks: Dict[str, int] = {}  # recent chunk ids -> the games recorded from them
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.committed_path = os.path.join(os.path.dirname(path), COMMITTED_FILE)
-        self.seq = 0
-        self.synced = 0  # the last sequence number made durable
-        self._file = None
-        self.missing: List[int] = []  # sequence numbers of committed entries that were lost
+    # -- league operations ------------------------------------------------------------------
+    def draw_jobs(self, pid: str, n: int, session: str) -> List[JobInfo]:
+        """``n`` jobs for ``pid``, outstanding with ``session`` until their games are reported or abandoned."""
+        entry = JobsOp(op='jobs', player=pid, n=n, session=session)
+        infos = self._apply_jobs(entry)
+        self.journal.append(entry)
+        return infos
 
-    def read(self) -> List[dict]:
-        """The intact entries, in order; :attr:`missing` says which committed ones are gone.
+    def record_games(self, entry: GamesOp) -> None:
+        self.apply(entry)
+        self.journal.append(entry)
 
-        A last line without its newline is a write the crash interrupted: it was never committed (the
-        reply goes out after the line is written), so it is left out. A complete line that does not
-        parse or fails its checksum, or a gap in the sequence numbers, is a lost committed entry.
-        """
-        self.missing = []
-        if not os.path.exists(self.path):
-            return []
-        with open(self.path, 'rb') as f:
-            data = f.read()
-        lines = data.split(b'\n')
-        torn = lines.pop()  # empty when the file ends with a newline
-        if torn:
-            log.warning('%s: the last line (%d bytes) was cut short by a crash while writing it; it was never '
-                        'committed and is dropped', self.path, len(torn))
-        if lines:
-            version = _version_of(lines[0])
-            if version != FORMAT_VERSION:
-                raise JournalDamaged(refusal(self.path, 'journal', version, FORMAT_VERSION))
-        entries: List[dict] = []
-        damaged_after: List[int] = []  # the sequence number before each damaged line
-        for number, raw in enumerate(lines[1:], 2):
-            entry = _parse(raw)
-            if entry is None:
-                log.error('%s: line %d is damaged (not the JSON it was written as)', self.path, number)
-                damaged_after.append(entries[-1]['seq'] if entries else 0)
-                continue
-            expected = entries[-1]['seq'] + 1 if entries else entry['seq']
-            self.missing += list(range(expected, entry['seq']))
-            entries.append(entry)
-        last = entries[-1]['seq'] if entries else 0
-        # A damaged line after the last intact entry held the next committed one.
-        self.missing += [seq + 1 for seq in damaged_after if seq == last]
-        if entries and entries[0]['seq'] > 1:
-            self.missing = list(range(1, entries[0]['seq'])) + self.missing
-        return entries
+    def abandon(self, job_ids: List[int]) -> None:
+        """Jobs whose games will never end."""
+        entry = AbandonOp(op='abandon', jobs=job_ids)
+        self.apply(entry)
+        self.journal.append(entry)
 
-    def open(self, seq: int) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        _cut_torn_tail(self.path)
-        self.seq = self.synced = seq
-        new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
-        self._file = open_run_file(self.path, 'a')
-        if new:
-            self._file.write(json.dumps({FORMAT_KEY: FORMAT_VERSION}) + '\n')
-            self._file.flush()
-
-    def append(self, entry: dict) -> None:
-        self.seq += 1
-        entry['seq'] = self.seq
-        entry.pop('crc', None)
-        line = json.dumps(entry, separators=(',', ':'))
-        entry['crc'] = zlib.crc32(line.encode('utf-8'))
-        # Flushed to the OS: a killed process loses nothing written so far; :meth:`sync` makes it durable.
-        self._file.write(line[:-1] + f',"crc":{entry["crc"]}}}\n')
-        self._file.flush()
-
-    def sync(self) -> None:
-        """Make every line appended so far durable, then record the last one's sequence number beside the journal
-        (in that order: the record never claims a line the disk may not have). One call covers many appends."""
-        if self._file is None or self.synced == self.seq:
+    def apply(self, entry: LeagueOp) -> None:
+        """A league operation on the coordinator, and what it means for the jobs outstanding (also on replay)."""
+        if entry['op'] == 'jobs':
+            self._apply_jobs(entry)
             return
-        os.fsync(self._file.fileno())
-        fd = run_file_fd(self.committed_path, 'r+')
-        try:
-            os.pwrite(fd, f'{self.seq:020d}\n'.encode('ascii'), 0)
-            os.fdatasync(fd)
-        finally:
-            os.close(fd)
-        self.synced = self.seq
+        self.coordinator.apply(entry)
+        if entry['op'] == 'games':
+            for job_id in (j for g in entry['games'] for j in g[1]):
+                self.outstanding.pop(job_id, None)
+            self.remember_chunk(entry['chunk'], sum(len(ids) for _, ids, _ in entry['games']))
+        elif entry['op'] == 'abandon':
+            for job_id in entry['jobs']:
+                self.outstanding.pop(job_id, None)
 
-    def committed(self) -> int:
-        """The last sequence number a sync recorded (0 if none was yet: a commander killed before its first sync)."""
-        if not os.path.lexists(self.committed_path):
-            return 0
-        with open_run_file(self.committed_path, 'rb+') as f:
-            text = f.read(64).decode('ascii', 'replace').strip()
-        return int(text) if text.isdigit() else 0
+    def _apply_jobs(self, entry: JobsOp) -> List[JobInfo]:
+        infos = self.coordinator.apply(entry)
+        for info in infos:
+            self.outstanding[info['job_id']] = (entry['session'], entry['player'], info['player_ids'][1])
+        return infos
 
-    def close(self) -> None:
-        if self._file is not None:
-            self.sync()
-            self._file.close()
-            self._file = None
+    def remember_chunk(self, chunk_id: str, games: int = 0) -> None:
+        self.seen_chunks[chunk_id] = games
+        self.recent_chunks.append(chunk_id)
+        if len(self.recent_chunks) > RECENT_CHUNK_IDS:
+            self.seen_chunks.pop(self.recent_chunks.popleft(), None)
 
+    def know(self, worker_id: str) -> bool:
+        """Note a worker id as seen in this run; whether it was seen before (a returning worker restores)."""
+        seen = worker_id in self.known_workers
+        self.known_workers.add(worker_id)
+        return seen
 
-def _parse(raw: bytes) -> Optional[dict]:
-    """The entry on one line, or None if the line is damaged."""
-    try:
-        entry = json.loads(raw)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    if not isinstance(entry, dict) or not isinstance(entry.get('seq'), int) or 'op' not in entry or 'crc' not in entry:
-        return None
-    crc = entry.pop('crc')
-    if zlib.crc32(json.dumps(entry, separators=(',', ':')).encode('utf-8')) != crc:
-        return None
-    return entry
+    # -- the files --------------------------------------------------------------------------
+    def start_fresh(self) -> None:
+        """A new run under this name. An earlier run's journal, state or learner checkpoints are refused, never
+        deleted (the entry points refuse an earlier run of either mode before writing anything; this guards the
+        commander built by hand)."""
+        left = [os.path.join(self.dir, name) for name in (JOURNAL_FILE, STATE_FILE, COMMITTED_FILE)]
+        left = [path for path in left if os.path.exists(path)]
+        left += glob.glob(os.path.join(glob.escape(self.exp_dir), 'workers', '*', 'ckpt', '*.pt'))
+        if left:
+            raise FileExistsError(f'experiment dir {self.exp_dir!r} holds an earlier run ({left[0]}); expected a new '
+                                  f'directory, or resume=True to continue that run')
+        self.journal.open(0)
 
+    def save(self) -> str:
+        """Snapshot the league and the bookkeeping in one atomic file (with the journal's position); returns its
+        path."""
+        state = dict(seq=self.journal.seq, **self.coordinator.course_state(),
+                     known_workers=sorted(self.known_workers),
+                     outstanding={str(k): list(v) for k, v in self.outstanding.items()},
+                     recent_chunks=list(self.recent_chunks))
+        return save_state(dict(league=self.coordinator.league.state_dict(), commander=to_plain(state)),
+                          os.path.join(self.dir, STATE_FILE))
 
-def _version_of(header: bytes) -> Optional[int]:
-    """The format version the journal's first line states; None if it states none."""
-    try:
-        first = json.loads(header)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    return first.get(FORMAT_KEY) if isinstance(first, dict) else None
-
-
-def _cut_torn_tail(path: str) -> None:
-    """Drop a torn last line, so that the next entry starts on a line of its own."""
-    if not os.path.exists(path):
-        return
-    with open_run_file(path, 'rb+') as f:
-        data = f.read()
-        keep = data.rfind(b'\n') + 1
-        if keep != len(data):
-            f.truncate(keep)
-
-
-def remove_partial_files(directory: str) -> None:
-    """Temporary files a kill left half-written (``*.tmp``): never read, only in the way."""
-    for path in glob.glob(os.path.join(directory, '*.tmp')) + glob.glob(os.path.join(directory, '.*.tmp')):
-        log.warning('removing %s, left half-written by an interrupted save', path)
-        os.remove(path)
-
-
-def start_fresh(commander) -> None:
-    """A new run under this name. An earlier run's journal, state or learner checkpoints are refused, never deleted
-    (the entry points refuse an earlier run of either mode before writing anything; this guards the commander
-    built by hand)."""
-    left = [os.path.join(commander.dir, name) for name in (JOURNAL_FILE, STATE_FILE, COMMITTED_FILE)]
-    left = [path for path in left if os.path.exists(path)]
-    left += glob.glob(os.path.join(glob.escape(commander.exp_dir), 'workers', '*', 'ckpt', '*.pt'))
-    if left:
-        raise FileExistsError(f'experiment dir {commander.exp_dir!r} holds an earlier run ({left[0]}); expected a new '
-                              f'directory, or resume=True to continue that run')
-    commander.journal.open(0)
-
-
-def save(commander) -> str:
-    """Snapshot the league and the bookkeeping in one atomic file (with the journal's position); returns its path."""
-    state = dict(seq=commander.journal.seq, **commander.coordinator.course_state(),
-                 known_workers=sorted(commander.known_workers),
-                 outstanding={str(k): list(v) for k, v in commander.outstanding.items()},
-                 recent_chunks=list(commander.recent_chunks))
-    return save_state(dict(league=commander.league.state_dict(), commander=to_plain(state)),
-                      os.path.join(commander.dir, STATE_FILE))
-
-
-def restore(commander) -> int:
-    """Load the snapshot, replay the journal's tail; returns how many entries were replayed."""
-    state_path = os.path.join(commander.dir, STATE_FILE)
-    entries = commander.journal.read()
-    if not os.path.exists(state_path) and not entries:
-        raise FileNotFoundError(f'--resume: no parallel run state under {commander.dir} (neither {STATE_FILE} nor '
-                                f'{JOURNAL_FILE}); was {commander.exp_dir!r} run in parallel mode?')
-    remove_partial_files(commander.dir)
-    saved_seq, saved = 0, None
-    if os.path.exists(state_path):
-        try:
-            saved = load_state(state_path)
-        except Exception as err:  # noqa: BLE001 -- a torn or damaged snapshot: the journal alone holds the whole run
-            log.warning('%s is unreadable (%s: %s); rebuilding the run from %s alone', state_path,
-                        type(err).__name__, err, commander.journal.path)
-            commander.say(f'{state_path} is unreadable; rebuilding the run from the journal alone')
-    lost = [seq for seq in commander.journal.missing if seq > (int(saved['commander']['seq']) if saved else 0)]
-    if lost:
-        raise JournalDamaged(f'--resume: {commander.journal.path} lost {len(lost)} committed entr'
-                             f'{"y" if len(lost) == 1 else "ies"} (sequence numbers {_ranges(lost)}) that no snapshot '
-                             f'holds; resuming would forget games, iterations or snapshots the workers were told '
-                             f'were recorded. Restore the file from a backup, or start the run afresh')
-    last = max(entries[-1]['seq'] if entries else 0, int(saved['commander']['seq']) if saved else 0)
-    committed = commander.journal.committed()
-    if committed > last:
-        raise JournalDamaged(f'--resume: {commander.journal.path} ends at entry {last}, but {committed} entries were '
-                             f'committed ({commander.journal.committed_path} says so): {committed - last} line'
-                             f'{"s are" if committed - last > 1 else " is"} missing at its end. Resuming would forget '
-                             f'games, iterations or snapshots the workers were told were recorded. Restore the file '
-                             f'from a backup, or start the run afresh')
-    if saved is not None:
-        commander.league.load_state_dict(saved['league'])
-        state = saved['commander']
-        saved_seq = int(state['seq'])
-        commander.coordinator.load_course_state(state)
-        commander.known_workers = set(state['known_workers'])
-        commander.outstanding = {int(k): tuple(v) for k, v in state['outstanding'].items()}
-        for chunk_id in state['recent_chunks']:
-            commander.remember_chunk(chunk_id)
-    replayed = 0
-    for entry in entries:
-        if entry['seq'] > saved_seq:
-            commander.apply(entry)
-            replayed += 1
-    commander.journal.open(entries[-1]['seq'] if entries else saved_seq)
-    return replayed
-
-
-def _ranges(numbers: List[int]) -> str:
-    """``[3, 4, 5, 9]`` as ``'3-5, 9'``."""
-    out, start = [], None
-    for i, n in enumerate(numbers):
-        if start is None:
-            start = n
-        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
-            out.append(f'{start}-{n}' if n != start else f'{n}')
-            start = None
-    return ', '.join(out)
+    def restore(self) -> int:
+        """Load the snapshot, replay the journal's tail; returns how many entries were replayed."""
+        journal, state_path = self.journal, os.path.join(self.dir, STATE_FILE)
+        entries = journal.read()
+        if not os.path.exists(state_path) and not entries:
+            raise FileNotFoundError(f'--resume: no parallel run state under {self.dir} (neither {STATE_FILE} nor '
+                                    f'{JOURNAL_FILE}); was {self.exp_dir!r} run in parallel mode?')
+        remove_partial_files(self.dir)
+        saved_seq, saved = 0, None
+        if os.path.exists(state_path):
+            try:
+                saved = load_state(state_path)
+            except Exception as err:  # noqa: BLE001 -- a torn or damaged snapshot: the journal alone holds the whole run
+                log.warning('%s is unreadable (%s: %s); rebuilding the run from %s alone', state_path,
+                            type(err).__name__, err, journal.path)
+                self.say(f'{state_path} is unreadable; rebuilding the run from the journal alone')
+        lost = [seq for seq in journal.missing if seq > (int(saved['commander']['seq']) if saved else 0)]
+        if lost:
+            raise JournalDamaged(f'--resume: {journal.path} lost {len(lost)} committed entr'
+                                 f'{"y" if len(lost) == 1 else "ies"} (sequence numbers {ranges(lost)}) that no '
+                                 f'snapshot holds; resuming would forget games, iterations or snapshots the workers '
+                                 f'were told were recorded. Restore the file from a backup, or start the run afresh')
+        last = max(entries[-1]['seq'] if entries else 0, int(saved['commander']['seq']) if saved else 0)
+        committed = journal.committed()
+        if committed > last:
+            raise JournalDamaged(f'--resume: {journal.path} ends at entry {last}, but {committed} entries were '
+                                 f'committed ({journal.committed_path} says so): {committed - last} line'
+                                 f'{"s are" if committed - last > 1 else " is"} missing at its end. Resuming would '
+                                 f'forget games, iterations or snapshots the workers were told were recorded. Restore '
+                                 f'the file from a backup, or start the run afresh')
+        if saved is not None:
+            self.coordinator.league.load_state_dict(saved['league'])
+            state = saved['commander']
+            saved_seq = int(state['seq'])
+            self.coordinator.load_course_state(state)
+            self.known_workers = set(state['known_workers'])
+            self.outstanding = {int(k): (v[0], v[1], v[2]) for k, v in state['outstanding'].items()}
+            for chunk_id in state['recent_chunks']:
+                self.remember_chunk(chunk_id)
+        replayed = 0
+        for entry in entries:
+            if entry['seq'] > saved_seq:
+                self.apply(entry)
+                replayed += 1
+        journal.open(entries[-1]['seq'] if entries else saved_seq)
+        return replayed

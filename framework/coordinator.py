@@ -6,8 +6,8 @@ player), the parameter store, and the run's course:
 * **jobs out, results in** — :meth:`apply` performs each league operation (``jobs``: draw opponents;
   ``games``: record finished games; ``progress``: a learner's iteration, then the snapshot / reset
   verdict; ``eval``: rated evaluation games; ``abandon``: jobs whose games will never end). Each is a
-  plain dict, so the commander can journal it and replay it after a crash; the serial loop calls the
-  same operations through :meth:`report_games` and :meth:`progress`.
+  plain dict typed in :mod:`~sparring.framework.league_ops`, so the commander can journal it and replay it
+  after a crash; the serial loop calls the same operations through :meth:`report_games` and :meth:`progress`.
 * **evaluation** — when a player is due (:meth:`progress` queues it in :attr:`pending`), what the
   result means (:meth:`record_evaluation`: ratings, report, the stop rule) and the final evaluation.
 * **the stop rule and the budget phases** — ``collect`` until the env-step or wall-time budget is
@@ -23,14 +23,20 @@ import dataclasses
 import os
 import time
 from collections import defaultdict, deque
-from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Collection, Deque, Dict, List, Optional, Sequence, Set, Tuple, TypedDict, Union, overload
 
+from sparring.config.compile import CompiledConfig
 from sparring.config.registry import ENV_REGISTRY, LEAGUE_REGISTRY
 from sparring.config.schema import ConfigError
+from sparring.framework.league_ops import AbandonOp, EvalOp, GamesOp, JobsOp, LeagueOp, ProgressOp
 from sparring.framework.league_watch import watch_for
 from sparring.framework.run_setup import evaluation_opponents
 from sparring.league.exact_analysis import LeagueExactAnalysis, exact_analysis_of
+from sparring.league.job_protocol import JobInfo, PlayerProgress, SnapshotVerdict, stored_ref
+from sparring.worker.logger import RunLogger
 from sparring.worker.policy_pool import ParamStore
+from sparring.worker.run_kind import RunKind
+from sparring.worker.state_file import StateFileError
 
 INIT_REF = 'init'  # the parameters every player starts from, and resets return to
 PHASES = ('collect', 'drain', 'evaluate', 'done')
@@ -40,6 +46,13 @@ REDRAWS = 16  # draws of a job whose opponent is quarantined before it becomes a
 # A player's course as a state file holds it: one dict per field, by player id (the names files have had).
 COURSE_FIELDS = dict(player_env_steps='env_steps', player_chunks='chunks', train_iterations='train_iteration',
                      versions='version', next_eval='next_eval')
+
+
+class EvaluationJob(TypedDict):
+    """An evaluation due: queued by the coordinator, played by an evaluator (or the serial run) and recorded."""
+    task_id: int
+    player_id: str
+    final: bool  # of the final evaluation (the run ends once these are in), not a periodic one
 
 
 @dataclasses.dataclass
@@ -56,12 +69,12 @@ class PlayerCourse:
 class RunCoordinator:
     """League, parameter store, jobs and results, verdicts, evaluation, the stop rule and the phases."""
 
-    def __init__(self, cfg, kind, clock: Callable[[], float] = time.perf_counter, say: Callable[[str], None] = None,
-                 logger=None) -> None:
+    def __init__(self, cfg: CompiledConfig, kind: RunKind, clock: Callable[[], float] = time.perf_counter,
+                 say: Optional[Callable[[str], None]] = None, logger: Optional[RunLogger] = None) -> None:
         self.cfg = cfg
         self.kind = kind
         self.clock = clock
-        self.say = say or (lambda text: None)
+        self.say: Callable[[str], None] = say if say is not None else (lambda text: None)
         self.logger = logger
         self.league = LEAGUE_REGISTRY.get(kind.league_type())(cfg.league)
         self.player_ids: List[str] = [p.player_id for p in self.league.active_players]
@@ -80,7 +93,7 @@ class RunCoordinator:
         self.history: List[dict] = []  # one entry per evaluation round: when, and what it found
         self.reached: Optional[Tuple[int, float]] = None  # (env steps, seconds) when the stop value was reached
         self.recent_returns: Deque[float] = deque(maxlen=100)
-        self.pending: Deque[dict] = deque()  # evaluations due: dict(task_id, player_id, final)
+        self.pending: Deque[EvaluationJob] = deque()  # evaluations due, in the order they fell due
         self.phase = 'collect'
         self.stop_reason = ''
         self.wall_seconds_before = 0.0
@@ -105,67 +118,91 @@ class RunCoordinator:
             self.store.put(INIT_REF, params, dict(self.cfg.policy), version)
 
     # ------------------------------------------------------------------------------ league operations
-    def apply(self, entry: dict):
-        """Perform one league operation (see the module docstring); the same on a replay as the first time."""
-        op = entry['op']
-        if op == 'jobs':
-            dropped = self._dropped_for(entry)
-            infos = [self.draw_job(entry['player'], dropped) for _ in range(entry['n'])]
-            if infos and infos[0]['job_id'] != entry.setdefault('first', infos[0]['job_id']):
-                raise RuntimeError(f'journal replay diverged: job ids start at {infos[0]["job_id"]}, the journal '
-                                   f'says {entry["first"]}')
-            return infos
-        if op == 'games':
-            dropped = self._dropped_for(entry)
-            for away, _, outcomes in entry['games']:
-                if dropped and self.league.get_player(away).param_ref in dropped:
-                    # Played against a stand-in for a quarantined snapshot (jobs drawn before it was): not its games.
-                    self.counters['results_quarantined'] += len(outcomes)
-                    continue
-                self.league.finish_job(dict(player_ids=[entry['player'], away], result=outcomes))
-                self.counters['games'] += len(outcomes)
-            self.env_steps += entry['steps']
-            course = self.players[entry['player']]
-            course.env_steps += entry['steps']
-            course.chunks += 1
-            self.counters['chunks'] += 1
+    @overload
+    def apply(self, entry: JobsOp) -> List[JobInfo]: ...
+
+    @overload
+    def apply(self, entry: ProgressOp) -> SnapshotVerdict: ...
+
+    @overload
+    def apply(self, entry: Union[GamesOp, AbandonOp, EvalOp]) -> None: ...
+
+    @overload
+    def apply(self, entry: LeagueOp) -> Union[List[JobInfo], SnapshotVerdict, None]: ...
+
+    def apply(self, entry: LeagueOp) -> Union[List[JobInfo], SnapshotVerdict, None]:
+        """Perform one league operation (see :mod:`~sparring.framework.league_ops`); the same on a replay as the
+        first time."""
+        if entry['op'] == 'jobs':
+            return self._draw_jobs(entry)
+        if entry['op'] == 'games':
+            self._record_games(entry)
             return None
-        if op == 'abandon':
+        if entry['op'] == 'abandon':
             self.counters['jobs_abandoned'] += len(entry['jobs'])
             return None
-        if op == 'progress':
-            pid = entry['player']
-            course = self.players[pid]
-            course.train_iteration = entry['iteration']
-            course.version = max(course.version, entry['version'])
-            # Agent steps (ML-Agents' unit for save and swap steps): the env steps of the player's games so far.
-            agent_steps = entry.setdefault('agent_steps', course.env_steps)
-            self.league.update_active_player(dict(player_id=pid, train_iteration=entry['iteration'],
-                                                  agent_steps=agent_steps))
-            verdict = self.league.judge_snapshot(pid)
-            summary = [verdict['snapshot'], verdict['reset']]
-            if entry.setdefault('verdict', summary) != summary:
-                raise RuntimeError(f'journal replay diverged: judge_snapshot({pid!r}) gave {summary}, the journal '
-                                   f'says {entry["verdict"]}')
-            return verdict
-        if op == 'eval':
+        if entry['op'] == 'progress':
+            return self._judge(entry)
+        if entry['op'] == 'eval':
             for opponent_id, outcomes in entry['results'].items():
                 self.league.record_eval_result(entry['player'], opponent_id, outcomes)
             self.counters['eval_games'] += sum(len(o) for o in entry['results'].values())
             return None
-        raise RuntimeError(f'journal: unknown operation {op!r}')
+        raise RuntimeError(f'journal: unknown operation {entry["op"]!r}')
+
+    def _draw_jobs(self, entry: JobsOp) -> List[JobInfo]:
+        dropped = self._dropped_for(entry)
+        infos = [self.draw_job(entry['player'], dropped) for _ in range(entry['n'])]
+        if infos and infos[0]['job_id'] != entry.setdefault('first', infos[0]['job_id']):
+            raise RuntimeError(f'journal replay diverged: job ids start at {infos[0]["job_id"]}, the journal '
+                               f'says {entry["first"]}')
+        return infos
+
+    def _record_games(self, entry: GamesOp) -> None:
+        dropped = self._dropped_for(entry)
+        for away, _, outcomes in entry['games']:
+            if dropped and self.league.get_player(away).param_ref in dropped:
+                # Played against a stand-in for a quarantined snapshot (jobs drawn before it was): not its games.
+                self.counters['results_quarantined'] += len(outcomes)
+                continue
+            self.league.finish_job(dict(player_ids=[entry['player'], away], result=outcomes))
+            self.counters['games'] += len(outcomes)
+        self.env_steps += entry['steps']
+        course = self.players[entry['player']]
+        course.env_steps += entry['steps']
+        course.chunks += 1
+        self.counters['chunks'] += 1
+
+    def _judge(self, entry: ProgressOp) -> SnapshotVerdict:
+        pid = entry['player']
+        course = self.players[pid]
+        course.train_iteration = entry['iteration']
+        course.version = max(course.version, entry['version'])
+        # Agent steps (ML-Agents' unit for save and swap steps): the env steps of the player's games so far.
+        agent_steps = entry.setdefault('agent_steps', course.env_steps)
+        self.league.update_active_player(PlayerProgress(player_id=pid, train_iteration=entry['iteration'],
+                                                        agent_steps=agent_steps))
+        verdict = self.league.judge_snapshot(pid)
+        summary = [verdict['snapshot'], verdict['reset']]
+        if entry.setdefault('verdict', summary) != summary:
+            raise RuntimeError(f'journal replay diverged: judge_snapshot({pid!r}) gave {summary}, the journal '
+                               f'says {entry["verdict"]}')
+        return verdict
 
     # ------------------------------------------------------------------------------ quarantined snapshots
-    def draw_job(self, pid: str, dropped=None) -> dict:
+    def draw_job(self, pid: str, dropped: Optional[Collection[str]] = None) -> JobInfo:
         """The league's next job for ``pid``, drawn again while its opponent is a quarantined snapshot; after
         :data:`REDRAWS` draws of those (a branch that only picks them), a game against itself instead."""
-        dropped = self.dropped if dropped is None else dropped
-        for _ in range(REDRAWS if dropped else 1):
+        avoid = self.dropped.keys() if dropped is None else dropped
+        for _ in range(REDRAWS if avoid else 1):
             info = self.league.get_job_info(pid)
-            if info['players'][1]['param_ref'] not in dropped:
+            if info['players'][1]['param_ref'] not in avoid:
                 return info
         home = info['players'][0]
-        return dict(info, player_ids=[pid, pid], players=[home, dict(home)], branch='instead_of_quarantined')
+        instead = info.copy()
+        instead['player_ids'], instead['players'], instead['branch'] = [pid, pid], [home, home.copy()], \
+            'instead_of_quarantined'
+        return instead
 
     def quarantine(self, ref: str, why: str) -> None:
         """Stop drawing the snapshot stored under ``ref`` (its file is damaged): said in the log, counted as
@@ -178,7 +215,20 @@ class RunCoordinator:
         if self.logger is not None:
             self.logger.scalars(dict(snapshots_quarantined=len(self.dropped)), self.env_steps, prefix='run/dropped/')
 
-    def _dropped_for(self, entry: dict) -> set:
+    def readable_eval_opponents(self) -> List[Tuple[str, str]]:
+        """The evaluation opponents whose parameters can be read: a snapshot whose file is damaged is quarantined
+        and left out, so no evaluation is recorded against the stand-in a worker would be served instead."""
+        for _, ref in self.eval_opponents:
+            if ref not in self.dropped and ref in self.store:  # stored parameters (a bot is not): read once
+                try:
+                    self.store.get(ref)
+                except StateFileError:
+                    pass  # noted in store.damaged
+        for ref, why in list(self.store.damaged.items()):
+            self.quarantine(ref, why)
+        return [(oid, ref) for oid, ref in self.eval_opponents if ref not in self.dropped]
+
+    def _dropped_for(self, entry: Union[JobsOp, GamesOp]) -> Set[str]:
         """The quarantined snapshots an operation sees. Recorded in the entry when it is first applied (so the
         journal holds them, and a replay draws and records exactly as the first time); damage the parameter store
         met since (a collector asked for a damaged snapshot) is quarantined first."""
@@ -193,33 +243,36 @@ class RunCoordinator:
         return set(self.dropped)
 
     def report_games(self, pid: str, results: Sequence[Tuple[str, str]], env_steps: int,
-                     returns: Sequence[float] = (), chunk_id: str = '') -> dict:
+                     returns: Sequence[float] = (), chunk_id: str = '') -> GamesOp:
         """A chunk's finished games ``(opponent id, outcome)``, grouped per opponent, and its env steps."""
         by_opponent: Dict[str, List[str]] = defaultdict(list)
         for opponent_id, outcome in results:
             by_opponent[opponent_id].append(outcome)
-        entry = dict(op='games', chunk=chunk_id, player=pid, steps=int(env_steps),
-                     games=[[away, [], outcomes] for away, outcomes in by_opponent.items()])
+        entry = GamesOp(op='games', chunk=chunk_id, player=pid, steps=int(env_steps),
+                        games=[[away, [], outcomes] for away, outcomes in by_opponent.items()])
         self.apply(entry)
         self.recent_returns.extend(returns)
         return entry
 
-    def progress(self, pid: str, iteration: int, version: int, params=None) -> dict:
+    def progress(self, pid: str, iteration: int, version: int, params=None) -> SnapshotVerdict:
         """A learner's iteration: the league's snapshot / reset verdict (a snapshot's parameters are stored
         from ``params``), and its next evaluation queued when it is due."""
-        entry = dict(op='progress', player=pid, iteration=int(iteration), version=int(version))
-        verdict = self.apply(entry)
+        verdict = self.apply(ProgressOp(op='progress', player=pid, iteration=int(iteration), version=int(version)))
         if verdict['snapshot'] and params is not None:
             self.store_snapshot(verdict, params, version)
         self.schedule_evaluation(pid)
         return verdict
 
-    def store_snapshot(self, verdict: dict, params, version: int) -> str:
-        ref = verdict['historical_player']['param_ref']
+    def store_snapshot(self, verdict: SnapshotVerdict, params, version: int) -> str:
+        """Keep the parameters of the snapshot ``verdict`` took; returns the reference they are stored under."""
+        historical = verdict['historical_player']
+        if historical is None:
+            raise RuntimeError(f'store_snapshot: the verdict on {verdict["player_id"]!r} took no snapshot')
+        ref = stored_ref(historical['param_ref'], f'snapshot {historical["player_id"]!r}')
         self.store.put(ref, params, dict(self.cfg.policy), version)
         if self.exact is not None:
             self.exact.forget(ref)
-        self.say(f'snapshot {verdict["historical_player"]["player_id"]} of {verdict["player_id"]} at iteration '
+        self.say(f'snapshot {historical["player_id"]} of {verdict["player_id"]} at iteration '
                  f'{self.players[verdict["player_id"]].train_iteration}')
         self.watch.snapshot(verdict)
         return ref
@@ -236,22 +289,22 @@ class RunCoordinator:
 
     def _queue_evaluation(self, pid: str, final: bool) -> None:
         self._next_task_id += 1
-        self.pending.append(dict(task_id=self._next_task_id, player_id=pid, final=final))
+        self.pending.append(EvaluationJob(task_id=self._next_task_id, player_id=pid, final=final))
 
-    def take_pending(self) -> List[dict]:
+    def take_pending(self) -> List[EvaluationJob]:
         """Every evaluation due now, in the order they fell due (for a caller that plays them itself)."""
         jobs, self.pending = list(self.pending), deque()
         return jobs
 
     def record_evaluation(self, pid: str, results: Dict[str, List[str]], returns: Sequence[float] = (),
-                          version: Optional[int] = None, journal: Callable[[dict], None] = None,
+                          version: Optional[int] = None, journal: Optional[Callable[[LeagueOp], None]] = None,
                           at_env_steps: Optional[int] = None, at_iteration: Optional[int] = None) -> dict:
         """One player's evaluation: rated games to the league, the report kept and logged (at ``at_env_steps``
         and ``at_iteration``, the run's env steps and the player's iteration when the evaluated parameters
         were taken, if not now), the stop rule."""
         rated = {oid: outcomes for oid, outcomes in results.items() if oid in self.rated}
         if rated:
-            entry = dict(op='eval', player=pid, results=rated)
+            entry = EvalOp(op='eval', player=pid, results=rated)
             self.apply(entry)
             if journal is not None:
                 journal(entry)
@@ -344,6 +397,8 @@ class RunCoordinator:
 
     def exact_report(self) -> dict:
         """Exploitability of each active player and of the Nash meta-strategy over every learnt player."""
+        if self.exact is None:
+            raise RuntimeError('exact_report: no exact analysis in this run (battle.exact_analysis is off)')
         self.last_exact = self.exact.report(self.player_ids)
         if self.logger is not None:
             exact = self.last_exact
@@ -361,6 +416,25 @@ class RunCoordinator:
         return dict(env_steps=self.env_steps, **by_field, counters=dict(self.counters),
                     last_eval=self.last_eval, wall_seconds=self.wall_seconds, branch_games=self.watch.branch_state(),
                     dropped=self.dropped)
+
+    def resume_course(self, players: Dict[str, Tuple[int, int, int]], last_eval: Dict[str, dict],
+                      history: List[dict], branch_games: dict, evaluated_versions: Dict[str, Optional[int]],
+                      wall_seconds: float) -> None:
+        """Take a run up from a serial checkpoint: each player's ``(env steps, train iteration, version)`` (its
+        next periodic evaluation follows from its iteration), the evaluations so far and the wall time spent."""
+        every = self.cfg.train.eval_every_iters
+        for pid, (env_steps, iteration, version) in players.items():
+            course = self.players[pid]
+            course.env_steps, course.train_iteration, course.version = env_steps, iteration, version
+            if every:
+                course.next_eval = (iteration // every + 1) * every
+        self.env_steps = sum(course.env_steps for course in self.players.values())
+        self.last_eval.update(last_eval)
+        self.history.extend(history)
+        self.watch.load_branch_state(branch_games)
+        for pid, evaluated in evaluated_versions.items():
+            self.players[pid].evaluated_version = evaluated
+        self.resume_clock(wall_seconds)
 
     def load_course_state(self, state: dict) -> None:
         self.env_steps = int(state['env_steps'])

@@ -22,15 +22,15 @@ play, each over the same episodes' seeds, with the mean's standard error.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
 from sparring.config.schema import ConfigError
 from sparring.framework.player_loader import TrainedRun, is_bot
+from sparring.policy.base import Policy
 from sparring.worker.battle_evaluator import BattleEvaluator
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.env.gym_env import evaluator_env_config
@@ -124,19 +124,15 @@ def evaluate_player(run_dir: str, against: Sequence[str], player: Optional[str] 
     pid = run.resolve(player, snapshot)
     policy = _searching(cfg, run.policy(pid, seed=seed), search, seed)
     opponents = Opponents(run, seed)
-    resolved: List[Tuple[str, object]] = [opponents.resolve(name) for name in against]
+    resolved: List[Tuple[str, Policy]] = [opponents.resolve(name) for name in against]
     env_seed = seed + LEAGUE_EVAL_SEED_OFFSET  # the league's evaluation games are played on these
-    fingerprints: List['GameFingerprints'] = []
-
-    def make_env():
-        fingerprints.append(GameFingerprints(make_battle_env(cfg.env, cfg.env.evaluator_env_num, env_seed), games))
-        return fingerprints[-1]
-    results = BattleEvaluator(make_env, games, deterministic=not sampled).evaluate(policy, resolved)
-    distinct = fingerprints[0].distinct_per_reset()
+    evaluator = BattleEvaluator(lambda: make_battle_env(cfg.env, cfg.env.evaluator_env_num, env_seed), games,
+                                deterministic=not sampled)
+    results = evaluator.evaluate(policy, resolved)  # each result counts its distinct games (GameFingerprints)
     return dict(run=run_dir, player=pid, games=games, sampled=bool(sampled), seed=seed, search=search,
                 opponents={r.opponent_id: dict(outcome_statistics(r.outcomes), by_seat=_by_seat(r),
-                                               distinct_games=distinct[i] if i < len(distinct) else None)
-                           for i, r in enumerate(results)})
+                                               distinct_games=r.distinct_games)
+                           for r in results})
 
 
 def _searching(cfg, policy, search: Optional[int], seed: int):
@@ -179,50 +175,6 @@ def format_perfect_play(report: dict) -> str:
     return '\n'.join(lines)
 
 
-class GameFingerprints:
-    """A vectorised battle env that hashes each game it plays (every step's actions and observations), to
-    count the distinct games among those an evaluation recorded. Everything else is the env's own.
-
-    The evaluator resets the env once per opponent and records, in each env slot, the first games up to
-    its quota (``games`` spread evenly over the slots, as :class:`BattleEvaluator` spreads them); the same
-    games are counted here.
-    """
-
-    def __init__(self, env, games: int) -> None:
-        self.env = env
-        slots = env.num_envs
-        self.quota = [games // slots + (1 if slot < games % slots else 0) for slot in range(slots)]
-        self.groups: List[List[List[str]]] = []  # per reset: per slot, the fingerprints of its finished games
-        self._hashes: list = []
-
-    def __getattr__(self, name):
-        return getattr(self.env, name)
-
-    def reset(self, *args, **kwargs):
-        out = self.env.reset(*args, **kwargs)
-        self.groups.append([[] for _ in range(self.env.num_envs)])
-        self._hashes = [hashlib.blake2b(digest_size=16) for _ in range(self.env.num_envs)]
-        return out
-
-    def step(self, actions):
-        step = self.env.step(actions)
-        actions, obs = np.asarray(actions), np.asarray(step.obs)
-        done = np.asarray(step.terminated) | np.asarray(step.truncated)
-        for slot, game in enumerate(self._hashes):
-            game.update(np.ascontiguousarray(actions[slot]).tobytes())
-            game.update(np.ascontiguousarray(obs[slot] if not done[slot] else step.result[slot]).tobytes())
-            if done[slot]:
-                finished = self.groups[-1][slot]
-                if len(finished) < self.quota[slot]:
-                    finished.append(game.hexdigest())
-                self._hashes[slot] = hashlib.blake2b(digest_size=16)
-        return step
-
-    def distinct_per_reset(self) -> List[int]:
-        """The number of distinct games recorded after each reset (one per opponent)."""
-        return [len({f for slot in group for f in slot}) for group in self.groups]
-
-
 def evaluate_returns(run: TrainedRun, games: Optional[int] = None, sampled_only: bool = False,
                      seed: Optional[int] = None) -> dict:
     """A single-agent run's player on ``games`` episodes (default ``env.n_evaluator_episodes``) of its
@@ -241,7 +193,8 @@ def evaluate_returns(run: TrainedRun, games: Optional[int] = None, sampled_only:
                                seed + SINGLE_AGENT_EVAL_SEED_OFFSET, cfg.import_names)
         try:
             acting = policy if mode == 'greedy' else _Sampling(policy)
-            modes[mode] = return_statistics(Evaluator(env, acting, games).evaluate().returns)
+            evaluator = Evaluator(env, cast(Policy, acting), games)  # _Sampling acts as a policy
+            modes[mode] = return_statistics(evaluator.evaluate().returns)
         finally:
             env.close()
     return dict(run=run.run_dir, player=pid, games=games, seed=seed, returns=modes)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import os
 import warnings
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, cast
 
 import gymnasium as gym
 import torch
@@ -54,7 +54,7 @@ class ExportedPolicy(torch.nn.Module):
         self.recurrent = bool(getattr(policy, 'recurrent', False))
         self.continuous = isinstance(policy.action_space, gym.spaces.Box)
         self.observation_space = policy.observation_space
-        self.num_actions = 0 if self.continuous else int(policy.action_space.n)
+        self.num_actions = 0 if self.continuous else int(cast(gym.spaces.Discrete, policy.action_space).n)
 
     def input_names(self) -> List[str]:
         names = ['obs'] + ([] if self.continuous else ['action_mask'])
@@ -70,7 +70,7 @@ class ExportedPolicy(torch.nn.Module):
         if self.own_outputs:
             return tuple(self.net.export_outputs(obs, mask))
         if self.q_values:
-            return self._greedy(self.net(obs), mask)
+            return self._greedy(self.net(obs), cast(torch.Tensor, mask))  # discrete actions: a mask
         prepared = self.net.prepare(obs)
         if self.recurrent:
             head, value, (h, c) = self.net.model.step(prepared, state)
@@ -96,7 +96,7 @@ class ExportedPolicy(torch.nn.Module):
         if isinstance(space, gym.spaces.Discrete):
             obs = torch.zeros(batch, dtype=torch.int64)
         else:
-            obs = torch.zeros(batch, *space.shape, dtype=torch.float32)
+            obs = torch.zeros(batch, *cast(Tuple[int, ...], space.shape), dtype=torch.float32)
         inputs = [obs]
         if not self.continuous:
             inputs.append(torch.ones(batch, self.num_actions, dtype=torch.bool))

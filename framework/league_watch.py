@@ -29,6 +29,7 @@ import numpy as np
 
 from sparring.framework.report_page import empty_course, load_course, ratings_now, write_report
 from sparring.league.report_page import heatmap_players
+from sparring.league.svg_chart import win_rate_rgb
 
 CELL_PIXELS = 8  # the side of one player pair in the payoff image
 
@@ -40,7 +41,7 @@ class LeagueWatch:
         self.league = coordinator.league
         self.logging = coordinator.logger is not None and bool(coordinator.cfg.train.tensorboard)
         self._writer = None
-        self._course = None  # read lazily: a resumed run knows its env steps only after loading its state
+        self._course: Optional[dict] = None  # read lazily: a resumed run knows its env steps only after loading its state
         self.branch_games: Dict[str, Dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self._count_branches()
 
@@ -174,11 +175,6 @@ def payoff_image(league, max_pixels: int = 800) -> np.ndarray:
     ids = heatmap_players(league)
     rates, games = league.payoff.matrix(ids, ids)
     known = (games > 0) & (games >= league.payoff.min_win_rate_games)
-    red, white, blue = (np.array(c, np.float64) for c in ((214, 39, 40), (255, 255, 255), (31, 119, 180)))
-    r = np.clip(np.nan_to_num(rates, nan=0.5), 0.0, 1.0)[..., None]
-    low = red + (white - red) * (r / 0.5)
-    high = white + (blue - white) * ((r - 0.5) / 0.5)
-    image = np.where(r < 0.5, low, high)
-    image[~known] = 224
+    image = win_rate_rgb(np.where(known, rates, np.nan))
     cell = max(1, min(CELL_PIXELS, max_pixels // max(len(ids), 1)))
     return np.kron(np.rint(image).astype(np.uint8), np.ones((cell, cell, 1), np.uint8))

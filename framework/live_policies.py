@@ -6,29 +6,34 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from sparring.config.registry import POLICY_REGISTRY
+from sparring.framework.commander import Commander
+from sparring.policy.base import Policy
 from sparring.worker.policy_pool import PolicyPool
 from sparring.worker.remote.wire import arrays_to_params
 
 
 class LivePolicies:
-    def __init__(self, commander, pool_seed: Optional[int] = None) -> None:
+    def __init__(self, commander: Commander, pool_seed: Optional[int] = None) -> None:
         """``pool_seed``: the seed of the snapshots' and bots' pool (default: the run's)."""
         self.commander = commander
         cfg = commander.cfg
-        self.pool = PolicyPool(commander.store, commander.observation_space, commander.action_space,
+        self.pool = PolicyPool(commander.coordinator.store, commander.observation_space, commander.action_space,
                                seed=cfg.seed if pool_seed is None else pool_seed)
-        self._live: Dict[str, Tuple[int, object]] = {}  # player -> (version, policy)
+        self._live: Dict[str, Tuple[int, Policy]] = {}  # player -> (version, policy)
 
     def get(self, ref: str):
         """The policy under ``ref``: an active player's at its newest published version, else a stored one."""
         live = self.commander.live.get(ref)
         if live is None:
             return self.pool.get(ref)
-        version, policy = self._live.get(ref, (None, None))
-        if policy is None:
+        held = self._live.get(ref)
+        version: Optional[int]
+        if held is None:
             cfg = self.commander.cfg
-            policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, self.commander.observation_space,
-                                                          self.commander.action_space, seed=cfg.seed)
+            version, policy = None, POLICY_REGISTRY.get(cfg.policy.type)(
+                cfg.policy, self.commander.observation_space, self.commander.action_space, seed=cfg.seed)
+        else:
+            version, policy = held
         if version != live.version:
             policy.set_params(arrays_to_params(live.arrays), live.version)
             self._live[ref] = (live.version, policy)

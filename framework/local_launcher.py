@@ -6,11 +6,13 @@ and exits when the launching process does.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
 import time
-from typing import Dict, List, Optional, Tuple
+from multiprocessing.process import BaseProcess
+from typing import Dict, List, Optional, Tuple, cast
 
 from sparring.worker.child_process import SINGLE_THREAD_ENV, main_script_hidden, worker_context
 from sparring.worker.remote.wire import SECRET_ENV
@@ -28,7 +30,7 @@ def worker_process(argv: List[str], output_path: str, env: Dict[str, str]) -> No
     os.close(fd)
     for stream in (sys.stdout, sys.stderr):
         if stream is not None:
-            stream.reconfigure(line_buffering=True)
+            cast(io.TextIOWrapper, stream).reconfigure(line_buffering=True)
     os.environ.update(env)
     from sparring.framework.workers import build_parser, run_worker
     sys.exit(run_worker(build_parser().parse_args(argv)))
@@ -47,8 +49,8 @@ class LocalLauncher:
         if secret is not None:
             self.env[SECRET_ENV] = secret
         self.context = worker_context()
-        self.processes: Dict[str, object] = {}
-        self.roles: Dict[str, Tuple[str, Optional[str]]] = {}
+        self.processes: Dict[str, BaseProcess] = {}
+        self.roles: Dict[str, Tuple[str, Optional[str], int]] = {}  # worker id -> (role, player, replica)
         self.restarts: Dict[str, int] = {}
         self.all_pids: List[int] = []
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional, Union
 
 from sparring.config.compile import save_config
 from sparring.config.schema import ConfigError
@@ -41,6 +41,7 @@ from sparring.framework.local_launcher import LocalLauncher, worker_context
 from sparring.framework.messaging import Security
 from sparring.framework.report_page import return_entries, write_return_report
 from sparring.framework.run_setup import LEAGUE_STATE_FILE, closing_report, prepare_config
+from sparring.framework.run_summary import RunSummary
 from sparring.framework.serial import budget_recorded
 from sparring.framework.sessions import learner_id
 from sparring.worker.logger import RunLogger, device_line
@@ -53,6 +54,9 @@ from sparring.worker.run_files import write_atomically
 from sparring.worker.runtime import seed_everything, set_torch_threads
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
 
+if TYPE_CHECKING:  # imported where it is used: Ray is an optional dependency
+    from sparring.framework.ray_launcher import RayLauncher
+
 REQUESTS_PER_PEER = 4  # a worker has one request and one heartbeat in flight, each on a connection of its own
 REQUEST_HEADER_BYTES = 256 << 10  # the largest request header (a publish's statistics) is a few kB
 SERVE_SLICE_SECONDS = 0.05
@@ -61,9 +65,9 @@ ACKNOWLEDGES_RECORDS = frozenset({'chunk_report', 'eval_report', 'publish'})
 SYNC_BATCH = 64  # requests answered per journal sync, at most: a bound on how long the first waits for its reply
 
 
-def request_limit(commander) -> int:
+def request_limit(commander: Commander) -> int:
     """The largest request a worker may send: a publish of the parameters, with room to spare."""
-    params = commander.store.get(INIT_REF)['params']
+    params = commander.coordinator.store.get(INIT_REF)['params']
     return (2 << 20) + 2 * sum(t.numel() * t.element_size() for t in params.values())
 
 
@@ -100,8 +104,8 @@ class ParallelRun:
             if par.auth == 'curve':
                 self.curve_guard = CurveGuard(self.context, par.curve_dir)
             self.commander = Commander(cfg, resume=resume, logger=self.logger)
-            self.logger.progress(self.commander.env_steps)
-            self.started_at_steps = self.commander.env_steps  # where this process took the run up
+            self.logger.progress(self.commander.coordinator.env_steps)
+            self.started_at_steps = self.commander.coordinator.env_steps  # where this process took the run up
             # What an unauthenticated peer can make the commander buffer and hash is bounded: no request is
             # larger than a publish of the parameters, headers are small, and each peer has a few in flight.
             self.server = Server(self.context, par.host, par.port, self.security,
@@ -115,19 +119,21 @@ class ParallelRun:
             self.context.destroy(linger=0)
             self.logger.close()
             raise
-        self.commander.transport_rejects = lambda: dict(self.server.rejected.counts)
+        self.commander.report.transport_rejects = lambda: dict(self.server.rejected.counts)
         if cfg.battle.exact_analysis:  # the nash branch's meta-game and exploitability, from the published players
             self.commander.coordinator.use_exact_analysis(LivePolicies(self.commander).get)
         self.address = advertised_address(self.server.address, par.advertise_host)
         write_atomically(os.path.join(self.commander.dir, 'address'), self.address + '\n')
+        self.launcher: Union[RayLauncher, LocalLauncher]
         if par.launcher == 'ray':
             from sparring.framework.ray_launcher import RayLauncher
             self.launcher = RayLauncher(cfg.exp_name, self.address, secret, self.security.curve_dir, par.host, par)
         else:
             self.launcher = LocalLauncher(cfg.exp_name, self.server.address, secret, self.security.curve_dir,
                                           par.host)
-        if device_line(cfg.policy):
-            self.logger.line(device_line(cfg.policy) + ' here; each learner resolves policy.device in its own process')
+        device = device_line(cfg.policy)
+        if device:
+            self.logger.line(device + ' here; each learner resolves policy.device in its own process')
         self.logger.line(f'commander at {self.address} ({self.security.describe()}); join a worker from another '
                          f'machine with: sparring worker --role collector --commander {self.address}')
         self.closed = False
@@ -136,7 +142,7 @@ class ParallelRun:
     def start(self) -> None:
         par = self.cfg.parallel
         if par.local_learners:
-            for pid in self.commander.player_ids:
+            for pid in self.commander.coordinator.player_ids:
                 for replica in range(par.learner_replicas):
                     self.launcher.start(learner_id(pid, replica), 'learner', pid, replica)
         for i in range(par.inference.workers):  # before the collectors, which wait for their address files
@@ -148,7 +154,7 @@ class ParallelRun:
 
     @property
     def finished(self) -> bool:
-        return self.commander.phase == 'done'
+        return self.commander.coordinator.phase == 'done'
 
     def step(self, seconds: float = SERVE_SLICE_SECONDS) -> None:
         """Serve requests for about ``seconds``, then look after the processes and the run's course."""
@@ -156,7 +162,7 @@ class ParallelRun:
         for worker_id, code in self.launcher.poll():
             self._exited(worker_id, code)
         self.commander.tick()
-        if self.commander.phase == 'evaluate' and not self.cfg.parallel.evaluators:
+        if self.commander.coordinator.phase == 'evaluate' and not self.cfg.parallel.evaluators:
             self._evaluate_here()
 
     def serve(self, seconds: float) -> None:
@@ -175,7 +181,7 @@ class ParallelRun:
                 batch += [got] if got is not None else []
             replies = [(peer, message, self._answer(message)) for peer, message in batch]
             if any(message.kind in ACKNOWLEDGES_RECORDS for _, message in batch):
-                self.commander.journal.sync()
+                self.commander.state.journal.sync()
             for peer, message, (kind, body, arrays) in replies:
                 self.server.reply(peer, message.id, kind, body, arrays)
 
@@ -188,7 +194,7 @@ class ParallelRun:
             return 'error', dict(error=f'commander failed: {err}', reason='internal'), None
 
     def _wanted(self, role: str) -> bool:
-        phase = self.commander.phase
+        phase = self.commander.coordinator.phase
         if role == 'collector':
             return phase == 'collect'
         if role == 'learner':
@@ -202,7 +208,7 @@ class ParallelRun:
         role, player_id, replica = self.launcher.roles[worker_id]
         if not self._wanted(role):
             return
-        if role == 'learner' and self.cfg.parallel.learner_replicas > 1:
+        if role == 'learner' and player_id is not None and self.cfg.parallel.learner_replicas > 1:
             # A replica's group cannot go on without it: the player's replicas start again together, lead first.
             group = [learner_id(player_id, r) for r in range(self.cfg.parallel.learner_replicas)]
             for other in group:
@@ -231,13 +237,14 @@ class ParallelRun:
         try:
             for job in commander.evals.finals_pending():
                 policy = policies.get(job['player_id'])
-                commander.finish_pending_evaluation(job, *evaluation(policy, commander.eval_opponents, policies.pool),
-                                                    version=policy.version)
+                opponents = commander.coordinator.readable_eval_opponents()
+                results, returns = evaluation(policy, opponents, policies.pool)
+                commander.finish_pending_evaluation(job, results, returns, version=policy.version)
         finally:
             evaluation.close()
 
     # -- ending -------------------------------------------------------------------------------
-    def close(self, abort: Optional[str] = None) -> dict:
+    def close(self, abort: Optional[str] = None) -> RunSummary:
         """Stop every worker, save, report; returns the summary. ``abort`` (why: 'interrupted', an
         error) ends the run early: the state is saved for a resume, without the closing report. Ctrl-C
         or SIGTERM meanwhile cannot cut it short."""
@@ -247,12 +254,13 @@ class ParallelRun:
         with shielded() as came:
             return self._close(abort, came)
 
-    def _close(self, abort: Optional[str], signals: list) -> dict:
+    def _close(self, abort: Optional[str], signals: list) -> RunSummary:
         commander = self.commander
-        if abort and commander.phase != 'done':
-            commander.stop_reason = abort
+        co = commander.coordinator
+        if abort and co.phase != 'done':
+            co.stop_reason = abort
             self.logger.line(f'{abort}: stopping the workers and saving the run (resume=True continues it)')
-        commander.phase = 'done'  # every heartbeat and request is now answered with "stop"
+        co.phase = 'done'  # every heartbeat and request is now answered with "stop"
         try:
             deadline = time.monotonic() + self.cfg.parallel.shutdown_seconds
             while self.launcher.processes and time.monotonic() < deadline:
@@ -263,16 +271,16 @@ class ParallelRun:
                                  f'{sorted(self.launcher.processes)}; terminating them')
             self.launcher.stop(timeout=5.0)
             state_path = commander.save()
-            commander.league.save(os.path.join(commander.exp_dir, LEAGUE_STATE_FILE))  # where a serial run keeps it
+            co.league.save(os.path.join(commander.exp_dir, LEAGUE_STATE_FILE))  # where a serial run keeps it
             pictures = []
             if not abort:  # the table and pictures, as a serial run ends
                 if not run_kind(self.cfg).is_league:  # a single agent's page (its return curve), which the report names
-                    first = commander.player_ids[0]
-                    final = (commander.env_steps, commander.wall_seconds, commander.last_eval.get(first, {}))
-                    write_return_report(commander.exp_dir, return_entries(commander.coordinator.history, first, final),
+                    first = co.player_ids[0]
+                    final = (co.env_steps, co.wall_seconds, co.last_eval.get(first, {}))
+                    write_return_report(commander.exp_dir, return_entries(co.history, first, final),
                                         self.started_at_steps, {'env': self.cfg.env.get('id') or self.cfg.env.type})
-                pictures = closing_report(commander.league, commander.last_eval, commander.exp_dir, self.logger.line)
-            summary = commander.summary(pictures, state_path)
+                pictures = closing_report(co.league, co.last_eval, commander.exp_dir, self.logger.line)
+            summary = commander.report.summary(pictures, state_path)
             summary['restarts'] = dict(self.launcher.restarts)
             summary['rejected_messages'] = dict(self.server.rejected.counts)
             self.logger.line(f'{summary["env_steps"]} env steps in {summary["wall_seconds"]:.1f} s '
@@ -290,7 +298,7 @@ class ParallelRun:
 
 
 def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
-                      resume: bool = False, max_env_steps: Optional[int] = None) -> dict:
+                      resume: bool = False, max_env_steps: Optional[int] = None) -> RunSummary:
     """Train with a commander and worker processes; returns a summary dict (see the module)."""
     config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import List, Optional
+from typing import List, Optional, cast
 
 from sparring.config import load_config
 from sparring.config.compile import CONFIG_FILENAME
@@ -25,6 +25,7 @@ from sparring.framework.run_imports import import_run_modules
 from sparring.framework.run_setup import LEAGUE_STATE_FILE
 from sparring.league.base_league import BaseLeague
 from sparring.league.errors import LeagueError
+from sparring.league.job_protocol import stored_ref
 from sparring.policy.base import Policy
 from sparring.policy.device import devices_usable_here
 from sparring.worker.checkpoint import CheckpointManager
@@ -53,7 +54,7 @@ class TrainedRun:
             if not os.path.exists(league_file):
                 raise FileNotFoundError(f'{league_file} not found: the run has not saved its league yet (it does '
                                         f'at every checkpoint and at the end)')
-            self.league = BaseLeague.load(league_file)
+            self.league = cast(BaseLeague, BaseLeague.load(league_file))
         self._store: Optional[ParamStore] = None
         self._spaces = None
         self._pool: Optional[PolicyPool] = None
@@ -110,7 +111,7 @@ class TrainedRun:
         """The policy of ``player`` (any player of the league) or ``snapshot``; see the module docstring."""
         pid = self.resolve(player, snapshot)
         if self.league is not None and self.league.get_player(pid).kind != 'active':
-            return self.pool(seed).get(self.league.get_player(pid).param_ref)
+            return self.pool(seed).get(stored_ref(self.league.get_player(pid).param_ref, f'player {pid!r}'))
         params, version = self._newest_params(pid)
         obs_space, act_space = self.spaces()
         policy = POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, obs_space, act_space,

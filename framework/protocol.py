@@ -12,16 +12,19 @@ collector -> learner:
 ``chunk_report``    a chunk's finished games ``[job_id, outcome]`` and its env steps
 ``params_request``  parameters by reference; only sent when newer than the version the worker holds
 ``publish``         a learner's parameters and train iteration (the league's snapshot / reset verdict back)
-``eval_task``, ``eval_report``  evaluation jobs, and their results The transport (:mod:`sparring.worker.remote.transport`) is handed this catalogue
-in :class:`~sparring.worker.remote.security.Security` and refuses any message that does not fit it.
-"""
-from __future__ import annotations
+``eval_task``, ``eval_report``  evaluation jobs, and their results
 
-from typing import Dict, Optional
+Each body is declared once, as a ``TypedDict`` below (what the commander's handlers are type-checked against);
+:data:`PROTOCOL` derives each kind's wire schema from it (:func:`~sparring.worker.remote.schema.schema_of`).
+The transport (:mod:`sparring.worker.remote.transport`) is handed this catalogue in
+:class:`~sparring.worker.remote.security.Security` and refuses any message that does not fit it.
+"""
+# Not ``from __future__ import annotations``: the TypedDicts' required keys are read at run time.
+from typing import Annotated, Dict, List, NotRequired, Optional, TypedDict
 
 from sparring.worker.chunk import REQUIRED_KEYS as CHUNK_ARRAYS
-from sparring.worker.remote.schema import (BOOL, DICT, FLOAT, INT, LIST, MAX_ABS_VALUE, MAX_INT, NONE, STR, Schema,
-                                           field, non_negative, numbers, values_within)
+from sparring.worker.remote.schema import (MAX_ABS_VALUE, MAX_INT, Schema, counts, non_negative, numbers, schema_of,
+                                           values_within)
 from sparring.worker.remote.wire import short
 
 
@@ -49,60 +52,180 @@ def _at_most(n: int):
     return check
 
 
-# A worker numbers its requests; a request sent again (its reply lost or late) keeps its number, so the
-# commander answers it as it did the first time (:func:`~sparring.framework.sessions.answer_once`).
-NUMBER = field(INT, optional=True, check=non_negative)
+Count = Annotated[int, non_negative]
+Stats = Annotated[Dict[str, float], numbers]  # a worker's statistics, by name
+ChunkIds = Annotated[List[str], _at_most(MAX_IDS)]
 # Episode returns: finite (the parser refuses the rest) and within what any sane env produces.
-RETURNS = field(LIST, optional=True, items=(float,), check=values_within(MAX_ABS_VALUE))
+Returns = Annotated[List[float], values_within(MAX_ABS_VALUE)]
+
+
+# -- requests ----------------------------------------------------------------------------
+class RegisterRequest(TypedDict):
+    role: str  # 'collector' | 'learner' | 'evaluator'
+    worker_id: Optional[str]  # None: the commander names it
+    session: str  # new for every process: a register is accepted once per session
+    pid: int
+    host: str
+    player_id: NotRequired[Optional[str]]  # a learner that asks for a player
+    replica: NotRequired[Count]  # ... and for a replica of it
+
+
+class SessionRequest(TypedDict):
+    session: str
+
+
+class HeartbeatRequest(SessionRequest):
+    stats: NotRequired[Stats]
+    received: NotRequired[ChunkIds]  # a learner's: the chunks that reached it
+
+
+class NumberedRequest(SessionRequest):
+    # A worker numbers its requests; a request sent again (its reply lost or late) keeps its number, so the
+    # commander answers it as it did the first time (sessions.WorkerRecord.answer_once).
+    request_number: NotRequired[Count]
+
+
+class CollectTaskRequest(NumberedRequest):
+    undelivered: NotRequired[ChunkIds]  # chunks the collector could not deliver to their learner
+
+
+class JobsRequest(NumberedRequest):
+    player_id: str
+    count: Count
+
+
+class ChunkReport(NumberedRequest):
+    task_id: Optional[int]
+    chunk_id: str
+    player_id: str
+    version: Count
+    env_steps: Count
+    results: Annotated[List[list], _outcome_pairs]  # [job_id, outcome] per finished game
+    episode_returns: NotRequired[Returns]
+
+
+class ParamsRequest(NumberedRequest):
+    ref: str
+    have_version: Optional[int]  # the version the worker holds under ref (None: none)
+
+
+class PublishRequest(NumberedRequest):
+    player_id: str
+    version: Count
+    train_iteration: Count
+    final: bool  # the learner has drained: its last publish
+    chunks_consumed: Count
+    endpoint: NotRequired[str]  # where it takes chunks
+    stats: NotRequired[Stats]
+
+
+class EvalReport(NumberedRequest):
+    task_id: int
+    player_id: str
+    version: int
+    results: Annotated[Dict[str, List[str]], _outcome_lists]  # outcomes by opponent id
+    returns: NotRequired[Returns]
+    distinct_games: NotRequired[Annotated[Dict[str, int], counts]]  # by opponent id (an older evaluator sends none)
+
+
+# -- replies ----------------------------------------------------------------------------
+class Registered(TypedDict):
+    worker_id: str
+    session: str
+    config: dict  # the compiled config
+    index: int
+    player_id: Optional[str]
+    train_iteration: int
+    version: int
+    restore: bool  # a worker id seen before in this run: restore from its checkpoint
+    player_ids: List[str]
+    replica: NotRequired[int]  # for a learner of several replicas
+    replicas: NotRequired[int]
+    group_address: NotRequired[Optional[str]]
+
+
+class Ack(TypedDict):
+    state: str  # 'run' | 'drain' | 'stop'
+    accepted: NotRequired[int]
+    rejected: NotRequired[int]
+    duplicate: NotRequired[bool]
+    expected_chunks: NotRequired[int]  # a draining learner's: chunks still to come
+    reset_param_ref: NotRequired[Optional[str]]  # a publish's: the parameters to reset to (None: keep training)
+    endpoint: NotRequired[str]  # a chunk report's: the learner to push the chunk to instead of the task's
+
+
+class Task(TypedDict):
+    task_id: int
+    player_id: str
+    endpoint: str
+
+
+class Wait(TypedDict):
+    seconds: float
+    reason: str
+
+
+class Stop(TypedDict):
+    reason: str
+
+
+class JobOffer(TypedDict):
+    job_id: int
+    opponent_id: str
+    param_ref: Optional[str]
+    kind: str  # the opponent's: 'active' | 'historical' | 'reference'
+
+
+class JobBatch(TypedDict):
+    jobs: List[JobOffer]
+
+
+class Params(TypedDict):
+    ref: str
+    version: int
+    unchanged: bool  # the worker holds this version already: no arrays
+    policy_cfg: Optional[dict]
+
+
+class EvalJob(TypedDict):
+    task_id: int
+    player_id: str
+    version: int
+    opponents: List[list]  # [opponent id, param ref]
+
+
+class ErrorReply(TypedDict):
+    error: str
+    reason: str
+
+
+# -- data -------------------------------------------------------------------------------
+class ChunkHeader(TypedDict):
+    chunk_id: str
+    player_id: str
+    version: Count
+    env_steps: Count
+
 
 PROTOCOL: Dict[str, Schema] = {
-    # -- requests ----------------------------------------------------------------------------
-    'register': Schema(dict(role=field(STR), worker_id=field(STR, NONE), session=field(STR), pid=field(INT),
-                            host=field(STR), player_id=field(STR, NONE, optional=True),
-                            replica=field(INT, optional=True, check=non_negative))),
-    'heartbeat': Schema(dict(session=field(STR), stats=field(DICT, optional=True, check=numbers),
-                             received=field(LIST, optional=True, items=(str,), check=_at_most(MAX_IDS)))),
-    'goodbye': Schema(dict(session=field(STR))),
-    'collect_task': Schema(dict(session=field(STR), request_number=NUMBER,
-                                undelivered=field(LIST, optional=True, items=(str,), check=_at_most(MAX_IDS)))),
-    'jobs': Schema(dict(session=field(STR), request_number=NUMBER, player_id=field(STR),
-                        count=field(INT, check=non_negative))),
-    'chunk_report': Schema(dict(session=field(STR), request_number=NUMBER, task_id=field(INT, NONE),
-                                chunk_id=field(STR), player_id=field(STR), version=field(INT, check=non_negative),
-                                env_steps=field(INT, check=non_negative),
-                                results=field(LIST, items=(list,), check=_outcome_pairs),
-                                episode_returns=RETURNS)),
-    'params_request': Schema(dict(session=field(STR), request_number=NUMBER, ref=field(STR),
-                                  have_version=field(INT, NONE))),
-    'publish': Schema(dict(session=field(STR), request_number=NUMBER, player_id=field(STR),
-                           version=field(INT, check=non_negative),
-                           train_iteration=field(INT, check=non_negative), final=field(BOOL),
-                           chunks_consumed=field(INT, check=non_negative), endpoint=field(STR, optional=True),
-                           stats=field(DICT, optional=True, check=numbers)), array_names=None),
-    'eval_task': Schema(dict(session=field(STR), request_number=NUMBER)),
-    'eval_report': Schema(dict(session=field(STR), request_number=NUMBER, task_id=field(INT), player_id=field(STR),
-                               version=field(INT), results=field(DICT, check=_outcome_lists),
-                               returns=RETURNS)),
-    # -- replies ----------------------------------------------------------------------------
-    'registered': Schema(dict(worker_id=field(STR), session=field(STR), config=field(DICT),
-                              index=field(INT), player_id=field(STR, NONE), train_iteration=field(INT),
-                              version=field(INT), restore=field(BOOL), player_ids=field(LIST, items=(str,)),
-                              replica=field(INT, optional=True), replicas=field(INT, optional=True),
-                              group_address=field(STR, NONE, optional=True))),
-    'ack': Schema(dict(state=field(STR), accepted=field(INT, optional=True), rejected=field(INT, optional=True),
-                       duplicate=field(BOOL, optional=True), expected_chunks=field(INT, optional=True),
-                       reset_param_ref=field(STR, NONE, optional=True))),
-    'task': Schema(dict(task_id=field(INT), player_id=field(STR), endpoint=field(STR))),
-    'wait': Schema(dict(seconds=field(FLOAT), reason=field(STR))),
-    'stop': Schema(dict(reason=field(STR))),
-    'job_batch': Schema(dict(jobs=field(LIST, items=(dict,)))),
-    'params': Schema(dict(ref=field(STR), version=field(INT), unchanged=field(BOOL),
-                          policy_cfg=field(DICT, NONE)), array_names=None),
-    'eval_job': Schema(dict(task_id=field(INT), player_id=field(STR), version=field(INT),
-                            opponents=field(LIST, items=(list,)))),
-    'error': Schema(dict(error=field(STR), reason=field(STR))),
-    # -- data -------------------------------------------------------------------------------
-    'chunk': Schema(dict(chunk_id=field(STR), player_id=field(STR), version=field(INT, check=non_negative),
-                         env_steps=field(INT, check=non_negative)),
-                    required_arrays=CHUNK_ARRAYS, array_names=None),
+    'register': schema_of(RegisterRequest),
+    'heartbeat': schema_of(HeartbeatRequest),
+    'goodbye': schema_of(SessionRequest),
+    'collect_task': schema_of(CollectTaskRequest),
+    'jobs': schema_of(JobsRequest),
+    'chunk_report': schema_of(ChunkReport),
+    'params_request': schema_of(ParamsRequest),
+    'publish': schema_of(PublishRequest, array_names=None),
+    'eval_task': schema_of(NumberedRequest),
+    'eval_report': schema_of(EvalReport),
+    'registered': schema_of(Registered),
+    'ack': schema_of(Ack),
+    'task': schema_of(Task),
+    'wait': schema_of(Wait),
+    'stop': schema_of(Stop),
+    'job_batch': schema_of(JobBatch),
+    'params': schema_of(Params, array_names=None),
+    'eval_job': schema_of(EvalJob),
+    'error': schema_of(ErrorReply),
+    'chunk': schema_of(ChunkHeader, required_arrays=CHUNK_ARRAYS, array_names=None),
 }

@@ -8,17 +8,19 @@ asked for (``env.n_evaluator_episodes`` per opponent, as many returns). A report
 """
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from sparring.worker.remote.wire import MessageError
 
 
-def check_chunk_report(body: dict, chunk_steps: int) -> None:
+def check_chunk_report(body: Mapping[str, Any], chunk_steps: int) -> None:
     if body['env_steps'] > chunk_steps:
         raise MessageError('schema', f'chunk_report: env_steps {body["env_steps"]} exceeds the chunk size '
                                      f'{chunk_steps} (parallel.chunk_len or policy.collect.n_steps, times '
                                      f'env.collector_env_num)')
 
 
-def check_eval_report(body: dict, games: int) -> None:
+def check_eval_report(body: Mapping[str, Any], games: int) -> None:
     too_many = sorted(oid for oid, outcomes in body['results'].items() if len(outcomes) > games)
     if too_many or len(body.get('returns', ())) > games:
         raise MessageError('schema', f'eval_report: at most {games} games (env.n_evaluator_episodes) per opponent '

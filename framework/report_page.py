@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from sparring.league.report_page import render_report, render_return_report
 from sparring.worker.run_files import write_atomically
@@ -58,7 +58,7 @@ def ratings_now(league) -> dict:
 def write_report(exp_dir: str, league, course: dict, facts: dict) -> str:
     """Write the course and the page into ``exp_dir``; returns the page's path."""
     # Facts known while the run went on (its env) stay on the page written at its end.
-    merged = {'run': os.path.abspath(exp_dir)}
+    merged: Dict[str, object] = {'run': os.path.abspath(exp_dir)}
     merged.update(course.get('facts', {}))
     merged.update(facts)
     merged['updated'] = time.strftime('%Y-%m-%d %H:%M:%S')
@@ -115,7 +115,7 @@ def write_return_report(exp_dir: str, entries: Sequence[dict], since_env_steps: 
 
 
 def _write_returns_page(exp_dir: str, course: dict, facts: dict) -> str:
-    merged = {'run': os.path.abspath(exp_dir)}
+    merged: Dict[str, object] = {'run': os.path.abspath(exp_dir)}
     merged.update(course.get('facts', {}))
     merged.update(facts)
     if course['returns']:

@@ -22,7 +22,7 @@ from sparring.config import compile_config, compile_section, load_config, save_c
 from sparring.config.compile import CONFIG_FILENAME, to_plain
 from sparring.config.registry import ENV_REGISTRY
 from sparring.config.schema import ConfigError
-from sparring.framework.commander_state import COMMANDER_DIR, JOURNAL_FILE, STATE_FILE
+from sparring.framework.journal import COMMANDER_DIR, JOURNAL_FILE, STATE_FILE
 from sparring.framework.report_page import write_final_report
 from sparring.framework.run_imports import record_import_folders
 from sparring.worker.checkpoint import CheckpointManager
@@ -100,9 +100,9 @@ def earlier_run(exp_dir: str) -> Optional[str]:
         return found
     for pattern in (os.path.join(COMMANDER_DIR, JOURNAL_FILE), os.path.join(COMMANDER_DIR, STATE_FILE),
                     os.path.join('workers', '*', 'ckpt', '*.pt'), os.path.join('params', '*.pt')):
-        found = sorted(glob.glob(os.path.join(glob.escape(exp_dir), pattern)))
-        if found:
-            return found[0]
+        matches = sorted(glob.glob(os.path.join(glob.escape(exp_dir), pattern)))
+        if matches:
+            return matches[0]
     return None
 
 
@@ -139,7 +139,7 @@ def _set_dotted(cfg, key: str, value) -> None:
 def config_differences(a, b, path: str = '') -> list:
     """Dotted keys where two plain configs differ."""
     if isinstance(a, dict) and isinstance(b, dict):
-        out = []
+        out: List[str] = []
         for key in sorted(set(a) | set(b)):
             sub = f'{path}.{key}' if path else key
             out += [sub] if key not in a or key not in b else config_differences(a[key], b[key], sub)
@@ -183,18 +183,14 @@ def evaluation_opponents(league, cfg) -> List[Tuple[str, str]]:
 
 def closing_report(league, last_eval: Dict[str, dict], exp_dir: str, line: Callable[[str], None]) -> List[str]:
     """Save the league state, write the report page, draw the payoff and rating pictures, then print the
-    league table, the last evaluation and the pages' and pictures' paths; returns the pictures (none without
-    matplotlib, or without a payoff)."""
+    league table, the last evaluation and the pages' and pictures' paths; returns the pictures (SVG files; none
+    without a payoff)."""
     league.save(os.path.join(exp_dir, LEAGUE_STATE_FILE))
     page = write_final_report(exp_dir, league, {'phase': 'done'})
-    try:
-        pictures = [league.plot_payoff(os.path.join(exp_dir, 'payoff.png')),
-                    league.plot_ratings(os.path.join(exp_dir, 'ratings.png'))]
-        if getattr(getattr(league, 'ratings', None), 'trueskill', None) is not None:
-            pictures.append(league.plot_ratings(os.path.join(exp_dir, 'ratings_trueskill.png'), system='trueskill'))
-    except ImportError as err:  # matplotlib is an optional extra
-        line(f'no pictures: {err}')
-        pictures = []
+    pictures = [league.plot_payoff(os.path.join(exp_dir, 'payoff.svg')),
+                league.plot_ratings(os.path.join(exp_dir, 'ratings.svg'))]
+    if getattr(getattr(league, 'ratings', None), 'trueskill', None) is not None:
+        pictures.append(league.plot_ratings(os.path.join(exp_dir, 'ratings_trueskill.svg'), system='trueskill'))
     pictures = [p for p in pictures if p is not None]
     table = league.table()
     if table:

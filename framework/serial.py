@@ -1,7 +1,7 @@
 """The serial entry point: collect -> learn -> evaluate in one process, with checkpoints and resume.
 
 ``serial_pipeline(config, seed=0)`` compiles the config and trains in one process with the same
-classes and the same run coordinator the parallel mode uses (:class:`~sparring.framework.serial_run.LeagueRun`):
+classes and the same run coordinator the parallel mode uses (:class:`~sparring.framework.serial_run.SerialRun`):
 a league of players for a battle env, one agent otherwise. It loops until the coordinator's stop rule
 ends collection (env-step or wall-time budget, or ``env.stop_value`` reached by the first player),
 then evaluates what is out of date. Every ``train.checkpoint_every_iters`` rounds, and at the end, it
@@ -10,23 +10,24 @@ checkpoint.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from sparring.framework.report_page import return_entries, write_return_report
 from sparring.framework.run_setup import closing_report, prepare_config
-from sparring.framework.serial_run import LeagueRun
+from sparring.framework.run_summary import RunSummary
+from sparring.framework.serial_run import SerialRun
 from sparring.framework.horizon import log_horizon
 from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.worker.checkpoint import CheckpointManager
-from sparring.config.compile import apply_overrides, save_config
+from sparring.config.compile import CompiledConfig, apply_overrides, save_config
 from sparring.worker.logger import RunLogger, device_line, format_outcome_rates, format_stats
 from sparring.worker.runtime import seed_everything, set_torch_threads
 
 
 def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional[str] = None,
-                    resume: bool = False, max_env_steps: Optional[int] = None) -> dict:
-    """Train; returns a summary dict (steps, seconds, the last evaluation; a league's table and pictures).
-    ``max_env_steps`` overrides the config's budget; a new run records it in its config.json."""
+                    resume: bool = False, max_env_steps: Optional[int] = None) -> RunSummary:
+    """Train; returns a summary dict (:class:`~sparring.framework.run_summary.RunSummary`: steps, seconds, the
+    last evaluation; a league's table and pictures). ``max_env_steps`` overrides the config's budget; a new run records it in its config.json."""
     config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
     if resume:  # config.json holds what the run goes on with: the budgets and settings a resume changed
@@ -36,11 +37,12 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
     ckpt = CheckpointManager(cfg.exp_name)
     state = ckpt.load_latest() if resume else None
     with RunLogger(cfg.exp_name, cfg.train.max_env_steps, cfg.train.tensorboard, cfg.train.progress_bar) as log:
-        run = LeagueRun(cfg, state, say=log.line, logger=log)
+        run = SerialRun(cfg, state, say=log.line, logger=log)
         try:
             log.progress(run.env_steps)
-            if device_line(cfg.policy):
-                log.line(device_line(cfg.policy))
+            device = device_line(cfg.policy)
+            if device:
+                log.line(device)
             if state is not None:
                 log.line(f'resumed from {ckpt.resumed_from} at {run.env_steps} env steps, round {run.rounds}')
             log_horizon(log, cfg)
@@ -59,7 +61,7 @@ def budget_recorded(config: dict, max_env_steps: Optional[int], resume: bool) ->
     return apply_overrides(config, [('train.max_env_steps', max_env_steps)])
 
 
-def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
+def _loop(cfg: CompiledConfig, run: SerialRun, ckpt: CheckpointManager, log: RunLogger) -> RunSummary:
     coordinator = run.coordinator
 
     def save() -> str:
@@ -85,7 +87,7 @@ def _loop(cfg, run: LeagueRun, ckpt: CheckpointManager, log: RunLogger) -> dict:
     return _summary(cfg, run, path, pictures)
 
 
-def _collect(cfg, run: LeagueRun, log: RunLogger, save) -> None:
+def _collect(cfg: CompiledConfig, run: SerialRun, log: RunLogger, save) -> None:
     """Rounds until the coordinator's stop rule ends collection, with the periodic evaluations and checkpoints."""
     train, coordinator = cfg.train, run.coordinator
     first = run.player_ids[0]
@@ -113,7 +115,7 @@ def _collect(cfg, run: LeagueRun, log: RunLogger, save) -> None:
         coordinator.check_time()
 
 
-def _finish(cfg, run: LeagueRun, log: RunLogger) -> None:
+def _finish(cfg: CompiledConfig, run: SerialRun, log: RunLogger) -> None:
     """The final evaluation of every player whose last one is out of date."""
     coordinator = run.coordinator
     run.settle_evaluations()  # what is still in the background counts before the final evaluation is chosen
@@ -139,7 +141,7 @@ def single_agent_page(run, final: bool = False):
                                {'env': run.cfg.env.get('id') or run.cfg.env.type, 'phase': 'done' if final else 'training'})
 
 
-def _round_line(run: LeagueRun, stats: Dict[str, dict], steps: int, elapsed: float) -> dict:
+def _round_line(run: SerialRun, stats: Dict[str, dict], steps: int, elapsed: float) -> dict:
     """The figures of a round's log line; each policy reports the figures it has (None ones are left out)."""
     returns = run.coordinator.recent_returns
     return {run.kind.round_label: run.rounds, 'steps': steps,
@@ -150,7 +152,7 @@ def _round_line(run: LeagueRun, stats: Dict[str, dict], steps: int, elapsed: flo
             'games': sum(s['games'] for s in stats.values()) or None}
 
 
-def _eval_figures(run: LeagueRun, report: dict) -> dict:
+def _eval_figures(run: SerialRun, report: dict) -> dict:
     """The log-line figures of one evaluation report: a return's mean and spread, or win/draw per opponent."""
     if 'return_mean' in report:
         return dict(eval=report['return_mean'], eval_std=report['return_std'])
@@ -167,19 +169,18 @@ def _mean_stat(stats: Dict[str, dict], key: str) -> Optional[float]:
     return sum(values) / len(values) if values else None
 
 
-def _summary(cfg, run: LeagueRun, checkpoint: str, pictures) -> dict:
+def _summary(cfg: CompiledConfig, run: SerialRun, checkpoint: str, pictures: List[str]) -> RunSummary:
     coordinator, first = run.coordinator, run.player_ids[0]
     reached = coordinator.reached
-    summary = dict(exp_dir=cfg.exp_name, env_steps=run.env_steps, wall_seconds=coordinator.wall_seconds,
-                   reached_stop_value=reached is not None, stop_env_steps=reached[0] if reached else None,
-                   stop_seconds=reached[1] if reached else None, checkpoint=checkpoint)
+    summary = RunSummary(exp_dir=cfg.exp_name, env_steps=run.env_steps, wall_seconds=coordinator.wall_seconds,
+                         reached_stop_value=reached is not None, stop_env_steps=reached[0] if reached else None,
+                         stop_seconds=reached[1] if reached else None, checkpoint=checkpoint)
     if run.kind.is_league:
-        summary.update(rounds=run.rounds, exact=run.last_exact, history=run.history, eval=run.last_eval,
-                       pictures=pictures, league_table=run.league.table())
+        summary['rounds'], summary['exact'], summary['history'] = run.rounds, run.last_exact, run.history
+        summary['eval'], summary['pictures'], summary['league_table'] = run.last_eval, pictures, run.league.table()
     else:
         collector, report = run.collectors[first], run.last_eval[first]
-        summary.update(train_iter=run.learners[first].train_iter, eval_mean=report['return_mean'],
-                       eval_std=report['return_std'],
-                       collect_steps_per_second=collector.env_steps / max(collector.collect_seconds, 1e-9))
+        summary['train_iter'] = run.learners[first].train_iter
+        summary['eval_mean'], summary['eval_std'] = report['return_mean'], report['return_std']
+        summary['collect_steps_per_second'] = collector.env_steps / max(collector.collect_seconds, 1e-9)
     return summary
-

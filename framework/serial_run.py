@@ -7,36 +7,49 @@ is carried out here (a snapshot freezes the parameters in the store, a reset rel
 league names). Evaluations the coordinator queued are played after the round, or with
 ``train.eval_in_background`` sent to a child process with a frozen copy of the parameters and
 recorded ``eval_every_iters`` rounds later (waiting for them if need be), so that the record falls on
-the same round on every machine. A single-agent run is the one-player case: no opponents, no games,
-evaluation by episode return.
+the same round on every machine: a strategy chosen once (:mod:`~sparring.framework.run_evaluation`). A
+single-agent run is the one-player case: no opponents, no games, evaluation by episode return; its checkpoint
+has a layout of its own, which :func:`in_league_layout` reads as the league's.
 """
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Union, cast
 
 import torch
 
+from sparring.config.compile import CompiledConfig
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.coordinator import INIT_REF, RunCoordinator
 from sparring.framework.exploit_schedule import ExploitSchedule
+from sparring.framework.run_evaluation import (BackgroundEvaluations, EvaluationRecords, EvaluationStrategy,
+                                               InlineEvaluation, Outcome)
 from sparring.framework.run_setup import LEAGUE_STATE_FILE
+from sparring.league.job_protocol import stored_ref
+from sparring.policy.base import Policy
 from sparring.worker.background_evaluation import BackgroundEvaluation
+from sparring.worker.battle_collector import BattleCollector
+from sparring.worker.collector import SampleCollector
 from sparring.worker.learner import Learner
+from sparring.worker.logger import RunLogger
 from sparring.worker.policy_pool import PolicyPool
-from sparring.worker.run_kind import SINGLE_AGENT, run_kind
+from sparring.worker.run_kind import SINGLE_AGENT, RunKind, run_kind
 from sparring.worker.runtime import capture_rng, restore_rng
 from sparring.worker.state_file import StateFileError
 
+Collector = Union[BattleCollector, SampleCollector]
 
-class LeagueRun:
-    """The coordinator, its players' learners and collectors, the policy pool and the evaluation."""
 
-    def __init__(self, cfg, state: Optional[dict] = None, say=None, logger=None) -> None:
+class SerialRun:
+    """The coordinator, its players' learners and collectors, the policy pool and the evaluation strategy: a
+    league run or a single-agent one (the one-player case) in one process."""
+
+    def __init__(self, cfg: CompiledConfig, state: Optional[dict] = None, say: Optional[Callable[[str], None]] = None,
+                 logger: Optional[RunLogger] = None) -> None:
         self.cfg = cfg
-        self.exp_dir = cfg.exp_name
-        self.kind = run_kind(cfg)
-        state = _unified(state, self.kind) if state is not None else None
+        self.exp_dir: str = cfg.exp_name
+        self.kind: RunKind = run_kind(cfg)
+        state = in_league_layout(state) if state is not None else None
         self.coordinator = RunCoordinator(cfg, self.kind, say=say, logger=logger)
         self.league = self.coordinator.league
         self.store = self.coordinator.store
@@ -49,7 +62,7 @@ class LeagueRun:
         resumed_steps = sum(c['env_steps'] for c in state['collectors'].values()) if state else 0
         policy_cls = POLICY_REGISTRY.get(cfg.policy.type)
         self.learners: Dict[str, Learner] = {}
-        self.collectors: Dict[str, object] = {}
+        self.collectors: Dict[str, Collector] = {}
         for index, pid in enumerate(self.player_ids):
             # Built on policy.collect.device; its Learner moves it to policy.device. In one process that
             # policy also collects and is evaluated, so it acts where it learns (no copy to keep fresh);
@@ -64,17 +77,12 @@ class LeagueRun:
             self.collectors[pid] = self.kind.collector(policy, cfg.policy.collect.n_steps, cfg.seed + resumed_steps,
                                                        pid, index, self._opponent_sampler(pid))
         self.evaluation = self.kind.evaluation(seed_shift=resumed_steps)
-        self.background = (BackgroundEvaluation(cfg, self.player_ids, seed_shift=resumed_steps)
-                           if cfg.train.eval_in_background else None)
-        # Background evaluations sent and not recorded yet, in the order sent: the job, the parameters'
-        # version, the round it is recorded at and the run's env steps and seconds when it was sent.
-        self.in_flight: List[dict] = []
-        self.tasks_sent = 0
-        self.eval_history: Dict[str, list] = {pid: [] for pid in self.player_ids}  # (version, score) per evaluation
         if cfg.battle.exact_analysis:
             self.coordinator.use_exact_analysis(self.pool.get)
         self.exploits = ExploitSchedule(cfg, self.kind.is_league, self.coordinator.history, say or (lambda line: None),
                                         logger)
+        self.records = EvaluationRecords(self.coordinator, self.exploits, self.player_ids)
+        self.evaluations: EvaluationStrategy = self._evaluation_strategy(resumed_steps)
         self.rounds = 0
         self.wall_seconds = 0.0
         if state is not None:
@@ -101,11 +109,30 @@ class LeagueRun:
         def sample(slot: int):
             while True:  # ends: each damaged snapshot is quarantined once, and then drawn no more
                 away = self.coordinator.draw_job(pid)['players'][1]
+                ref = stored_ref(away['param_ref'], f'opponent {away["player_id"]!r}')
                 try:
-                    return away['player_id'], self.pool.get(away['param_ref'])
+                    return away['player_id'], self.pool.get(ref)
                 except StateFileError as err:
-                    self.coordinator.quarantine(away['param_ref'], str(err))
+                    self.coordinator.quarantine(ref, str(err))
         return sample
+
+    def _evaluation_strategy(self, resumed_steps: int) -> EvaluationStrategy:
+        """In line, or in the background (``train.eval_in_background``)."""
+        def policy_of(pid: str) -> Policy:
+            return self.learners[pid].policy
+        if self.cfg.train.eval_in_background:
+            background = BackgroundEvaluation(self.cfg, self.player_ids, seed_shift=resumed_steps)
+            return BackgroundEvaluations(self.records, background, self.cfg.train.eval_every_iters, policy_of,
+                                         lambda pid: self.learners[pid].train_iter)
+        return InlineEvaluation(self.records, self._play, policy_of, self._spare_policy)
+
+    def _play(self, policy: Policy) -> Outcome:
+        """One evaluation of ``policy`` against the run's evaluation opponents."""
+        return self.evaluation(policy, self.coordinator.readable_eval_opponents(), self.pool)
+
+    def _spare_policy(self) -> Policy:
+        obs_space, act_space = self.kind.spaces()
+        return POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, obs_space, act_space, seed=self.cfg.seed)
 
     # -- one round ----------------------------------------------------------------------------
     def train_round(self) -> Dict[str, dict]:
@@ -113,18 +140,20 @@ class LeagueRun:
         stats = {}
         for pid in self.player_ids:
             chunk = self.collectors[pid].collect()
-            self.coordinator.report_games(pid, chunk.results, chunk.env_steps, chunk.episode_returns)
+            self.coordinator.report_games(pid, chunk.results, cast(int, chunk.env_steps),  # set on creation
+                                          chunk.episode_returns)
             learner = self.learners[pid]
             stats[pid] = learner.train(chunk)
             stats[pid]['games'] = len(chunk.results)
             policy = learner.policy
             verdict = self.coordinator.progress(pid, learner.train_iter, policy.version, params=policy.get_params())
-            if verdict['snapshot']:
-                self.pool.forget(verdict['historical_player']['param_ref'])
+            if verdict['historical_player'] is not None:  # a snapshot
+                self.pool.forget(stored_ref(verdict['historical_player']['param_ref'], 'the snapshot'))
                 self._forget_stale_opponents()
             if verdict['reset']:
                 # Keep counting versions upward: staleness must stay meaningful across a reset.
-                policy.set_params(self.store.get(verdict['reset_param_ref'])['params'], policy.version)
+                reset_to = stored_ref(verdict['reset_param_ref'], f'the reset of {pid!r}')
+                policy.set_params(self.store.get(reset_to)['params'], policy.version)
                 policy.reset_optimizer()
         self.rounds += 1
         return stats
@@ -142,91 +171,15 @@ class LeagueRun:
     def evaluate_pending(self) -> Dict[str, dict]:
         """Play the evaluations the coordinator queued (in the background: record those due at this round
         and send the new ones); their reports by player (empty if none was recorded)."""
-        if self.background is None:
-            jobs = self.coordinator.take_pending()
-            for job in jobs:
-                self._evaluate(job['player_id'])
-            if jobs:
-                periodic = not any(job['final'] for job in jobs)
-                self.coordinator.note_evaluation_round([job['player_id'] for job in jobs], periodic=periodic)
-                if periodic:
-                    policy = self.learners[jobs[0]['player_id']].policy
-                    self.exploits.after_evaluation(jobs[0]['player_id'], policy.get_params(), policy.version)
-            return {job['player_id']: self.coordinator.last_eval[job['player_id']] for job in jobs}
-        reports = self._record_due(self.rounds)
-        jobs = self.coordinator.take_pending()
-        if jobs:
-            final = any(job['final'] for job in jobs)
-            self._send(jobs, self.rounds + self.cfg.train.eval_every_iters)
-            if final:  # nothing trains on while a final evaluation is played: wait for it
-                reports.update(self._record_due(None))
-        return reports
+        return self.evaluations.pending(self.rounds)
 
     def evaluate(self) -> Dict[str, dict]:
         """Every active player now, whether due or not."""
-        if self.background is not None:
-            self.settle_evaluations()
-            self._send([dict(player_id=pid, final=False) for pid in self.player_ids], self.rounds)
-            return self._record_due(None)
-        for pid in self.player_ids:
-            self._evaluate(pid)
-        self.coordinator.note_evaluation_round(self.player_ids)
-        return {pid: self.coordinator.last_eval[pid] for pid in self.player_ids}
+        return self.evaluations.everyone(self.rounds)
 
     def settle_evaluations(self) -> Dict[str, dict]:
         """Record every evaluation still in the background, waiting for it (before the final evaluation)."""
-        return self._record_due(None) if self.in_flight else {}
-
-    def _evaluate(self, pid: str) -> dict:
-        policy = self.learners[pid].policy
-        results, returns = self.evaluation(policy, self.coordinator.eval_opponents, self.pool)
-        report = self.coordinator.record_evaluation(pid, results, returns, version=policy.version)
-        self.eval_history[pid].append((policy.version, self.coordinator.summarise(results, returns)[1]))
-        return report
-
-    def _send(self, jobs: List[dict], due_round: int) -> None:
-        """Send ``jobs`` (evaluated together) to the background with the players' parameters as they are now."""
-        group = dict(due_round=int(due_round), env_steps=self.env_steps, seconds=round(self.coordinator.wall_seconds, 2),
-                     group=self.tasks_sent + 1)
-        for job in jobs:
-            policy = self.learners[job['player_id']].policy
-            self._submit(dict(group, player_id=job['player_id'], version=policy.version, final=bool(job['final']),
-                              iteration=self.learners[job['player_id']].train_iter), policy.get_params())
-
-    def _submit(self, entry: dict, params) -> None:
-        """Send one evaluation; its entry keeps the parameters (for a checkpoint, and an exploiter)."""
-        self.tasks_sent += 1
-        entry = dict(entry, task_id=self.tasks_sent, params={k: v.detach().cpu() for k, v in params.items()})
-        self.background.submit(entry['task_id'], entry['player_id'], entry['version'], entry['params'],
-                               self.coordinator.eval_opponents)
-        self.in_flight.append(entry)
-
-    def _record_due(self, round_: Optional[int]) -> Dict[str, dict]:
-        """Record the background evaluations due by ``round_`` (all of them for None), group by group."""
-        reports: Dict[str, dict] = {}
-        while self.in_flight and (round_ is None or self.in_flight[0]['due_round'] <= round_):
-            group = [e for e in self.in_flight if e['group'] == self.in_flight[0]['group']]
-            reports.update(self._record_group(group, lambda entry: self.background.result(entry['task_id'])))
-            self.in_flight = self.in_flight[len(group):]
-        return reports
-
-    def _record_group(self, group: List[dict], outcome_of) -> Dict[str, dict]:
-        """Record evaluations sent together, dated when they were sent; ``outcome_of(entry)`` plays or fetches
-        one: ``(outcomes per opponent, returns)``."""
-        reports = {}
-        for entry in group:
-            results, returns = outcome_of(entry)
-            pid = entry['player_id']
-            reports[pid] = self.coordinator.record_evaluation(pid, results, returns, version=entry['version'],
-                                                              at_env_steps=entry['env_steps'],
-                                                              at_iteration=entry['iteration'])
-            self.eval_history[pid].append((entry['version'], self.coordinator.summarise(results, returns)[1]))
-        periodic = not any(e['final'] for e in group)
-        self.coordinator.note_evaluation_round([e['player_id'] for e in group], periodic=periodic,
-                                               at=(group[0]['env_steps'], group[0]['seconds']))
-        if periodic:
-            self.exploits.after_evaluation(group[0]['player_id'], group[0]['params'], group[0]['version'])
-        return reports
+        return self.evaluations.settle()
 
     # -- persistence --------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -235,7 +188,7 @@ class LeagueRun:
         if not self.kind.is_league:
             (pid,) = self.player_ids
             state = dict(learner=self.learners[pid].state_dict(), collector=self.collectors[pid].state_dict(),
-                         evaluator_history=self.eval_history[pid], rng=rng, wall_seconds=self.wall_seconds)
+                         evaluator_history=self.records.history[pid], rng=rng, wall_seconds=self.wall_seconds)
         else:
             self.league.save(os.path.join(self.exp_dir, LEAGUE_STATE_FILE))
             state = dict(learners={pid: learner.state_dict() for pid, learner in self.learners.items()},
@@ -243,66 +196,40 @@ class LeagueRun:
                          rounds=self.rounds, wall_seconds=self.wall_seconds, last_eval=self.last_eval,
                          history=self.history, league_state=self.league.state_dict(), rng=rng,
                          branch_games=self.coordinator.watch.branch_state())
-        if self.in_flight:  # a resumed run sends them again, with the parameters they were sent with
-            state['evaluations_in_flight'] = [dict(entry) for entry in self.in_flight]
+        if self.evaluations.in_flight:  # a resumed run sends them again, with the parameters they were sent with
+            state['evaluations_in_flight'] = [dict(entry) for entry in self.evaluations.in_flight]
         return state
 
     def _load(self, state: dict) -> None:
-        coordinator = self.coordinator
-        coordinator.league.load_state_dict(state['league_state'])
-        every = self.cfg.train.eval_every_iters
+        self.coordinator.league.load_state_dict(state['league_state'])
         for pid in self.player_ids:
-            learner, collector = self.learners[pid], self.collectors[pid]
-            learner.load_state_dict(state['learners'][pid])
-            collector.load_state_dict(state['collectors'][pid])
-            course = coordinator.players[pid]
-            course.env_steps = collector.env_steps
-            course.train_iteration = learner.train_iter
-            course.version = learner.policy.version
-            if every:
-                course.next_eval = (learner.train_iter // every + 1) * every
-        coordinator.env_steps = sum(course.env_steps for course in coordinator.players.values())
-        coordinator.last_eval.update(state['last_eval'])
-        coordinator.history.extend(state['history'])
-        coordinator.watch.load_branch_state(state['branch_games'])
-        for pid, version in state['evaluated_versions'].items():
-            coordinator.players[pid].evaluated_version = version
-        self.eval_history.update({pid: list(h) for pid, h in state['eval_history'].items()})
+            self.learners[pid].load_state_dict(state['learners'][pid])
+            self.collectors[pid].load_state_dict(state['collectors'][pid])
+        self.coordinator.resume_course(
+            {pid: (self.collectors[pid].env_steps, self.learners[pid].train_iter, self.learners[pid].policy.version)
+             for pid in self.player_ids},
+            state['last_eval'], state['history'], state['branch_games'], state['evaluated_versions'],
+            float(state['wall_seconds']))
+        self.records.history.update({pid: list(h) for pid, h in state['eval_history'].items()})
         self.rounds = int(state['rounds'])
         self.wall_seconds = float(state['wall_seconds'])
-        coordinator.resume_clock(self.wall_seconds)
         restore_rng(state['rng'])
         left = [dict(entry) for entry in state.get('evaluations_in_flight', [])]
         for entry in left:
             entry['params'] = {k: torch.as_tensor(v) for k, v in entry['params'].items()}
-        if self.background is not None:
-            for entry in left:
-                self._submit({k: v for k, v in entry.items() if k != 'params'}, entry['params'])
-        else:  # the resumed run evaluates in-process: play them now, each on a copy of its player
-            for group in sorted({e['group'] for e in left}):
-                self._record_frozen([e for e in left if e['group'] == group])
-
-    def _record_frozen(self, group: List[dict]) -> None:
-        """Evaluate parameters that are not the live players' (background evaluations a checkpoint kept)."""
-        obs_space, act_space = self.kind.spaces()
-        policy = POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, obs_space, act_space, seed=self.cfg.seed)
-
-        def play(entry):
-            policy.set_params(entry['params'], entry['version'])
-            return self.evaluation(policy, self.coordinator.eval_opponents, self.pool)
-        self._record_group(group, play)
+        self.evaluations.take_over(left)
 
     def close(self) -> None:
         for collector in self.collectors.values():
             collector.close()
         self.evaluation.close()
-        if self.background is not None:
-            self.background.close()
+        self.evaluations.close()
         self.exploits.close()
 
 
-def _unified(state: dict, kind) -> dict:
-    """A checkpoint of either layout as the league layout, with what each layout implies spelled out."""
+def in_league_layout(state: dict) -> dict:
+    """A checkpoint of either layout (a league run's, or a single-agent run's: one learner, one collector and its
+    evaluator history) as the league layout, with what each layout implies spelled out."""
     if 'learners' in state:
         steps = sum(int(c['env_steps']) for c in state['collectors'].values())
         history = list(state['history'])

@@ -1,5 +1,8 @@
 """Workers' sessions with the commander: who joined, as which role and player, and with what index.
 
+The :class:`SessionTable` is the commander's part that keeps them: it admits a registering worker (its id, a
+learner's player and replica), holds each worker's record and statistics, and answers who learns for whom.
+
 Every session registers once in a run's life: the :class:`SessionLedger` keeps the ids of the sessions that
 registered in a file beside the journal, so a register message captured before a commander restart and played
 back to the resumed commander is refused (it would evict the live worker of that id and revive the old session,
@@ -11,9 +14,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
-from typing import Callable, Dict, Optional, Set, Tuple
+from collections import defaultdict
+from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
-from sparring.config.compile import to_plain
+from sparring.config.compile import CompiledConfig
+from sparring.framework.protocol import ErrorReply, RegisterRequest
 from sparring.worker.remote.wire import short
 
 ROLES = ('collector', 'learner', 'evaluator', 'inference')
@@ -21,8 +26,14 @@ LEDGER_FILE = 'sessions.txt'
 MAX_SESSION_CHARS = 128  # a worker's session id is a uuid's 32 hex digits
 
 
+# Requests that only read: asked again, they are answered anew (a parameters reply is too large to keep).
+READ_ONLY = ('heartbeat', 'params_request')
+
+
 @dataclasses.dataclass
 class WorkerRecord:
+    """One worker process in session: who it is, what it holds (jobs, its collect and evaluation task), what it
+    said last (statistics, endpoint) and the reply to its last numbered request."""
     worker_id: str
     role: str
     session: str
@@ -40,30 +51,27 @@ class WorkerRecord:
     # (request number, kind, body, reply) of its last numbered request
     last_reply: Optional[Tuple[int, str, dict, tuple]] = None
 
+    def answer_once(self, message, handle: Callable, counters: Dict[str, int]) -> tuple:
+        """The reply to this worker's request, done once however often it is sent: a request sent again because
+        its reply was lost or late (same number) gets the reply kept from the first time, so a lost answer
+        neither hands out a second batch of jobs nor loses a reset verdict of a publish. A request is sent again
+        unchanged: another one under a used number (another chunk's report) is refused, not answered as the
+        first. ``handle(worker, message)`` answers a request the first time."""
+        number = message.body.get('request_number')
+        kept = self.last_reply
+        if number is not None and kept is not None and kept[:2] == (number, message.kind):
+            if kept[2] != message.body:
+                counters['requests_refused'] += 1
+                return 'error', dict(error=f'request number {number} was answered already for another '
+                                           f'{message.kind!r} request; a request sent again must be the same, a new '
+                                           f'one needs a new number', reason='schema'), None
+            counters['repeated_requests'] += 1
+            return kept[3]
+        reply = handle(self, message)
+        if number is not None and message.kind not in READ_ONLY:
+            self.last_reply = (number, message.kind, message.body, reply)
+        return reply
 
-# Requests that only read: asked again, they are answered anew (a parameters reply is too large to keep).
-READ_ONLY = ('heartbeat', 'params_request')
-
-
-def answer_once(worker: WorkerRecord, message, handle: Callable, counters: Dict[str, int]) -> tuple:
-    """The reply to a worker's request, done once however often it is sent: a request sent again because
-    its reply was lost or late (same number) gets the reply kept from the first time, so a lost answer
-    neither hands out a second batch of jobs nor loses a reset verdict of a publish. A request is sent again
-    unchanged: another one under a used number (another chunk's report) is refused, not answered as the first."""
-    number = message.body.get('request_number')
-    kept = worker.last_reply
-    if number is not None and kept is not None and kept[:2] == (number, message.kind):
-        if kept[2] != message.body:
-            counters['requests_refused'] += 1
-            return 'error', dict(error=f'request number {number} was answered already for another {message.kind!r} '
-                                       f'request; a request sent again must be the same, a new one needs a new '
-                                       f'number', reason='schema'), None
-        counters['repeated_requests'] += 1
-        return kept[3]
-    reply = handle(worker, message)
-    if number is not None and message.kind not in READ_ONLY:
-        worker.last_reply = (number, message.kind, message.body, reply)
-    return reply
 
 
 class SessionLedger:
@@ -91,78 +99,135 @@ class SessionLedger:
         self._file.close()
 
 
-def register(commander, body: dict):
-    """A worker joins: its id (a learner also gets a free player and replica), its index, the compiled config,
-    the run's state, and for a learner of several replicas the address where its group meets."""
-    role, worker_id, player_id, replica = body['role'], body['worker_id'], None, 0
-    if role not in ROLES:
-        return 'error', dict(error=f'unknown role {role!r}; expected one of {ROLES}', reason='schema'), None
-    if not 0 < len(body['session']) <= MAX_SESSION_CHARS or not body['session'].isprintable():
-        return 'error', dict(error=f'session must be 1 to {MAX_SESSION_CHARS} printable characters, got '
-                                   f'{short(body["session"])}', reason='schema'), None
-    if body['session'] in commander.ledger:
-        commander.counters['replayed_registers'] += 1
-        return 'error', dict(error=f'session {short(body["session"])} registered before; a worker registers each '
-                                   f'session once (a replayed message?)', reason='replayed'), None
-    if role == 'learner':
-        slot = _learner_slot(commander, body)
-        if isinstance(slot, str):
-            return 'error', dict(error=slot, reason='schema' if 'unknown' in slot else 'busy'), None
-        player_id, replica = slot
-        worker_id = worker_id or learner_id(player_id, replica)
-        commander.collect.learner_joined(player_id)
-        if replica == 0:  # a new lead: its group (re)forms at a new address
-            commander.group_address[player_id] = free_address(commander.cfg.parallel.host)
-    if worker_id is None:
-        commander.worker_counts[role] += 1
-        worker_id = f'{role}-remote{commander.worker_counts[role]}'
-    for old in [w for w in commander.workers.values() if w.worker_id == worker_id]:
-        commander.drop_worker(old.session, 'registered again')
-    earlier = commander.worker_stats.pop(worker_id, None)
-    if earlier is not None:
-        commander.worker_stats[f'{worker_id}/{int(earlier["pid"])}'] = earlier
-    commander.ledger.add(body['session'])
-    restore = worker_id in commander.known_workers
-    commander.known_workers.add(worker_id)
-    record = WorkerRecord(worker_id, role, body['session'], body['pid'], body['host'], commander.clock(),
-                          player_id=player_id, replica=replica)
-    commander.workers[record.session] = record
-    digits = ''.join(ch for ch in worker_id.rsplit('-', 1)[-1] if ch.isdigit())
-    index = commander.player_ids.index(player_id) if player_id else int(digits or 0)
-    commander.say(f'{worker_id} joined (pid {body["pid"]} on {body["host"]}{", restoring" if restore else ""})')
-    co, replicas = commander.coordinator, commander.cfg.parallel.learner_replicas
-    extra = dict(replica=replica, replicas=replicas, group_address=commander.group_address.get(player_id)) \
-        if player_id and replicas > 1 else {}
-    return 'registered', dict(worker_id=worker_id, session=record.session, config=to_plain(commander.cfg),
-                              index=index, player_id=player_id, restore=restore, player_ids=list(commander.player_ids),
-                              train_iteration=co.players[player_id].train_iteration if player_id else 0,
-                              version=co.players[player_id].version if player_id else 0, **extra), None
+@dataclasses.dataclass(frozen=True)
+class Admission:
+    """Who a registering worker will be: its id, and a learner's player and replica."""
+    worker_id: str
+    player_id: Optional[str] = None
+    replica: int = 0
+
+
+class SessionTable:
+    """The workers in session (by session id), their statistics (by worker id, kept after they leave; an earlier
+    process of a restarted worker as ``'<id>/<pid>'``), where each player's learner replicas meet, and the ledger
+    of every session that registered in the run."""
+
+    def __init__(self, cfg: CompiledConfig, player_ids: List[str], ledger_path: str, resume: bool,
+                 counters: Dict[str, int]) -> None:
+        self.player_ids = player_ids
+        self.replicas, self.host = cfg.parallel.learner_replicas, cfg.parallel.host
+        self.counters = counters
+        self.workers: Dict[str, WorkerRecord] = {}
+        self.stats: Dict[str, Dict[str, float]] = {}
+        self.counts: Dict[str, int] = defaultdict(int)  # workers named by the commander, by role
+        self.group_address: Dict[str, str] = {}  # where each player's learner replicas meet
+        self.ledger = SessionLedger(ledger_path, resume)
+
+    def get(self, session: Optional[str]) -> Optional[WorkerRecord]:
+        return self.workers.get(session) if isinstance(session, str) else None
+
+    def admit(self, body: RegisterRequest) -> Union[Admission, ErrorReply]:
+        """Who a joining worker will be (a learner also gets a free player and replica, and a new lead a new
+        meeting address for its group), or why it cannot join."""
+        role, worker_id = body['role'], body['worker_id']
+        if role not in ROLES:
+            return ErrorReply(error=f'unknown role {role!r}; expected one of {ROLES}', reason='schema')
+        if not 0 < len(body['session']) <= MAX_SESSION_CHARS or not body['session'].isprintable():
+            return ErrorReply(error=f'session must be 1 to {MAX_SESSION_CHARS} printable characters, got '
+                                    f'{short(body["session"])}', reason='schema')
+        if body['session'] in self.ledger:
+            self.counters['replayed_registers'] += 1
+            return ErrorReply(error=f'session {short(body["session"])} registered before; a worker registers each '
+                                    f'session once (a replayed message?)', reason='replayed')
+        if role == 'learner':
+            slot = self._learner_slot(body)
+            if isinstance(slot, str):
+                return ErrorReply(error=slot, reason='schema' if 'unknown' in slot else 'busy')
+            player_id, replica = slot
+            if replica == 0:  # a new lead: its group (re)forms at a new address
+                self.group_address[player_id] = free_address(self.host)
+            return Admission(worker_id or learner_id(player_id, replica), player_id, replica)
+        if worker_id is None:
+            self.counts[role] += 1
+            worker_id = f'{role}-remote{self.counts[role]}'
+        return Admission(worker_id)
+
+    def sessions_of(self, worker_id: str) -> List[str]:
+        return [s for s, w in self.workers.items() if w.worker_id == worker_id]
+
+    def enter(self, admission: Admission, body: RegisterRequest, now: float) -> WorkerRecord:
+        """The admitted worker in session (its earlier sessions already ended)."""
+        earlier = self.stats.pop(admission.worker_id, None)
+        if earlier is not None:
+            self.stats[f'{admission.worker_id}/{int(earlier["pid"])}'] = earlier
+        self.ledger.add(body['session'])
+        record = WorkerRecord(admission.worker_id, body['role'], body['session'], body['pid'], body['host'], now,
+                              player_id=admission.player_id, replica=admission.replica)
+        self.workers[record.session] = record
+        return record
+
+    def index_of(self, worker: WorkerRecord) -> int:
+        """A worker's index (seeds, names): a learner's player's place, else the number its id ends with."""
+        digits = ''.join(ch for ch in worker.worker_id.rsplit('-', 1)[-1] if ch.isdigit())
+        return self.player_ids.index(worker.player_id) if worker.player_id else int(digits or 0)
+
+    def leave(self, session: str) -> Optional[WorkerRecord]:
+        """End a session (a lead learner's replica group loses its meeting point with it)."""
+        worker = self.workers.pop(session, None)
+        if worker is not None and worker.role == 'learner' and not worker.replica and worker.player_id is not None:
+            self.group_address.pop(worker.player_id, None)
+        return worker
+
+    def take_stats(self, worker: WorkerRecord, stats: Dict[str, float]) -> None:
+        worker.stats.update(stats)
+        self.stats[worker.worker_id] = dict(worker.stats, pid=worker.pid)
+
+    def silent(self, now: float, timeout: float) -> List[str]:
+        """The sessions not heard from for more than ``timeout`` seconds."""
+        return [s for s, w in self.workers.items() if now - w.last_seen > timeout]
+
+    def learners(self, pid: Optional[str] = None) -> List[WorkerRecord]:
+        """The learners in session (of ``pid``, or of every player)."""
+        return [w for w in self.workers.values() if w.role == 'learner' and (pid is None or w.player_id == pid)]
+
+    def learner_endpoints(self, pid: str) -> List[str]:
+        """Where chunks of ``pid`` may go: its learner, or each of its replicas."""
+        return [e for _, e in sorted((w.replica, w.endpoint) for w in self.learners(pid) if w.endpoint)]
+
+    def learner_idle(self, pid: str) -> bool:
+        """Whether the learner of ``pid`` says (by heartbeat) that it has nothing queued."""
+        return any(w.stats.get('queued', 1) == 0 for w in self.learners(pid))
+
+    def drained(self) -> Set[str]:
+        """The players whose learner published its last parameters."""
+        return {w.player_id for w in self.learners() if w.final and w.player_id is not None}
+
+    def _learner_slot(self, body: RegisterRequest) -> Union[Tuple[str, int], str]:
+        """``(player, replica)`` for a joining learner, or the reason it cannot join."""
+        replicas = self.replicas
+        taken = {(w.player_id, w.replica) for w in self.learners() if w.worker_id != body['worker_id']}
+        wanted, replica = body.get('player_id'), body.get('replica')
+        if wanted is not None and wanted not in self.player_ids:
+            return f'unknown player {wanted!r}; active players: {self.player_ids}'
+        if replica is not None and replica >= replicas:
+            return f'unknown replica {replica}; parallel.learner_replicas is {replicas}'
+        free = [(p, r) for p in self.player_ids for r in range(replicas) if (p, r) not in taken
+                and (wanted is None or p == wanted) and (replica is None or r == replica)]
+        if not free:
+            return (f'player {wanted!r} already has a live learner' if wanted is not None
+                    else 'every active player already has a learner')
+        player_id, replica = free[0]
+        if replica and player_id not in self.group_address:
+            return f'the lead learner of {player_id!r} has not joined yet; replica {replica} waits for it'
+        return player_id, replica
+
+    def close(self) -> None:
+        self.ledger.close()
 
 
 def learner_id(player_id: str, replica: int) -> str:
     """``learner-<player>``, and ``learner-<player>-r<k>`` for the other replicas of that player."""
     return f'learner-{player_id}' + (f'-r{replica}' if replica else '')
-
-
-def _learner_slot(commander, body: dict):
-    """``(player, replica)`` for a joining learner, or the reason it cannot join."""
-    replicas = commander.cfg.parallel.learner_replicas
-    taken = {(w.player_id, w.replica) for w in commander.workers.values()
-             if w.role == 'learner' and w.worker_id != body['worker_id']}
-    wanted, replica = body.get('player_id'), body.get('replica')
-    if wanted is not None and wanted not in commander.player_ids:
-        return f'unknown player {wanted!r}; active players: {commander.player_ids}'
-    if replica is not None and replica >= replicas:
-        return f'unknown replica {replica}; parallel.learner_replicas is {replicas}'
-    free = [(p, r) for p in commander.player_ids for r in range(replicas) if (p, r) not in taken
-            and (wanted is None or p == wanted) and (replica is None or r == replica)]
-    if not free:
-        return (f'player {wanted!r} already has a live learner' if wanted is not None
-                else 'every active player already has a learner')
-    player_id, replica = free[0]
-    if replica and player_id not in commander.group_address:
-        return f'the lead learner of {player_id!r} has not joined yet; replica {replica} waits for it'
-    return player_id, replica
 
 
 def free_address(host: str) -> str:

@@ -21,7 +21,7 @@ import json
 import os
 import re
 import urllib.parse
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, cast
 
 import gymnasium as gym
 import numpy as np
@@ -41,6 +41,9 @@ from sparring.worker.env.battle import make_battle_env
 from sparring.worker.env.manager import make_env_manager
 from sparring.worker.run_files import open_run_file, write_atomically
 from sparring.worker.run_kind import is_league_run
+
+if TYPE_CHECKING:  # only named for the type checker: surgery takes PPO-style policies by duck typing
+    from sparring.policy.ppo import PPOPolicy
 
 REPORT_FILE = 'surgery_report.json'
 BEFORE_SURGERY = '@before_surgery_'
@@ -89,15 +92,17 @@ def surgery(checkpoint: str, new_config: dict, out: str, *, options: Optional[di
                                 record_envs)
         old.load_state_dict(learner_state['policy'])  # recording drew from its RNG: the checkpoint's state again
         new = new_env.build(new_cfg.policy, new_cfg.seed + index)
-        result = transplant(old, new, obs_map, act_map, opts, observations=recorded.old.flat_obs,
+        result = transplant(as_ppo(old), as_ppo(new), obs_map, act_map, opts, observations=recorded.old.flat_obs,
                             action_mask=recorded.old.flat_mask, new_observations=recorded.new.flat_obs,
-                            names=dict(obs=new_env.observation_names, actions=new_env.action_names))
+                            names={axis: names for axis, names in (('obs', new_env.observation_names),
+                                                                   ('actions', new_env.action_names))
+                                   if names is not None})
         learner_state['policy'] = new.state_dict()
         report['changes'] = result.changes
         report['players'][pid] = recorded.compare(old, new, obs_map, act_map, new_env)
 
-    renamed = {}
-    if battle:
+    renamed: Dict[str, str] = {}
+    if battle and recorded is not None:  # a league checkpoint has learners: recorded is set
         renamed = _carry_param_store(old_exp, out, old_cfg, new_cfg, old_env, new_env, obs_map, act_map, opts,
                                      recorded)
         for player in state['league_state']['players']:
@@ -183,6 +188,12 @@ class EnvSpaces:
         return POLICY_REGISTRY.get(policy_cfg.type)(policy_cfg, self.observation_space, self.action_space, seed=seed)
 
 
+def as_ppo(policy: Policy) -> PPOPolicy:
+    """``policy`` for :func:`transplant`, which takes PPO-style policies by duck typing (see
+    :mod:`sparring.policy.surgery`); only the type checker hears it is one."""
+    return cast('PPOPolicy', policy)
+
+
 # -- recorded observations -----------------------------------------------------------------------
 
 class Recording:
@@ -211,11 +222,13 @@ def record(cfg, policy: Policy, battle: bool, steps: int, num_envs: int, seed: i
     env = make_battle_env(cfg.env, num_envs, seed) if battle else make_env_manager(
         dict(cfg.env, manager=dict(type='base')), num_envs, seed, cfg.import_names)
     try:
-        observed = env.reset()
-        obs_shape = env.observation_space.shape
+        # A battle env's BattleStep or a manager's observations: one loop over both kinds of env.
+        observed: Any = env.reset()
+        obs_shape = cast(Tuple[int, ...], env.observation_space.shape)
         # Box actions carry no mask (the battle protocol): the step's placeholder column is not one.
         masked = battle and isinstance(env.action_space, gym.spaces.Discrete)
-        obs_list, mask_list = [], []
+        obs_list: List[np.ndarray] = []
+        mask_list: List[Any] = []
         state = None
         for _ in range(steps):
             obs = (observed if isinstance(observed, np.ndarray) else observed.obs).reshape(-1, *obs_shape)
@@ -272,8 +285,8 @@ class PairedRecordings:
         carried_mask = None if old_mask is None else _new_space_mask(old_mask, act_map)
         new_obs, new_mask = shape(self.new), masks(self.new)
         seen = self._through_adapter(new_obs, dims)
-        seen_mask = None if new_mask is None else self.adapter.action_mask(new_mask.reshape(-1, new_mask.shape[-1]),
-                                                                           0).reshape(*new_mask.shape[:-1], -1)
+        seen_mask = None if new_mask is None else cast(np.ndarray, self.adapter.action_mask(
+            new_mask.reshape(-1, new_mask.shape[-1]), 0)).reshape(*new_mask.shape[:-1], -1)
         seen_mask = None if seen_mask is None else seen_mask | ~seen_mask.any(-1, keepdims=True)
         return dict(old_env=compare(old, new, old_obs, carried, act_map, old_mask, carried_mask),
                     new_env=compare(old, new, seen, new_obs, act_map, seen_mask, new_mask))
@@ -338,7 +351,7 @@ def _carry_param_store(old_exp: str, out: str, old_cfg, new_cfg, old_env: EnvSpa
             init_old = old_env.build(old_cfg.policy, old_cfg.seed)
             init_old.set_params(entry['params'], entry['version'])
             init_new = new_env.build(new_cfg.policy, new_cfg.seed)
-            transplant(init_old, init_new, obs_map, act_map, opts, observations=recorded.old.flat_obs,
+            transplant(as_ppo(init_old), as_ppo(init_new), obs_map, act_map, opts, observations=recorded.old.flat_obs,
                        action_mask=recorded.old.flat_mask, new_observations=recorded.new.flat_obs)
             new_store.put(INIT_REF, init_new.get_params(), dict(new_cfg.policy), entry['version'])
         new_store.put(target, entry['params'], entry['policy_cfg'], entry['version'], adapter=adapter)

@@ -14,7 +14,7 @@ import re
 import signal
 import sys
 import time
-from typing import List, Optional
+from typing import Dict, List, Optional, Type, Union
 
 from sparring.config.schema import ConfigError
 from sparring.framework.messaging import make_security
@@ -26,8 +26,9 @@ from sparring.worker.remote.learner import LearnerWorker
 
 log = logging.getLogger('sparring.worker')
 
-ROLES = {'collector': CollectorWorker, 'learner': LearnerWorker, 'evaluator': EvaluatorWorker,
-         'inference': InferenceWorker}
+ROLES: Dict[str, Type[Union[CollectorWorker, LearnerWorker, EvaluatorWorker, InferenceWorker]]] = {
+    'collector': CollectorWorker, 'learner': LearnerWorker, 'evaluator': EvaluatorWorker,
+    'inference': InferenceWorker}
 # What ZeroMQ can connect to: a host name, an IPv4 address or a bracketed IPv6 one, and a port.
 _ADDRESS = re.compile(r'^tcp://([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})$')
 

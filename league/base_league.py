@@ -58,7 +58,8 @@ from sparring.league.meta_strategy import meta_game
 from sparring.league.errors import LeagueError
 from sparring.league.outcome import REVERSED_CODE
 from sparring.league.payoff import BattleSharedPayoff
-from sparring.league.job_protocol import check_player_info, parse_job_result
+from sparring.league.job_protocol import (JobInfo, PlayerProgress, SnapshotVerdict, check_player_info, no_snapshot,
+                                          parse_job_result)
 from sparring.league.league_state import LeagueStateMixin
 from sparring.league.player import ActivePlayer, HistoricalPlayer, Player, ReferencePlayer
 from sparring.league.rating import LeagueRatings
@@ -273,7 +274,7 @@ class BaseLeague(LeagueStateMixin):
         return np.asarray(self._meta_game_source(list(player_ids)), np.float64)
 
     # ------------------------------------------------------------------------------ jobs
-    def get_job_info(self, player_id: Optional[str] = None, eval_flag: bool = False) -> dict:
+    def get_job_info(self, player_id: Optional[str] = None, eval_flag: bool = False) -> JobInfo:
         """The next job of ``player_id`` (an active player; None: one drawn uniformly)."""
         with self._lock:
             if player_id is None:
@@ -285,15 +286,15 @@ class BaseLeague(LeagueStateMixin):
             self._job_count += 1
             return job
 
-    def _get_job_info(self, player: ActivePlayer, eval_flag: bool) -> dict:
+    def _get_job_info(self, player: ActivePlayer, eval_flag: bool) -> JobInfo:
         opponent: Player
         if eval_flag:
             opponent, branch = self._eval_opponent(player), 'eval'
         else:
             opponent, branch = player.get_opponent()
-        return dict(job_id=self._job_count, launch_player=player.player_id,
-                    player_ids=[player.player_id, opponent.player_id], branch=branch, eval_flag=eval_flag,
-                    episode_num=self.cfg.episode_num, players=[player.info(), opponent.info()])
+        return JobInfo(job_id=self._job_count, launch_player=player.player_id,
+                       player_ids=[player.player_id, opponent.player_id], branch=branch, eval_flag=eval_flag,
+                       episode_num=self.cfg.episode_num, players=[player.info(), opponent.info()])
 
     def _eval_opponent(self, player: ActivePlayer) -> ReferencePlayer:
         """Reference players in turn, so every evaluation covers all of them equally."""
@@ -334,14 +335,14 @@ class BaseLeague(LeagueStateMixin):
         self.finish_job(dict(player_ids=[player_id, opponent_id], result=result))
 
     # ------------------------------------------------------------------------------ training
-    def update_active_player(self, player_info: dict) -> None:
+    def update_active_player(self, player_info: PlayerProgress) -> None:
         """A learner's progress report; see the module docstring for ``player_info``."""
         with self._lock:
             player = check_player_info(player_info, self._active)
             self._update_player(player, player_info)
             self.ratings.record_history(player.player_id, player.step)
 
-    def _update_player(self, player: ActivePlayer, player_info: dict) -> None:
+    def _update_player(self, player: ActivePlayer, player_info: PlayerProgress) -> None:
         player.step = int(player_info['train_iteration'])
         if 'agent_steps' in player_info:
             player.agent_steps = int(player_info['agent_steps'])
@@ -350,21 +351,21 @@ class BaseLeague(LeagueStateMixin):
         if 'model' in player_info:
             player.model = to_plain(player_info['model'])
 
-    def judge_snapshot(self, player_id: str) -> dict:
+    def judge_snapshot(self, player_id: str) -> SnapshotVerdict:
         """Snapshot ``player_id`` if it is trained enough, then maybe reset it; see the module docstring."""
         with self._lock:
             player = self._active(player_id, 'judge_snapshot')
-            outcome = dict(player_id=player_id, snapshot=False, historical_player=None, source_param_ref=None,
-                           reset=False, reset_param_ref=None)
+            outcome = no_snapshot(player_id)
             if not player.is_trained_enough():
                 return outcome
             historical = self._add_snapshot(player)
-            outcome.update(snapshot=True, historical_player=historical.info(), source_param_ref=player.param_ref)
+            outcome['snapshot'], outcome['historical_player'] = True, historical.info()
+            outcome['source_param_ref'] = player.param_ref
             reset_ref = self._mutate_player(player)
             if reset_ref is not None:
                 player.reset(self.cfg.model)
                 self.ratings.reset(player.player_id)
-                outcome.update(reset=True, reset_param_ref=reset_ref)
+                outcome['reset'], outcome['reset_param_ref'] = True, reset_ref
             self.ratings.record_history(player.player_id, player.step)
             return outcome
 
@@ -387,13 +388,13 @@ class BaseLeague(LeagueStateMixin):
                 f'historical={len(self.roster.historical())}, reference={len(self.roster.reference())})')
 
     def plot_payoff(self, path: str, **kwargs) -> str:
-        """Win-rate heatmap of the active players against everyone, as a PNG (needs matplotlib)."""
+        """Win-rate heatmap of the active players against everyone, as an SVG file (league/svg_chart)."""
         from sparring.league.plots import plot_payoff
         with self._lock:
             return plot_payoff(self, path, **kwargs)
 
     def plot_ratings(self, path: str, **kwargs) -> str:
-        """Rating curves of the active players over training steps, as a PNG (needs matplotlib)."""
+        """Rating curves of the active players over training steps, as an SVG file (league/svg_chart)."""
         from sparring.league.plots import plot_ratings
         with self._lock:
             return plot_ratings(self, path, **kwargs)

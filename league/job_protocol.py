@@ -1,6 +1,8 @@
-"""The dicts a pipeline hands a league, checked: what ``finish_job`` and ``update_active_player`` accept.
+"""The dicts a pipeline and a league exchange: their shapes (``TypedDict``s, so they stay DI-engine's plain dicts)
+and the checks of what ``finish_job`` and ``update_active_player`` accept.
 
-A job result is the job info ``get_job_info`` returned plus its ``result`` (as DI-engine's commander
+:class:`JobInfo` is what ``get_job_info`` returns, :class:`SnapshotVerdict` what ``judge_snapshot`` returns,
+:class:`PlayerProgress` what ``update_active_player`` takes. A job result is the job info ``get_job_info`` returned plus its ``result`` (as DI-engine's commander
 sends it), or just ``player_ids`` and ``result``; a progress report is a player id with its train
 iteration and, optionally, its agent steps, parameter reference and model config. Each check raises
 a :class:`LeagueError` that names the key and what was expected, before the league changes.
@@ -9,13 +11,59 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, List, NotRequired, Optional, Tuple, TypedDict
 
 import numpy as np
 
 from sparring.league.errors import LeagueError
 from sparring.league.outcome import parse_outcomes
-from sparring.league.player import ActivePlayer, Player
+from sparring.league.player import ActivePlayer, Player, PlayerInfo
+
+
+
+class JobInfo(TypedDict):
+    """One job: who plays whom (``get_job_info``)."""
+    job_id: int
+    launch_player: str  # the active player the job is for: the home player
+    player_ids: List[str]  # [home, away]
+    branch: str  # the opponent rule that chose the away player ('eval' for an evaluation job)
+    eval_flag: bool
+    episode_num: int
+    players: List[PlayerInfo]  # [home, away]
+
+
+class SnapshotVerdict(TypedDict):
+    """``judge_snapshot``'s answer: on a snapshot, store the parameters at ``source_param_ref`` under
+    ``historical_player['param_ref']``; on a reset, reload the player's parameters from ``reset_param_ref``."""
+    player_id: str
+    snapshot: bool
+    historical_player: Optional[PlayerInfo]
+    source_param_ref: Optional[str]
+    reset: bool
+    reset_param_ref: Optional[str]
+
+
+class PlayerProgress(TypedDict):
+    """A learner's progress report (``update_active_player``)."""
+    player_id: str
+    train_iteration: int
+    agent_steps: NotRequired[int]  # ML-Agents' trainer steps, every agent of a team counted
+    param_ref: NotRequired[str]  # where the player's current parameters are
+    model: NotRequired[dict]  # its model config (after surgery)
+
+
+def stored_ref(ref: Optional[str], whose: str) -> str:
+    """A parameter reference the pipeline must find stored: a :class:`LeagueError` naming ``whose`` if it is None."""
+    if ref is None:
+        raise LeagueError(f'{whose} has no "param_ref"; expected the key its parameters are stored under')
+    return ref
+
+
+def no_snapshot(player_id: str) -> SnapshotVerdict:
+    """The verdict that keeps ``player_id`` training as it is."""
+    return SnapshotVerdict(player_id=player_id, snapshot=False, historical_player=None, source_param_ref=None,
+                           reset=False, reset_param_ref=None)
+
 
 # A job result is the job info get_job_info returned plus its ``result`` (as DI-engine's commander sends it).
 JOB_INFO_KEYS = frozenset({'job_id', 'launch_player', 'player_ids', 'branch', 'eval_flag', 'episode_num', 'players'})

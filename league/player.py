@@ -22,7 +22,7 @@ The league owns no network parameters: every player carries a parameter *referen
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NotRequired, Optional, Sequence, Tuple, TypedDict
 
 import numpy as np
 
@@ -33,6 +33,20 @@ from sparring.league.errors import LeagueError
 from sparring.league.meta_strategy import symmetric_nash
 from sparring.league.roster import PlayerGroup
 from sparring.league.sampling import PFSP_WEIGHTINGS, FixedSampler, pfsp_sample, sample_weighted, uniform_sample
+
+
+class PlayerInfo(TypedDict):
+    """What a collector needs to play a player (:meth:`Player.info`): a job info's ``players`` and a
+    snapshot verdict's ``historical_player``."""
+    player_id: str
+    kind: str  # 'active' | 'historical' | 'reference'
+    param_ref: Optional[str]
+    model: Optional[dict]
+    step: int
+    parent_id: NotRequired[str]  # a historical player's
+    parent_type: NotRequired[str]
+    snapshot_index: NotRequired[int]
+    player_type: NotRequired[str]  # an active player's registered type
 
 
 class Player:
@@ -54,10 +68,10 @@ class Player:
     def attach(self, league, index: int) -> None:
         self.league, self.index = league, index
 
-    def info(self) -> dict:
+    def info(self) -> PlayerInfo:
         """What a collector needs to play this player: id, kind, parameters, model, step."""
-        return dict(player_id=self.player_id, kind=self.kind, param_ref=self.param_ref,
-                    model=copy.deepcopy(self.model), step=self.step)
+        return PlayerInfo(player_id=self.player_id, kind=self.kind, param_ref=self.param_ref,
+                          model=copy.deepcopy(self.model), step=self.step)
 
     def state_dict(self) -> dict:
         return dict(kind=self.kind, player_id=self.player_id, param_ref=self.param_ref,
@@ -81,9 +95,9 @@ class HistoricalPlayer(Player):
         self.parent_type = parent_type
         self.snapshot_index = int(snapshot_index)
 
-    def info(self) -> dict:
-        return dict(super().info(), parent_id=self.parent_id, parent_type=self.parent_type,
-                    snapshot_index=self.snapshot_index)
+    def info(self) -> PlayerInfo:
+        return PlayerInfo(**super().info(), parent_id=self.parent_id, parent_type=self.parent_type,
+                          snapshot_index=self.snapshot_index)
 
     def state_dict(self) -> dict:
         return dict(super().state_dict(), parent_id=self.parent_id, parent_type=self.parent_type,
@@ -338,8 +352,8 @@ class ActivePlayer(Player):
         """Called after games against ``opponent`` are recorded (codes from this player's view)."""
 
     # ------------------------------------------------------------------------------- state
-    def info(self) -> dict:
-        return dict(super().info(), player_type=self.player_type)
+    def info(self) -> PlayerInfo:
+        return PlayerInfo(**super().info(), player_type=self.player_type)
 
     def state_dict(self) -> dict:
         return dict(super().state_dict(), player_type=self.player_type, last_snapshot_step=self.last_snapshot_step,

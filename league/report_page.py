@@ -10,7 +10,8 @@
 * rating curves against env steps: Elo, and TrueSkill mu with its sigma band when it is on;
 * the snapshot lineage: each active player's snapshots and resets along the env steps;
 * exploitability curves where the run computes them exactly;
-* results against each evaluation opponent (bots): the curves of win rates and the last evaluation.
+* results against each evaluation opponent (bots): the curves of win rates and the last evaluation, with how
+  many distinct games it played (a note names the pairs whose games repeated).
 
 ``course`` is a dict of lists recorded as the run goes (see :class:`sparring.framework.league_watch.LeagueWatch`):
 ``evaluations`` (env_steps, player, results per opponent, ratings per player), ``snapshots``
@@ -22,10 +23,10 @@ exploitability per player).
 from __future__ import annotations
 
 import html
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from sparring.league.report import HEADERS, filled_columns, league_rows
-from sparring.league.svg_chart import line_chart, timeline, win_rate_colour
+from sparring.league.svg_chart import CHART_CSS, heatmap, line_chart, timeline
 from sparring.league.text_table import _cell
 
 MAX_HEATMAP_PLAYERS = 120  # beyond: the active and reference players and the newest snapshots
@@ -36,14 +37,9 @@ h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; border-bottom: 1
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
-table.payoff td { width: 38px; text-align: center; font-size: 11px; }
-table.payoff th.col { writing-mode: vertical-rl; transform: rotate(180deg); font-weight: normal; font-size: 11px; }
 .facts td { border: none; padding: 1px 12px 1px 0; }
 .note { color: #666; font-size: 13px; }
-svg { margin: 8px 16px 8px 0; } svg .title { font-size: 13px; font-weight: bold; }
-svg .tick { font-size: 10px; fill: #444; } svg .label { font-size: 11px; fill: #222; }
-svg .axis { stroke: #444; } svg .grid { stroke: #eee; }
-"""
+""" + CHART_CSS
 
 
 def render_report(league, course: Dict[str, list], facts: Dict[str, object]) -> str:
@@ -123,24 +119,13 @@ def _payoff(league) -> str:
     ids = heatmap_players(league)
     rates, games = league.payoff.matrix(ids, ids)
     known = league.payoff.min_win_rate_games
-    cols = ''.join(f'<th class="col">{html.escape(pid)}</th>' for pid in ids)
-    rows = []
-    for i, home in enumerate(ids):
-        cells = []
-        for j in range(len(ids)):
-            n = float(games[i, j])
-            rate: Optional[float] = float(rates[i, j]) if n > 0 and n >= known else None
-            text = '' if rate is None else f'{rate:.2f}'
-            tip = f'{home} vs {ids[j]}: {n:.0f} games' + ('' if rate is None else f', win rate {rate:.3f}')
-            cells.append(f'<td style="background:{win_rate_colour(rate)}" title="{html.escape(tip)}">{text}</td>')
-        rows.append(f'<tr><th>{html.escape(home)}</th>{"".join(cells)}</tr>')
     shown = len(ids)
     total = len(league.roster)
     note = (f'<p class="note">Win rate of the row player against the column player (wins plus half the draws '
-            f'count as in the league\'s payoff); grey: fewer than {known:g} games.'
-            + (f' Showing {shown} of {total} players: the active and reference ones and the newest snapshots.'
-               if shown < total else '') + '</p>')
-    return note + f'<table class="payoff"><tr><th></th>{cols}</tr>{"".join(rows)}</table>'
+            f'count as in the league\'s payoff); grey: fewer than {known:g} games; each cell\'s tooltip gives its '
+            f'games.' + (f' Showing {shown} of {total} players: the active and reference ones and the newest snapshots.'
+                         if shown < total else '') + '</p>')
+    return note + heatmap(ids, ids, rates, games, known, 'Win rate (row against column)')
 
 
 def _rating_points(course: Dict[str, list], key: str):
@@ -229,12 +214,30 @@ def _opponents(course: Dict[str, list]) -> str:
             series.setdefault(f'{entry["player"]} vs {oid}', []).append((entry['env_steps'], s['win']))
     chart = line_chart(series, 'Win rate against each evaluation opponent', 'env steps', 'win rate',
                        y_range=(0.0, 1.0), width=760, x_from_zero=True)
-    head = '<tr><th>player</th><th>opponent</th><th>win</th><th>draw</th><th>loss</th><th>games</th><th>env steps</th></tr>'
+    shown = [(pid, entry, oid, s) for pid, entry in last.items() for oid, s in entry['results'].items()]
+    counted = any(s.get('distinct_games') is not None for *_, s in shown)  # evaluations of older runs did not count
+    head = ('<tr><th>player</th><th>opponent</th><th>win</th><th>draw</th><th>loss</th><th>games</th>'
+            + ('<th>distinct games</th>' if counted else '') + '<th>env steps</th></tr>')
     body = ''.join(f'<tr><td>{html.escape(pid)}</td><td>{html.escape(oid)}</td><td>{s["win"]:.1%}</td>'
                    f'<td>{s["draw"]:.1%}</td><td>{s["loss"]:.1%}</td><td>{int(s["games"])}</td>'
-                   f'<td>{entry["env_steps"]}</td></tr>'
-                   for pid, entry in last.items() for oid, s in entry['results'].items())
-    return chart + '<p class="note">The last evaluation of each player:</p>' + f'<table>{head}{body}</table>'
+                   + (f'<td>{_cell(s.get("distinct_games"))}</td>' if counted else '')
+                   + f'<td>{entry["env_steps"]}</td></tr>'
+                   for pid, entry, oid, s in shown)
+    return (chart + '<p class="note">The last evaluation of each player:</p>' + f'<table>{head}{body}</table>'
+            + _repeated_note(shown))
+
+
+REPEATED_NOTE = ('<p class="note"><b>distinct games</b>: how many of the games differed (each game fingerprinted '
+                 'step by step). Greedy players in a game without chance repeat the same few games, so these rates '
+                 'rest on fewer games than they count: {repeated}. <code>sparring eval RUN --sampled</code> plays '
+                 'varied games.</p>')
+
+
+def _repeated_note(shown) -> str:
+    """A note naming the evaluations whose games repeated ("N distinct of M"); '' where none did."""
+    repeated = [f'{pid} vs {oid}, {s["distinct_games"]} distinct of {int(s["games"])}' for pid, _, oid, s in shown
+                if s.get('distinct_games') is not None and s['distinct_games'] < s['games']]
+    return REPEATED_NOTE.format(repeated=html.escape('; '.join(repeated))) if repeated else ''
 
 
 def render_return_report(course: Dict[str, list], facts: Dict[str, object]) -> str:

@@ -12,6 +12,7 @@ from typing import List, Optional
 
 from sparring.config.registry import LEAGUE_REGISTRY
 from sparring.league.errors import LeagueError
+from sparring.league.job_protocol import JobInfo, PlayerProgress, SnapshotVerdict, no_snapshot
 
 
 @dataclasses.dataclass
@@ -54,7 +55,7 @@ class SingleAgentLeague:
         self._check(player_id)
         return self.player
 
-    def get_job_info(self, player_id: Optional[str] = None, eval_flag: bool = False) -> dict:
+    def get_job_info(self, player_id: Optional[str] = None, eval_flag: bool = False) -> JobInfo:
         raise LeagueError('get_job_info: a single-agent run has no opponents to draw')
 
     def finish_job(self, job_result: dict) -> None:
@@ -67,14 +68,13 @@ class SingleAgentLeague:
     def record_eval_result(self, player_id: str, opponent_id: str, result) -> None:
         raise LeagueError(f'record_eval_result: a single-agent run has no rated opponents, got {opponent_id!r}')
 
-    def update_active_player(self, player_info: dict) -> None:
+    def update_active_player(self, player_info: PlayerProgress) -> None:
         self._check(player_info['player_id'])
         self.player.train_iteration = int(player_info['train_iteration'])
 
-    def judge_snapshot(self, player_id: str) -> dict:
+    def judge_snapshot(self, player_id: str) -> SnapshotVerdict:
         self._check(player_id)
-        return dict(player_id=player_id, snapshot=False, historical_player=None, source_param_ref=None,
-                    reset=False, reset_param_ref=None)
+        return no_snapshot(player_id)
 
     def set_meta_game_source(self, source) -> None:
         raise LeagueError('a single-agent run has no meta-game: battle.exact_analysis needs a two-player game')

@@ -1,31 +1,48 @@
-"""Small pictures as inline SVG and HTML, with no plotting library: line charts, a timeline of events and
-the colour of a win rate. They go into the self-contained league report page."""
+"""Every picture sparring draws, as SVG with no plotting library: line charts (with labelled marks and flat
+reference levels), a payoff heatmap, a timeline of events and the colour of a win rate.
+
+The report page inlines them (its charts must work in a base install, and their ``<title>`` tooltips name each
+point and cell); :mod:`sparring.league.plots` writes the same pictures as files (:func:`svg_file`)."""
 from __future__ import annotations
 
 import html
 import math
+import re
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
 
 PALETTE = ('#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22',
            '#17becf')
 Point = Tuple[float, float]
+Mark = Tuple[float, float, str, str]  # (x, y, label, name): a dot with its label above, its name in the tooltip
+MAX_DOTS = 200  # a series with more points is drawn as a line only: its dots would hide it
+MAX_ANNOTATED = 30  # with more players a side the win rates would not fit in their cells
+UNKNOWN_GREY = 224  # the grey of a win rate from too few games
+
+# The charts' styles, by class: the report page puts them in its <style>, a picture file in its own.
+CHART_CSS = """
+svg { margin: 8px 16px 8px 0; font-family: sans-serif; } svg .title { font-size: 13px; font-weight: bold; }
+svg .tick { font-size: 10px; fill: #444; } svg .label { font-size: 11px; fill: #222; }
+svg .axis { stroke: #444; } svg .grid { stroke: #eee; } svg .cell { font-size: 10px; }
+"""
 
 
 def colour(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
 
 
+def win_rate_rgb(rates) -> np.ndarray:
+    """``[..., 3]`` RGB floats (0-255): red at 0 through white at 0.5 to blue at 1; grey where a rate is NaN."""
+    rate = np.clip(np.asarray(rates, dtype=np.float64), 0.0, 1.0)[..., None]
+    red, white, blue = (np.array(c, np.float64) for c in ((214, 39, 40), (255, 255, 255), (31, 119, 180)))
+    rgb = np.where(rate < 0.5, red + (white - red) * (rate / 0.5), white + (blue - white) * ((rate - 0.5) / 0.5))
+    return np.where(np.isnan(rate), float(UNKNOWN_GREY), rgb)
+
+
 def win_rate_colour(rate: Optional[float]) -> str:
-    """Red (0) through white (0.5) to blue (1); light grey for an unknown rate."""
-    if rate is None or rate != rate:
-        return '#e0e0e0'
-    rate = min(max(rate, 0.0), 1.0)
-    if rate < 0.5:
-        t = rate / 0.5
-        rgb = (214 + (255 - 214) * t, 39 + (255 - 39) * t, 40 + (255 - 40) * t)
-    else:
-        t = (rate - 0.5) / 0.5
-        rgb = (255 - (255 - 31) * t, 255 - (255 - 119) * t, 255 - (255 - 180) * t)
+    """``win_rate_rgb`` of one rate as ``#rrggbb``; light grey for an unknown rate."""
+    rgb = win_rate_rgb(np.nan if rate is None else rate)
     return '#%02x%02x%02x' % tuple(int(round(c)) for c in rgb)
 
 
@@ -96,31 +113,40 @@ class Frame:
                      f'transform="rotate(-90 12 {(self.top + bottom) / 2:.0f})">{html.escape(y_label)}</text>')
         return parts
 
+    def legend_entry(self, index: int, name: str, swatch: str) -> List[str]:
+        """The ``index``-th line of the legend, right of the plot: a swatch (its SVG attributes) and the name."""
+        x, y = self.width - self.right + 10, self.top + 14 * index
+        return [f'<rect x="{x}" y="{y}" width="10" height="10" {swatch}/>',
+                f'<text x="{x + 14}" y="{y + 9}" class="tick">{html.escape(name)}</text>']
+
     def svg(self, parts: Sequence[str]) -> str:
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
-                f'viewBox="0 0 {self.width} {self.height}">' + ''.join(parts) + '</svg>')
+        return _svg(self.width, self.height, parts)
 
 
 def line_chart(series: Mapping[str, Sequence[Point]], title: str, x_label: str, y_label: str,
                y_range: Optional[Tuple[float, float]] = None, bands: Optional[Mapping[str, Sequence[Point]]] = None,
-               width: int = 640, height: int = 260, x_from_zero: bool = False) -> str:
+               width: int = 640, height: int = 260, x_from_zero: bool = False,
+               marks: Optional[Mapping[str, Sequence[Mark]]] = None,
+               levels: Optional[Mapping[str, float]] = None) -> str:
     """One line per named series of ``(x, y)`` points; ``bands[name]`` (``(low, high)`` per point of the
-    series) shades a spread around a line. Empty series are left out; no series at all: a note.
-    ``x_from_zero``: the x axis starts at 0 (env steps: a run's course is read from its start)."""
+    series) shades a spread around a line, ``marks[name]`` adds labelled dots in its colour and ``levels`` draws
+    named flat dashed lines (e.g. the reference players' ratings). Empty series are left out; no series at all:
+    a note. ``x_from_zero``: the x axis starts at 0 (env steps: a run's course is read from its start)."""
     series = {name: list(points) for name, points in series.items() if points}
     if not series:
         return f'<p class="note">{html.escape(title)}: nothing recorded yet.</p>'
-    xs = [p[0] for points in series.values() for p in points]
-    ys = [p[1] for points in series.values() for p in points]
+    marks, levels = marks or {}, levels or {}
+    xs = [p[0] for points in series.values() for p in points] + [m[0] for dots in marks.values() for m in dots]
+    ys = [p[1] for points in series.values() for p in points] + [m[1] for dots in marks.values() for m in dots]
+    ys += list(levels.values())
     for spread in (bands or {}).values():
         ys += [v for pair in spread for v in pair]
-    legend_width = 34 + 6 * max(len(name) for name in series)  # about 6 px a character at 10 px
+    legend_width = 34 + 6 * max(len(name) for name in list(series) + list(levels))  # ~6 px a character at 10 px
     low = min(0.0, min(xs)) if x_from_zero else min(xs)
     high = max(xs)
     margin = (high - low) * 0.03  # the first and last points keep off the axes
     frame = Frame((low - (margin if low == min(xs) else 0.0), high + margin), y_range or (min(ys), max(ys)),
                   width + legend_width - 150, height, right=legend_width)
-    width = frame.width
     parts = frame.axes(title, x_label, y_label)
     for index, (name, points) in enumerate(series.items()):
         stroke = colour(index)
@@ -131,13 +157,79 @@ def line_chart(series: Mapping[str, Sequence[Point]], title: str, x_label: str, 
             parts.append(f'<polygon points="{upper} {lower}" fill="{stroke}" opacity="0.15"/>')
         path = ' '.join(f'{frame.x(x):.1f},{frame.y(y):.1f}' for x, y in points)
         parts.append(f'<polyline points="{path}" fill="none" stroke="{stroke}" stroke-width="2"/>')
-        for x, y in points:
+        for x, y in points if len(points) <= MAX_DOTS else ():
             parts.append(f'<circle cx="{frame.x(x):.1f}" cy="{frame.y(y):.1f}" r="2.5" fill="{stroke}">'
                          f'<title>{html.escape(name)}: {y:.4g} at {x:g}</title></circle>')
-        legend_y = frame.top + 14 * index
-        parts.append(f'<rect x="{width - frame.right + 10}" y="{legend_y}" width="10" height="10" fill="{stroke}"/>')
-        parts.append(f'<text x="{width - frame.right + 24}" y="{legend_y + 9}" class="tick">{html.escape(name)}</text>')
+        for x, y, label, mark_name in marks.get(name, ()):
+            parts.append(f'<circle cx="{frame.x(x):.1f}" cy="{frame.y(y):.1f}" r="4" fill="white" stroke="{stroke}" '
+                         f'stroke-width="1.5"><title>{html.escape(mark_name)}: {y:.4g} at {x:g}</title></circle>')
+            parts.append(f'<text x="{frame.x(x):.1f}" y="{frame.y(y) - 7:.1f}" class="tick" text-anchor="middle" '
+                         f'fill="{stroke}">{html.escape(label)}</text>')
+        parts += frame.legend_entry(index, name, f'fill="{stroke}"')
+    for offset, (name, level) in enumerate(levels.items()):
+        y = frame.y(level)
+        parts.append(f'<line x1="{frame.left}" y1="{y:.1f}" x2="{frame.width - frame.right}" y2="{y:.1f}" '
+                     f'stroke="#888" stroke-dasharray="5 3"><title>{html.escape(name)}: {level:.4g}</title></line>')
+        parts += frame.legend_entry(len(series) + offset, name, 'fill="none" stroke="#888" stroke-dasharray="3 2"')
     return frame.svg(parts)
+
+
+def heatmap(row_ids: Sequence[str], col_ids: Sequence[str], rates: np.ndarray, games: np.ndarray,
+            min_games: float, title: str) -> str:
+    """The win rate of each row player against each column player as a coloured cell (``win_rate_colour``;
+    grey where the pair played fewer than ``min_games`` games, or none), written in the cell when no side
+    has more than ``MAX_ANNOTATED`` players; each cell's tooltip gives its games and rate."""
+    if not len(row_ids) or not len(col_ids):
+        return f'<p class="note">{html.escape(title)}: no players yet.</p>'
+    cell = max(6, min(38, 1400 // max(len(row_ids), len(col_ids))))  # a big league's map stays on a screen
+    annotate = max(len(row_ids), len(col_ids)) <= MAX_ANNOTATED
+    left = 12 + 6 * max(len(pid) for pid in row_ids)  # ~6 px a character at 10 px
+    top = 30 + 6 * max(len(pid) for pid in col_ids)
+    # Wide enough for the colour scale's words under a small map.
+    width, height = max(left + cell * len(col_ids) + 16, left + 420), top + cell * len(row_ids) + 40
+    parts = [f'<text x="4" y="16" class="title">{html.escape(title)}</text>']
+    for j, away in enumerate(col_ids):
+        x, y = left + cell * j + cell / 2 + 3, top - 4
+        parts.append(f'<text x="{x:.1f}" y="{y}" class="tick" transform="rotate(-90 {x:.1f} {y})">'
+                     f'{html.escape(away)}</text>')
+    for i, home in enumerate(row_ids):
+        y = top + cell * i
+        parts.append(f'<text x="{left - 4}" y="{y + cell / 2 + 3:.1f}" class="tick" text-anchor="end">'
+                     f'{html.escape(home)}</text>')
+        for j, away in enumerate(col_ids):
+            n = float(games[i, j])
+            rate = float(rates[i, j]) if n > 0 and n >= min_games else None
+            tip = f'{home} vs {away}: {n:.0f} games' + ('' if rate is None else f', win rate {rate:.3f}')
+            x = left + cell * j
+            parts.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{win_rate_colour(rate)}" '
+                         f'stroke="#fff"><title>{html.escape(tip)}</title></rect>')
+            if annotate and rate is not None:
+                ink = '#fff' if abs(rate - 0.5) > 0.3 else '#222'
+                parts.append(f'<text x="{x + cell / 2}" y="{y + cell / 2 + 3.5}" class="cell" text-anchor="middle" '
+                             f'fill="{ink}">{rate:.2f}</text>')
+    legend_y = top + cell * len(row_ids) + 14
+    for k in range(11):  # the colour scale, 0 to 1 by tenths
+        parts.append(f'<rect x="{left + 16 * k}" y="{legend_y}" width="16" height="10" '
+                     f'fill="{win_rate_colour(k / 10)}"/>')
+    parts.append(f'<text x="{left - 4}" y="{legend_y + 9}" class="tick" text-anchor="end">0</text>')
+    parts.append(f'<text x="{left + 180}" y="{legend_y + 9}" class="tick">1 (win rate; grey: too few games)</text>')
+    return _svg(width, height, parts)
+
+
+def _svg(width: int, height: int, parts: Sequence[str]) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}">' + ''.join(parts) + '</svg>')
+
+
+def svg_file(svg: str) -> str:
+    """A chart as a stand-alone SVG document: its styles inside, on a white ground (a chart with nothing to
+    draw, which is a page's note, becomes a picture of the note's words)."""
+    if not svg.startswith('<svg'):
+        words = html.escape(html.unescape(re.sub(r'<[^>]+>', '', svg)))
+        svg = _svg(12 + 7 * len(words), 40, [f'<text x="6" y="24" class="label">{words}</text>'])
+    head, rest = svg.split('>', 1)
+    return (f'<?xml version="1.0" encoding="utf-8"?>\n{head}><style>{CHART_CSS}</style>'
+            f'<rect width="100%" height="100%" fill="#fff"/>{rest}\n')
 
 
 def timeline(rows: Dict[str, List[dict]], end: float, title: str, x_label: str, width: int = 640) -> str:

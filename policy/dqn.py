@@ -30,7 +30,12 @@ from sparring.policy import functional as F
 from sparring.policy.base import ActOutput, Policy
 from sparring.policy.device import Placement, acting_device, check_device_spec
 from sparring.policy.finite_step import finite_update
-from sparring.policy.replay_buffer import check_batch_fits_replay, make_replay_buffer
+from sparring.policy.replay_buffer import (REPLAY_CONSTRAINTS, check_batch_fits_replay, chunk_transitions,
+                                           make_replay_buffer, replay_default_config)
+
+# The replay columns DQN learns from (``next_mask`` only for masked actions); not the chosen move's mask nor
+# the opponent tags that ``chunk_transitions`` also gives.
+REPLAY_COLUMNS = ('obs', 'action', 'ret', 'discount', 'next_obs', 'next_mask')
 
 
 class _QNetwork(torch.nn.Module):
@@ -81,15 +86,7 @@ class DQNPolicy(Policy):
                 loss='huber',  # or 'mse'
                 max_grad_norm=10.0,
             ),
-            replay=dict(
-                capacity=100_000,
-                prioritized=False,
-                alpha=0.6,  # priority exponent
-                beta_start=0.4,  # importance-sampling exponent, annealed linearly ...
-                beta_end=1.0,  # ... to this by the end of the run
-                priority_eps=1e-6,
-                in_checkpoint=True,  # save the buffer's transitions with the policy's state
-            ),
+            replay=replay_default_config(100_000),
         )
 
     config_constraints = {
@@ -111,11 +108,7 @@ class DQNPolicy(Policy):
         'learn.target_tau': in_range(0.0, 1.0, open_lo=True),
         'learn.loss': one_of('huber', 'mse'),
         'learn.max_grad_norm': in_range(0.0, None, open_lo=True, allow_none=True),
-        'replay.capacity': in_range(1, None),
-        'replay.alpha': in_range(0.0, None),
-        'replay.beta_start': in_range(0.0, 1.0),
-        'replay.beta_end': in_range(0.0, 1.0),
-        'replay.priority_eps': in_range(0.0, None, open_lo=True),
+        **REPLAY_CONSTRAINTS,
     }
 
     @classmethod
@@ -188,28 +181,12 @@ class DQNPolicy(Policy):
 
     # -- learning -----------------------------------------------------------------------------
     def transitions(self, chunk: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
-        """The chunk's n-step transitions as replay-buffer columns (see ``functional.nstep_transitions``)."""
-        if 'next_obs' not in chunk:
-            raise ValueError('DQN.learn: the chunk has no "next_obs" array; collectors add it for policies with '
-                             'needs_next_obs = True (the observation after each step, bootstrapped from)')
+        """The chunk's n-step transitions as replay columns (see ``replay_buffer.chunk_transitions``), only
+        those DQN learns from: they are the buffer's layout in checkpoints."""
         learn = self.cfg['learn']
-        decision = chunk.get('train_mask')
-        # Past a single-agent chunk's end the next state is a decision of the policy again; in a
-        # battle chunk it may be the opponent's turn, so the transition waits for an own move.
-        tr = F.nstep_transitions(chunk['reward'], chunk['terminated'], chunk['truncated'], decision,
-                                 learn['gamma'], learn['n_step'], bootstrap_tail=decision is None)
-        obs, next_obs = chunk['obs'], chunk['next_obs']
-        from_next = tr.boot_kind == F.BOOT_NEXT_OBS
-        boot_obs = obs[tr.boot_row, tr.col]
-        boot_obs[from_next] = next_obs[tr.boot_row[from_next], tr.col[from_next]]
-        data = dict(obs=obs[tr.row, tr.col], action=np.asarray(chunk['action'])[tr.row, tr.col].astype(np.int64),
-                    ret=tr.ret, discount=tr.discount, next_obs=boot_obs)
-        if 'action_mask' in chunk:
-            next_mask = chunk['action_mask'][tr.boot_row, tr.col].astype(bool)
-            # A truncated episode's final state comes without its legal actions: all count.
-            next_mask[from_next] = True
-            data['next_mask'] = next_mask
-        return data
+        data = chunk_transitions(chunk, learn['gamma'], learn['n_step'], 'DQN')
+        data['action'] = data['action'].astype(np.int64)  # gather's index type
+        return {key: data[key] for key in REPLAY_COLUMNS if key in data}
 
     def _set_epsilon(self, progress: float) -> None:
         collect = self.cfg['collect']

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from typing import Dict, Optional, Sequence, Tuple
 
 from sparring.worker.child_process import main_script_hidden, worker_context
+from sparring.worker.evaluation import GameOutcomes, distinct_games_of
 
 # How long the parent waits for a started child before counting it dead: long enough for a cold
 # start importing torch on a loaded machine.
@@ -35,14 +36,15 @@ class BackgroundEvaluationError(RuntimeError):
 
 
 class BackgroundEvaluation:
-    """Send evaluation tasks to a child process and take their ``(outcomes, returns)`` in order."""
+    """Send evaluation tasks to a child process and take their ``(outcomes, returns)`` in order (the outcomes
+    as :class:`~sparring.worker.evaluation.GameOutcomes`, with the distinct games the child counted)."""
 
     def __init__(self, cfg, player_ids: Sequence[str], seed_shift: int = 0) -> None:
         self.cfg = cfg
         self.player_ids = list(player_ids)
         self.seed_shift = int(seed_shift)
         self.unanswered: 'OrderedDict[int, dict]' = OrderedDict()  # task id -> the task, in the order sent
-        self.answers: Dict[int, Tuple[dict, list]] = {}
+        self.answers: Dict[int, Tuple[GameOutcomes, list]] = {}
         self.restarts = 0
         self.process = None
         self._start()
@@ -67,7 +69,7 @@ class BackgroundEvaluation:
         self.unanswered[task['task_id']] = task
         self.conn.send(task)
 
-    def result(self, task_id: int) -> Tuple[dict, list]:
+    def result(self, task_id: int) -> Tuple[GameOutcomes, list]:
         """``(outcomes per opponent, episode returns)`` of a task sent earlier; waits for it if need be."""
         if task_id not in self.unanswered and task_id not in self.answers:
             raise KeyError(f'background evaluation: no task {task_id} was sent')
@@ -88,7 +90,7 @@ class BackgroundEvaluation:
             raise BackgroundEvaluationError(f'background evaluation of {reply["player_id"]} (task {reply["task_id"]}) '
                                             f'failed in the child process:\n{reply["error"]}')
         self.unanswered.pop(reply['task_id'], None)
-        self.answers[reply['task_id']] = (reply['results'], reply['returns'])
+        self.answers[reply['task_id']] = (GameOutcomes(reply['results'], reply['distinct_games']), reply['returns'])
 
     def _restart(self) -> None:
         code = self.process.exitcode if self.process is not None else None
@@ -145,8 +147,9 @@ def _serve(cfg_dict: dict, player_ids: list, seed_shift: int, conn) -> None:
             except Exception:  # noqa: BLE001 -- the parent raises it, naming the task
                 conn.send(dict(task_id=task['task_id'], player_id=task['player_id'], error=traceback.format_exc()))
                 return
-            conn.send(dict(task_id=task['task_id'], player_id=task['player_id'], results=results,
-                           returns=[float(r) for r in returns]))
+            # Plain values through the pipe: the outcomes and, beside them, their distinct games.
+            conn.send(dict(task_id=task['task_id'], player_id=task['player_id'], results=dict(results),
+                           distinct_games=distinct_games_of(results), returns=[float(r) for r in returns]))
     finally:
         close()
 

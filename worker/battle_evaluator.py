@@ -5,17 +5,20 @@ and the home seat alternating, so both seats are played equally. Bots that need 
 state (MCTS over OpenSpiel games) get it from the env. Besides each game's outcome, the result keeps
 the home side's return of each game (a team's: the mean over its agents), since where a game pays
 more than win or lose (poker's chips) the outcome alone does not say how much was won, and its seat,
-since in a turn-based game moving first or second can matter more than the opponent.
+since in a turn-based game moving first or second can matter more than the opponent, and how many
+distinct games the recorded ones were (:mod:`sparring.worker.game_fingerprints`): greedy players on a
+game without chance repeat the same few games.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
 from sparring.policy.base import Policy
 from sparring.worker.battle_arena import Arena
+from sparring.worker.game_fingerprints import GameFingerprints
 
 
 @dataclasses.dataclass
@@ -24,6 +27,7 @@ class BattleEvalResult:
     outcomes: List[str]
     returns: List[float] = dataclasses.field(default_factory=list)  # the home side's, game by game
     seats: List[int] = dataclasses.field(default_factory=list)  # the home side's seat, game by game (0 moves first)
+    distinct_games: Optional[int] = None  # how many of the games differ (None: not counted)
 
     @property
     def mean_return(self) -> float:
@@ -78,11 +82,14 @@ class BattleEvaluator:
         outcomes: List[str] = []
         returns: List[float] = []
         seats: List[int] = []
+        fingerprints = GameFingerprints(B)
+        distinct: Set[str] = set()  # the fingerprints of the recorded games
         running = np.zeros(B)  # the home side's return of each slot's current game
         slots = np.arange(B)
         while (quota > 0).any():
             actions, _ = arena.act()
             step = arena.step(actions)
+            ended = fingerprints.step(actions, step)
             # Read before finished(): it flips the home seat of the slots whose game ended.
             home_seat = arena.home_seat.copy()
             home_reward = step.reward[slots, home_seat]
@@ -92,6 +99,7 @@ class BattleEvaluator:
                     outcomes.append(outcome)
                     returns.append(float(running[slot]))
                     seats.append(int(home_seat[slot]))
+                    distinct.add(ended[slot])
                     quota[slot] -= 1
                 running[slot] = 0.0
-        return BattleEvalResult(opponent_id, outcomes, returns, seats)
+        return BattleEvalResult(opponent_id, outcomes, returns, seats, distinct_games=len(distinct))

@@ -7,11 +7,14 @@
   returns, its score their mean.
 
 Calling one gives ``(outcomes per opponent id, episode returns)``; ``summarise`` (a class method,
-so a commander that never plays can use it) turns that into the report that is logged and kept.
+so a commander that never plays can use it) turns that into the report that is logged and kept. A
+league evaluation's outcomes come as :class:`GameOutcomes`, which also carry how many distinct games
+were played against each opponent: the report keeps the count (``distinct_games``) and the log line
+says where the games repeated.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -23,6 +26,33 @@ from sparring.worker.evaluator import Evaluator
 from sparring.worker.logger import format_outcome_rates
 
 Outcomes = Dict[str, List[str]]
+
+
+class GameOutcomes(dict):
+    """The outcomes of an evaluation's games, per opponent id (the dict itself: ``'win' | 'draw' | 'loss'``
+    game by game), with :attr:`distinct_games`: how many distinct games they were, per opponent counted.
+
+    A dict, so that everything that records outcomes (the league, the journal, the wire's ``results``)
+    reads them as before; the counts ride beside them, from the evaluation that played the games to the
+    report that keeps them, in-process, from the background child and across the wire (``distinct_games``).
+    """
+
+    def __init__(self, outcomes: Optional[Mapping[str, List[str]]] = None,
+                 distinct_games: Optional[Mapping[str, int]] = None) -> None:
+        super().__init__(outcomes or {})
+        self.distinct_games: Dict[str, int] = dict(distinct_games or {})
+
+
+def distinct_games_of(results: Mapping[str, List[str]]) -> Dict[str, int]:
+    """The distinct games per opponent that ``results`` carry (none for a plain dict of outcomes)."""
+    return results.distinct_games if isinstance(results, GameOutcomes) else {}
+
+
+def repeated_games_note(report: Dict[str, dict]) -> str:
+    """``'games repeated: X 2 distinct of 8'`` for the opponents whose games repeated; '' if none did."""
+    repeated = [f'{oid} {s["distinct_games"]} distinct of {s["games"]}' for oid, s in report.items()
+                if s.get('distinct_games') is not None and s['distinct_games'] < s['games']]
+    return 'games repeated: ' + ', '.join(repeated) if repeated else ''
 
 
 def min_score(per_opponent: Dict[str, dict]) -> float:
@@ -37,15 +67,31 @@ class GameEvaluation:
         self.battle = BattleEvaluator(lambda: make_battle_env(cfg.env, cfg.env.evaluator_env_num, seed),
                                       cfg.env.n_evaluator_episodes, deterministic=cfg.battle.eval_deterministic)
 
-    def __call__(self, policy, opponents: Sequence[Sequence[str]], pool) -> Tuple[Outcomes, List[float]]:
+    def __call__(self, policy, opponents: Sequence[Sequence[str]], pool) -> Tuple[GameOutcomes, List[float]]:
         results = self.battle.evaluate(policy, [(oid, pool.get(ref)) for oid, ref in opponents])
-        return {r.opponent_id: list(r.outcomes) for r in results}, []
+        return GameOutcomes({r.opponent_id: list(r.outcomes) for r in results},
+                            {r.opponent_id: r.distinct_games for r in results if r.distinct_games is not None}), []
 
     @staticmethod
     def summarise(results: Outcomes, returns: Sequence[float]) -> Tuple[dict, Optional[float], str]:
-        """``(report, score, text)``: win/draw/loss rates per opponent and the worst score."""
-        report = {oid: BattleEvalResult(oid, outcomes).summary() for oid, outcomes in results.items()}
-        text = format_outcome_rates(report)
+        """``(report, score, text)``: win/draw/loss rates per opponent (and the distinct games, where counted),
+        the worst score, and the log line's text, which names the opponents whose games repeated. Counts that
+        do not fit the outcomes (an opponent without games, more distinct games than games) raise ValueError."""
+        distinct = distinct_games_of(results)
+        unknown = sorted(set(distinct) - set(results))
+        if unknown:
+            raise ValueError(f'distinct games counted against {unknown[:5]}, which played no games here')
+        report = {}
+        for oid, outcomes in results.items():
+            report[oid] = BattleEvalResult(oid, outcomes).summary()
+            if oid in distinct:
+                count = distinct[oid]
+                if not min(1, len(outcomes)) <= count <= len(outcomes):
+                    raise ValueError(f'{count} distinct games against {oid!r}; expected 1 to {len(outcomes)}, the '
+                                     f'games played')
+                report[oid]['distinct_games'] = count
+        note = repeated_games_note(report)
+        text = format_outcome_rates(report) + (f' ({note})' if note else '')
         return report, (min_score(report) if report else None), text
 
     def close(self) -> None:

@@ -11,7 +11,7 @@ between the two lives here, behind the same methods, so no other module asks "is
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from sparring.config.schema import ConfigError
 from sparring.worker.battle_collector import BattleCollector
@@ -54,7 +54,8 @@ class LeagueKind:
                   sample_opponent: Optional[Callable]):
         """A player's collector on envs of its own; ``sample_opponent(slot)`` draws each game's opponent."""
         search = collect_search(self.cfg, policy, player_seed(seed, player_index))
-        env = make_battle_env(self.cfg.env, self.cfg.env.collector_env_num, player_seed(seed, player_index))
+        env = make_battle_env(self.cfg.env, self.cfg.env.collector_env_num, player_seed(seed, player_index),
+                              training=True)
         return BattleCollector(env, policy, n_steps, sample_opponent, player_id=player_id,
                                train_both_sides=self.cfg.battle.train_both_sides, search=search)
 
@@ -124,7 +125,10 @@ def _spaces_of(probe):
         probe.close()
 
 
-def run_kind(cfg):
+RunKind = Union[LeagueKind, SingleAgentKind]
+
+
+def run_kind(cfg) -> RunKind:
     """The kind of run ``cfg`` (compiled) makes."""
     return LeagueKind(cfg) if is_league_run(cfg) else SingleAgentKind(cfg)
 

@@ -7,10 +7,16 @@ draw (0), and no game is ever truncated. Rewards come only on the final move.
 An observation, from the seat's own perspective, is ``[3, rows, cols]`` float32: the seat's own
 stones, the opponent's stones, and a plane of ones when the seat is to move (zeros otherwise).
 Actions: a cell ``r * cols + c`` (row 0 at the top) in tic-tac-toe, a column in connect four.
+
+With ``random_opening_plies = [lo, hi]`` a training game starts after k uniformly random plies, k drawn
+per game from lo..hi by the env's own seeded generator: self-play then also meets positions its own
+games never lead to. The random plies never finish a game (a move that would complete a line is not
+drawn), so every start has a move to make; seat k % 2 moves first. Evaluation envs
+(:meth:`LineGameEnv.evaluator_config`) always start from the empty board.
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 from gymnasium import spaces
@@ -19,10 +25,26 @@ from sparring.config.schema import ConfigError, in_range
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.search_acting import SearchActing
 from sparring.config.registry import ENV_REGISTRY
+from sparring.policy.bot import choose_best
 from sparring.worker.env.battle_api import BATTLE_ENV_CONSTRAINTS, NativeVecBattleEnv
 
 # obs[:, seat, :2] = stones[:, PLANE_SEATS[seat]]: own stones first, then the opponent's.
 _PLANE_SEATS = np.array([[0, 1], [1, 0]])
+
+
+def ply_range():
+    """A constraint: None, or ``[lo, hi]`` ints with 0 <= lo <= hi (plies of a random opening)."""
+    def check(value: Any) -> None:
+        if value is None:
+            return
+        ints = isinstance(value, (list, tuple)) and len(value) == 2 and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value)
+        if not ints or not 0 <= value[0] <= value[1]:
+            raise ConfigError(f'expected None or [lo, hi] of ints with 0 <= lo <= hi, got {value!r}')
+
+    check.description = 'None or [lo, hi] of ints with 0 <= lo <= hi'
+    check.allow_none = True
+    return check
 
 
 class LineGameEnv(NativeVecBattleEnv):
@@ -34,17 +56,31 @@ class LineGameEnv(NativeVecBattleEnv):
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(super().default_config(), **cls.default_board)
+        return dict(
+            super().default_config(),
+            **cls.default_board,
+            random_opening_plies=None,  # [lo, hi]: a training game starts after k random plies, k drawn per game from lo..hi; None: from the empty board
+        )
 
     config_constraints = dict(BATTLE_ENV_CONSTRAINTS, rows=in_range(1, 63), cols=in_range(1, 32),
-                              win_length=in_range(2, None))
+                              win_length=in_range(2, None), random_opening_plies=ply_range())
 
     @classmethod
     def validate_config(cls, section: dict) -> None:
         try:
-            BoardGeometry(section['rows'], section['cols'], section['win_length'], cls.gravity)
+            geometry = BoardGeometry(section['rows'], section['cols'], section['win_length'], cls.gravity)
         except ValueError as err:
             raise ConfigError(f'config keys "env.rows", "env.cols", "env.win_length": {err}') from None
+        plies = section.get('random_opening_plies')
+        if plies is not None and plies[1] >= geometry.num_cells:
+            # A full board is a finished game: at least one cell must stay empty for the first real move.
+            raise ConfigError(f'config key "env.random_opening_plies": {list(plies)} would fill the '
+                              f'{geometry.rows}x{geometry.cols} board; expected hi < {geometry.num_cells}')
+
+    @classmethod
+    def evaluator_config(cls, section: Mapping) -> dict:
+        """Evaluation plays whole games from the empty board: no random openings."""
+        return {**section, 'random_opening_plies': None}
 
     @classmethod
     def search_acting(cls, env_cfg: Mapping, search_cfg: dict, seed: int = 0) -> SearchActing:
@@ -64,6 +100,30 @@ class LineGameEnv(NativeVecBattleEnv):
     def _reset_games(self, rows: np.ndarray) -> None:
         self.stones[rows] = 0
         self.mover[rows] = 0
+        if self.cfg.random_opening_plies is not None:
+            self._play_random_openings(rows)
+
+    def _play_random_openings(self, rows: np.ndarray) -> None:
+        """k uniformly random plies in each new game ``rows``, none of them completing a line."""
+        g, actions = self.geometry, np.arange(self.geometry.num_actions)
+        lo, hi = self.cfg.random_opening_plies
+        plies = self.np_random.integers(lo, hi + 1, size=len(rows))
+        for ply in range(hi):
+            games = rows[plies > ply]
+            if not games.size:
+                break
+            mover = self.mover[games]
+            occupied = self.stones[games, 0] | self.stones[games, 1]
+            own = self.stones[games, mover]
+            finishing = g.has_line(own[:, None] | g.move_bits(occupied[:, None], actions[None, :]))
+            allowed = g.legal_mask(occupied) & ~finishing
+            # A game whose every legal move would win stops its opening here: its mover then wins at once.
+            games, mover, occupied, allowed = (x[allowed.any(axis=1)] for x in (games, mover, occupied, allowed))
+            if not games.size:
+                continue
+            action = choose_best(allowed.astype(np.float64), self.np_random)  # uniform among the allowed moves
+            self.stones[games, mover] |= g.move_bits(occupied, action)
+            self.mover[games] = 1 - mover
 
     def _advance(self, actions: np.ndarray):
         games, mover, g = self._all_games, self.mover, self.geometry

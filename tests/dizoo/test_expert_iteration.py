@@ -16,6 +16,7 @@ from sparring.policy import functional as F
 from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.run_kind import run_kind
+from tests.configs import fast_parallel, tiny_league_config
 
 CONNECT_FOUR = BoardGeometry(6, 7, 4, gravity=True)
 
@@ -242,17 +243,11 @@ def test_probabilities_and_value_in_one_pass_equal_the_two_calls():
 @pytest.mark.slow
 def test_a_league_learns_by_expert_iteration_in_both_modes(tmp_path, mode):
     from sparring.framework import parallel_pipeline, serial_pipeline
-    config = dict(
-        exp_name=str(tmp_path / mode),
-        env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=4),
-        policy=dict(type='ppo', model=dict(hidden_sizes=[16]), collect=dict(n_steps=8),
-                    learn=dict(objective='search', epochs=1, num_minibatches=1, gamma=1.0, gae_lambda=1.0)),
-        league=dict(type='one_vs_one', players=dict(naive_sp=dict(one_phase_step=4, branch_probs=dict(sp=1.0)))),
+    config = tiny_league_config(
+        tmp_path / mode, policy=dict(learn=dict(objective='search', gamma=1.0, gae_lambda=1.0)),
+        league=dict(players=dict(naive_sp=dict(branch_probs=dict(sp=1.0)))),
         battle=dict(collect_search=dict(num_simulations=4), eval_opponents=['bot:random']),
-        train=dict(max_env_steps=256, eval_every_iters=0, checkpoint_every_iters=0, progress_bar=False,
-                   tensorboard=False),
-        parallel=dict(collectors=1, evaluators=0, heartbeat_seconds=0.5, worker_timeout_seconds=60.0,
-                      save_every_seconds=0.5, log_every_seconds=1.0, drain_timeout_seconds=3.0, shutdown_seconds=30.0))
+        parallel=fast_parallel())
     summary = (serial_pipeline if mode == 'serial' else parallel_pipeline)(config, seed=0)
     assert summary['env_steps'] >= 256
     # Every update trained on chunks carrying the search's visits (PPO refuses a chunk without them).

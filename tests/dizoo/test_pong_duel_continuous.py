@@ -14,7 +14,7 @@ from sparring.framework.export import export_player, export_policy
 from sparring.framework.play import play_game
 from sparring.framework.player_loader import TrainedRun
 from sparring.framework.run_setup import complete_league_config
-from sparring.framework.serial_run import LeagueRun
+from sparring.framework.serial_run import SerialRun
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.env.battle import make_battle_env
 
@@ -96,7 +96,7 @@ def test_a_ppo_league_trains_on_continuous_pong_with_snapshots_resets_and_pfsp(c
     # The league resumes from its checkpoint and trains on.
     cfg = compile_config(_league_config(exp), seed=0, save=False)
     complete_league_config(cfg)
-    run = LeagueRun(cfg, CheckpointManager.load(summary['checkpoint']))
+    run = SerialRun(cfg, CheckpointManager.load(summary['checkpoint']))
     try:
         league = run.league
         player = league.get_player('naive_sp_0')

@@ -27,10 +27,10 @@ def test_ready_config_compiles_and_builds(path, tmp_path):
     if not (cfg.league is not None or is_battle_env(cfg.env.type)):
         return
     from sparring.framework.run_setup import complete_league_config, evaluation_opponents
-    from sparring.framework.serial_run import LeagueRun
+    from sparring.framework.serial_run import SerialRun
     complete_league_config(cfg)
     cfg.env.collector_env_num = cfg.env.evaluator_env_num = 2
-    run = LeagueRun(cfg)
+    run = SerialRun(cfg)
     try:
         for _, ref in evaluation_opponents(run.league, cfg):
             assert run.pool.get(ref) is not None

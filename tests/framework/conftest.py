@@ -2,19 +2,17 @@
 import pytest
 import torch
 
+from tests.configs import tiny_league_config
+
 
 def tictactoe_config(exp_name: str, **train) -> dict:
     """A small tic-tac-toe league: one self-play player, the random bot as the rated anchor, greedy evaluation."""
-    return dict(
-        exp_name=exp_name, seed=11,
-        env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=20),
-        policy=dict(type='ppo', model=dict(hidden_sizes=[32]), collect=dict(n_steps=8),
-                    learn=dict(epochs=2, num_minibatches=2, lr=1e-3)),
-        league=dict(type='one_vs_one', players=dict(naive_sp=dict(one_phase_step=3))),
+    return tiny_league_config(
+        exp_name, seed=11, env=dict(n_evaluator_episodes=20),
+        policy=dict(model=dict(hidden_sizes=[32]), learn=dict(epochs=2, num_minibatches=2, lr=1e-3)),
+        league=dict(players=dict(naive_sp=dict(one_phase_step=3))),
         battle=dict(eval_deterministic=True, eval_opponents=['bot:tictactoe_heuristic']),
-        train=dict(dict(max_env_steps=768, eval_every_iters=0, checkpoint_every_iters=0, progress_bar=False,
-                        tensorboard=False), **train),
-    )
+        train=dict(dict(max_env_steps=768), **train))
 
 
 @pytest.fixture(scope='session')

@@ -9,7 +9,7 @@ import pytest
 
 from sparring.framework import serial_pipeline
 from sparring.framework.run_setup import prepare_config
-from sparring.framework.serial_run import LeagueRun
+from sparring.framework.serial_run import SerialRun
 from sparring.worker.background_evaluation import BackgroundEvaluationError
 
 pytestmark = pytest.mark.slow  # every test trains a league with an evaluation child process
@@ -23,10 +23,10 @@ def in_background(config: dict) -> None:
     config['train']['eval_in_background'] = True
 
 
-def league_run(tmp_path, name: str, **train) -> LeagueRun:
+def league_run(tmp_path, name: str, **train) -> SerialRun:
     config = golden_runs.league_config(str(tmp_path / name))
     config['train'].update(dict(eval_in_background=True), **train)
-    return LeagueRun(prepare_config(config))
+    return SerialRun(prepare_config(config))
 
 
 def test_a_background_run_is_reproducible_bit_for_bit(tmp_path):
@@ -49,10 +49,10 @@ def test_results_are_recorded_eval_every_iters_rounds_after_they_were_sent(tmp_p
         # Due after round 3 and 6 (sent then), recorded after rounds 6 and 9.
         assert recorded_at == [6, 9]
         assert [entry['env_steps'] for entry in run.history] == [3 * 64, 6 * 64]  # dated when the parameters were sent
-        assert [version for version, _ in run.eval_history['main_player_0']] == [3, 6]
-        assert [e['due_round'] for e in run.in_flight] == [12, 12]  # sent after round 9
+        assert [version for version, _ in run.records.history['main_player_0']] == [3, 6]
+        assert [e['due_round'] for e in run.evaluations.in_flight] == [12, 12]  # sent after round 9
         reports = run.settle_evaluations()
-        assert sorted(reports) == ['main_exploiter_0', 'main_player_0'] and not run.in_flight
+        assert sorted(reports) == ['main_exploiter_0', 'main_player_0'] and not run.evaluations.in_flight
         assert run.coordinator.players['main_player_0'].evaluated_version == 9
     finally:
         run.close()
@@ -64,12 +64,12 @@ def test_a_killed_child_is_restarted_and_nothing_is_lost(tmp_path):
         for _ in range(3):
             run.train_round()
         run.evaluate_pending()
-        assert len(run.in_flight) == 2
-        os.kill(run.background.process.pid, signal.SIGKILL)
-        run.background.process.join(timeout=10)
+        assert len(run.evaluations.in_flight) == 2
+        os.kill(run.evaluations.background.process.pid, signal.SIGKILL)
+        run.evaluations.background.process.join(timeout=10)
         reports = run.settle_evaluations()
         assert sorted(reports) == ['main_exploiter_0', 'main_player_0']
-        assert run.background.restarts == 1
+        assert run.evaluations.background.restarts == 1
         assert all(r['random']['games'] == 8 for r in reports.values())
     finally:
         run.close()
@@ -95,7 +95,7 @@ def test_a_checkpoint_keeps_the_evaluations_in_flight(tmp_path, resume_in_backgr
         for _ in range(3):
             run.train_round()
         run.evaluate_pending()
-        sent = [(e['player_id'], e['version']) for e in run.in_flight]
+        sent = [(e['player_id'], e['version']) for e in run.evaluations.in_flight]
         state = run.state_dict()
     finally:
         run.close()
@@ -103,13 +103,13 @@ def test_a_checkpoint_keeps_the_evaluations_in_flight(tmp_path, resume_in_backgr
         ('main_player_0', 3), ('main_exploiter_0', 3)]
     config = golden_runs.league_config(str(tmp_path / 'saved'))
     config['train']['eval_in_background'] = resume_in_background
-    resumed = LeagueRun(prepare_config(config, resume=True), state)
+    resumed = SerialRun(prepare_config(config, resume=True), state)
     try:
         resumed.settle_evaluations()
         assert {p: c.evaluated_version for p, c in resumed.coordinator.players.items()} == {'main_player_0': 3,
                                                                                          'main_exploiter_0': 3}
         assert [entry['env_steps'] for entry in resumed.history] == [3 * 64]
-        assert not resumed.in_flight
+        assert not resumed.evaluations.in_flight
     finally:
         resumed.close()
 

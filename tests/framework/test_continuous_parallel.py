@@ -1,6 +1,8 @@
 """A parallel league on continuous Pong duel: float action chunks cross the wire to the learner process."""
 import pytest
 
+from tests.configs import fast_parallel
+
 pytestmark = pytest.mark.slow  # a commander with collector, learner and evaluator processes
 
 
@@ -17,9 +19,7 @@ def test_a_parallel_league_trains_on_a_box_game(tmp_path):
         league=dict(type='one_vs_one', players=dict(naive_sp=dict(one_phase_step=4))),
         train=dict(max_env_steps=768, eval_every_iters=4, checkpoint_every_iters=5, progress_bar=False,
                    tensorboard=False),
-        parallel=dict(collectors=1, evaluators=1, heartbeat_seconds=0.5, worker_timeout_seconds=60.0,
-                      save_every_seconds=0.5, log_every_seconds=1.0, drain_timeout_seconds=3.0,
-                      shutdown_seconds=30.0))
+        parallel=fast_parallel(evaluators=1))
     summary = parallel_pipeline(config, seed=0)
     assert summary['env_steps'] >= 768
     policy = load_player(run_dir)

@@ -22,9 +22,9 @@ Clock, join, publish, report, req, start = (helpers.Clock, helpers.join, helpers
 
 def _one_player(tmp_path):
     commander, clock, learners = start(tmp_path, active_players=dict(naive_sp=1))
-    pid = commander.player_ids[0]
+    pid = commander.coordinator.player_ids[0]
     collectors = [join(commander, 'collector')[0] for _ in range(3)]
-    assert commander.max_ahead == 2
+    assert commander.collect.max_ahead == 2
     return commander, clock, learners[pid], pid, collectors
 
 
@@ -52,7 +52,7 @@ def test_a_chunk_whose_collector_died_gives_its_credit_back(tmp_path):
     _heartbeat(commander, b)
     _heartbeat(commander, c)
     commander.tick()
-    assert commander.counters['chunks_reclaimed'] == 1 and commander.chunks_ahead(pid) == 1
+    assert commander.coordinator.counters['chunks_reclaimed'] == 1 and commander.collect.chunks_ahead(pid) == 1
     assert _task(commander, c)[0] == 'task'  # collection goes on
     assert commander.collect.expected_chunks(pid) == 1  # a draining learner does not wait for 'lost'
 
@@ -62,9 +62,9 @@ def test_a_chunk_overtaken_by_a_later_one_of_its_collector_is_lost(tmp_path):
     report(commander, a, pid, [], chunk_id='c1')
     report(commander, a, pid, [], chunk_id='c2')
     _heartbeat(commander, learner, received=['c2'])  # one collector's chunks travel in order
-    assert commander.counters['chunks_reclaimed'] == 1 and commander.collect.expected_chunks(pid) == 1
+    assert commander.coordinator.counters['chunks_reclaimed'] == 1 and commander.collect.expected_chunks(pid) == 1
     _heartbeat(commander, learner, received=['c1'])  # it arrived after all: its credit is taken again
-    assert commander.counters['chunks_reclaimed'] == 0 and commander.collect.expected_chunks(pid) == 2
+    assert commander.coordinator.counters['chunks_reclaimed'] == 0 and commander.collect.expected_chunks(pid) == 2
 
 
 def test_chunks_a_collector_could_not_deliver_are_reclaimed_at_once(tmp_path):
@@ -72,7 +72,7 @@ def test_chunks_a_collector_could_not_deliver_are_reclaimed_at_once(tmp_path):
     report(commander, a, pid, [], chunk_id='c1')
     report(commander, a, pid, [], chunk_id='c2')
     assert commander.handle(req('collect_task', session=a, undelivered=['c1', 'c2']))[0] == 'task'
-    assert commander.counters['chunks_reclaimed'] == 2 and commander.chunks_ahead(pid) == 0
+    assert commander.coordinator.counters['chunks_reclaimed'] == 2 and commander.collect.chunks_ahead(pid) == 0
 
 
 def test_a_client_that_reports_and_never_pushes_cannot_stop_collection(tmp_path):
@@ -85,7 +85,7 @@ def test_a_client_that_reports_and_never_pushes_cannot_stop_collection(tmp_path)
         for session in (learner, a, b, c):
             _heartbeat(commander, session, stats=dict(queued=0.0))
         commander.tick()
-    assert commander.counters['chunks_reclaimed'] == 2
+    assert commander.coordinator.counters['chunks_reclaimed'] == 2
     assert _task(commander, c)[0] == 'task'
 
 
@@ -115,7 +115,7 @@ def test_a_schema_error_does_not_echo_a_flood_of_keys():
 def _played_commander(tmp_path, chunks=3, save_after=None):
     commander, _, learners = start(tmp_path)
     a, _ = join(commander, 'collector')
-    pid = commander.player_ids[0]
+    pid = commander.coordinator.player_ids[0]
     for i in range(chunks):
         _, batch, _ = commander.handle(req('jobs', session=a, player_id=pid, count=2))
         report(commander, a, pid, [[j['job_id'], 'win'] for j in batch['jobs']])
@@ -139,27 +139,27 @@ def _write_journal(commander, lines, tail=b''):
 
 
 def test_a_torn_last_line_is_cut_before_the_next_entry_is_appended(tmp_path):
-    from sparring.framework.commander_state import Journal
+    from sparring.framework.journal import Journal
     commander = _played_commander(tmp_path)
-    expected = commander.league.state_dict()['payoff']
+    expected = commander.coordinator.league.state_dict()['payoff']
     commander.close()
     lines = _journal_lines(commander)
     _write_journal(commander, lines, tail=b'{"op":"games","chu')  # killed while writing
     resumed = Commander(commander.cfg, resume=True, clock=Clock())
-    np.testing.assert_equal(resumed.league.state_dict()['payoff'], expected)
+    np.testing.assert_equal(resumed.coordinator.league.state_dict()['payoff'], expected)
     session, _ = join(resumed, 'collector')
-    resumed.handle(req('jobs', session=session, player_id=resumed.player_ids[0], count=1))  # a new entry
-    expected = resumed.league.state_dict()['payoff']
+    resumed.handle(req('jobs', session=session, player_id=resumed.coordinator.player_ids[0], count=1))  # a new entry
+    expected = resumed.coordinator.league.state_dict()['payoff']
     resumed.close()
     journal = Journal(os.path.join(commander.dir, 'journal.jsonl'))
     entries = journal.read()
     assert not journal.missing and [e['seq'] for e in entries] == list(range(1, len(lines) + 2))
     again = Commander(commander.cfg, resume=True, clock=Clock())
-    np.testing.assert_equal(again.league.state_dict()['payoff'], expected)
+    np.testing.assert_equal(again.coordinator.league.state_dict()['payoff'], expected)
 
 
 def test_a_journal_that_lost_committed_entries_is_refused_with_what_was_lost(tmp_path):
-    from sparring.framework.commander_state import JournalDamaged
+    from sparring.framework.journal import JournalDamaged
     commander = _played_commander(tmp_path)
     commander.close()
     lines = _journal_lines(commander)
@@ -175,19 +175,19 @@ def test_a_journal_that_lost_committed_entries_is_refused_with_what_was_lost(tmp
 
 def test_damage_a_snapshot_covers_is_not_a_loss(tmp_path):
     commander = _played_commander(tmp_path, save_after=2)
-    expected = commander.league.state_dict()['payoff']
+    expected = commander.coordinator.league.state_dict()['payoff']
     commander.close()
     lines = _journal_lines(commander)
     lines[1] = b'garbage'
     _write_journal(commander, lines)
     resumed = Commander(commander.cfg, resume=True, clock=Clock())
-    np.testing.assert_equal(resumed.league.state_dict()['payoff'], expected)
+    np.testing.assert_equal(resumed.coordinator.league.state_dict()['payoff'], expected)
 
 
 def test_an_unreadable_state_file_is_rebuilt_from_the_journal(tmp_path):
     commander = _played_commander(tmp_path, save_after=1)
-    expected = commander.league.state_dict()
-    steps, games = commander.env_steps, commander.counters['games']
+    expected = commander.coordinator.league.state_dict()
+    steps, games = commander.coordinator.env_steps, commander.coordinator.counters['games']
     commander.close()
     state = os.path.join(commander.dir, 'state.npz')
     with open(state, 'rb') as f:
@@ -197,8 +197,8 @@ def test_an_unreadable_state_file_is_rebuilt_from_the_journal(tmp_path):
     with open(os.path.join(commander.dir, '.state.npz.x1.tmp'), 'wb') as f:
         f.write(b'half')
     resumed = Commander(commander.cfg, resume=True, clock=Clock())
-    np.testing.assert_equal(resumed.league.state_dict()['payoff'], expected['payoff'])
-    assert (resumed.env_steps, resumed.counters['games']) == (steps, games)
+    np.testing.assert_equal(resumed.coordinator.league.state_dict()['payoff'], expected['payoff'])
+    assert (resumed.coordinator.env_steps, resumed.coordinator.counters['games']) == (steps, games)
     assert not [n for n in os.listdir(commander.dir) if n.endswith('.tmp')]
 
 
@@ -232,13 +232,13 @@ def test_what_an_unauthenticated_peer_costs_is_bounded():
 
 def test_drop_counts_reach_the_log_and_tensorboard_as_they_happen(tmp_path):
     commander, _, learner, pid, (a, _, _) = _one_player(tmp_path)
-    commander.logger = helpers.RecordingLogger()
-    commander.transport_rejects = lambda: {'unauthenticated': 7}
+    logger = commander.report.logger = helpers.RecordingLogger()
+    commander.report.transport_rejects = lambda: {'unauthenticated': 7}
     report(commander, a, pid, [[12345, 'win']])  # an unknown job: refused
-    commander.log_progress()
-    seen = commander.logger.scalars_seen
+    commander.report.log_progress()
+    seen = logger.scalars_seen
     assert seen['run/dropped/results_refused'] == 1 and seen['run/dropped/rejected_unauthenticated'] == 7
-    assert 'dropped=8' in commander.logger.lines[-1]
+    assert 'dropped=8' in logger.lines[-1]
 
 
 def test_a_worker_that_chose_to_exit_is_restarted_with_its_last_words_in_the_log(tmp_path):
@@ -264,10 +264,35 @@ def test_a_worker_that_chose_to_exit_is_restarted_with_its_last_words_in_the_log
     run.launcher = Launcher()
     run.cfg = EasyDict(parallel=dict(max_restarts=2, learner_replicas=1))
     run.logger = SimpleNamespace(line=lines.append)
-    run.commander = SimpleNamespace(phase='collect', drop_worker_id=lambda wid, why: dropped.append((wid, why)))
+    run.commander = SimpleNamespace(coordinator=SimpleNamespace(phase='collect'), drop_worker_id=lambda wid, why: dropped.append((wid, why)))
     run._exited('collector-1', 3)
     run._exited('learner-p', -9)  # killed: its output ends mid-work, nothing to quote
     assert dropped == [('collector-1', 'process exited with code 3'), ('learner-p', 'process exited with code -9')]
     assert lines == [("collector-1 exited with code 3; restarted as pid 4321 (restart 1 of at most 2); its last "
                       "words: ERROR collector-1: no answer to 'jobs' from tcp://127.0.0.1:5 for 20 s"),
                      'learner-p exited with code -9; restarted as pid 4321 (restart 1 of at most 2)']
+
+
+def test_chunks_tasked_to_a_restarted_learner_go_to_its_successor_instead_of_stalling_collection(tmp_path):
+    """The soak's 12 s stall: both collectors' tasks named the learner that was killed, they reported after its
+    successor joined, and their chunks (pushed to the dead address) were waited for as the successor's."""
+    commander, _, learner, pid, (a, b, c) = _one_player(tmp_path)
+    first, second = _task(commander, a), _task(commander, b)
+    old = first[1]['endpoint']
+    commander.drop_worker(learner, 'process exited with code -9')
+    successor, _ = join(commander, 'learner', player_id=pid, worker_id=f'learner-{pid}')
+    # reported before the successor says where it listens: nowhere to send it, so it is lost at once
+    reply = report(commander, a, pid, [], chunk_id='early', task_id=first[1]['task_id'])
+    assert 'endpoint' not in reply[1] and commander.coordinator.counters['chunks_reclaimed'] == 1
+    publish(commander, successor, pid, 1, 1)
+    new = commander.sessions.learner_endpoints(pid)[0]
+    assert new != old
+    reply = report(commander, b, pid, [], chunk_id='late', task_id=second[1]['task_id'])
+    assert reply[1]['endpoint'] == new  # the collector pushes it to the learner that listens now
+    assert commander.collect.chunks_ahead(pid) == 1 and _task(commander, c)[0] == 'task'  # collection goes on
+    _heartbeat(commander, successor, received=['late'])
+    assert commander.coordinator.counters['chunks_reclaimed'] == 1 and commander.collect.expected_chunks(pid) == 1
+    # a task that names the current learner is answered without a new address
+    publish(commander, successor, pid, 2, 2, consumed=1)
+    task = _task(commander, a)
+    assert 'endpoint' not in report(commander, a, pid, [], task_id=task[1]['task_id'])[1]

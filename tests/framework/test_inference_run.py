@@ -56,8 +56,8 @@ def test_a_league_acting_through_a_killed_and_restarted_forward_pass_worker_lose
     try:
         run.start()
         commander = run.commander
-        _wait(lambda: commander.worker_stats.get('inference-0', {}).get('forward_passes', 0) > 20
-              and commander.counters['chunks'] >= 4, 'forward passes', run.step)
+        _wait(lambda: commander.sessions.stats.get('inference-0', {}).get('forward_passes', 0) > 20
+              and commander.coordinator.counters['chunks'] >= 4, 'forward passes', run.step)
         first_address = inference_addresses(str(exp))
         os.kill(run.launcher.processes['inference-0'].pid, signal.SIGKILL)
         while not run.finished:
@@ -79,7 +79,7 @@ def test_a_league_acting_through_a_killed_and_restarted_forward_pass_worker_lose
     recorded = [job for e in entries if e['op'] == 'games' for _, ids, _ in e['games'] for job in ids]
     abandoned = {job for e in entries if e['op'] == 'abandon' for job in e['jobs']}
     assert len(recorded) == len(set(recorded)) and not abandoned & set(recorded)
-    league = run.commander.league
+    league = run.commander.coordinator.league
     payoff_games = sum(r['games'] for home, away, r in league.payoff.played_pairs()
                        if league.get_player(home).kind == 'active' or league.get_player(away).kind == 'active')
     eval_games = sum(len(o) for e in entries if e['op'] == 'eval' for o in e['results'].values())

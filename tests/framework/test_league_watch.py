@@ -14,6 +14,7 @@ import torch
 from sparring.framework import serial_pipeline
 from sparring.framework.cli import main
 from sparring.framework.league_watch import payoff_image
+from tests.configs import fast_parallel, tiny_league_config
 
 CHROMIUM = '/usr/bin/chromium'
 
@@ -82,7 +83,8 @@ def test_report_page_shows_every_player_curves_lineage_and_bots(watched_run):
     for heading in ('League table', 'Payoff', 'Ratings', 'Snapshot lineage', 'Against the evaluation opponents'):
         assert f'<h2>{heading}</h2>' in page
     assert 'TrueSkill mu' in page and '<polyline' in page and 'tictactoe_heuristic' in page
-    assert re.search(r'<td style="background:#[0-9a-f]{6}" title="[^"]+">\d\.\d\d</td>', page)  # numbers in cells
+    assert re.search(r'<rect [^>]*fill="#[0-9a-f]{6}" [^>]*><title>[^<]+ games, win rate [^<]+</title></rect>'
+                     r'<text [^>]*class="cell"[^>]*>\d\.\d\d</text>', page)  # payoff cells with their numbers
     assert 'http' not in page.replace('http://www.w3.org/2000/svg', '')  # nothing fetched
     os.remove(os.path.join(run_dir, 'report.html'))
     assert main(['report', run_dir]) == 0
@@ -124,18 +126,10 @@ def test_a_parallel_run_logs_the_same_league_metrics_and_writes_the_page(tmp_pat
     from sparring.framework import parallel_pipeline
     from sparring.framework.player_loader import load_player
     run_dir = str(tmp_path / 'parallel')
-    config = dict(
-        exp_name=run_dir,
-        env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=4),
-        policy=dict(type='ppo', model=dict(hidden_sizes=[16]), collect=dict(n_steps=8),
-                    learn=dict(epochs=1, num_minibatches=1)),
-        league=dict(type='one_vs_one', players=dict(naive_sp=dict(one_phase_step=4))),
-        battle=dict(eval_opponents=['bot:random']),
-        train=dict(max_env_steps=1000, eval_every_iters=4, checkpoint_every_iters=5, progress_bar=False,
-                   tensorboard=True),
-        parallel=dict(collectors=1, evaluators=1, heartbeat_seconds=0.5, worker_timeout_seconds=60.0,
-                      save_every_seconds=0.5, log_every_seconds=1.0, drain_timeout_seconds=3.0,
-                      shutdown_seconds=30.0))
+    config = tiny_league_config(
+        run_dir, battle=dict(eval_opponents=['bot:random']),
+        train=dict(max_env_steps=1000, eval_every_iters=4, checkpoint_every_iters=5, tensorboard=True),
+        parallel=fast_parallel(evaluators=1))
     summary = parallel_pipeline(config)
     tags = {value.tag for path in glob.glob(os.path.join(run_dir, 'tb', '*.league'))
             for event in read_events(path) for value in event.summary.value}

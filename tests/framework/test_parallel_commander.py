@@ -51,7 +51,7 @@ def join(commander, role, **extra):
 
 
 def publish(commander, session, pid, version, iteration, final=False, consumed=0):
-    arrays = params_to_arrays(commander.store.get('init')['params'])
+    arrays = params_to_arrays(commander.coordinator.store.get('init')['params'])
     return commander.handle(req('publish', session=session, player_id=pid, version=version, train_iteration=iteration,
                                 final=final, chunks_consumed=consumed, endpoint=f'tcp://127.0.0.1:1{version}',
                                 _arrays=arrays))
@@ -61,7 +61,7 @@ def start(tmp_path, **league):
     clock = Clock()
     commander = Commander(_cfg(tmp_path, **league), clock=clock)
     learners = {}
-    for pid in commander.player_ids:
+    for pid in commander.coordinator.player_ids:
         session, body = join(commander, 'learner', player_id=pid)
         assert body['player_id'] == pid and not body['restore']
         learners[pid] = session
@@ -107,7 +107,7 @@ def test_each_game_is_recorded_once_and_only_by_the_worker_that_holds_its_job(tm
     assert len(set(jobs)) == 6
     kind, ack, _ = report(commander, a, pid, [[j, 'win'] for j in jobs[:4]], chunk_id='c1', task_id=task['task_id'])
     assert (ack['accepted'], ack['rejected']) == (4, 0)
-    assert recorded_games(commander.league) == 4
+    assert recorded_games(commander.coordinator.league) == 4
     # the same chunk again (a report sent again when its answer was late): nothing more is recorded, and
     # the collector hears the same count as the first time
     _, again, _ = report(commander, a, pid, [[j, 'win'] for j in jobs[:4]], chunk_id='c1')
@@ -116,9 +116,9 @@ def test_each_game_is_recorded_once_and_only_by_the_worker_that_holds_its_job(tm
     _, other, _ = report(commander, b, pid, [[jobs[4], 'loss'], [99_999, 'draw']])
     _, twice, _ = report(commander, a, pid, [[jobs[0], 'win'], [jobs[4], 'draw']])
     assert (other['accepted'], other['rejected']) == (0, 2) and (twice['accepted'], twice['rejected']) == (1, 1)
-    assert recorded_games(commander.league) == 5 == commander.counters['games']
-    assert commander.counters['results_refused'] == 3
-    assert commander.env_steps == 3 * 4  # each of the three distinct chunks counts once
+    assert recorded_games(commander.coordinator.league) == 5 == commander.coordinator.counters['games']
+    assert commander.coordinator.counters['results_refused'] == 3
+    assert commander.coordinator.env_steps == 3 * 4  # each of the three distinct chunks counts once
 
 
 def test_a_silent_collector_is_dropped_its_games_abandoned_and_its_task_given_away(tmp_path):
@@ -131,11 +131,11 @@ def test_a_silent_collector_is_dropped_its_games_abandoned_and_its_task_given_aw
         commander.handle(req('heartbeat', session=session))
     clock.now += 2.0
     commander.tick()  # 6 s without a word from the collector: timeout 5 s
-    assert a not in commander.workers and commander.counters['jobs_abandoned'] == 3
-    assert not commander.tasks and not commander.outstanding
+    assert a not in commander.sessions.workers and commander.coordinator.counters['jobs_abandoned'] == 3
+    assert not commander.collect.tasks and not commander.state.outstanding
     kind, err, _ = report(commander, a, task['player_id'], [[j['job_id'], 'win'] for j in batch['jobs']])
     assert kind == 'error' and err['reason'] == 'session'
-    assert recorded_games(commander.league) == 0
+    assert recorded_games(commander.coordinator.league) == 0
     b, _ = join(commander, 'collector')
     assert commander.handle(req('collect_task', session=b))[0] == 'task'
 
@@ -155,45 +155,45 @@ def test_the_budget_is_handed_out_once_then_learners_drain_and_the_final_evaluat
         report(commander, a, pid, [], task_id=body['task_id'], steps=chunk_steps)
         n = sum(t['player_id'] == pid for t in tasks)
         publish(commander, learners[pid], pid, n, n, consumed=n)  # the learner keeps up
-    assert len(tasks) == 64 // chunk_steps and commander.env_steps == 64
-    assert {t['player_id'] for t in tasks} == set(commander.player_ids)  # the players share the budget evenly
-    assert commander.phase == 'drain' and kind == 'stop'
-    pid0, pid1 = commander.player_ids
+    assert len(tasks) == 64 // chunk_steps and commander.coordinator.env_steps == 64
+    assert {t['player_id'] for t in tasks} == set(commander.coordinator.player_ids)  # the players share the budget evenly
+    assert commander.coordinator.phase == 'drain' and kind == 'stop'
+    pid0, pid1 = commander.coordinator.player_ids
     _, state, _ = commander.handle(req('heartbeat', session=learners[pid0]))
     assert state == dict(state='drain', expected_chunks=4)
     publish(commander, learners[pid0], pid0, 4, 4, final=True, consumed=4)
-    assert commander.phase == 'drain'
+    assert commander.coordinator.phase == 'drain'
     publish(commander, learners[pid1], pid1, 4, 4, final=True, consumed=4)
-    assert commander.phase == 'evaluate'
+    assert commander.coordinator.phase == 'evaluate'
     e, _ = join(commander, 'evaluator')
-    for _ in commander.player_ids:
+    for _ in commander.coordinator.player_ids:
         kind, job, _ = commander.handle(req('eval_task', session=e))
         assert kind == 'eval_job'
         results = {oid: ['win', 'loss'] for oid, _ in job['opponents']}
         assert commander.handle(req('eval_report', session=e, task_id=job['task_id'], player_id=job['player_id'],
                                     version=job['version'], results=results))[0] == 'ack'
-    assert commander.phase == 'done'
-    assert set(commander.last_eval) == set(commander.player_ids)
+    assert commander.coordinator.phase == 'done'
+    assert set(commander.coordinator.last_eval) == set(commander.coordinator.player_ids)
     assert commander.handle(req('heartbeat', session=a))[1]['state'] == 'stop'
 
 
 def test_publishing_drives_snapshots_whose_parameters_are_stored(tmp_path):
     commander, _, learners = start(tmp_path)
-    pid = commander.player_ids[0]
-    before = len(commander.league.historical_players)
+    pid = commander.coordinator.player_ids[0]
+    before = len(commander.coordinator.league.historical_players)
     publish(commander, learners[pid], pid, 5, 5)  # one_phase_step=2, no historical win rates: snapshot at 2 phases
-    snapshots = [p for p in commander.league.historical_players if p.parent_id == pid and p.step == 5]
-    assert len(commander.league.historical_players) == before + 1 and snapshots
-    stored = commander.store.get(snapshots[0].param_ref)
+    snapshots = [p for p in commander.coordinator.league.historical_players if p.parent_id == pid and p.step == 5]
+    assert len(commander.coordinator.league.historical_players) == before + 1 and snapshots
+    stored = commander.coordinator.store.get(snapshots[0].param_ref)
     assert stored['version'] == 5
     # a learner may not publish another player's parameters
-    kind, err, _ = publish(commander, learners[pid], commander.player_ids[1], 6, 6)
+    kind, err, _ = publish(commander, learners[pid], commander.coordinator.player_ids[1], 6, 6)
     assert kind == 'error' and 'may not publish' in err['error']
 
 
 def test_a_reset_is_passed_back_to_the_learner(tmp_path):
     commander, _, learners = start(tmp_path, players=dict(naive_sp=dict(one_phase_step=2, mutate_prob=1.0)))
-    pid = commander.player_ids[0]
+    pid = commander.coordinator.player_ids[0]
     _, ack, _ = publish(commander, learners[pid], pid, 4, 4)
     assert ack['reset_param_ref'] == 'init'
 
@@ -201,37 +201,37 @@ def test_a_reset_is_passed_back_to_the_learner(tmp_path):
 def test_a_request_sent_again_is_answered_as_the_first_time_not_done_twice(tmp_path):
     # A reply lost on the way: the worker sends the same request (same number) again.
     commander, _, learners = start(tmp_path, players=dict(naive_sp=dict(one_phase_step=2, mutate_prob=1.0)))
-    pid = commander.player_ids[0]
+    pid = commander.coordinator.player_ids[0]
     a, _ = join(commander, 'collector')
     first = commander.handle(req('jobs', session=a, player_id=pid, count=3, request_number=7))
-    outstanding = dict(commander.outstanding)
+    outstanding = dict(commander.state.outstanding)
     again = commander.handle(req('jobs', session=a, player_id=pid, count=3, request_number=7))
-    assert again == first and commander.outstanding == outstanding  # the same three jobs, no second batch
-    assert commander.counters['repeated_requests'] == 1
+    assert again == first and commander.state.outstanding == outstanding  # the same three jobs, no second batch
+    assert commander.coordinator.counters['repeated_requests'] == 1
     # A new number is a new request; the same number under another kind is not a repeat.
     fresh = commander.handle(req('jobs', session=a, player_id=pid, count=3, request_number=8))
     assert {j['job_id'] for j in fresh[1]['jobs']}.isdisjoint(j['job_id'] for j in first[1]['jobs'])
     kind, ack, _ = report(commander, a, pid, [[j['job_id'], 'win'] for j in fresh[1]['jobs']], chunk_id='c8')
-    assert kind == 'ack' and ack['accepted'] == 3 and commander.counters['repeated_requests'] == 1
+    assert kind == 'ack' and ack['accepted'] == 3 and commander.coordinator.counters['repeated_requests'] == 1
     # A publish whose answer carried a reset: sent again, it hears the reset again (and snapshots once).
-    arrays = params_to_arrays(commander.store.get('init')['params'])
+    arrays = params_to_arrays(commander.coordinator.store.get('init')['params'])
     body = dict(session=learners[pid], player_id=pid, version=4, train_iteration=4, final=False, chunks_consumed=0,
                 request_number=3)
     _, ack, _ = commander.handle(req('publish', _arrays=arrays, **body))
-    snapshots = len(commander.league.historical_players)
+    snapshots = len(commander.coordinator.league.historical_players)
     _, ack_again, _ = commander.handle(req('publish', _arrays=arrays, **body))
     assert ack['reset_param_ref'] == ack_again['reset_param_ref'] == 'init'
-    assert len(commander.league.historical_players) == snapshots and commander.counters['repeated_requests'] == 2
+    assert len(commander.coordinator.league.historical_players) == snapshots and commander.coordinator.counters['repeated_requests'] == 2
     # Reading parameters is answered anew (a parameters reply is not kept), and keeps the publish's reply.
     params = req('params_request', session=learners[pid], ref=pid, have_version=None, request_number=4)
     assert commander.handle(params)[0] == commander.handle(params)[0] == 'params'
-    assert commander.counters['repeated_requests'] == 2 and commander.workers[learners[pid]].last_reply[0] == 3
+    assert commander.coordinator.counters['repeated_requests'] == 2 and commander.sessions.workers[learners[pid]].last_reply[0] == 3
 
 
 def test_a_restarted_commander_replays_its_journal_to_the_same_league(tmp_path):
     commander, _, learners = start(tmp_path)
     a, _ = join(commander, 'collector')
-    pid = commander.player_ids[0]
+    pid = commander.coordinator.player_ids[0]
 
     def play(n_chunks):
         for _ in range(n_chunks):
@@ -244,23 +244,23 @@ def test_a_restarted_commander_replays_its_journal_to_the_same_league(tmp_path):
     commander.save()  # snapshot of the state; what follows lives only in the journal
     play(2)
     publish(commander, learners[pid], pid, 9, 9)
-    expected = commander.league.state_dict()
-    steps, games, outstanding = commander.env_steps, commander.counters['games'], len(commander.outstanding)
+    expected = commander.coordinator.league.state_dict()
+    steps, games, outstanding = commander.coordinator.env_steps, commander.coordinator.counters['games'], len(commander.state.outstanding)
     branches = commander.coordinator.watch.branch_state()
     assert sum(branches[pid].values()) == 15  # 5 chunks of 3 jobs, 9 of them before the saved state
     assert outstanding == 5  # one unplayed job per chunk
     commander.close()  # as if killed: no final save
 
     resumed = Commander(commander.cfg, resume=True, clock=Clock())
-    state = resumed.league.state_dict()
+    state = resumed.coordinator.league.state_dict()
     np.testing.assert_equal(state['payoff'], expected['payoff'])
     assert [p['player_id'] for p in state['players']] == [p['player_id'] for p in expected['players']]
     assert state['job_count'] == expected['job_count'] and state['rng_state'] == expected['rng_state']
-    assert (resumed.env_steps, resumed.counters['games']) == (steps, games)
+    assert (resumed.coordinator.env_steps, resumed.coordinator.counters['games']) == (steps, games)
     assert resumed.coordinator.watch.branch_state() == branches  # saved counts plus the journal's tail
     assert resumed.coordinator.players[pid].train_iteration == 9 and resumed.coordinator.players[pid].version == 9
     # the old workers died with the old commander: their unfinished games never count
-    assert not resumed.outstanding and resumed.counters['jobs_abandoned'] == outstanding
+    assert not resumed.state.outstanding and resumed.coordinator.counters['jobs_abandoned'] == outstanding
     # a learner coming back restores its checkpoint and keeps counting from the league's step
     _, body = join(resumed, 'learner', player_id=pid)
     assert body['restore'] and body['train_iteration'] == 9 and body['version'] == 9
@@ -305,9 +305,9 @@ def test_learner_drops_stale_chunks_and_replays_only_below_the_target_reuse():
 
 def test_collectors_wait_while_a_learner_is_behind(tmp_path):
     commander, _, learners = start(tmp_path, active_players=dict(naive_sp=1))
-    pid = commander.player_ids[0]
+    pid = commander.coordinator.player_ids[0]
     collectors = [join(commander, 'collector')[0] for _ in range(3)]
-    assert commander.max_ahead == 2  # parallel.max_chunks_ahead None: one per configured collector
+    assert commander.collect.max_ahead == 2  # parallel.max_chunks_ahead None: one per configured collector
     first = commander.handle(req('collect_task', session=collectors[0]))
     second = commander.handle(req('collect_task', session=collectors[1]))
     assert first[0] == second[0] == 'task'
@@ -318,9 +318,9 @@ def test_collectors_wait_while_a_learner_is_behind(tmp_path):
     assert commander.handle(req('collect_task', session=collectors[2]))[0] == 'task'
     # a restarted learner starts afresh: what its predecessor never took is not waited for
     report(commander, collectors[1], pid, [], task_id=second[1]['task_id'])
-    assert commander.chunks_ahead(pid) == 1
+    assert commander.collect.chunks_ahead(pid) == 1
     session, _ = join(commander, 'learner', player_id=pid, worker_id=f'learner-{pid}')
-    assert commander.chunks_ahead(pid) == 0 and learners[pid] not in commander.workers
+    assert commander.collect.chunks_ahead(pid) == 0 and learners[pid] not in commander.sessions.workers
 
 
 def test_a_single_agent_run_has_one_player_no_games_and_stops_on_the_evaluated_return(tmp_path):
@@ -333,7 +333,7 @@ def test_a_single_agent_run_has_one_player_no_games_and_stops_on_the_evaluated_r
         parallel=dict(save_every_seconds=1e9, log_every_seconds=1e9)), save=False)
     commander = Commander(cfg, clock=Clock())
     # the one-player case of a league: the same coordinator, a league with no opponents
-    assert commander.player_ids == ['agent'] and isinstance(commander.league, SingleAgentLeague)
+    assert commander.coordinator.player_ids == ['agent'] and isinstance(commander.coordinator.league, SingleAgentLeague)
     learner, _ = join(commander, 'learner')
     publish(commander, learner, 'agent', 0, 0)
     collector, _ = join(commander, 'collector')
@@ -343,7 +343,7 @@ def test_a_single_agent_run_has_one_player_no_games_and_stops_on_the_evaluated_r
     # no job was ever handed out, so a reported game is refused (and counted), as in any league
     kind, ack, _ = commander.handle(req('chunk_report', session=collector, task_id=task['task_id'], chunk_id='c',
                                         player_id='agent', version=0, env_steps=8, results=[[1, 'win']]))
-    assert kind == 'ack' and (ack['accepted'], ack['rejected']) == (0, 1) and commander.counters['games'] == 0
+    assert kind == 'ack' and (ack['accepted'], ack['rejected']) == (0, 1) and commander.coordinator.counters['games'] == 0
     report(commander, collector, 'agent', [], task_id=task['task_id'], steps=8)
     publish(commander, learner, 'agent', 1, 1, consumed=1)  # eval_every_iters=1: an evaluation is due
     evaluator, _ = join(commander, 'evaluator')
@@ -351,12 +351,12 @@ def test_a_single_agent_run_has_one_player_no_games_and_stops_on_the_evaluated_r
     assert kind == 'eval_job' and job['opponents'] == []
     commander.handle(req('eval_report', session=evaluator, task_id=job['task_id'], player_id='agent', version=1,
                          results={}, returns=[120.0, 140.0]))
-    assert commander.last_eval['agent']['return_mean'] == 130.0
+    assert commander.coordinator.last_eval['agent']['return_mean'] == 130.0
     # both chunks' env steps count (the first one's game was refused, not its play)
-    assert commander.reached == (16, commander.wall_seconds) and commander.phase == 'drain'
+    assert commander.coordinator.reached == (16, commander.coordinator.wall_seconds) and commander.coordinator.phase == 'drain'
     path = commander.save()
     commander.close()
-    assert Commander(cfg, resume=True).env_steps == 16 and path.endswith('state.npz')
+    assert Commander(cfg, resume=True).coordinator.env_steps == 16 and path.endswith('state.npz')
 
 
 @pytest.mark.parametrize('parallel, match', [

@@ -20,6 +20,7 @@ from sparring.framework.run_setup import complete_league_config
 from sparring.league.persistence import load_state
 from sparring.worker.remote.transport import DataPusher, RequestClient
 from sparring.worker.remote.wire import MAGIC, MessageError, Signer
+from tests.configs import fast_parallel, tiny_league_config
 
 pytestmark = pytest.mark.slow  # parallel runs of many processes, killed and resumed
 
@@ -28,20 +29,12 @@ PATIENCE = 120.0
 
 
 def _config(exp_name, max_env_steps, collectors=2, evaluators=1):
-    return dict(
-        exp_name=str(exp_name),
-        env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=4),
-        policy=dict(type='ppo', model=dict(hidden_sizes=[16]), collect=dict(n_steps=8),
-                    learn=dict(epochs=1, num_minibatches=1)),
-        league=dict(type='one_vs_one', active_players=dict(naive_sp=1), payoff=dict(decay=1.0),
-                    players=dict(naive_sp=dict(one_phase_step=4))),
+    return tiny_league_config(
+        exp_name, league=dict(active_players=dict(naive_sp=1), payoff=dict(decay=1.0)),
         battle=dict(eval_opponents=['bot:random']),
-        train=dict(max_env_steps=max_env_steps, eval_every_iters=0, checkpoint_every_iters=5, progress_bar=False,
-                   tensorboard=False),
-        parallel=dict(collectors=collectors, evaluators=evaluators, heartbeat_seconds=0.5,
-                      worker_timeout_seconds=30.0, save_every_seconds=0.5, log_every_seconds=1.0,
-                      drain_timeout_seconds=3.0, shutdown_seconds=30.0, max_restarts=2),
-    )
+        train=dict(max_env_steps=max_env_steps, checkpoint_every_iters=5),
+        parallel=fast_parallel(collectors=collectors, evaluators=evaluators, worker_timeout_seconds=30.0,
+                               max_restarts=2))
 
 
 def _alive(pid):
@@ -87,8 +80,8 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
     try:
         run.start()
         commander = run.commander
-        _wait(lambda: commander.counters['chunks'] >= 4 and any(
-            w.worker_id == 'collector-0' and w.jobs for w in commander.workers.values()), 'the first chunks',
+        _wait(lambda: commander.coordinator.counters['chunks'] >= 4 and any(
+            w.worker_id == 'collector-0' and w.jobs for w in commander.sessions.workers.values()), 'the first chunks',
             step=run.step)
         # an unsigned peer and a malformed frame at the commander ...
         context = zmq.Context()
@@ -115,7 +108,7 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
             broken = b'{"kind":'  # signed with the run's secret, as a buggy worker would
             raw.send_multipart([MAGIC, broken, run.security.signer.tag([MAGIC, broken])])
             # ... and at the learner: a signed chunk full of NaN, and an unsigned one
-            learner = next(w for w in commander.workers.values() if w.role == 'learner')
+            learner = next(w for w in commander.sessions.workers.values() if w.role == 'learner')
             body = dict(chunk_id='evil', player_id=learner.player_id, version=0, env_steps=4)
             arrays = {k: np.full((2, 2), np.nan, np.float32) for k in ('obs', 'log_prob', 'value', 'reward',
                                                                        'next_value')}
@@ -129,7 +122,7 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
         os.kill(victim, signal.SIGKILL)
 
         def learner_refused_both():
-            stats = commander.worker_stats.get('learner-naive_sp_0', {})
+            stats = commander.sessions.stats.get('learner-naive_sp_0', {})
             return stats.get('rejected_unauthenticated', 0) >= 1 and stats.get('dropped_invalid', 0) >= 1
 
         _wait(learner_refused_both, 'the learner to report the refused chunks', step=run.step)
@@ -154,7 +147,7 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
     first_learner = next(s for wid, s in summary['worker_stats'].items() if wid.startswith('learner-naive_sp_0/'))
     assert first_learner['rejected_unauthenticated'] >= 1 and first_learner['dropped_invalid'] >= 1
     assert set(summary['eval']['naive_sp_0']) == {'random'}
-    recorded, abandoned = _check_games_counted_once(str(exp), run.commander.league)
+    recorded, abandoned = _check_games_counted_once(str(exp), run.commander.coordinator.league)
     assert abandoned, 'the killed collector held unfinished games'
     assert summary['games'] == len(recorded)
 

@@ -44,21 +44,21 @@ def test_a_league_on_a_two_node_ray_cluster_survives_a_killed_collector(tmp_path
     try:
         run.start()
         commander = run.commander
-        helpers._wait(lambda: commander.counters['chunks'] >= 4, 'the first chunks', step=run.step)
+        helpers._wait(lambda: commander.coordinator.counters['chunks'] >= 4, 'the first chunks', step=run.step)
         head = ray.get_runtime_context().get_node_id()
         nodes = {wid: ray.get(worker.actor.where.remote())[1] for wid, worker in run.launcher.processes.items()}
         assert nodes['learner-naive_sp_0'] == head and nodes['evaluator-0'] == head
         assert nodes['collector-0'] != head and nodes['collector-1'] != head
         ray.kill(run.launcher.processes['collector-0'].actor, no_restart=False)  # Ray brings it back
-        helpers._wait(lambda: any(k.startswith('collector-0/') for k in commander.worker_stats), 'collector-0 again',
+        helpers._wait(lambda: any(k.startswith('collector-0/') for k in commander.sessions.stats), 'collector-0 again',
                       step=run.step)
-        chunks = commander.counters['chunks']
+        chunks = commander.coordinator.counters['chunks']
         helpers._wait(lambda: run.finished, 'the run to end', step=run.step)
         summary = run.close()
     finally:
         if not run.closed:
             run.close(abort='test failed')
-    assert summary['env_steps'] >= 4096 and commander.counters['chunks'] > chunks
+    assert summary['env_steps'] >= 4096 and commander.coordinator.counters['chunks'] > chunks
     league = BaseLeague.load(str(exp / 'league_state.npz'))
     helpers._check_games_counted_once(str(exp), league)  # nothing lost or doubled by the restart
     assert (exp / 'workers' / 'collector-0' / 'output.log').exists()

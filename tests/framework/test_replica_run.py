@@ -43,7 +43,7 @@ def test_a_killed_replica_restarts_its_group_and_the_run_goes_on(tmp_path):
     try:
         run.start()
         commander = run.commander
-        helpers._wait(lambda: commander.counters['chunks'] >= 6, 'the first chunks', step=run.step)
+        helpers._wait(lambda: commander.coordinator.counters['chunks'] >= 6, 'the first chunks', step=run.step)
         os.kill(run.launcher.processes['learner-naive_sp_0-r1'].pid, signal.SIGKILL)
         helpers._wait(lambda: run.launcher.restarts.get('learner-naive_sp_0', 0) >= 1, 'the group to restart',
                       step=run.step)

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sparring.framework.serial_run import LeagueRun
+from sparring.framework.serial_run import SerialRun
 
 
 def _config(exp_name, max_age):
@@ -21,7 +21,7 @@ def _config(exp_name, max_age):
 @pytest.mark.parametrize('max_age', [None, 1])
 def test_transitions_against_aged_out_snapshots_are_forgotten(tmp_path, max_age, one_torch_thread):
     from sparring.framework.run_setup import prepare_config
-    run = LeagueRun(prepare_config(_config(str(tmp_path / 'run'), max_age)))
+    run = SerialRun(prepare_config(_config(str(tmp_path / 'run'), max_age)))
     try:
         for _ in range(6):
             run.train_round()

@@ -8,6 +8,7 @@ import pytest
 
 from sparring.framework.cli import main
 from sparring.framework.evaluate_player import evaluate_player, format_report, return_statistics
+from tests.configs import fast_parallel
 
 pytestmark = pytest.mark.usefixtures('one_torch_thread')
 
@@ -82,8 +83,7 @@ def test_a_parallel_single_agent_run_stops_at_its_wall_budget_and_writes_its_pag
                   policy=dict(type='ppo', model=dict(hidden_sizes=[8]), collect=dict(n_steps=16),
                               learn=dict(epochs=1, num_minibatches=1)),
                   train=dict(max_env_steps=10_000_000, eval_every_iters=0, progress_bar=False, tensorboard=False),
-                  parallel=dict(collectors=1, evaluators=0, heartbeat_seconds=0.5, log_every_seconds=1.0,
-                                save_every_seconds=0.5, drain_timeout_seconds=3.0, shutdown_seconds=30.0))
+                  parallel=fast_parallel(worker_timeout_seconds=20.0))
     path.write_text(f'config = {config!r}\n')
     assert main(['train', str(path), '--mode', 'parallel', '--max-wall-seconds', '5']) == 0
     printed = capsys.readouterr().out

@@ -228,7 +228,7 @@ def test_defect13_the_commander_writes_the_clock_skew_line_to_its_log_file(tmp_p
     logger = RunLogger(cfg.exp_name, cfg.train.max_env_steps, False, False)
     commander = Commander(cfg, clock=helpers.Clock(), logger=logger)
     try:
-        commander.transport_rejects = lambda: dict(stale=2)
+        commander.report.transport_rejects = lambda: dict(stale=2)
         commander.tick()
     finally:
         commander.close()

@@ -27,7 +27,7 @@ Clock, join, publish, report, req, start = (helpers.Clock, helpers.join, helpers
 def _played(tmp_path, chunks=3):
     """A commander that handed out jobs, recorded a few chunks' games and saved: a parallel run's directory."""
     commander, clock, learners = start(tmp_path, active_players=dict(naive_sp=1))
-    pid = commander.player_ids[0]
+    pid = commander.coordinator.player_ids[0]
     collector, _ = join(commander, 'collector')
     for _ in range(chunks):
         _, batch, _ = commander.handle(req('jobs', session=collector, player_id=pid, count=2))
@@ -70,17 +70,17 @@ def test_defect1_a_new_run_of_either_mode_in_a_parallel_runs_directory_is_refuse
 # -- defect 4: a spent budget ends a resumed run; a budget must be positive ------------------------------------
 def test_defect4_a_resumed_run_whose_budget_is_spent_drains_instead_of_waiting_forever(tmp_path):
     commander, *_ = _played(tmp_path, chunks=16)  # 16 chunks of 4 steps: the budget of 64 is spent
-    assert commander.phase == 'drain'
+    assert commander.coordinator.phase == 'drain'
     commander.close()
     resumed = Commander(commander.cfg, resume=True, clock=Clock())
     resumed.tick()
-    assert resumed.phase == 'drain' and 'env-step budget of 64 spent' in resumed.stop_reason
+    assert resumed.coordinator.phase == 'drain' and 'env-step budget of 64 spent' in resumed.coordinator.stop_reason
     resumed.close()
     cfg = commander.cfg
     cfg.train.max_env_steps = 32  # resumed with a budget below the steps done
     lower = Commander(cfg, resume=True, clock=Clock())
     lower.tick()
-    assert lower.phase == 'drain'
+    assert lower.coordinator.phase == 'drain'
     lower.close()
 
 
@@ -161,11 +161,11 @@ def test_defect15_a_resumed_commander_refuses_a_journal_that_is_a_link(tmp_path)
 
 # -- defect 2: committed journal lines are durable before they are acknowledged, and their loss is noticed --------
 def test_defect2_a_journal_that_lost_its_last_committed_lines_is_refused(tmp_path):
-    from sparring.framework.commander_state import JournalDamaged
+    from sparring.framework.journal import JournalDamaged
     commander, *_ = _played(tmp_path, chunks=4)
     collector, _ = join(commander, 'collector')
     for _ in range(3):  # three entries after the snapshot
-        commander.handle(req('jobs', session=collector, player_id=commander.player_ids[0], count=2))
+        commander.handle(req('jobs', session=collector, player_id=commander.coordinator.player_ids[0], count=2))
     commander.close()
     journal = os.path.join(commander.dir, 'journal.jsonl')
     with open(journal, 'rb') as f:
@@ -196,7 +196,7 @@ def test_defect2_results_are_acknowledged_only_after_the_journal_is_synced(tmp_p
 
         def reply(self, peer, reply_to, kind, body, arrays=None):
             # what the reply acknowledges is on the disk already, and recorded as committed
-            replies.append((kind, body, commander.journal.synced, commander.journal.seq, commander.journal.committed()))
+            replies.append((kind, body, commander.state.journal.synced, commander.state.journal.seq, commander.state.journal.committed()))
 
     run = ParallelRun.__new__(ParallelRun)
     run.commander, run.server, run.logger = commander, Server(), None
@@ -220,12 +220,12 @@ def test_defect12_a_learner_without_a_checkpoint_to_restore_says_its_parameters_
 # -- defect 10: a damaged snapshot is quarantined, the run goes on -------------------------------------------------
 def test_defect10_a_damaged_snapshot_is_quarantined_and_the_run_goes_on(tmp_path):
     commander, _, learners = start(tmp_path, active_players=dict(naive_sp=1))
-    pid = commander.player_ids[0]
+    pid = commander.coordinator.player_ids[0]
     publish(commander, learners[pid], pid, 5, 5)  # a snapshot of the player, stored in params/
-    (snapshot,) = [p for p in commander.league.historical_players if p.step == 5]
+    (snapshot,) = [p for p in commander.coordinator.league.historical_players if p.step == 5]
     commander.save()
     commander.close()
-    path = commander.store._path(snapshot.param_ref)
+    path = commander.coordinator.store._path(snapshot.param_ref)
     with open(path, 'rb') as f:
         data = f.read()
     with open(path, 'wb') as f:
@@ -245,21 +245,55 @@ def test_defect10_a_damaged_snapshot_is_quarantined_and_the_run_goes_on(tmp_path
     # from now on the league draws it no more; the games played against the stand-in are not recorded
     _, later, _ = resumed.handle(req('jobs', session=collector, player_id=pid, count=64))
     assert later['jobs'] and not [j for j in later['jobs'] if j['param_ref'] == snapshot.param_ref]
-    assert resumed.counters['snapshots_quarantined'] == 1 and snapshot.param_ref in resumed.coordinator.dropped
+    assert resumed.coordinator.counters['snapshots_quarantined'] == 1 and snapshot.param_ref in resumed.coordinator.dropped
     assert [line for line in logger.lines if f'snapshot {snapshot.param_ref!r} quarantined' in line
             and 'damaged or cut short' in line]
     assert logger.scalars_seen['run/dropped/snapshots_quarantined'] == 1
-    games_before = resumed.counters['games']
+    games_before = resumed.coordinator.counters['games']
     report(resumed, collector, pid, [[j['job_id'], 'win'] for j in batch['jobs']])
-    assert resumed.counters['results_quarantined'] == len(against)
-    assert resumed.counters['games'] == games_before + len(batch['jobs']) - len(against)
-    payoff = resumed.league.state_dict()['payoff']
+    assert resumed.coordinator.counters['results_quarantined'] == len(against)
+    assert resumed.coordinator.counters['games'] == games_before + len(batch['jobs']) - len(against)
+    payoff = resumed.coordinator.league.state_dict()['payoff']
     resumed.close()
     # the journal holds the quarantine: a replay draws and records exactly as the run did
     again = Commander(commander.cfg, resume=True, clock=Clock())
-    np.testing.assert_equal(again.league.state_dict()['payoff'], payoff)
+    np.testing.assert_equal(again.coordinator.league.state_dict()['payoff'], payoff)
     assert snapshot.param_ref in again.coordinator.dropped
     again.close()
+
+
+
+def test_defect10_an_evaluation_opponent_whose_file_is_damaged_is_left_out_not_played_by_a_stand_in(tmp_path):
+    commander, _, learners = start(tmp_path, active_players=dict(naive_sp=1))
+    pid = commander.coordinator.player_ids[0]
+    publish(commander, learners[pid], pid, 5, 5)
+    (snapshot,) = [p for p in commander.coordinator.league.historical_players if p.step == 5]
+    commander.coordinator.eval_opponents.append(('old_self', snapshot.param_ref))  # battle.eval_opponents names it
+    evaluator, _ = join(commander, 'evaluator')
+    commander.coordinator._queue_evaluation(pid, final=False)
+    kind, job, _ = commander.handle(req('eval_task', session=evaluator))
+    assert kind == 'eval_job' and ['old_self', snapshot.param_ref] in job['opponents']
+    path = commander.coordinator.store._path(snapshot.param_ref)
+    with open(path, 'rb') as f:
+        data = f.read()
+    with open(path, 'wb') as f:
+        f.write(data[:len(data) // 2])
+    commander.coordinator.store._entries.pop(snapshot.param_ref, None)  # as after a restart: read from the file again
+    commander.params.forget(snapshot.param_ref)
+    # the evaluator running the job is served a stand-in for it; what it plays there is not recorded
+    kind, _, arrays = commander.handle(req('params_request', session=evaluator, ref=snapshot.param_ref,
+                                           have_version=None))
+    assert kind == 'params' and arrays
+    games = commander.cfg.env.n_evaluator_episodes
+    kind, _, _ = commander.handle(req('eval_report', session=evaluator, task_id=job['task_id'], player_id=pid,
+                                      version=5, results={oid: ['win'] * games for oid, _ in job['opponents']}))
+    assert kind == 'ack' and 'old_self' not in commander.coordinator.last_eval[pid]
+    assert snapshot.param_ref in commander.coordinator.dropped
+    # later evaluations leave it out
+    commander.coordinator._queue_evaluation(pid, final=False)
+    kind, job, _ = commander.handle(req('eval_task', session=evaluator))
+    assert kind == 'eval_job' and job['opponents'] and all(ref != snapshot.param_ref for _, ref in job['opponents'])
+    commander.close()
 
 
 def test_defect15_a_run_directory_whose_folders_are_links_is_refused_before_anything_is_written(tmp_path):

@@ -46,7 +46,7 @@ def _decode(frames):
 def _collector_with_jobs(tmp_path, count=2):
     commander, clock, learners = start(tmp_path)
     session, _ = join(commander, 'collector')
-    pid = commander.player_ids[0]
+    pid = commander.coordinator.player_ids[0]
     _, batch, _ = commander.handle(req('jobs', session=session, player_id=pid, count=count))
     return commander, session, pid, [j['job_id'] for j in batch['jobs']]
 
@@ -66,16 +66,16 @@ def test_defect3_a_request_number_reused_for_another_chunk_is_refused_not_answer
     assert again == first  # the same request sent again: its first reply
     kind, body, _ = commander.handle(_chunk_report(session, pid, 7, 'c2', [[jobs[1], 'loss']]))
     assert kind == 'error' and 'request number 7' in body['error'], body
-    assert commander.counters['games'] == 1
+    assert commander.coordinator.counters['games'] == 1
 
 
 def test_defect3_env_steps_are_bounded_by_the_chunk_size(tmp_path):
     commander, session, pid, jobs = _collector_with_jobs(tmp_path)
     kind, body, _ = commander.handle(_chunk_report(session, pid, 1, 'c1', [[99_999, 'win']], steps=5000))
     assert kind == 'error' and 'env_steps' in body['error'] and str(commander.chunk_steps) in body['error'], body
-    assert commander.env_steps == 0
+    assert commander.coordinator.env_steps == 0
     assert commander.handle(_chunk_report(session, pid, 2, 'c2', [], steps=commander.chunk_steps))[0] == 'ack'
-    assert commander.env_steps == commander.chunk_steps
+    assert commander.coordinator.env_steps == commander.chunk_steps
 
 
 def test_defect3_episode_returns_must_be_finite_and_bounded():
@@ -90,7 +90,7 @@ def test_defect3_episode_returns_must_be_finite_and_bounded():
 def test_defect3_an_evaluation_report_holds_no_more_games_than_its_job(tmp_path):
     commander, _, _ = start(tmp_path)
     evaluator, _ = join(commander, 'evaluator')
-    commander.coordinator._queue_evaluation(commander.player_ids[0], final=False)
+    commander.coordinator._queue_evaluation(commander.coordinator.player_ids[0], final=False)
     kind, job, _ = commander.handle(req('eval_task', session=evaluator, request_number=1))
     assert kind == 'eval_job', job
     games = commander.cfg.env.n_evaluator_episodes
@@ -216,9 +216,9 @@ def test_defect6_the_tick_never_dies_of_a_figure_the_log_refuses(tmp_path):
         def progress(self, env_steps):
             pass
 
-    commander.logger = RefusingLogger()
-    clock.now += commander.par.log_every_seconds + 1
-    commander.par.log_every_seconds = 1.0
+    commander.logger = commander.report.logger = RefusingLogger()
+    clock.now += commander.report.every_seconds + 1
+    commander.report.every_seconds = 1.0
     commander.tick()
     assert any('Value out of range' in line for line in RefusingLogger.lines)
     commander.tick()  # and again: the run goes on
@@ -228,8 +228,8 @@ def test_defect6_the_tick_never_dies_of_a_figure_the_log_refuses(tmp_path):
 
 def test_defect7_nan_or_misshapen_parameters_are_refused_and_counted(tmp_path):
     commander, clock, learners = start(tmp_path)
-    pid = commander.player_ids[0]
-    good = params_to_arrays(commander.store.get('init')['params'])
+    pid = commander.coordinator.player_ids[0]
+    good = params_to_arrays(commander.coordinator.store.get('init')['params'])
     name = next(n for n, a in good.items() if a.dtype.kind == 'f' and a.ndim == 2)
     nan = dict(good, **{name: np.full_like(good[name], np.nan)})
     shape = dict(good, **{name: np.zeros((good[name].shape[0] + 1, good[name].shape[1]), good[name].dtype)})
@@ -240,8 +240,8 @@ def test_defect7_nan_or_misshapen_parameters_are_refused_and_counted(tmp_path):
                                              version=number, train_iteration=number, final=False, chunks_consumed=0,
                                              endpoint='tcp://elsewhere:1', _arrays=arrays))
         assert kind == 'error' and 'refused' in body['error'], body
-    assert commander.counters['params_refused'] == 4
-    assert commander.workers[learners[pid]].endpoint != 'tcp://elsewhere:1'  # nothing of a refused publish is taken
+    assert commander.coordinator.counters['params_refused'] == 4
+    assert commander.sessions.workers[learners[pid]].endpoint != 'tcp://elsewhere:1'  # nothing of a refused publish is taken
     assert commander.live[pid].version == 0 and commander.coordinator.players[pid].version == 0  # the first good ones stay
     kind, _, _ = commander.handle(req('publish', session=learners[pid], request_number=20, player_id=pid, version=1,
                                       train_iteration=1, final=False, chunks_consumed=0, _arrays=good))
@@ -252,7 +252,7 @@ def test_defect7_nan_or_misshapen_parameters_are_refused_and_counted(tmp_path):
 
 def test_defect9_a_register_captured_before_a_commander_restart_is_refused_after_it(tmp_path):
     commander, clock, learners = start(tmp_path)
-    pid = commander.player_ids[0]
+    pid = commander.coordinator.player_ids[0]
     old_session = uuid.uuid4().hex
     register = req('register', role='collector', worker_id='collector-0', session=old_session, pid=1, host='here')
     jobs = req('jobs', session=old_session, request_number=1, player_id=pid, count=2)
@@ -262,13 +262,13 @@ def test_defect9_a_register_captured_before_a_commander_restart_is_refused_after
 
     resumed = helpers.Commander(commander.cfg, resume=True, clock=helpers.Clock())
     live, _ = join(resumed, 'collector', worker_id='collector-0')
-    entries = len(resumed.journal.read())
+    entries = len(resumed.state.journal.read())
     kind, body, _ = resumed.handle(register)  # played back
     assert kind == 'error' and body['reason'] == 'replayed', body
-    assert live in resumed.workers  # the live collector stays
+    assert live in resumed.sessions.workers  # the live collector stays
     kind, body, _ = resumed.handle(jobs)
     assert kind == 'error' and body['reason'] == 'session'
-    assert len(resumed.journal.read()) == entries  # nothing journaled again
+    assert len(resumed.state.journal.read()) == entries  # nothing journaled again
     resumed.close()
 
 
@@ -311,8 +311,8 @@ def test_defect13_a_worker_with_a_clock_far_ahead_is_told_to_check_the_clocks(mo
 def test_defect13_stale_messages_are_named_in_the_commanders_log(tmp_path):
     commander, clock, learners = start(tmp_path)
     said = []
-    commander.say = said.append
-    commander.transport_rejects = lambda: dict(stale=3)
+    commander.report.say = said.append
+    commander.report.transport_rejects = lambda: dict(stale=3)
     commander.tick()
     commander.tick()  # said once, not every tick
     assert len([line for line in said if 'clock' in line]) == 1 and '3 signed message(s)' in said[0]

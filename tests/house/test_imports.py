@@ -2,17 +2,19 @@
 
 Every ``import`` of a ``sparring`` module is counted, module-level and deferred alike: a deferred
 import is still a dependency, it only fails later.
+
+Module size is a warning, not a gate: a module is cut by responsibility, and a cap invites cutting a class
+into modules that share its state. A module past :data:`MODULE_LINES_NOTE` lines is named in the test
+report (a ``pytest`` warning), as a prompt to look for a second idea in it.
 """
 import ast
 import os
+import warnings
 from typing import Dict, List, Set
-
-import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FLOORS = ('config', 'policy', 'worker', 'league', 'dizoo', 'framework')
-MAX_MODULE_LINES = 500
-COMMANDER_MAX_LINES = 350
+MODULE_LINES_NOTE = 600  # generous: past this, a module likely holds two ideas
 
 
 def package_modules() -> Dict[str, str]:
@@ -90,9 +92,45 @@ def test_no_import_cycle():
     assert not cycles, 'import cycles:\n' + '\n'.join(' -> '.join(c) for c in cycles[:10])
 
 
-@pytest.mark.parametrize('module', sorted(MODULES))
-def test_modules_stay_small(module):
-    with open(MODULES[module]) as f:
-        lines = sum(1 for _ in f)
-    limit = COMMANDER_MAX_LINES if module == 'sparring.framework.commander' else MAX_MODULE_LINES
-    assert lines <= limit, f'{module} has {lines} lines; split it (limit {limit})'
+class LargeModule(UserWarning):
+    """A module past :data:`MODULE_LINES_NOTE` lines (a note, not a failure)."""
+
+
+def test_large_modules_are_noted():
+    for module, path in sorted(MODULES.items()):
+        with open(path) as f:
+            lines = sum(1 for _ in f)
+        if lines > MODULE_LINES_NOTE:
+            warnings.warn(LargeModule(f'{module} has {lines} lines (over {MODULE_LINES_NOTE}): does it hold more '
+                                      f'than one idea?'), stacklevel=1)
+
+
+# A config is data (a nested dict): filling in its missing values is not reaching into another object's state.
+CONFIG_FILLERS = ('complete_league_config(cfg)',)
+
+
+def fields_assigned_through_first_argument(path: str) -> List[str]:
+    """Module-level functions that assign a field of the object they take first (``def f(obj): obj.x = ...``)."""
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
+    found = []
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.args.args:
+            continue
+        first = node.args.args[0].arg
+        for inner in ast.walk(node):
+            targets = inner.targets if isinstance(inner, ast.Assign) else \
+                [inner.target] if isinstance(inner, (ast.AugAssign, ast.AnnAssign)) else []
+            if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == first
+                   for t in targets):
+                found.append(f'{node.name}({first}) assigns {first}.<field> (line {inner.lineno})')
+                break
+    return found
+
+
+def test_no_function_assigns_the_fields_of_the_object_it_is_given():
+    """A part of a class is an object with its own state that the class owns and calls, not a module of functions
+    that take the class's object and assign its fields (the state stays shared, only harder to find)."""
+    found = [f'{m}: {what}' for m, p in sorted(MODULES.items()) if m.startswith('sparring.framework.')
+             for what in fields_assigned_through_first_argument(p) if not what.startswith(CONFIG_FILLERS)]
+    assert not found, 'functions that assign the fields of their first argument:\n' + '\n'.join(found)

@@ -1,5 +1,6 @@
-"""The league table as text and the PNG pictures."""
+"""The league table as text and the SVG pictures."""
 import sys
+from xml.etree import ElementTree
 
 import pytest
 
@@ -39,20 +40,31 @@ def test_league_table_lists_players_games_win_rates_and_ratings():
         league.table(sort_by='name')
 
 
-@pytest.mark.slow
-def test_plots_write_png_files(tmp_path):
-    pytest.importorskip('matplotlib')
+def test_pictures_are_svg_files_drawn_without_a_plotting_library(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, 'matplotlib', None)  # the base install draws them
     league = played_league()
-    for path in (league.plot_payoff(str(tmp_path / 'payoff.png')),
-                 league.plot_ratings(str(tmp_path / 'elo.png')),
-                 league.plot_ratings(str(tmp_path / 'trueskill.png'), system='trueskill')):
-        with open(path, 'rb') as f:
-            assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+    payoff = league.plot_payoff(str(tmp_path / 'payoff.png'))
+    elo = league.plot_ratings(str(tmp_path / 'elo.svg'))
+    trueskill = league.plot_ratings(str(tmp_path / 'trueskill.svg'), system='trueskill')
+    assert (payoff, elo) == (str(tmp_path / 'payoff.svg'), str(tmp_path / 'elo.svg'))  # an SVG is named so
+    svg = '{http://www.w3.org/2000/svg}'
+    cells = ElementTree.parse(payoff).getroot().iter(f'{svg}rect')
+    tips = [rect.findtext(f'{svg}title') for rect in cells if rect.findtext(f'{svg}title')]
+    assert len(tips) == len(league.roster) ** 2  # every pair, its games in the tooltip
+    rates, games = league.payoff.matrix(['main_player_0'], ['main_exploiter_0'])
+    assert f'main_player_0 vs main_exploiter_0: {games[0, 0]:.0f} games, win rate {rates[0, 0]:.3f}' in tips
+    for path, key in ((elo, 'elo'), (trueskill, 'trueskill_mu')):
+        root = ElementTree.parse(path).getroot()
+        assert root.find(f'{svg}style') is not None  # styled on its own, outside the report page
+        lines = {line.findtext(f'{svg}title') for line in root.iter(f'{svg}line') if line.findtext(f'{svg}title')}
+        assert lines == {f'random_bot: {league.ratings.summary("random_bot")[key]:.4g}'}  # the reference level
+        polylines = list(root.iter(f'{svg}polyline'))
+        assert len(polylines) == len(league.active_players)
+    snapshot = league.historical_players[0]
+    dots = [c.findtext(f'{svg}title') for c in ElementTree.parse(elo).getroot().iter(f'{svg}circle')]
+    assert f'{snapshot.player_id}: {league.ratings.summary(snapshot.player_id)["elo"]:.4g} at {snapshot.step:g}' \
+        in dots
     with pytest.raises(ValueError, match='disabled'):
-        OneVsOneLeague().plot_ratings(str(tmp_path / 'x.png'), system='trueskill')
-
-
-def test_missing_matplotlib_says_how_to_install(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, 'matplotlib', None)
-    with pytest.raises(ImportError, match=r'pip install sparring\[league\]'):
-        OneVsOneLeague().plot_payoff(str(tmp_path / 'payoff.png'))
+        OneVsOneLeague().plot_ratings(str(tmp_path / 'x.svg'), system='trueskill')
+    empty = ElementTree.parse(OneVsOneLeague().plot_ratings(str(tmp_path / 'empty.svg'))).getroot()
+    assert 'nothing recorded yet' in ''.join(empty.itertext())

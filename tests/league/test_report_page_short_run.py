@@ -67,3 +67,11 @@ def test_one_rating_value_gets_round_ticks():
     svg = line_chart({'elo': [(34_304, 1473.9)]}, 'Elo', 'env steps', 'Elo', x_from_zero=True)
     y_ticks = re.findall(r'class="tick" text-anchor="end">([^<]*)<', svg)
     assert len(y_ticks) >= 2 and all(len(t) <= 5 for t in y_ticks), y_ticks  # 1.4k, 1.45k ... not 1.4735k
+
+
+def test_a_long_series_is_a_line_without_dots():
+    from sparring.league.svg_chart import MAX_DOTS
+    svg = line_chart({'elo': [(x, float(x)) for x in range(MAX_DOTS + 1)]}, 'Elo', 'training step', 'Elo')
+    assert svg.count('<polyline') == 1 and '<circle' not in svg  # dots would hide the line
+    svg = line_chart({'elo': [(x, float(x)) for x in range(MAX_DOTS)]}, 'Elo', 'training step', 'Elo')
+    assert svg.count('<circle') == MAX_DOTS

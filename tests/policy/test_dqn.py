@@ -14,6 +14,7 @@ from sparring.framework import serial_pipeline
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.policy import functional as F
 from sparring.policy.dqn import DQNPolicy
+from tests.configs import tiny_league_config
 
 GAMMA = 0.5
 
@@ -294,6 +295,19 @@ def test_state_dict_restores_learning_exactly(prioritized, tmp_path):
     assert no_replay.state_dict()['replay'] is None
 
 
+def test_replay_keeps_only_the_columns_dqn_learns_from():
+    """The buffer's layout in checkpoints: a masked battle chunk with opponent tags stores neither the chosen
+    move's mask nor the tags, and actions are int64 whatever the chunk's dtype."""
+    policy = _policy(n_actions=2, learn=dict(n_step=1))
+    chunk = _random_chunk()
+    chunk['action'] = chunk['action'].astype(np.int32)
+    chunk.update(action_mask=np.ones((8, 4, 2), bool), train_mask=np.ones((8, 4), bool),
+                 opponent=np.full((8, 4), 7, np.int64), opponent_version=np.ones((8, 4), np.int64))
+    data = policy.transitions(chunk)
+    assert list(data) == ['obs', 'action', 'ret', 'discount', 'next_obs', 'next_mask']
+    assert data['action'].dtype == np.int64
+
+
 def test_a_chunk_without_next_obs_is_refused():
     chunk = _random_chunk()
     del chunk['next_obs']
@@ -372,16 +386,13 @@ def test_serial_pipeline_trains_and_resumes_dqn(tmp_path):
 
 
 def test_league_pipeline_runs_a_dqn_league(tmp_path):
-    config = dict(
-        exp_name=str(tmp_path / 'league'),
-        env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=8),
+    config = tiny_league_config(
+        tmp_path / 'league', env=dict(n_evaluator_episodes=8),
         policy=dict(type='dqn', model=dict(hidden_sizes=[32]), collect=dict(n_steps=8),
                     learn=dict(learning_starts=16, updates_per_chunk=2, batch_size=16), replay=dict(capacity=1000)),
-        league=dict(type='one_vs_one', active_players=dict(naive_sp=1), players=dict(naive_sp=dict(one_phase_step=3))),
+        league=dict(active_players=dict(naive_sp=1), players=dict(naive_sp=dict(one_phase_step=3))),
         battle=dict(eval_deterministic=True),
-        train=dict(max_env_steps=320, eval_every_iters=5, checkpoint_every_iters=5, progress_bar=False,
-                   tensorboard=False),
-    )
+        train=dict(max_env_steps=320, eval_every_iters=5, checkpoint_every_iters=5))
     summary = serial_pipeline(config, seed=0)
     assert summary['rounds'] == 10
     assert len(summary['eval']) == 1 and 'random' in next(iter(summary['eval'].values()))

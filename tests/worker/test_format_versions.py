@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from sparring.framework.commander_state import FORMAT_VERSION as JOURNAL_VERSION, Journal, JournalDamaged
+from sparring.framework.journal import FORMAT_VERSION as JOURNAL_VERSION, Journal, JournalDamaged
 from sparring.league import LeagueError, OneVsOneLeague
 from sparring.league.persistence import FORMAT_VERSION as LEAGUE_STATE_VERSION, load_state
 from sparring.worker.checkpoint import CheckpointError, CheckpointManager

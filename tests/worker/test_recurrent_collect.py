@@ -13,7 +13,7 @@ import sparring.dizoo  # noqa: F401  (registers the envs)
 from sparring.config import compile_config, compile_section
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.run_setup import complete_league_config
-from sparring.framework.serial_run import LeagueRun
+from sparring.framework.serial_run import SerialRun
 from sparring.policy import functional as F
 from sparring.policy.train_batch import window_batch
 from sparring.worker.battle_collector import BattleCollector
@@ -22,6 +22,7 @@ from sparring.worker.collector import SampleCollector
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.env.manager import make_env_manager
 from sparring.worker.evaluator import Evaluator
+from tests.configs import tiny_league_config
 
 pytestmark = pytest.mark.usefixtures('one_torch_thread')
 
@@ -195,14 +196,12 @@ def test_recurrent_opponent_keeps_a_state_per_slot_acts_every_step_and_is_reset_
 
 
 def test_league_run_with_lstm_players_and_frozen_lstm_snapshots(tmp_path):
-    cfg = compile_config(dict(
-        exp_name=str(tmp_path / 'lstm_league'),
-        env=dict(type='tictactoe', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=4),
-        policy=dict(type='ppo', model=LSTM, collect=dict(n_steps=8), learn=dict(epochs=1, num_minibatches=2)),
-        league=dict(type='one_vs_one', active_players=dict(naive_sp=1), players=dict(naive_sp=dict(one_phase_step=2))),
-        train=dict(max_env_steps=10_000, eval_every_iters=0, progress_bar=False, tensorboard=False)), save=False)
+    cfg = compile_config(tiny_league_config(
+        tmp_path / 'lstm_league', policy=dict(model=LSTM, learn=dict(num_minibatches=2)),
+        league=dict(active_players=dict(naive_sp=1), players=dict(naive_sp=dict(one_phase_step=2))),
+        train=dict(max_env_steps=10_000, checkpoint_every_iters=50)), save=False)
     complete_league_config(cfg)
-    run = LeagueRun(cfg)
+    run = SerialRun(cfg)
     try:
         for _ in range(5):
             run.train_round()

@@ -352,12 +352,19 @@ def is_battle_env(env_type) -> bool:
     return isinstance(env_type, type) and issubclass(env_type, (BattleEnv, NativeVecBattleEnv))
 
 
-def make_battle_env(env_cfg: Mapping, num_envs: int, seed: Optional[int] = None) -> VecBattleEnv:
+def make_battle_env(env_cfg: Mapping, num_envs: int, seed: Optional[int] = None,
+                    training: bool = False) -> VecBattleEnv:
     """``num_envs`` games of the battle env ``env_cfg.type``: the native vectorised class, or
-    :class:`DictBattleVecEnv` around single games of a :class:`BattleEnv` class."""
+    :class:`DictBattleVecEnv` around single games of a :class:`BattleEnv` class.
+
+    Only a training collector's envs pass ``training``: every other game (evaluation, play, export)
+    gets the class's ``evaluator_config`` applied, if it has one (e.g. no random openings)."""
     import_env_modules()
     section = complete_section('env', env_cfg)
     cls = battle_env_class(section.type)
+    hook = getattr(cls, 'evaluator_config', None)
+    if not training and hook is not None:
+        section = complete_section('env', hook(section))
     if cls.is_vectorised:
         return cls(section, num_envs, seed)
     return DictBattleVecEnv(lambda: cls(section), num_envs, seed)

@@ -192,6 +192,8 @@ class VecBattleEnv(Closeable):
     is_vectorised = True
     num_seats = NUM_SEATS
     turn_based = False
+    observation_space: spaces.Space  # one seat's, set by the subclass
+    action_space: spaces.Space
 
     def __init__(self, num_envs: int, seed: Optional[int] = None, label: Optional[str] = None) -> None:
         self.closed = False

@@ -203,7 +203,8 @@ class CollectorWorker(Worker):
             self.audit.write(json.dumps(dict(chunk=chunk.chunk_id, games=len(results),
                                              accepted=reply.body.get('accepted', 0))) + '\n')
             self.audit.flush()
-        self._push(task['endpoint'], pid, chunk)
+        # The task's learner may have been restarted elsewhere meanwhile: the commander then names its successor.
+        self._push(reply.body.get('endpoint') or task['endpoint'], pid, chunk)
 
     def _push(self, endpoint: str, pid: str, chunk) -> None:
         current = self.pushers.get(pid)

@@ -1,9 +1,11 @@
 """An evaluator process of the parallel mode: plays the evaluation jobs the commander hands out, the
-way every mode evaluates (:mod:`sparring.worker.evaluation`), and reports the results."""
+way every mode evaluates (:mod:`sparring.worker.evaluation`), and reports the results: the outcomes per
+opponent and, beside them, how many distinct games they were (``distinct_games``)."""
 from __future__ import annotations
 
 from typing import Dict
 
+from sparring.worker.evaluation import distinct_games_of
 from sparring.worker.remote.base import PlayerPolicies, Worker
 from sparring.worker.run_kind import run_kind
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
@@ -27,7 +29,10 @@ class EvaluatorWorker(Worker):
     def _evaluate(self, job: dict) -> None:
         policy = self.players.get(job['player_id'], refresh=True)
         results, returns = self.evaluation(policy, job['opponents'], self.players.pool)
-        body = dict(task_id=job['task_id'], player_id=job['player_id'], version=policy.version, results=results)
+        body = dict(task_id=job['task_id'], player_id=job['player_id'], version=policy.version, results=dict(results))
+        distinct = distinct_games_of(results)
+        if distinct:  # optional on the wire: a commander reads a report without it as before
+            body['distinct_games'] = distinct
         if returns:
             body['returns'] = returns
         self.request('eval_report', body)

@@ -1,6 +1,9 @@
 """Schemas of message bodies: each message kind's fields, their types and checks, and its arrays.
 
-A protocol is a mapping from message kind to :class:`Schema`; :func:`~sparring.worker.remote.wire.decode`
+A body is declared once, as a ``TypedDict`` (what the code that reads it is type-checked against), and
+:func:`schema_of` derives the :class:`Schema` that checks it on the wire: a key's type gives the accepted
+types (``Optional[...]`` adds null, ``List[X]`` checks its items), ``NotRequired[...]`` makes it optional and
+``Annotated[T, check]`` adds a check. A protocol is a mapping from message kind to :class:`Schema`; :func:`~sparring.worker.remote.wire.decode`
 refuses a message whose body or arrays do not fit its kind's schema. Every number in a body is bounded:
 integers (fields and list items) by :data:`MAX_INT`, so no count, step or version a peer sends can overflow
 a sum, an int64 or a TensorBoard step later; floats are finite (the JSON parser refuses the rest).
@@ -8,6 +11,8 @@ a sum, an int64 or a TensorBoard step later; floats are finite (the JSON parser 
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from typing import Any, Callable, Mapping, Optional, Tuple
 
 import numpy as np
@@ -85,6 +90,40 @@ class Schema:
                                              f'expected {expected or "none"}')
 
 
+def schema_of(body: type, required_arrays: Tuple[str, ...] = (), array_names: Optional[Tuple[str, ...]] = ()) -> Schema:
+    """The :class:`Schema` of a body declared as the ``TypedDict`` ``body`` (see the module docstring)."""
+    fields = {}
+    for name, hint in typing.get_type_hints(body, include_extras=True).items():
+        required = True
+        if typing.get_origin(hint) in (typing.NotRequired, typing.Required):
+            required, hint = typing.get_origin(hint) is typing.Required, typing.get_args(hint)[0]
+        check = None
+        if typing.get_origin(hint) is typing.Annotated:
+            hint, check = hint.__origin__, hint.__metadata__[0]
+        options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+        accepted = tuple(_json_type(option) for option in options)
+        items = None
+        if accepted == (list,) and typing.get_args(hint):
+            items = (_json_type(typing.get_args(hint)[0]),)
+        fields[name] = Field(accepted, required, items, check)
+    return Schema(fields, required_arrays, array_names)
+
+
+def _json_type(hint: Any) -> type:
+    """The Python type a JSON body holds for a declared type: ``List[str]`` a list, a TypedDict a dict."""
+    if hint is None or hint is type(None):
+        return type(None)
+    if typing.is_typeddict(hint):
+        return dict
+    origin = typing.get_origin(hint)
+    if origin is not None:
+        return origin
+    if hint not in (str, int, float, bool, list, dict):
+        raise TypeError(f'schema_of: {hint!r} is not a type a JSON body holds; expected str, int, float, bool, '
+                        f'list, dict, a TypedDict or Optional/List/Dict of them')
+    return hint
+
+
 def _is_instance(value: Any, types: Tuple[type, ...]) -> bool:
     if isinstance(value, bool):
         return bool in types
@@ -111,6 +150,14 @@ def numbers(value) -> Optional[str]:
     for key, v in value.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not -MAX_INT <= v <= MAX_INT:
             return f'[{short(key, 40)}] must be a number within +-{MAX_INT}, got {short(v)}'
+    return None
+
+
+def counts(value) -> Optional[str]:
+    """A field check: every value of the dict is an integer from 0 to :data:`MAX_INT` (a count per key)."""
+    for key, v in value.items():
+        if type(v) is not int or not 0 <= v <= MAX_INT:
+            return f'[{short(key, 40)}] must be an integer from 0 to {MAX_INT}, got {short(v)}'
     return None
 
 
