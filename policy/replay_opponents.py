@@ -95,12 +95,15 @@ def forget_stale_opponents(policies: Iterable, roster: Union[Roster, Callable[[]
     return forgotten
 
 
-def roster_to_send(ages: Roster, max_age: Optional[int]) -> Optional[Dict[str, int]]:
-    """What a commander tells a learner: None without ``replay.max_opponent_age`` (nothing to forget), else the
-    players no older than it (leaving the older out forgets the same transitions and bounds the message)."""
+def roster_to_send(ages: Union[Roster, Callable[[], Roster]], max_age: Optional[int]) -> Dict[str, Dict[str, int]]:
+    """The fields a commander adds to its reply to a learner's ``publish``: none without ``replay.max_opponent_age``
+    (nothing to forget; ``ages``, possibly the league's ``opponent_ages`` function, is not even called), else
+    ``opponent_ages``, the players no older than it (leaving the older out forgets the same transitions and
+    bounds the message)."""
     if max_age is None:
-        return None
-    return {str(pid): int(age) for pid, age in ages.items() if int(age) <= max_age}
+        return {}
+    roster = ages() if callable(ages) else ages
+    return dict(opponent_ages={str(pid): int(age) for pid, age in roster.items() if int(age) <= max_age})
 
 
 def roster_problem(value) -> Optional[str]:
