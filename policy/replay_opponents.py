@@ -95,15 +95,15 @@ def forget_stale_opponents(policies: Iterable, roster: Union[Roster, Callable[[]
     return forgotten
 
 
-def roster_to_send(ages: Union[Roster, Callable[[], Roster]], max_age: Optional[int]) -> Dict[str, Dict[str, int]]:
+def roster_to_send(league, max_age: Optional[int]) -> Dict[str, Dict[str, int]]:
     """The fields a commander adds to its reply to a learner's ``publish``: none without ``replay.max_opponent_age``
-    (nothing to forget; ``ages``, possibly the league's ``opponent_ages`` function, is not even called), else
-    ``opponent_ages``, the players no older than it (leaving the older out forgets the same transitions and
-    bounds the message)."""
-    if max_age is None:
+    (nothing to forget) or for a league without opponents (no ``opponent_ages()``: a single-agent run), else
+    ``opponent_ages``, the players no older than ``max_age`` (leaving the older out forgets the same transitions
+    and bounds the message). The league is asked only when something will be sent."""
+    ages = getattr(league, 'opponent_ages', None)
+    if max_age is None or ages is None:
         return {}
-    roster = ages() if callable(ages) else ages
-    return dict(opponent_ages={str(pid): int(age) for pid, age in roster.items() if int(age) <= max_age})
+    return dict(opponent_ages={str(pid): int(age) for pid, age in ages().items() if int(age) <= max_age})
 
 
 def roster_problem(value) -> Optional[str]:

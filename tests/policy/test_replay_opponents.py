@@ -124,13 +124,24 @@ def test_forget_stale_opponents_asks_the_league_once_and_only_when_a_policy_forg
     assert forget_stale_opponents([_forgetting_sac()], {'main': 0, 'main_h2': 1}) == 2  # a plain roster too
 
 
+class _League:
+    def __init__(self, ages):
+        self.ages, self.asked = ages, 0
+
+    def opponent_ages(self):
+        self.asked += 1
+        return self.ages
+
+
 def test_the_roster_sent_to_a_learner_is_trimmed_to_the_young_and_forgets_the_same():
-    ages = {'main': 0, 'random': 0, 'main_h3': 1, 'main_h2': 2, 'main_h1': 3}
-    assert roster_to_send(lambda: 1 / 0, None) == {}  # no max_opponent_age: the league is not even asked
-    assert roster_to_send(lambda: ages, 1) == dict(opponent_ages={'main': 0, 'random': 0, 'main_h3': 1})
+    league = _League({'main': 0, 'random': 0, 'main_h3': 1, 'main_h2': 2, 'main_h1': 3})
+    assert roster_to_send(league, None) == {} and league.asked == 0  # no max_opponent_age: nothing sent or asked
+    assert roster_to_send(object(), 1) == {}  # a single-agent league has no opponents to age
+    assert roster_to_send(league, 1) == dict(opponent_ages={'main': 0, 'random': 0, 'main_h3': 1})
     full, trimmed = _forgetting_sac(max_age=1), _forgetting_sac(max_age=1)
-    sent = roster_to_send({'main': 0, 'main_h2': 1, 'main_h1': 2}, 1)['opponent_ages']
-    assert full.forget_opponents({'main': 0, 'main_h2': 1, 'main_h1': 2}) == trimmed.forget_opponents(sent) == 2
+    ages = {'main': 0, 'main_h2': 1, 'main_h1': 2}
+    sent = roster_to_send(_League(ages), 1)['opponent_ages']
+    assert full.forget_opponents(ages) == trimmed.forget_opponents(sent) == 2
     np.testing.assert_array_equal(full.replay.storage['opponent'][:2], trimmed.replay.storage['opponent'][:2])
 
 
