@@ -17,7 +17,7 @@ otherwise (measured on this machine's 2-core EPYC), and no backward pass needs t
 from __future__ import annotations
 
 import math
-from typing import Tuple
+from typing import Callable, Dict, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -34,8 +34,8 @@ ACTIVATION_FUNCTIONS = {'relu': torch.relu, 'tanh': torch.tanh, 'elu': nn.functi
 # The in-place forms, applied to a layer's fresh output (which its matrix product's backward does not read).
 INPLACE_ACTIVATIONS = {'relu': torch.relu_, 'tanh': torch.tanh_,
                        'elu': lambda x: nn.functional.elu(x, inplace=True), 'gelu': nn.functional.gelu}
-INPLACE_MODULES = {'relu': lambda: nn.ReLU(inplace=True), 'tanh': nn.Tanh, 'elu': lambda: nn.ELU(inplace=True),
-                   'gelu': nn.GELU}
+INPLACE_MODULES: Dict[str, Callable[[], nn.Module]] = {
+    'relu': lambda: nn.ReLU(inplace=True), 'tanh': nn.Tanh, 'elu': lambda: nn.ELU(inplace=True), 'gelu': nn.GELU}
 
 
 def _mlp(in_dim: int, sizes, out_dim: int, activation: str) -> nn.Sequential:
