@@ -140,7 +140,7 @@ def main() -> None:
     results = dict(cpu=cpu_model(), cores=os.cpu_count(), started=time.time(), load_start=os.getloadavg())
     if args.opponent_age is not None:
         results.update(opponent_age_runs(args), load_end=os.getloadavg())
-        merge_results('sac_league', {f'{args.game}_sac_max_opponent_age': results})
+        merge_results('sac_league', {f'{args.game}_sac_max_opponent_age_{args.env_steps}': results})
         return
     results.update(seconds=args.seconds, seed=args.seed)
     for algo in GAMES[args.game]:
