@@ -9,7 +9,12 @@ draw / loss rates against each bot (200 games each), with the env steps reached 
 ``--game pong``: continuous Pong duel, the ready ``pong_duel_continuous_sac_league`` against PPO's
 ``pong_duel_continuous_league`` (same court, league and bots), each for ``--seconds``.
 
+``--opponent-age N``: SAC alone, ``replay.max_opponent_age`` off against N, at a fixed env-step budget
+(``--env-steps``, no wall-clock limit) on each of ``--seeds``, the two runs of a seed back to back (order
+alternating by seed); the figures as above, plus the transitions each run forgot.
+
     .venv/bin/python benchmarks/sac_league.py [--game tictactoe|pong] [--seconds 120] [--seed 0]
+    .venv/bin/python benchmarks/sac_league.py --game pong --opponent-age 2 --env-steps 60000 --seeds 100 101
 
 Writes ``benchmarks/results/sac_league.json`` (through ``results_file``).
 """
@@ -48,17 +53,70 @@ def _config(game: str, algo: str) -> dict:
     return config
 
 
-def child(game: str, algo: str, seconds: float, seed: int, workdir: str) -> dict:
+def child(game: str, algo: str, seconds: float, seed: int, workdir: str, overrides: dict) -> dict:
+    """One run; ``overrides``: ``max_env_steps`` (a step budget instead of the wall clock: ``seconds`` 0) and
+    ``max_opponent_age`` (SAC's replay setting), when given."""
     import torch
 
     from sparring.framework import serial_pipeline
     torch.set_num_threads(1)
     config = _config(game, algo)
-    config['train'] = dict(config['train'], max_wall_seconds=seconds, progress_bar=False, tensorboard=False)
+    train = dict(config['train'], max_wall_seconds=seconds, progress_bar=False, tensorboard=False)
+    if 'max_env_steps' in overrides:  # a step budget: no wall-clock limit
+        train.update(max_env_steps=overrides['max_env_steps'])
+        del train['max_wall_seconds']
+    config['train'] = train
+    if 'max_opponent_age' in overrides:
+        config['policy']['replay'] = dict(config['policy'].get('replay', {}),
+                                          max_opponent_age=overrides['max_opponent_age'])
     config['torch_threads'] = 1
-    before = os.getloadavg()
-    summary = serial_pipeline(config, seed=seed, exp_name=os.path.join(workdir, f'{game}_{algo}_{seed}'))
-    return dict(env_steps=summary['env_steps'], eval=summary['eval'], load_before=before, load_after=os.getloadavg())
+    forgotten = _count_forgotten()
+    before, started = os.getloadavg(), time.perf_counter()
+    name = f'{game}_{algo}_{seed}_' + '_'.join(f'{k}{v}' for k, v in sorted(overrides.items()))
+    summary = serial_pipeline(config, seed=seed, exp_name=os.path.join(workdir, name))
+    return dict(env_steps=summary['env_steps'], eval=summary['eval'], seconds=time.perf_counter() - started,
+                forgotten=forgotten[0],
+                load_before=before, load_after=os.getloadavg())
+
+
+def _count_forgotten() -> list:
+    """A one-item list that counts the transitions SAC's replays forget in this process (the run's summary does
+    not carry the coordinator's counters)."""
+    from sparring.policy.sac import SACPolicy
+    count, forget = [0], SACPolicy.forget_opponents
+
+    def counted(policy, roster):
+        n = forget(policy, roster)
+        count[0] += n
+        return n
+    SACPolicy.forget_opponents = counted  # type: ignore[method-assign]
+    return count
+
+
+def run_child(game: str, algo: str, seconds: float, seed: int, workdir: str, overrides: dict) -> dict:
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), '--child', game, algo, str(seconds), str(seed),
+                          workdir, json.dumps(overrides)], check=True, capture_output=True, text=True, cwd=HERE)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _rates(result: dict) -> str:
+    rates = next(iter(result['eval'].values()))
+    return ', '.join(f'{bot} {r["win"]:.0%}/{r["draw"]:.0%}/{r["loss"]:.0%}' for bot, r in rates.items())
+
+
+def opponent_age_runs(args) -> dict:
+    """SAC with ``max_opponent_age`` off and on, each seed's two runs back to back, at one env-step budget."""
+    per_seed = {}
+    for i, seed in enumerate(args.seeds):
+        settings = [('off', None), ('on', args.opponent_age)]
+        per_seed[seed] = {}
+        for label, age in (settings if i % 2 == 0 else settings[::-1]):
+            result = run_child(args.game, 'sac', 0.0, seed, args.workdir,
+                               dict(max_env_steps=args.env_steps, max_opponent_age=age))
+            per_seed[seed][label] = result
+            print(f'seed {seed} max_opponent_age {age}: {result["env_steps"]} env steps in {result["seconds"]:.0f} s, '
+                  f'forgot {result["forgotten"]}; {_rates(result)} (load {result["load_before"][0]:.2f})', flush=True)
+    return dict(max_opponent_age=args.opponent_age, env_steps=args.env_steps, seeds=args.seeds, per_seed=per_seed)
 
 
 def main() -> None:
@@ -67,23 +125,27 @@ def main() -> None:
     parser.add_argument('--seconds', type=float, default=120.0)
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--workdir', default='/tmp/sparring_sac_league')
-    parser.add_argument('--child', nargs=5, metavar=('GAME', 'ALGO', 'SECONDS', 'SEED', 'DIR'))
+    parser.add_argument('--opponent-age', type=int, default=None,
+                        help='compare SAC with replay.max_opponent_age off and at this value instead')
+    parser.add_argument('--env-steps', type=int, default=60_000, help='the budget of each --opponent-age run')
+    parser.add_argument('--seeds', type=int, nargs='+', default=[100, 101], help='the --opponent-age runs\' seeds')
+    parser.add_argument('--child', nargs=6, metavar=('GAME', 'ALGO', 'SECONDS', 'SEED', 'DIR', 'OVERRIDES'))
     args = parser.parse_args()
     if args.child:
-        game, algo, seconds, seed, workdir = args.child
-        print(json.dumps(child(game, algo, float(seconds), int(seed), workdir)))
+        game, algo, seconds, seed, workdir, overrides = args.child
+        print(json.dumps(child(game, algo, float(seconds), int(seed), workdir, json.loads(overrides))))
         return
     sys.path.insert(0, HERE)
-    from results_file import merge_results
-    from results_file import cpu_model
-    results = dict(cpu=cpu_model(), cores=os.cpu_count(), seconds=args.seconds, seed=args.seed, started=time.time())
+    from results_file import cpu_model, merge_results
+    results = dict(cpu=cpu_model(), cores=os.cpu_count(), started=time.time(), load_start=os.getloadavg())
+    if args.opponent_age is not None:
+        results.update(opponent_age_runs(args), load_end=os.getloadavg())
+        merge_results('sac_league', {f'{args.game}_sac_max_opponent_age_{args.env_steps}': results})
+        return
+    results.update(seconds=args.seconds, seed=args.seed)
     for algo in GAMES[args.game]:
-        out = subprocess.run([sys.executable, os.path.abspath(__file__), '--child', args.game, algo, str(args.seconds),
-                              str(args.seed), args.workdir], check=True, capture_output=True, text=True, cwd=HERE)
-        results[algo] = json.loads(out.stdout.strip().splitlines()[-1])
-        rates = next(iter(results[algo]['eval'].values()))
-        print(f'{algo}: {results[algo]["env_steps"]} env steps; ' + ', '.join(
-            f'{bot} {r["win"]:.0%}/{r["draw"]:.0%}/{r["loss"]:.0%}' for bot, r in rates.items()), flush=True)
+        results[algo] = run_child(args.game, algo, args.seconds, args.seed, args.workdir, {})
+        print(f'{algo}: {results[algo]["env_steps"]} env steps; {_rates(results[algo])}', flush=True)
     merge_results('sac_league', {f'{args.game}_{"_vs_".join(GAMES[args.game])}': results})
 
 

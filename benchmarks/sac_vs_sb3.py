@@ -6,9 +6,11 @@ the machine's load falls on both alike, and the load average is stored with ever
 
 * ``pendulum``: sparring's ready ``pendulum_sac`` config (SAC's defaults) against SB3 at rl-zoo's tuned
   hyperparameters for Pendulum-v1 (SB3's SAC defaults with lr 1e-3). Both evaluated with 8 deterministic
-  episodes every ``--eval-every`` env steps; the figures: env steps and wall seconds (from building the envs
-  and model to the end of that evaluation) when the mean first reaches -200, the mean at the end of the
-  budget (``--steps``, 20k in the protocol), and env steps per second of the training alone.
+  episodes every ``--eval-every`` env steps; the figures: env steps, wall seconds and the process's CPU
+  seconds (from building the envs and model to the end of that evaluation) when the mean first reaches
+  -200, the mean at the end of the budget (``--steps``, 20k in the protocol), and env steps per second of
+  the training alone. The CPU seconds are the load-robust figure: on a shared machine the wall clock also
+  counts the other processes' turns.
 * ``--mujoco``: Hopper-v5 for ``--mujoco-steps`` (100k in the protocol): the return at the end and env
   steps per second, sparring's ``hopper_sac`` against rl-zoo's Hopper settings (learning_starts 10k).
 
@@ -49,26 +51,28 @@ def _prepare_process() -> None:
 
 
 class Curve:
-    """Evaluations as they come: (env steps, mean return, wall seconds since the start, training seconds)."""
+    """Evaluations as they come: (env steps, mean return, wall seconds since the start, CPU seconds since the start)."""
 
     def __init__(self, stop_at_target: bool) -> None:
         self.points: list = []
         self.stop_at_target = stop_at_target
-        self.started = time.perf_counter()
+        self.started, self.cpu_started = time.perf_counter(), time.process_time()
         self.eval_seconds = 0.0
 
     def add(self, env_steps: int, mean: float, eval_seconds: float) -> bool:
         """Record one evaluation; whether the run should stop now."""
         self.eval_seconds += eval_seconds
-        self.points.append((int(env_steps), float(mean), time.perf_counter() - self.started))
+        self.points.append((int(env_steps), float(mean), time.perf_counter() - self.started,
+                            time.process_time() - self.cpu_started))
         return self.stop_at_target and mean >= TARGET
 
     def result(self, env_steps: int) -> dict:
-        reached = next(((s, t) for s, m, t in self.points if m >= TARGET), None)
+        reached = next((point for point in self.points if point[1] >= TARGET), None)
         seconds = time.perf_counter() - self.started
         return dict(curve=self.points, final_eval=self.points[-1][1] if self.points else None, env_steps=env_steps,
-                    target_env_steps=reached[0] if reached else None, target_seconds=reached[1] if reached else None,
-                    seconds=seconds, steps_per_second=env_steps / max(seconds - self.eval_seconds, 1e-9))
+                    target_env_steps=reached[0] if reached else None, target_seconds=reached[2] if reached else None,
+                    target_cpu_seconds=reached[3] if reached else None, seconds=seconds,
+                    steps_per_second=env_steps / max(seconds - self.eval_seconds, 1e-9))
 
 
 def _evaluate(act, env_id: str, seed: int) -> float:
@@ -180,7 +184,8 @@ def side_by_side(task: str, args, workdir: str) -> dict:
         order = ('sparring', 'sb3') if i % 2 == 0 else ('sb3', 'sparring')
         per_seed[seed] = {library: run_child(library, task, seed, args, workdir) for library in order}
         print(f'{task} seed {seed}: ' + '  '.join(
-            f'{lib} target at {r["target_env_steps"]} steps / {_num(r["target_seconds"])} s, final {r["final_eval"]:.0f} '
+            f'{lib} target at {r["target_env_steps"]} steps / {_num(r["target_seconds"])} s '
+            f'({_num(r["target_cpu_seconds"])} CPU s), final {r["final_eval"]:.0f} '
             f'at {r["env_steps"]}, {r["steps_per_second"]:.1f} steps/s (load {r["load_before"][0]})'
             for lib, r in per_seed[seed].items()), flush=True)
     return dict(per_seed=per_seed, **summary(per_seed))
@@ -198,12 +203,15 @@ def summary(per_seed: dict) -> dict:
         return dict(reached=sum(r['target_env_steps'] is not None for r in runs),
                     median_target_env_steps=statistics.median(r['target_env_steps'] or inf for r in runs),
                     median_target_seconds=statistics.median(r['target_seconds'] or inf for r in runs),
+                    median_target_cpu_seconds=statistics.median(r.get('target_cpu_seconds') or inf for r in runs),
                     median_final_eval=statistics.median(r['final_eval'] for r in runs),
                     median_steps_per_second=statistics.median(r['steps_per_second'] for r in runs))
     ours, theirs = figures('sparring'), figures('sb3')
-    ratio = ours['median_target_seconds'] / theirs['median_target_seconds'] \
-        if theirs['median_target_seconds'] not in (0, inf) else None
+    def ratio_of(key):
+        return ours[key] / theirs[key] if theirs[key] not in (0, inf) else None
+    ratio = ratio_of('median_target_seconds')
     return dict(sparring=ours, sb3=theirs, target_seconds_ratio=ratio,
+                target_cpu_seconds_ratio=ratio_of('median_target_cpu_seconds'),
                 steps_per_second_ratio=ours['median_steps_per_second'] / theirs['median_steps_per_second'],
                 half_wall_time_met=ratio is not None and ratio <= 0.5)
 

@@ -117,7 +117,8 @@ class SACPolicy(Policy):
             # SAC paper: a buffer of a million transitions
             replay=dict(replay_default_config(1_000_000),
                         # league runs: forget transitions against opponents that left the league or are more
-                        # than this many snapshots old (see forget_opponents); None keeps them all
+                        # than this many snapshots old (see forget_opponents); None keeps them all (measured on
+                        # continuous Pong: 1 forgot a third of the buffer for no clear gain in win rates)
                         max_opponent_age=None),
         )
 

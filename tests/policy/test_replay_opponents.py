@@ -6,7 +6,8 @@ import pytest
 
 from sparring.config.compile import compile_section
 from sparring.policy.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer
-from sparring.policy.replay_opponents import UNTAGGED, OpponentLedger, opponent_code
+from sparring.policy.replay_opponents import (MAX_ROSTER, UNTAGGED, OpponentLedger, forget_stale_opponents,
+                                             opponent_code, roster_problem, roster_to_send)
 from sparring.policy.sac import SACPolicy
 
 
@@ -100,3 +101,59 @@ def test_the_learner_logs_the_buffer_mix_by_the_names_of_finished_games_opponent
     data.update({k: np.zeros(data['reward'].shape, np.float32) for k in ('log_prob', 'value', 'next_value')})
     stats = learner.train(Chunk(data=data, version=0, results=[('main_h1', 'win'), ('bot:random', 'loss')]))
     assert stats['replay_opponents/main_h1'] == stats['replay_opponents/bot:random'] == 0.5
+
+
+def _forgetting_sac(max_age=1):
+    cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=[8]), learn=dict(learning_starts=10_000),
+                                         replay=dict(max_opponent_age=max_age)))
+    policy = SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3))
+    policy.learn(_battle_chunk(['main_h1', 'main_h2']))  # 2 transitions against each
+    return policy
+
+
+def test_forget_stale_opponents_asks_the_league_once_and_only_when_a_policy_forgets():
+    calls = []
+
+    def roster():
+        calls.append(1)
+        return {'main': 0, 'main_h2': 1, 'main_h1': 2}
+    assert forget_stale_opponents([object(), object()], roster) == 0 and calls == []  # PPO-like: nothing asked
+    policies = [_forgetting_sac(), object(), _forgetting_sac()]
+    assert forget_stale_opponents(policies, roster) == 4 and calls == [1]  # main_h1's two, in each SAC
+    assert [len(p.replay) for p in policies[::2]] == [2, 2]
+    assert forget_stale_opponents([_forgetting_sac()], {'main': 0, 'main_h2': 1}) == 2  # a plain roster too
+
+
+class _League:
+    def __init__(self, ages):
+        self.ages, self.asked = ages, 0
+
+    def opponent_ages(self):
+        self.asked += 1
+        return self.ages
+
+
+def test_the_roster_sent_to_a_learner_is_trimmed_to_the_young_and_forgets_the_same():
+    league = _League({'main': 0, 'random': 0, 'main_h3': 1, 'main_h2': 2, 'main_h1': 3})
+    assert roster_to_send(league, None) == {} and league.asked == 0  # no max_opponent_age: nothing sent or asked
+    assert roster_to_send(object(), 1) == {}  # a single-agent league has no opponents to age
+    assert roster_to_send(league, 1) == dict(opponent_ages={'main': 0, 'random': 0, 'main_h3': 1})
+    full, trimmed = _forgetting_sac(max_age=1), _forgetting_sac(max_age=1)
+    ages = {'main': 0, 'main_h2': 1, 'main_h1': 2}
+    sent = roster_to_send(_League(ages), 1)['opponent_ages']
+    assert full.forget_opponents(ages) == trimmed.forget_opponents(sent) == 2
+    np.testing.assert_array_equal(full.replay.storage['opponent'][:2], trimmed.replay.storage['opponent'][:2])
+
+
+@pytest.mark.parametrize('value, problem', [
+    ({'main': 0, 'main_h1': 7}, None),
+    ([('main', 0)], 'must be a dict'),
+    ({'main': -1}, "['main'] must map a player id to an int age"),
+    ({'main': 1.5}, 'int age'),
+    ({'main': True}, 'int age'),
+    ({'main': 2 ** 40}, 'int age in [0, 2147483647]'),
+    ({str(i): 0 for i in range(MAX_ROSTER + 1)}, f'at most {MAX_ROSTER} expected'),
+])
+def test_a_roster_from_the_wire_is_checked(value, problem):
+    found = roster_problem(value)
+    assert found is None if problem is None else problem in found

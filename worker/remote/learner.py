@@ -3,8 +3,9 @@
 It receives chunks for its player straight from the collectors, drops repeated, invalid and too
 stale ones (counted), trains, optionally re-trains recent chunks while it waits for data up to a
 target sample reuse, publishes parameters every ``publish_every`` updates (the commander answers
-with the league's verdict: a reset reloads the parameters it names) and checkpoints; a restarted
-learner continues from its last checkpoint.
+with the league's verdict: a reset reloads the parameters it names; with ``replay.max_opponent_age`` set,
+the reply also carries the league's opponent ages, and the replay forgets by them as a serial run's does)
+and checkpoints; a restarted learner continues from its last checkpoint.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Deque, Dict, List, Optional, Tuple
 import gymnasium as gym
 import numpy as np
 
+from sparring.policy.replay_opponents import forget_stale_opponents
 from sparring.worker.checkpoint import CheckpointError, CheckpointManager
 from sparring.worker.chunk import Chunk
 from sparring.worker.learner import Learner
@@ -57,7 +59,9 @@ class LearnerWorker(Worker):
         self.queue: Deque = deque()
         self.replay: Deque = deque(maxlen=self.par.replay_chunks)
         self.staleness_window: List[float] = []
-        self.counts = dict(chunks_received=0, dropped_stale=0, dropped_duplicate=0, dropped_invalid=0, replayed=0)
+        self.counts = dict(chunks_received=0, dropped_stale=0, dropped_duplicate=0, dropped_invalid=0, replayed=0,
+                           replay_transitions_forgotten=0)
+        self.roster: Optional[Dict[str, int]] = None  # the league's opponent ages last forgotten by
         self.wait_seconds = 0.0
         self.arrived = 0  # chunks this process took in (the commander's credit counts per learner process)
         self.group = None
@@ -277,6 +281,7 @@ class LearnerWorker(Worker):
                     stats=dict(stats or {}, **{k: float(v) for k, v in self.counts.items()},
                                sample_reuse=self.learner.sample_reuse, wait_seconds=self.wait_seconds))
         reply = self.request('publish', body, params_to_arrays(self.policy.get_params()))
+        self.forget_stale_opponents(reply.body.get('opponent_ages'))
         reset_ref = reply.body.get('reset_param_ref')
         if reset_ref:
             # The league reset this player (e.g. an exploiter back to the initial parameters). Keep
@@ -288,6 +293,17 @@ class LearnerWorker(Worker):
             self.reset_pending = True  # the other replicas take the new parameters after this update
             self.logger.line(f'{self.player_id} reset to {reset_ref!r} at iteration {self.learner.train_iter}')
             self.publish(final=final)
+
+    def forget_stale_opponents(self, roster: Optional[Dict[str, int]]) -> int:
+        """The league's opponent ages from a publish reply (None: the run does not forget by opponent): the replay
+        forgets as the serial run's does after a snapshot, once per change of the roster (a snapshot anywhere in
+        the league). Returns how many transitions went."""
+        if roster is None or roster == self.roster:
+            return 0
+        self.roster = dict(roster)
+        forgotten = forget_stale_opponents([self.policy], roster)
+        self.counts['replay_transitions_forgotten'] = self.counts.get('replay_transitions_forgotten', 0) + forgotten
+        return forgotten
 
     def save_checkpoint(self) -> str:
         return self.ckpt.save(dict(learner=self.learner.state_dict(), counts=self.counts), self.learner.train_iter)
