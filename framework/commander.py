@@ -70,6 +70,7 @@ from sparring.framework.protocol import (Ack, ChunkReport, CollectTaskRequest, E
                                          PublishRequest, Registered, RegisterRequest)
 from sparring.framework.sessions import LEDGER_FILE, Admission, SessionTable, WorkerRecord, learner_id
 from sparring.league.errors import LeagueError
+from sparring.policy.replay_opponents import roster_to_send
 from sparring.worker.logger import RunLogger
 from sparring.worker.remote.wire import Message, MessageError, arrays_to_params
 from sparring.worker.run_kind import run_kind
@@ -298,6 +299,10 @@ class Commander:
         """A publish's reply: the run's state for the learner, and the parameters to reset to (None: keep on)."""
         reply = self._state_for(worker)
         reply['reset_param_ref'] = reset_ref
+        # A replay that forgets by opponent age learns the league's ages with the same reply as a new snapshot.
+        roster = roster_to_send(self.coordinator.league, self.cfg.policy.get('replay', {}).get('max_opponent_age'))
+        if roster:
+            reply['opponent_ages'] = roster['opponent_ages']
         return 'ack', reply, None
 
     # -- evaluation ----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ The transport (:mod:`sparring.worker.remote.transport`) is handed this catalogue
 # Not ``from __future__ import annotations``: the TypedDicts' required keys are read at run time.
 from typing import Annotated, Dict, List, NotRequired, Optional, TypedDict
 
+from sparring.policy.replay_opponents import roster_problem
 from sparring.worker.chunk import REQUIRED_KEYS as CHUNK_ARRAYS
 from sparring.worker.remote.schema import (MAX_ABS_VALUE, MAX_INT, Schema, counts, non_negative, numbers, schema_of,
                                            values_within)
@@ -152,6 +153,8 @@ class Ack(TypedDict):
     expected_chunks: NotRequired[int]  # a draining learner's: chunks still to come
     reset_param_ref: NotRequired[Optional[str]]  # a publish's: the parameters to reset to (None: keep training)
     endpoint: NotRequired[str]  # a chunk report's: the learner to push the chunk to instead of the task's
+    # a publish's, with replay.max_opponent_age set: the players no older than that age (a replay forgets the rest)
+    opponent_ages: NotRequired[Annotated[Dict[str, int], roster_problem]]
 
 
 class Task(TypedDict):

@@ -27,6 +27,7 @@ from sparring.framework.run_evaluation import (BackgroundEvaluations, Evaluation
 from sparring.framework.run_setup import LEAGUE_STATE_FILE
 from sparring.league.job_protocol import stored_ref
 from sparring.policy.base import Policy
+from sparring.policy.replay_opponents import forget_stale_opponents
 from sparring.worker.background_evaluation import BackgroundEvaluation
 from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.collector import SampleCollector
@@ -161,12 +162,8 @@ class SerialRun:
     def _forget_stale_opponents(self) -> None:
         """A snapshot ages the others: replays that forget by opponent (SAC's ``replay.max_opponent_age``) drop
         the transitions against opponents now too old."""
-        ages = None
-        for learner in self.learners.values():
-            forget = getattr(learner.policy, 'forget_opponents', None)
-            if forget is not None:
-                ages = self.coordinator.league.opponent_ages() if ages is None else ages
-                self.coordinator.counters['replay_transitions_forgotten'] += forget(ages)
+        self.coordinator.counters['replay_transitions_forgotten'] += forget_stale_opponents(
+            (learner.policy for learner in self.learners.values()), self.coordinator.league.opponent_ages)
 
     def evaluate_pending(self) -> Dict[str, dict]:
         """Play the evaluations the coordinator queued (in the background: record those due at this round
