@@ -154,8 +154,25 @@ def league_run(workdir: str, name: str, collectors: int, inference: int, seconds
                                                        / max(worker['requests'], 1), 3),
                    forward_ms_per_pass=round(1000 * worker['forward_seconds'] / max(worker['forward_passes'], 1), 3),
                    malformed=worker['malformed'])
+    out['games_by_opponent_kind'] = games_by_opponent_kind(os.path.join(workdir, name))
     print(f'{name}: {json.dumps(out)}', flush=True)
     return out
+
+
+def games_by_opponent_kind(exp: str) -> dict:
+    """The games the run recorded against each kind of opponent (itself, its snapshots, the reference
+    players), and their shares: where the network runs must not change whom the league sends it to play."""
+    from sparring.league import BaseLeague
+    league = BaseLeague.load(os.path.join(exp, 'league_state.npz'))
+    active = {p.player_id for p in league.active_players}
+    snapshots = {p.player_id for p in league.historical_players}
+    games = dict(self_play=float(sum(p.self_play_games for p in league.active_players)), snapshots=0.0, reference=0.0)
+    for home, away, record in league.payoff.played_pairs():
+        if home in active or away in active:
+            other = away if home in active else home
+            games['snapshots' if other in snapshots else 'reference'] += float(record['games'])
+    total = max(sum(games.values()), 1.0)
+    return dict(games={k: int(v) for k, v in games.items()}, shares={k: round(v / total, 3) for k, v in games.items()})
 
 
 def league_section(seconds: float) -> dict:
