@@ -59,7 +59,7 @@ def _check_report(report: dict, lines, scalars: dict) -> None:
     for oid, s in report.items():
         assert 1 <= s['distinct_games'] <= s['games'] == GAMES
         assert scalars[f'eval/naive_sp_0/vs_{oid}/distinct_games'] == s['distinct_games']
-    repeated = {oid: s['distinct_games'] for oid, s in report.items() if s['distinct_games'] < GAMES}
+    repeated = {oid: s['distinct_games'] for oid, s in report.items() if 2 * s['distinct_games'] <= GAMES}
     assert 'tictactoe_heuristic' in repeated  # greedy against a bot without chance: the same few games
     [line] = [line for line in lines if line.startswith('eval naive_sp_0')]
     named = REPEATED.match(line).group(1)

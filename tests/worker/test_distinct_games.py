@@ -71,6 +71,8 @@ def test_the_report_keeps_the_count_and_its_text_names_the_repeated_games():
     # Outcomes without counts (a peer that does not count them): the report as before, no note.
     report, _, text = GameEvaluation.summarise({'random': ['win'] * 4}, [])
     assert report == {'random': dict(win=1.0, draw=0.0, loss=0.0, games=4)} and '(' not in text
+    # A chance opponent that repeats a game now and then is not named: more than half its games were distinct.
+    assert '(' not in GameEvaluation.summarise(_outcomes(heuristic=3, random=3), [])[2]
     assert distinct_games_of({'random': ['win']}) == {}
 
 
