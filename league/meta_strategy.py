@@ -84,7 +84,9 @@ def _maximin_strategy(matrix: np.ndarray, value: Optional[float] = None) -> Tupl
         # is numerical; stage 1's optimum is an equilibrium too, only the tie-break is lost.
         x = first.x[:n]
     else:
-        _check(second, 'optimal strategy')
+        # The value was given (0 for a symmetric game), but a matrix antisymmetric only up to rounding can have
+        # a value a hair below it, and then no strategy guarantees it: solve for the value instead.
+        return _maximin_strategy(matrix)
     x = np.clip(x, 0.0, None)
     return x / x.sum(), value
 

@@ -214,3 +214,14 @@ def test_nash_branch_solves_the_meta_game_source_when_one_is_set():
     league.set_meta_game_source(None)  # back to win rates: the cycle is mixed again
     picks = Counter(player._nash_branch().player_id for _ in range(3000))
     assert set(picks) == set(h[1:4])
+
+
+def test_a_given_value_no_strategy_guarantees_is_solved_for_instead_of_refused():
+    """A parallel league's exact meta-game (antisymmetric up to rounding) once had a value a hair below the 0 that
+    symmetric_nash asks a strategy to guarantee: the program was infeasible and the commander failed every 'jobs'
+    request. A given value that no strategy guarantees now makes the solver find the value itself."""
+    from sparring.league.meta_strategy import _maximin_strategy
+    matrix = np.array([[-1e-3, -0.5], [0.5, -1e-3]])  # every row loses a little somewhere: the value is below 0
+    strategy, value = _maximin_strategy(matrix, value=0.0)
+    np.testing.assert_allclose(strategy, [0.0, 1.0], atol=1e-6)  # the second row dominates
+    assert value == pytest.approx(-1e-3)
