@@ -117,10 +117,7 @@ def evaluate_player(run_dir: str, against: Sequence[str], player: Optional[str] 
     if not against:
         raise ConfigError('eval: name at least one opponent with --against')
     cfg = run.cfg
-    seed = cfg.seed if seed is None else int(seed)
-    games = cfg.env.n_evaluator_episodes if games is None else int(games)
-    if games < 1:
-        raise ConfigError(f'eval: --games must be at least 1, got {games}')
+    seed, games = _seed_and_games(cfg, seed, games)
     pid = run.resolve(player, snapshot)
     policy = _searching(cfg, run.policy(pid, seed=seed), search, seed)
     opponents = Opponents(run, seed)
@@ -175,16 +172,20 @@ def format_perfect_play(report: dict) -> str:
     return '\n'.join(lines)
 
 
+def _seed_and_games(cfg, seed: Optional[int], games: Optional[int]) -> Tuple[int, int]:
+    """The evaluation's seed and games: the run's own unless given; at least one game."""
+    games = cfg.env.n_evaluator_episodes if games is None else int(games)
+    if games < 1:
+        raise ConfigError(f'eval: --games must be at least 1, got {games}')
+    return (cfg.seed if seed is None else int(seed)), games
+
 def evaluate_returns(run: TrainedRun, games: Optional[int] = None, sampled_only: bool = False,
                      seed: Optional[int] = None) -> dict:
     """A single-agent run's player on ``games`` episodes (default ``env.n_evaluator_episodes``) of its
     evaluation envs, greedy and sampled (``sampled_only``: sampled alone); each mode's mean return with
     its standard error. The default seed replays the run's own first evaluation episodes."""
     cfg = run.cfg
-    seed = cfg.seed if seed is None else int(seed)
-    games = cfg.env.n_evaluator_episodes if games is None else int(games)
-    if games < 1:
-        raise ConfigError(f'eval: --games must be at least 1, got {games}')
+    seed, games = _seed_and_games(cfg, seed, games)
     pid = run.resolve(None, None)
     policy = run.policy(pid, seed=seed)
     modes = {}

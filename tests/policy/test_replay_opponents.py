@@ -9,6 +9,7 @@ from sparring.policy.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer
 from sparring.policy.replay_opponents import (MAX_ROSTER, UNTAGGED, OpponentLedger, forget_stale_opponents,
                                              opponent_code, roster_problem, roster_to_send)
 from sparring.policy.sac import SACPolicy
+from tests.chunks import battle_chunk
 
 
 @pytest.mark.parametrize('cls', [ReplayBuffer, PrioritizedReplayBuffer])
@@ -48,28 +49,13 @@ def test_codes_are_stable_numbers_and_the_ledger_names_mixes_and_finds_stale_one
     assert again.names == ledger.names
 
 
-def _battle_chunk(opponents, T=6):
-    """A turn-based chunk of two columns, the home player to move at every other row."""
-    B = len(opponents)
-    rng = np.random.default_rng(0)
-    train = np.zeros((T, B), bool)
-    train[::2] = True
-    return dict(obs=rng.standard_normal((T, B, 3)).astype(np.float32),
-                next_obs=rng.standard_normal((T, B, 3)).astype(np.float32),
-                action=rng.integers(0, 3, (T, B)), action_mask=np.ones((T, B, 3), bool),
-                reward=np.zeros((T, B), np.float32), terminated=np.zeros((T, B), bool),
-                truncated=np.zeros((T, B), bool), train_mask=train,
-                opponent=np.broadcast_to(np.array([opponent_code(o) for o in opponents]), (T, B)),
-                opponent_version=np.full((T, B), 4))
-
-
 def test_sac_stores_the_opponent_of_each_transition_and_forgets_stale_ones():
     cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=[8]),
                                          learn=dict(learning_starts=10_000), replay=dict(max_opponent_age=1)))
     policy = SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3))
     policy.remember_opponents(['main', 'main_h1', 'main_h2'])  # a learner names those of finished games
-    policy.learn(_battle_chunk(['main_h1', 'main_h2']))
-    policy.learn(_battle_chunk(['main', 'main_h2']))
+    policy.learn(battle_chunk(['main_h1', 'main_h2']))
+    policy.learn(battle_chunk(['main', 'main_h2']))
     assert len(policy.replay) == 8
     assert policy.opponent_mix() == {'main_h2': 0.5, 'main_h1': 0.25, 'main': 0.25}
     np.testing.assert_array_equal(policy.replay.storage['opponent_version'][:8], 4)
@@ -85,7 +71,7 @@ def test_sac_stores_the_opponent_of_each_transition_and_forgets_stale_ones():
 def test_without_max_opponent_age_nothing_is_forgotten_and_untagged_chunks_are_kept():
     cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=[8]), learn=dict(learning_starts=10_000)))
     policy = SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3))
-    chunk = _battle_chunk(['x', 'y'])
+    chunk = battle_chunk(['x', 'y'])
     del chunk['opponent'], chunk['opponent_version']
     policy.learn(chunk)
     assert policy.opponent_mix() == {'(untagged)': 1.0}
@@ -97,7 +83,7 @@ def test_the_learner_logs_the_buffer_mix_by_the_names_of_finished_games_opponent
     from sparring.worker.learner import Learner
     cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=[8]), learn=dict(learning_starts=10_000)))
     learner = Learner(SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3)), 1000)
-    data = _battle_chunk(['main_h1', 'bot:random'])
+    data = battle_chunk(['main_h1', 'bot:random'])
     data.update({k: np.zeros(data['reward'].shape, np.float32) for k in ('log_prob', 'value', 'next_value')})
     stats = learner.train(Chunk(data=data, version=0, results=[('main_h1', 'win'), ('bot:random', 'loss')]))
     assert stats['replay_opponents/main_h1'] == stats['replay_opponents/bot:random'] == 0.5
@@ -107,7 +93,7 @@ def _forgetting_sac(max_age=1):
     cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=[8]), learn=dict(learning_starts=10_000),
                                          replay=dict(max_opponent_age=max_age)))
     policy = SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3))
-    policy.learn(_battle_chunk(['main_h1', 'main_h2']))  # 2 transitions against each
+    policy.learn(battle_chunk(['main_h1', 'main_h2']))  # 2 transitions against each
     return policy
 
 

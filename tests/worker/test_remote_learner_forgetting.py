@@ -7,25 +7,11 @@ import gymnasium as gym
 import numpy as np
 
 from sparring.config.compile import compile_section
-from sparring.policy.replay_opponents import opponent_code
 from sparring.policy.sac import SACPolicy
 from sparring.worker.learner import Learner
 from sparring.worker.remote.learner import LearnerWorker
 from sparring.worker.remote.wire import Message
-
-
-def _battle_chunk(opponents, T=6):
-    B = len(opponents)
-    train = np.zeros((T, B), bool)
-    train[::2] = True
-    rng = np.random.default_rng(0)
-    return dict(obs=rng.standard_normal((T, B, 3)).astype(np.float32),
-                next_obs=rng.standard_normal((T, B, 3)).astype(np.float32),
-                action=rng.integers(0, 3, (T, B)), action_mask=np.ones((T, B, 3), bool),
-                reward=np.zeros((T, B), np.float32), terminated=np.zeros((T, B), bool),
-                truncated=np.zeros((T, B), bool), train_mask=train,
-                opponent=np.broadcast_to(np.array([opponent_code(o) for o in opponents]), (T, B)),
-                opponent_version=np.full((T, B), 4))
+from tests.chunks import battle_chunk
 
 
 class FakeCommander:
@@ -43,7 +29,7 @@ def _learner_worker(replies, max_age=1):
     cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=[8]), learn=dict(learning_starts=10_000),
                                          replay=dict(max_opponent_age=max_age)))
     policy = SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3))
-    policy.learn(_battle_chunk(['main_h1', 'main_h2']))  # two transitions against each
+    policy.learn(battle_chunk(['main_h1', 'main_h2']))  # two transitions against each
     worker = LearnerWorker.__new__(LearnerWorker)
     worker.player_id, worker.endpoint, worker.policy = 'main', 'tcp://127.0.0.1:1', policy
     worker.learner = Learner(policy, 1000)
@@ -61,7 +47,7 @@ def test_the_publish_reply_s_opponent_ages_make_the_replay_forget_once_per_chang
     worker.publish(final=False)  # main_h1 aged out (absent from the trimmed roster): its two transitions go
     assert len(worker.policy.replay) == 2 and worker.counts['replay_transitions_forgotten'] == 2
     assert worker.policy.opponent_mix() == {'main_h2': 1.0}  # named by the roster
-    worker.policy.learn(_battle_chunk(['main_h1', 'main_h2']))  # a chunk in flight, played before the snapshot
+    worker.policy.learn(battle_chunk(['main_h1', 'main_h2']))  # a chunk in flight, played before the snapshot
     worker.publish(final=False)  # the same roster: no new pass over the buffer
     assert len(worker.policy.replay) == 6 and worker.counts['replay_transitions_forgotten'] == 2
     worker.publish(final=False)  # a new snapshot: main_h2 aged out too, and the late main_h1 transitions go
