@@ -20,7 +20,7 @@ recomputed from the states the collector recorded.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, cast
+from typing import Any, Dict, Optional, Tuple, cast
 
 import gymnasium as gym
 import numpy as np
@@ -148,21 +148,26 @@ class PPOPolicy(Policy):
     def act(self, obs: np.ndarray, state: Any = None, deterministic: bool = False,
             action_mask: Optional[np.ndarray] = None) -> ActOutput:
         head, value, next_state = self._step(obs, state)
-        if self.continuous:
-            if deterministic:
-                action = head
-            else:
-                action = D.gaussian_sample(head, self.model.log_std, self.generator)
-            log_prob = D.gaussian_log_prob(head, self.model.log_std, action)
-            action = action.reshape(action.shape[0], *self._action_shape)
-        else:
-            mask = None if action_mask is None else self.placement.tensor(action_mask, dtype=torch.bool)
-            log_probs = D.categorical_log_probs(head, mask)
-            action = log_probs.argmax(-1) if deterministic else D.categorical_sample(log_probs, self.generator)
-            log_prob = D.categorical_log_prob(log_probs, action)
+        action, log_prob = self.draw(head, self.model.log_std if self.continuous else None, deterministic,
+                                     action_mask)
         host = self.placement.numpy
         next_state = None if next_state is None else tuple(host(part) for part in next_state)
         return ActOutput(host(action), host(log_prob), host(value), next_state)
+
+    def draw(self, head: torch.Tensor, log_std: Optional[torch.Tensor], deterministic: bool = False,
+             action_mask: Optional[np.ndarray] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+        """``(action, log_prob)`` drawn with the policy's generator from its network's output ``head`` (and a
+        Gaussian's ``log_std``): the sampling half of :meth:`act`, which a rollout worker whose forward pass ran
+        on a forward-pass worker does with the same generator."""
+        if self.continuous:
+            assert log_std is not None, 'a Gaussian head is drawn with its log_std'
+            action = head if deterministic else D.gaussian_sample(head, log_std, self.generator)
+            log_prob = D.gaussian_log_prob(head, log_std, action)
+            return action.reshape(action.shape[0], *self._action_shape), log_prob
+        mask = None if action_mask is None else self.placement.tensor(action_mask, dtype=torch.bool)
+        log_probs = D.categorical_log_probs(head, mask)
+        action = log_probs.argmax(-1) if deterministic else D.categorical_sample(log_probs, self.generator)
+        return action, D.categorical_log_prob(log_probs, action)
 
     @torch.inference_mode()
     def action_probabilities(self, obs: np.ndarray, action_mask: Optional[np.ndarray] = None,

@@ -23,6 +23,7 @@ import torch
 
 from sparring.policy import distributions as D
 from sparring.policy.base import ActOutput
+from sparring.policy.ppo import PPOPolicy
 
 
 class ForwardOut(NamedTuple):
@@ -33,8 +34,9 @@ class ForwardOut(NamedTuple):
 
 
 def forwards_remotely(policy) -> bool:
-    """Whether ``policy``'s acting splits into a network forward and a draw (PPO's does; bots and DQN act whole)."""
-    return callable(getattr(policy, '_step', None)) and hasattr(policy, 'model') and hasattr(policy, 'continuous')
+    """Whether ``policy``'s acting splits into a network forward and a draw (PPO's does; bots, DQN and SAC act
+    whole: SAC's ``_step`` is a gradient step, not a forward pass)."""
+    return isinstance(policy, PPOPolicy)
 
 
 def forward_rows(policy, obs: np.ndarray, state: Any = None) -> ForwardOut:
@@ -51,20 +53,12 @@ def act_from_forward(policy, out: ForwardOut, deterministic: bool = False,
                      action_mask: Optional[np.ndarray] = None) -> ActOutput:
     """What ``policy.act`` returns, drawn with ``policy.generator`` from a forward pass made elsewhere.
 
-    Kept step for step with ``PPOPolicy.act`` after its network (on the CPU, where the rollout worker is):
-    the same generator draws the same actions from the same distribution parameters."""
+    ``PPOPolicy.draw``, the sampling ``PPOPolicy.act`` does after its network (on the CPU, where the rollout
+    worker is): the same generator draws the same actions from the same distribution parameters."""
     with torch.inference_mode():
         head = torch.from_numpy(np.ascontiguousarray(out.head))
-        if policy.continuous:
-            log_std = torch.from_numpy(np.ascontiguousarray(out.log_std))
-            action = head if deterministic else D.gaussian_sample(head, log_std, policy.generator)
-            log_prob = D.gaussian_log_prob(head, log_std, action)
-            action = action.reshape(action.shape[0], *policy.action_space.shape)
-        else:
-            mask = None if action_mask is None else torch.from_numpy(np.asarray(action_mask, dtype=bool))
-            log_probs = D.categorical_log_probs(head, mask)
-            action = log_probs.argmax(-1) if deterministic else D.categorical_sample(log_probs, policy.generator)
-            log_prob = D.categorical_log_prob(log_probs, action)
+        log_std = torch.from_numpy(np.ascontiguousarray(out.log_std)) if policy.continuous else None
+        action, log_prob = policy.draw(head, log_std, deterministic, action_mask)
         return ActOutput(action.numpy(), log_prob.numpy(), np.asarray(out.value, dtype=np.float32), out.state)
 
 

@@ -280,3 +280,14 @@ def test_a_batch_runs_at_once_when_every_asking_socket_has_its_request_in_it(ser
         assert client.resends == 0 and server.stats()['batches'] == 3
     finally:
         client.close()
+
+
+def test_only_ppo_policies_forward_remotely_sac_acts_in_its_collector():
+    """SAC also has ``model``, ``continuous`` and a ``_step``, but its ``_step`` is a gradient step: a forward-pass
+    worker must never call it as a forward pass, so SAC (like DQN and the bots) acts whole in its collector."""
+    from sparring.worker.inference_forward import forwards_remotely
+    _, ppo = _policy(TICTACTOE)
+    cfg = compile_config(dict(TICTACTOE, policy=dict(type='sac', model=dict(hidden_sizes=[16])),
+                              league=dict(type='one_vs_one')), save=False)
+    sac = POLICY_REGISTRY.get('sac')(cfg.policy, *run_kind(cfg).spaces(), seed=0)
+    assert forwards_remotely(ppo) and not forwards_remotely(sac)
