@@ -127,8 +127,7 @@ class SessionTable:
         return self.workers.get(session) if isinstance(session, str) else None
 
     def admit(self, body: RegisterRequest) -> Union[Admission, ErrorReply]:
-        """Who a joining worker will be (a learner also gets a free player and replica, and a new lead a new
-        meeting address for its group), or why it cannot join."""
+        """Who a joining worker will be (a learner also gets a free player and replica), or why it cannot join."""
         role, worker_id = body['role'], body['worker_id']
         if role not in ROLES:
             return ErrorReply(error=f'unknown role {role!r}; expected one of {ROLES}', reason='schema')
@@ -144,8 +143,6 @@ class SessionTable:
             if isinstance(slot, str):
                 return ErrorReply(error=slot, reason='schema' if 'unknown' in slot else 'busy')
             player_id, replica = slot
-            if replica == 0:  # a new lead: its group (re)forms at a new address
-                self.group_address[player_id] = free_address(self.host)
             return Admission(worker_id or learner_id(player_id, replica), player_id, replica)
         if worker_id is None:
             self.counts[role] += 1
@@ -156,7 +153,11 @@ class SessionTable:
         return [s for s, w in self.workers.items() if w.worker_id == worker_id]
 
     def enter(self, admission: Admission, body: RegisterRequest, now: float) -> WorkerRecord:
-        """The admitted worker in session (its earlier sessions already ended)."""
+        """The admitted worker in session (its earlier sessions already ended); a lead learner's group (re)forms at
+        a new meeting address, given here rather than at admission because ending the lead's earlier session
+        takes its group's old address away."""
+        if body['role'] == 'learner' and admission.replica == 0 and admission.player_id is not None:
+            self.group_address[admission.player_id] = free_address(self.host)
         earlier = self.stats.pop(admission.worker_id, None)
         if earlier is not None:
             self.stats[f'{admission.worker_id}/{int(earlier["pid"])}'] = earlier

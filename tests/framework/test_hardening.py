@@ -296,3 +296,18 @@ def test_chunks_tasked_to_a_restarted_learner_go_to_its_successor_instead_of_sta
     publish(commander, successor, pid, 2, 2, consumed=1)
     task = _task(commander, a)
     assert 'endpoint' not in report(commander, a, pid, [], task_id=task[1]['task_id'])[1]
+
+
+def test_a_lead_learner_that_registers_again_is_told_where_its_replica_group_meets(tmp_path):
+    """A restarted lead learner registers before its old session timed out: ending the old session must not take
+    away the meeting address its new session was just given, or the group cannot form again."""
+    cfg = helpers._cfg(tmp_path, active_players=dict(naive_sp=1))
+    cfg.parallel.learner_replicas = 2
+    commander = Commander(cfg, clock=Clock())
+    pid = commander.coordinator.player_ids[0]
+    _, first = join(commander, 'learner', player_id=pid, replica=0, worker_id=f'learner-{pid}')
+    assert first['group_address'].startswith('tcp://127.0.0.1:')
+    _, again = join(commander, 'learner', player_id=pid, replica=0, worker_id=f'learner-{pid}')
+    assert again['group_address'] is not None and again['group_address'] == commander.sessions.group_address[pid]
+    _, replica = join(commander, 'learner', player_id=pid, replica=1)  # the other replica can join the new group
+    assert replica['replica'] == 1 and replica['group_address'] == again['group_address']
