@@ -62,12 +62,15 @@ def probabilities_from_forward(out: ForwardOut, action_mask: Optional[np.ndarray
 
 @dataclasses.dataclass
 class Pending:
-    """One request waiting for its batch: what to answer with, the key of the network it asks, its rows."""
+    """One request (or one segment of a wave request) waiting for its batch: what to answer with, the key of the
+    network it asks, its rows."""
     reply_to: Any
     key: Tuple[str, int]  # (reference, version)
     obs: np.ndarray
     state: Any = None
     arrived: float = 0.0  # the batcher's clock when it came in (its batching delay is measured from here)
+    wave: Any = None  # the wave request this is a segment of (answered once all its segments are), or None
+    segment: int = 0  # its place in that wave
 
 
 class Batcher:
@@ -88,14 +91,17 @@ class Batcher:
         """Whether another request may come in: below ``max_batch`` rows (the first request always fits)."""
         return self.rows < self.max_batch
 
-    def add(self, request: Pending) -> None:
+    def add(self, *requests: Pending) -> None:
+        """One request, or a wave's segments (they come in together and go out in the same batch)."""
         if not self.has_room():
             raise RuntimeError(f'Batcher: {self.rows} rows pending already; max_batch is {self.max_batch}')
-        request.arrived = self.clock()
+        now = self.clock()
         if not self.pending:
-            self.oldest = request.arrived
-        self.pending.append(request)
-        self.rows += len(request.obs)
+            self.oldest = now
+        for request in requests:
+            request.arrived = now
+            self.pending.append(request)
+            self.rows += len(request.obs)
         self.most_rows = max(self.most_rows, self.rows)
 
     def due_in(self) -> Optional[float]:
