@@ -39,6 +39,10 @@ import torch
 from results_file import cpu_model, merge_results
 
 BATCH_SIZES = (1, 4, 16, 64, 256, 1024)
+# Chunks a learner may have waiting (parallel.max_chunks_ahead), the same in every run: its default is the number
+# of collectors, which would hold one collector with a forward-pass worker to one chunk at a time (collecting and
+# learning then take turns) while two local collectors get two.
+CHUNKS_AHEAD = 2
 SECONDS_PER_SIZE = 0.5
 
 
@@ -108,7 +112,8 @@ def rows_section() -> dict:
 
 
 def league_config(workdir: str, name: str, collectors: int, inference: int, seconds: float,
-                  double_buffer: bool = True, search: bool = False) -> dict:
+                  double_buffer: bool = True, search: bool = False, env_steps: int = 10_000_000,
+                  chunks_ahead: int = CHUNKS_AHEAD) -> dict:
     import importlib
     module = 'connect_four_search' if search else 'connect_four_league'
     config = copy.deepcopy(importlib.import_module(f'sparring.dizoo.board_games.config.{module}').config)
@@ -118,19 +123,19 @@ def league_config(workdir: str, name: str, collectors: int, inference: int, seco
         config['battle']['collect_search'] = dict(config['battle']['collect_search'], num_simulations=8)
         config['policy']['collect'] = dict(config['policy']['collect'], n_steps=8)
     config['battle'] = dict(config['battle'], eval_opponents=['bot:random'])
-    config['train'] = dict(config['train'], max_env_steps=10_000_000, max_wall_seconds=seconds, eval_every_iters=0,
+    config['train'] = dict(config['train'], max_env_steps=env_steps, max_wall_seconds=seconds, eval_every_iters=0,
                            eval_in_background=False, checkpoint_every_iters=0, progress_bar=False, tensorboard=False)
-    config['parallel'] = dict(collectors=collectors, evaluators=0,
+    config['parallel'] = dict(collectors=collectors, evaluators=0, max_chunks_ahead=chunks_ahead,
                               inference=dict(workers=inference, double_buffer=double_buffer))
     return config
 
 
 def league_run(workdir: str, name: str, collectors: int, inference: int, seconds: float,
-               double_buffer: bool = True, search: bool = False) -> dict:
+               double_buffer: bool = True, search: bool = False, env_steps: int = 10_000_000) -> dict:
     from sparring.framework import parallel_pipeline
     started = time.perf_counter()
-    summary = parallel_pipeline(league_config(workdir, name, collectors, inference, seconds, double_buffer, search),
-                                seed=0)
+    summary = parallel_pipeline(league_config(workdir, name, collectors, inference, seconds, double_buffer, search,
+                                              env_steps), seed=0)
     stats = summary['worker_stats']
     collector_stats = [s for w, s in stats.items() if w.startswith('collector')]
     collect_seconds = sum(s.get('collect_seconds', 0.0) for s in collector_stats)
@@ -138,6 +143,7 @@ def league_run(workdir: str, name: str, collectors: int, inference: int, seconds
     round_trips = sum(s.get('forward_round_trips', 0.0) for s in collector_stats)
     env_steps = sum(s.get('env_steps', 0.0) for s in collector_stats)
     out = dict(collectors=collectors, inference_workers=inference, double_buffer=bool(inference and double_buffer),
+               max_chunks_ahead=CHUNKS_AHEAD,
                load_average_after=list(os.getloadavg()), wall_seconds=round(time.perf_counter() - started, 1),
                env_steps=summary['env_steps'], collector_env_steps=env_steps,
                collector_seconds=round(collect_seconds, 1),
@@ -178,12 +184,34 @@ def games_by_opponent_kind(exp: str) -> dict:
 def league_section(seconds: float) -> dict:
     workdir = tempfile.mkdtemp(prefix='forward_pass_')
     runs = dict(local_2_collectors=(2, 0, True), inference_1_collector_1_worker=(1, 1, True),
-                inference_1_collector_1_worker_single_buffer=(1, 1, False), inference_2_collectors_1_worker=(2, 1, True))
+                inference_1_collector_1_worker_single_buffer=(1, 1, False), inference_2_collectors_1_worker=(2, 1, True),
+                inference_2_collectors_1_worker_single_buffer=(2, 1, False))
     out = {name: league_run(workdir, name, c, i, seconds, d) for name, (c, i, d) in runs.items()}
     base = out['local_2_collectors']['env_steps_per_second']
     for run in out.values():
         run['throughput_vs_local'] = round(run['env_steps_per_second'] / max(base, 1e-9), 3)
     return out
+
+
+def branches_section(env_steps: int) -> dict:
+    """The same seeded league to the same env-step budget, acting locally and through a forward-pass worker (at the
+    same number of processes): the games per opponent kind side by side. ``z`` is each kind's difference of shares
+    in standard errors of a share (binomial, over the two runs' games): within about 2, it is within noise."""
+    workdir = tempfile.mkdtemp(prefix='forward_pass_branches_')
+    local = league_run(workdir, 'branches_local', 2, 0, 3600.0, False, env_steps=env_steps)
+    remote = league_run(workdir, 'branches_inference', 1, 1, 3600.0, False, env_steps=env_steps)
+    kinds = {}
+    n_local = sum(local['games_by_opponent_kind']['games'].values())
+    n_remote = sum(remote['games_by_opponent_kind']['games'].values())
+    for kind in local['games_by_opponent_kind']['games']:
+        a, b = local['games_by_opponent_kind']['shares'][kind], remote['games_by_opponent_kind']['shares'][kind]
+        pooled = (a * n_local + b * n_remote) / max(n_local + n_remote, 1)
+        error = (pooled * (1 - pooled) * (1 / max(n_local, 1) + 1 / max(n_remote, 1))) ** 0.5
+        kinds[kind] = dict(local_games=local['games_by_opponent_kind']['games'][kind],
+                           inference_games=remote['games_by_opponent_kind']['games'][kind],
+                           local_share=a, inference_share=b, z=round((b - a) / error, 2) if error else 0.0)
+    return dict(env_step_budget=env_steps, local_2_collectors=local, inference_1_collector_1_worker=remote,
+                by_kind=kinds)
 
 
 def search_section(seconds: float) -> dict:
@@ -200,8 +228,10 @@ def search_section(seconds: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--sections', nargs='+', default=['rows', 'league', 'search'],
-                        choices=['rows', 'league', 'search'])
+                        choices=['rows', 'league', 'search', 'branches'])
     parser.add_argument('--seconds', type=float, default=60.0, help='wall-time budget of each league run')
+    parser.add_argument('--env-steps', type=int, default=61_440,
+                        help='branches: the env-step budget of each of its two runs')
     args = parser.parse_args()
     torch.set_num_threads(1)
     report = dict(machine=dict(cpu_model=cpu_model(), cpu_count=os.cpu_count(), python=platform.python_version(),
@@ -210,6 +240,8 @@ def main() -> None:
         report['rows_by_batch_size'] = rows_section()
     if 'league' in args.sections:
         report['league'] = league_section(args.seconds)
+    if 'branches' in args.sections:
+        report['branches'] = branches_section(args.env_steps)
     if 'search' in args.sections:
         report['expert_iteration'] = search_section(args.seconds)
     report['machine']['load_average_end'] = list(os.getloadavg())
