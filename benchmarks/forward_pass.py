@@ -245,6 +245,11 @@ def main() -> None:
     if 'search' in args.sections:
         report['expert_iteration'] = search_section(args.seconds)
     report['machine']['load_average_end'] = list(os.getloadavg())
+    # The file keeps sections of earlier invocations: each section names the load it was measured under.
+    for key in ('rows_by_batch_size', 'league', 'branches', 'expert_iteration'):
+        if key in report:
+            report[f'{key}_load_average'] = dict(start=report['machine']['load_average_start'],
+                                                 end=report['machine']['load_average_end'])
     merge_results('forward_pass', report)
 
 
