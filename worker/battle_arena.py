@@ -5,7 +5,9 @@ Shared by the battle collector and the battle evaluator. Slot b holds a game bet
 slot (and starts at ``b % 2``), so no player always moves first. Acting is batched: the home
 policy acts once for its seat in every slot (plus the opponent seat where the opponent is the
 home policy itself, i.e. self-play), and every other opponent acts once for the slots it plays
-in (grouped by opponent), only where it is to move.
+in (grouped by opponent), only where it is to move. The home policy's and the opponents' calls of a step are
+made together (:func:`~sparring.worker.inference_wave.act_together`): where their networks run on a forward-pass
+worker, that is one round trip a step; local policies act call for call as they always did.
 
 A team env (``env.team_size`` = N, :mod:`sparring.worker.env.team`) has an agent axis after the
 seat axis; a team's N agents are N rows of its policy's batch (one shared policy), and every

@@ -36,8 +36,8 @@ from sparring.worker.inference_forward import (ForwardOut, act_from_forward, for
                                                probabilities_from_forward)
 from sparring.worker.policy_pool import BOT_PREFIX, PolicyPool
 from sparring.worker.remote.base import RemoteParamStore
-from sparring.worker.remote.inference import (INFERENCE_PROTOCOL, MAX_ROWS, MAX_SEGMENTS, STATE_NAMES, segment_array,
-                                              segment_obs)
+from sparring.worker.remote.inference_protocol import (INFERENCE_PROTOCOL, MAX_ROWS, MAX_SEGMENTS, STATE_NAMES,
+                                                       segment_array, segment_obs)
 from sparring.worker.remote.transport import RequestClient
 from sparring.worker.remote.wire import MessageError, RequestTimeout
 from sparring.worker.seeds import player_seed
@@ -187,7 +187,7 @@ class RemoteActingPolicy:
 
 class ForwardWave:
     """Forward passes of several remote policies of one :class:`ForwardClient` in one ``forward_wave`` request
-    (at most :data:`~sparring.worker.remote.inference.MAX_SEGMENTS` networks and ``MAX_ROWS`` rows a request; a
+    (at most :data:`~sparring.worker.remote.inference_protocol.MAX_SEGMENTS` networks and ``MAX_ROWS`` rows a request; a
     step with more makes several), and their draws, each with its own policy's generator."""
 
     def __init__(self, client: ForwardClient) -> None:

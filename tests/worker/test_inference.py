@@ -355,7 +355,7 @@ def test_a_wave_whose_version_is_gone_syncs_every_network_and_acts_again(serving
 
 
 def test_malformed_wave_requests_are_dropped_counted_and_the_worker_goes_on(serving):
-    from sparring.worker.remote.inference import MAX_SEGMENTS
+    from sparring.worker.remote.inference_protocol import MAX_SEGMENTS
     context, start = serving
     _, policy = _policy(TICTACTOE)
     server = start(Networks(p=policy), policy.observation_space.shape)
