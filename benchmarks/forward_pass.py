@@ -12,12 +12,19 @@
   two halves' waits overlap each other and the other half's env steps, so they may add up to more than the
   collecting seconds); the forward-pass worker's mean batch, its batching delay (the time requests waited for
   their batch) and its forward seconds.
-
 * ``search``: expert iteration's self-play (``connect_four_search.py``, 8 simulations a move), local acting
   against a forward-pass worker at the same number of processes: its search sends a batch of evaluations
   per simulation.
+* ``branches``: the same seeded league to the same env-step budget (``--env-steps``), 2 local collectors against
+  1 collector + 1 forward-pass worker: games per opponent kind (itself, its snapshots, reference players) side
+  by side, with each share's difference in standard errors.
 
-    PYTHONPATH=... python benchmarks/forward_pass.py [--sections rows league search] [--seconds 60]
+Every league run has ``parallel.max_chunks_ahead`` = :data:`CHUNKS_AHEAD`, so every configuration may have the
+same number of chunks waiting at the learner. Set ``SPARRING_PROFILE_DIR`` to have every worker process write a
+cProfile of its main thread (:mod:`sparring.framework.workers`).
+
+    PYTHONPATH=... python benchmarks/forward_pass.py [--sections rows league search branches] [--seconds 60]
+                                                     [--env-steps 61440]
 
 Writes ``benchmarks/results/forward_pass.json`` (the machine, its load average and every figure).
 """
