@@ -97,7 +97,7 @@ def run_worker(args: argparse.Namespace) -> int:
                                   parent_pid=args.parent_pid, workdir=args.workdir, timeout=args.timeout,
                                   bind_host=args.bind_host, replica=args.replica)
         try:
-            _run_profiled(worker)
+            run_profiled(worker)
             return 0
         except (CommanderLost, SessionExpired) as err:
             if time.monotonic() >= give_up:
@@ -109,7 +109,7 @@ def run_worker(args: argparse.Namespace) -> int:
             worker.close()
 
 
-def _run_profiled(worker) -> None:
+def run_profiled(worker) -> None:
     """``worker.run()``, under cProfile when ``$SPARRING_PROFILE_DIR`` names a folder (see :data:`PROFILE_ENV`)."""
     directory = os.environ.get(PROFILE_ENV)
     if not directory:
