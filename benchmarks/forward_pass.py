@@ -15,6 +15,8 @@
 * ``search``: expert iteration's self-play (``connect_four_search.py``, 8 simulations a move), local acting
   against a forward-pass worker at the same number of processes: its search sends a batch of evaluations
   per simulation.
+* ``security``: round trips between two processes with no authentication, HMAC signatures, and HMAC + CURVE
+  (the default of a run with a secret): what signing and encryption cost a round trip.
 * ``branches``: the same seeded league to the same env-step budget (``--env-steps``), 2 local collectors against
   1 collector + 1 forward-pass worker: games per opponent kind (itself, its snapshots, reference players) side
   by side, with each share's difference in standard errors.
@@ -23,7 +25,7 @@ Every league run has ``parallel.max_chunks_ahead`` = :data:`CHUNKS_AHEAD`, so ev
 same number of chunks waiting at the learner. Set ``SPARRING_PROFILE_DIR`` to have every worker process write a
 cProfile of its main thread (:mod:`sparring.framework.workers`).
 
-    PYTHONPATH=... python benchmarks/forward_pass.py [--sections rows league search branches] [--seconds 60]
+    PYTHONPATH=... python benchmarks/forward_pass.py [--sections rows league search branches security] [--seconds 60]
                                                      [--env-steps 61440]
 
 Writes ``benchmarks/results/forward_pass.json`` (the machine, its load average and every figure).
@@ -115,6 +117,95 @@ def rows_section() -> dict:
         client.close()
         server.close()
         context.destroy(linger=0)
+    return out
+
+
+SECURITY_MODES = ('none', 'hmac', 'curve')
+SECURITY_REPEATS = 4
+SECURITY_REQUESTS = 300
+
+
+def _security(mode: str):
+    from sparring.worker.remote.security import Security
+    from sparring.worker.remote.wire import Signer
+    if mode == 'none':
+        return Security(Signer(None))
+    return Security(Signer(b'forward-pass-benchmark-secret'), curve_from_secret=mode == 'curve')
+
+
+def _serve_in_process(mode: str, addresses, stop) -> None:
+    """A forward-pass server of the CNN in a process of its own (the ``security`` section)."""
+    import zmq
+    from sparring.worker.remote.inference import InferenceServer
+    torch.set_num_threads(1)
+    policy = _cnn_policy()
+    policy.set_params(policy.get_params(), 1)
+
+    class One:
+        def sync(self, ref):
+            return 1
+
+        def get(self, ref, version):
+            return policy
+
+    context = zmq.Context()
+    server = InferenceServer(context, _security(mode), '127.0.0.1', One(), 4096, 0.0, policy.observation_space.shape)
+    addresses.put(server.address)
+    while not stop.is_set():
+        server.serve(0.05)
+    server.close()
+    context.destroy(linger=0)
+
+
+def _round_trips(client, policy, obs) -> dict:
+    """Mean milliseconds of one network's forward pass over ``client``, of a two-network wave, and in process."""
+    from sparring.worker.inference_client import RemoteActingPolicy
+    home, snapshot = RemoteActingPolicy(policy, 'home', client), RemoteActingPolicy(policy, 'snapshot', client)
+    calls = dict(one=lambda: home.forward(obs),
+                 wave=lambda: client.wave.forward([(home, obs, None), (snapshot, obs[:4], None)]),
+                 in_process=lambda: policy.network_output(obs))
+    for _ in range(20):  # warm-up (and the CURVE handshake)
+        home.forward(obs)
+    out = {}
+    for kind, call in calls.items():
+        started = time.perf_counter()
+        for _ in range(SECURITY_REQUESTS):
+            call()
+        out[kind] = 1000 * (time.perf_counter() - started) / SECURITY_REQUESTS
+    return out
+
+
+def security_section() -> dict:
+    """Round trips between two processes by security mode (none, HMAC signatures, HMAC + CURVE): one network's 25
+    rows, a wave of two networks (25 + 4 rows, as a battle step against a snapshot), and the forward pass of 25
+    rows in process; modes interleaved, :data:`SECURITY_REPEATS` rounds, medians."""
+    import multiprocessing
+    import zmq
+    from sparring.worker.inference_client import ForwardClient
+    policy = _cnn_policy()
+    policy.set_params(policy.get_params(), 1)
+    obs = np.zeros((25, *policy.observation_space.shape), dtype=policy.observation_space.dtype)
+    times: dict = {mode: dict(one=[], wave=[], in_process=[]) for mode in SECURITY_MODES}
+
+    fork = multiprocessing.get_context('fork')
+    for _ in range(SECURITY_REPEATS):
+        for mode in SECURITY_MODES:
+            addresses, stop = fork.Queue(), fork.Event()
+            process = fork.Process(target=_serve_in_process, args=(mode, addresses, stop))
+            process.start()
+            address = [addresses.get(timeout=120)]
+            context = zmq.Context()
+            client = ForwardClient(context, _security(mode), 'bench', address.copy)
+            try:
+                for kind, ms in _round_trips(client, policy, obs).items():
+                    times[mode][kind].append(ms)
+            finally:
+                client.close()
+                context.destroy(linger=0)
+                stop.set()
+                process.join(30)
+    out = {mode: {f'{k}_ms': round(float(np.median(v)), 3) for k, v in t.items()} for mode, t in times.items()}
+    print(f'security: {json.dumps(out)}', flush=True)
     return out
 
 
@@ -235,7 +326,7 @@ def search_section(seconds: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--sections', nargs='+', default=['rows', 'league', 'search'],
-                        choices=['rows', 'league', 'search', 'branches'])
+                        choices=['rows', 'league', 'search', 'branches', 'security'])
     parser.add_argument('--seconds', type=float, default=60.0, help='wall-time budget of each league run')
     parser.add_argument('--env-steps', type=int, default=61_440,
                         help='branches: the env-step budget of each of its two runs')
@@ -249,11 +340,13 @@ def main() -> None:
         report['league'] = league_section(args.seconds)
     if 'branches' in args.sections:
         report['branches'] = branches_section(args.env_steps)
+    if 'security' in args.sections:
+        report['round_trip_by_security'] = security_section()
     if 'search' in args.sections:
         report['expert_iteration'] = search_section(args.seconds)
     report['machine']['load_average_end'] = list(os.getloadavg())
     # The file keeps sections of earlier invocations: each section names the load it was measured under.
-    for key in ('rows_by_batch_size', 'league', 'branches', 'expert_iteration'):
+    for key in ('rows_by_batch_size', 'league', 'branches', 'expert_iteration', 'round_trip_by_security'):
         if key in report:
             report[f'{key}_load_average'] = dict(start=report['machine']['load_average_start'],
                                                  end=report['machine']['load_average_end'])
