@@ -282,8 +282,8 @@ def games_by_opponent_kind(exp: str) -> dict:
 def league_section(seconds: float) -> dict:
     workdir = tempfile.mkdtemp(prefix='forward_pass_')
     runs = dict(local_2_collectors=(2, 0, True), inference_1_collector_1_worker=(1, 1, True),
-                inference_1_collector_1_worker_single_buffer=(1, 1, False), inference_2_collectors_1_worker=(2, 1, True),
-                inference_2_collectors_1_worker_single_buffer=(2, 1, False))
+                inference_1_collector_1_worker_single_buffer=(1, 1, False),
+                inference_2_collectors_1_worker=(2, 1, True), inference_2_collectors_1_worker_single_buffer=(2, 1, False))
     out = {name: league_run(workdir, name, c, i, seconds, d) for name, (c, i, d) in runs.items()}
     base = out['local_2_collectors']['env_steps_per_second']
     for run in out.values():

@@ -158,8 +158,8 @@ class PPOPolicy(Policy):
         what :meth:`draw` needs to act, computed where the network is (a forward-pass worker's batch)."""
         head, value, next_state = self._step(obs, state)
         host = self.placement.numpy
-        return NetworkOutput(host(head), host(value), None if next_state is None else tuple(host(p) for p in next_state),
-                             host(self.model.log_std) if self.continuous else None)
+        state = None if next_state is None else tuple(host(part) for part in next_state)
+        return NetworkOutput(host(head), host(value), state, host(self.model.log_std) if self.continuous else None)
 
     @torch.inference_mode()
     def act(self, obs: np.ndarray, state: Any = None, deterministic: bool = False,

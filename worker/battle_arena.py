@@ -160,8 +160,9 @@ class Arena:
             if getattr(policy, 'needs_game_state', False):
                 kwargs['game_states'] = self.env.game_states(idx)
             state = self.opponent_states[id(policy)][1] if id(policy) in self.opponent_states else None
-            calls.append(ActCall(policy, self.as_rows(step.obs[idx, opp_seats[idx]]), self.as_rows(take_rows(state, idx)),
-                                 self._mask_rows(step, idx, opp_seats[idx]), self.deterministic, kwargs))
+            calls.append(ActCall(policy, self.as_rows(step.obs[idx, opp_seats[idx]]),
+                                 self.as_rows(take_rows(state, idx)), self._mask_rows(step, idx, opp_seats[idx]),
+                                 self.deterministic, kwargs))
         if self.search is not None:
             out, search_policy, search_value = self.search.act(self.home, home_obs, home_mask)
             opponent_outs = act_together(calls)

@@ -187,8 +187,8 @@ class RemoteActingPolicy:
 
 class ForwardWave:
     """Forward passes of several remote policies of one :class:`ForwardClient` in one ``forward_wave`` request
-    (at most :data:`~sparring.worker.remote.inference_protocol.MAX_SEGMENTS` networks and ``MAX_ROWS`` rows a request; a
-    step with more makes several), and their draws, each with its own policy's generator."""
+    (at most :data:`~sparring.worker.remote.inference_protocol.MAX_SEGMENTS` networks and ``MAX_ROWS`` rows a
+    request; a step with more makes several), and their draws, each with its own policy's generator."""
 
     def __init__(self, client: ForwardClient) -> None:
         self.client = client

@@ -7,8 +7,10 @@ reference; a learning player's only when a newer version is out). Collectors sen
 ``parallel.inference.max_batch`` rows or ``max_wait_ms`` (:class:`~sparring.worker.inference_forward.Batcher`),
 runs one forward pass per network and answers each with its rows' distribution parameters, values and
 next states; a ``forward_wave`` request carries several networks' rows (a battle step's home player and its
-opponents), whose segments join the batch together and are answered in one reply. A batch runs before ``max_wait_ms`` when every collector socket that asked in the last second has
-its request in it (each has one in flight at a time: waiting longer would gather nothing). The collector draws the actions (:mod:`sparring.worker.inference_client`).
+opponents), whose segments join the batch together and are answered in one reply (the messages:
+:mod:`sparring.worker.remote.inference_protocol`). A batch runs before ``max_wait_ms`` when every collector socket
+that asked in the last second has its request in it (each has one in flight at a time: waiting longer would
+gather nothing). The collector draws the actions (:mod:`sparring.worker.inference_client`).
 
 A collector first asks ``sync`` for the version of a reference it will act with for a chunk; the worker keeps
 the last :data:`KEEP_VERSIONS` versions of each learning player, so a chunk started on one version ends on
