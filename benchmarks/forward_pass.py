@@ -12,12 +12,21 @@
   two halves' waits overlap each other and the other half's env steps, so they may add up to more than the
   collecting seconds); the forward-pass worker's mean batch, its batching delay (the time requests waited for
   their batch) and its forward seconds.
-
 * ``search``: expert iteration's self-play (``connect_four_search.py``, 8 simulations a move), local acting
   against a forward-pass worker at the same number of processes: its search sends a batch of evaluations
   per simulation.
+* ``security``: round trips between two processes with no authentication, HMAC signatures, and HMAC + CURVE
+  (the default of a run with a secret): what signing and encryption cost a round trip.
+* ``branches``: the same seeded league to the same env-step budget (``--env-steps``), 2 local collectors against
+  1 collector + 1 forward-pass worker: games per opponent kind (itself, its snapshots, reference players) side
+  by side, with each share's difference in standard errors.
 
-    PYTHONPATH=... python benchmarks/forward_pass.py [--sections rows league search] [--seconds 60]
+Every league run has ``parallel.max_chunks_ahead`` = :data:`CHUNKS_AHEAD`, so every configuration may have the
+same number of chunks waiting at the learner. Set ``SPARRING_PROFILE_DIR`` to have every worker process write a
+cProfile of its main thread (:mod:`sparring.framework.workers`).
+
+    PYTHONPATH=... python benchmarks/forward_pass.py [--sections rows league search branches security] [--seconds 60]
+                                                     [--env-steps 61440]
 
 Writes ``benchmarks/results/forward_pass.json`` (the machine, its load average and every figure).
 """
@@ -39,6 +48,10 @@ import torch
 from results_file import cpu_model, merge_results
 
 BATCH_SIZES = (1, 4, 16, 64, 256, 1024)
+# Chunks a learner may have waiting (parallel.max_chunks_ahead), the same in every run: its default is the number
+# of collectors, which would hold one collector with a forward-pass worker to one chunk at a time (collecting and
+# learning then take turns) while two local collectors get two.
+CHUNKS_AHEAD = 2
 SECONDS_PER_SIZE = 0.5
 
 
@@ -107,8 +120,98 @@ def rows_section() -> dict:
     return out
 
 
+SECURITY_MODES = ('none', 'hmac', 'curve')
+SECURITY_REPEATS = 4
+SECURITY_REQUESTS = 300
+
+
+def _security(mode: str):
+    from sparring.worker.remote.security import Security
+    from sparring.worker.remote.wire import Signer
+    if mode == 'none':
+        return Security(Signer(None))
+    return Security(Signer(b'forward-pass-benchmark-secret'), curve_from_secret=mode == 'curve')
+
+
+def _serve_in_process(mode: str, addresses, stop) -> None:
+    """A forward-pass server of the CNN in a process of its own (the ``security`` section)."""
+    import zmq
+    from sparring.worker.remote.inference import InferenceServer
+    torch.set_num_threads(1)
+    policy = _cnn_policy()
+    policy.set_params(policy.get_params(), 1)
+
+    class One:
+        def sync(self, ref):
+            return 1
+
+        def get(self, ref, version):
+            return policy
+
+    context = zmq.Context()
+    server = InferenceServer(context, _security(mode), '127.0.0.1', One(), 4096, 0.0, policy.observation_space.shape)
+    addresses.put(server.address)
+    while not stop.is_set():
+        server.serve(0.05)
+    server.close()
+    context.destroy(linger=0)
+
+
+def _round_trips(client, policy, obs) -> dict:
+    """Mean milliseconds of one network's forward pass over ``client``, of a two-network wave, and in process."""
+    from sparring.worker.inference_client import RemoteActingPolicy
+    home, snapshot = RemoteActingPolicy(policy, 'home', client), RemoteActingPolicy(policy, 'snapshot', client)
+    calls = dict(one=lambda: home.forward(obs),
+                 wave=lambda: client.wave.forward([(home, obs, None), (snapshot, obs[:4], None)]),
+                 in_process=lambda: policy.network_output(obs))
+    for _ in range(20):  # warm-up (and the CURVE handshake)
+        home.forward(obs)
+    out = {}
+    for kind, call in calls.items():
+        started = time.perf_counter()
+        for _ in range(SECURITY_REQUESTS):
+            call()
+        out[kind] = 1000 * (time.perf_counter() - started) / SECURITY_REQUESTS
+    return out
+
+
+def security_section() -> dict:
+    """Round trips between two processes by security mode (none, HMAC signatures, HMAC + CURVE): one network's 25
+    rows, a wave of two networks (25 + 4 rows, as a battle step against a snapshot), and the forward pass of 25
+    rows in process; modes interleaved, :data:`SECURITY_REPEATS` rounds, medians."""
+    import multiprocessing
+    import zmq
+    from sparring.worker.inference_client import ForwardClient
+    policy = _cnn_policy()
+    policy.set_params(policy.get_params(), 1)
+    obs = np.zeros((25, *policy.observation_space.shape), dtype=policy.observation_space.dtype)
+    times: dict = {mode: dict(one=[], wave=[], in_process=[]) for mode in SECURITY_MODES}
+
+    fork = multiprocessing.get_context('fork')
+    for _ in range(SECURITY_REPEATS):
+        for mode in SECURITY_MODES:
+            addresses, stop = fork.Queue(), fork.Event()
+            process = fork.Process(target=_serve_in_process, args=(mode, addresses, stop))
+            process.start()
+            address = [addresses.get(timeout=120)]
+            context = zmq.Context()
+            client = ForwardClient(context, _security(mode), 'bench', address.copy)
+            try:
+                for kind, ms in _round_trips(client, policy, obs).items():
+                    times[mode][kind].append(ms)
+            finally:
+                client.close()
+                context.destroy(linger=0)
+                stop.set()
+                process.join(30)
+    out = {mode: {f'{k}_ms': round(float(np.median(v)), 3) for k, v in t.items()} for mode, t in times.items()}
+    print(f'security: {json.dumps(out)}', flush=True)
+    return out
+
+
 def league_config(workdir: str, name: str, collectors: int, inference: int, seconds: float,
-                  double_buffer: bool = True, search: bool = False) -> dict:
+                  double_buffer: bool = True, search: bool = False, env_steps: int = 10_000_000,
+                  chunks_ahead: int = CHUNKS_AHEAD) -> dict:
     import importlib
     module = 'connect_four_search' if search else 'connect_four_league'
     config = copy.deepcopy(importlib.import_module(f'sparring.dizoo.board_games.config.{module}').config)
@@ -118,19 +221,19 @@ def league_config(workdir: str, name: str, collectors: int, inference: int, seco
         config['battle']['collect_search'] = dict(config['battle']['collect_search'], num_simulations=8)
         config['policy']['collect'] = dict(config['policy']['collect'], n_steps=8)
     config['battle'] = dict(config['battle'], eval_opponents=['bot:random'])
-    config['train'] = dict(config['train'], max_env_steps=10_000_000, max_wall_seconds=seconds, eval_every_iters=0,
+    config['train'] = dict(config['train'], max_env_steps=env_steps, max_wall_seconds=seconds, eval_every_iters=0,
                            eval_in_background=False, checkpoint_every_iters=0, progress_bar=False, tensorboard=False)
-    config['parallel'] = dict(collectors=collectors, evaluators=0,
+    config['parallel'] = dict(collectors=collectors, evaluators=0, max_chunks_ahead=chunks_ahead,
                               inference=dict(workers=inference, double_buffer=double_buffer))
     return config
 
 
 def league_run(workdir: str, name: str, collectors: int, inference: int, seconds: float,
-               double_buffer: bool = True, search: bool = False) -> dict:
+               double_buffer: bool = True, search: bool = False, env_steps: int = 10_000_000) -> dict:
     from sparring.framework import parallel_pipeline
     started = time.perf_counter()
-    summary = parallel_pipeline(league_config(workdir, name, collectors, inference, seconds, double_buffer, search),
-                                seed=0)
+    summary = parallel_pipeline(league_config(workdir, name, collectors, inference, seconds, double_buffer, search,
+                                              env_steps), seed=0)
     stats = summary['worker_stats']
     collector_stats = [s for w, s in stats.items() if w.startswith('collector')]
     collect_seconds = sum(s.get('collect_seconds', 0.0) for s in collector_stats)
@@ -138,6 +241,7 @@ def league_run(workdir: str, name: str, collectors: int, inference: int, seconds
     round_trips = sum(s.get('forward_round_trips', 0.0) for s in collector_stats)
     env_steps = sum(s.get('env_steps', 0.0) for s in collector_stats)
     out = dict(collectors=collectors, inference_workers=inference, double_buffer=bool(inference and double_buffer),
+               max_chunks_ahead=CHUNKS_AHEAD,
                load_average_after=list(os.getloadavg()), wall_seconds=round(time.perf_counter() - started, 1),
                env_steps=summary['env_steps'], collector_env_steps=env_steps,
                collector_seconds=round(collect_seconds, 1),
@@ -178,12 +282,34 @@ def games_by_opponent_kind(exp: str) -> dict:
 def league_section(seconds: float) -> dict:
     workdir = tempfile.mkdtemp(prefix='forward_pass_')
     runs = dict(local_2_collectors=(2, 0, True), inference_1_collector_1_worker=(1, 1, True),
-                inference_1_collector_1_worker_single_buffer=(1, 1, False), inference_2_collectors_1_worker=(2, 1, True))
+                inference_1_collector_1_worker_single_buffer=(1, 1, False),
+                inference_2_collectors_1_worker=(2, 1, True), inference_2_collectors_1_worker_single_buffer=(2, 1, False))
     out = {name: league_run(workdir, name, c, i, seconds, d) for name, (c, i, d) in runs.items()}
     base = out['local_2_collectors']['env_steps_per_second']
     for run in out.values():
         run['throughput_vs_local'] = round(run['env_steps_per_second'] / max(base, 1e-9), 3)
     return out
+
+
+def branches_section(env_steps: int) -> dict:
+    """The same seeded league to the same env-step budget, acting locally and through a forward-pass worker (at the
+    same number of processes): the games per opponent kind side by side. ``z`` is each kind's difference of shares
+    in standard errors of a share (binomial, over the two runs' games): within about 2, it is within noise."""
+    workdir = tempfile.mkdtemp(prefix='forward_pass_branches_')
+    local = league_run(workdir, 'branches_local', 2, 0, 3600.0, False, env_steps=env_steps)
+    remote = league_run(workdir, 'branches_inference', 1, 1, 3600.0, False, env_steps=env_steps)
+    kinds = {}
+    n_local = sum(local['games_by_opponent_kind']['games'].values())
+    n_remote = sum(remote['games_by_opponent_kind']['games'].values())
+    for kind in local['games_by_opponent_kind']['games']:
+        a, b = local['games_by_opponent_kind']['shares'][kind], remote['games_by_opponent_kind']['shares'][kind]
+        pooled = (a * n_local + b * n_remote) / max(n_local + n_remote, 1)
+        error = (pooled * (1 - pooled) * (1 / max(n_local, 1) + 1 / max(n_remote, 1))) ** 0.5
+        kinds[kind] = dict(local_games=local['games_by_opponent_kind']['games'][kind],
+                           inference_games=remote['games_by_opponent_kind']['games'][kind],
+                           local_share=a, inference_share=b, z=round((b - a) / error, 2) if error else 0.0)
+    return dict(env_step_budget=env_steps, local_2_collectors=local, inference_1_collector_1_worker=remote,
+                by_kind=kinds)
 
 
 def search_section(seconds: float) -> dict:
@@ -200,8 +326,10 @@ def search_section(seconds: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--sections', nargs='+', default=['rows', 'league', 'search'],
-                        choices=['rows', 'league', 'search'])
+                        choices=['rows', 'league', 'search', 'branches', 'security'])
     parser.add_argument('--seconds', type=float, default=60.0, help='wall-time budget of each league run')
+    parser.add_argument('--env-steps', type=int, default=61_440,
+                        help='branches: the env-step budget of each of its two runs')
     args = parser.parse_args()
     torch.set_num_threads(1)
     report = dict(machine=dict(cpu_model=cpu_model(), cpu_count=os.cpu_count(), python=platform.python_version(),
@@ -210,9 +338,18 @@ def main() -> None:
         report['rows_by_batch_size'] = rows_section()
     if 'league' in args.sections:
         report['league'] = league_section(args.seconds)
+    if 'branches' in args.sections:
+        report['branches'] = branches_section(args.env_steps)
+    if 'security' in args.sections:
+        report['round_trip_by_security'] = security_section()
     if 'search' in args.sections:
         report['expert_iteration'] = search_section(args.seconds)
     report['machine']['load_average_end'] = list(os.getloadavg())
+    # The file keeps sections of earlier invocations: each section names the load it was measured under.
+    for key in ('rows_by_batch_size', 'league', 'branches', 'expert_iteration', 'round_trip_by_security'):
+        if key in report:
+            report[f'{key}_load_average'] = dict(start=report['machine']['load_average_start'],
+                                                 end=report['machine']['load_average_end'])
     merge_results('forward_pass', report)
 
 

@@ -114,7 +114,11 @@ def base_config() -> dict:
                 workers=0,  # forward-pass worker processes; collectors keep envs and draws, they run networks (0: off)
                 max_batch=256,  # rows one forward pass gathers at most, from all its collectors' requests
                 max_wait_ms=2.0,  # how long a batch's first request waits for others before the pass runs
-                double_buffer=True,  # a collector steps half its envs while the other half waits for its actions
+                # a collector steps half its envs while the other half waits for its actions (two threads); off by
+                # default: on two cores the threads' switches cost more than they hide (forward_pass.py, 1,875
+                # against 1,450 env steps/s quiet, 1,428 against 1,368 loaded); worth trying where cores are
+                # spare or the forward-pass worker is on another machine
+                double_buffer=False,
             ),
         ),
     )

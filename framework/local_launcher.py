@@ -14,6 +14,7 @@ import time
 from multiprocessing.process import BaseProcess
 from typing import Dict, List, Optional, Tuple, cast
 
+from sparring.framework.workers import PROFILE_ENV
 from sparring.worker.child_process import SINGLE_THREAD_ENV, main_script_hidden, worker_context
 from sparring.worker.remote.wire import SECRET_ENV
 from sparring.worker.run_files import run_file_fd, write_atomically
@@ -46,6 +47,8 @@ class LocalLauncher:
         self.curve_dir = curve_dir
         self.bind_host = bind_host
         self.env = dict(SINGLE_THREAD_ENV)
+        if os.environ.get(PROFILE_ENV):  # the fork server may predate the variable: hand it on explicitly
+            self.env[PROFILE_ENV] = os.environ[PROFILE_ENV]
         if secret is not None:
             self.env[SECRET_ENV] = secret
         self.context = worker_context()

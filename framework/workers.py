@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import logging
+import os
 import re
 import signal
 import sys
@@ -29,6 +30,9 @@ log = logging.getLogger('sparring.worker')
 ROLES: Dict[str, Type[Union[CollectorWorker, LearnerWorker, EvaluatorWorker, InferenceWorker]]] = {
     'collector': CollectorWorker, 'learner': LearnerWorker, 'evaluator': EvaluatorWorker,
     'inference': InferenceWorker}
+# Set to a folder, every worker process writes a cProfile of its main thread there when it ends
+# (<worker id>-<pid>.prof): where a parallel run's time goes, read with pstats or snakeviz.
+PROFILE_ENV = 'SPARRING_PROFILE_DIR'
 # What ZeroMQ can connect to: a host name, an IPv4 address or a bracketed IPv6 one, and a port.
 _ADDRESS = re.compile(r'^tcp://([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})$')
 
@@ -93,7 +97,7 @@ def run_worker(args: argparse.Namespace) -> int:
                                   parent_pid=args.parent_pid, workdir=args.workdir, timeout=args.timeout,
                                   bind_host=args.bind_host, replica=args.replica)
         try:
-            worker.run()
+            run_profiled(worker)
             return 0
         except (CommanderLost, SessionExpired) as err:
             if time.monotonic() >= give_up:
@@ -103,6 +107,21 @@ def run_worker(args: argparse.Namespace) -> int:
             time.sleep(1.0)
         finally:
             worker.close()
+
+
+def run_profiled(worker) -> None:
+    """``worker.run()``, under cProfile when ``$SPARRING_PROFILE_DIR`` names a folder (see :data:`PROFILE_ENV`)."""
+    directory = os.environ.get(PROFILE_ENV)
+    if not directory:
+        worker.run()
+        return
+    import cProfile
+    profile = cProfile.Profile()
+    try:
+        profile.runcall(worker.run)
+    finally:
+        os.makedirs(directory, exist_ok=True)
+        profile.dump_stats(os.path.join(directory, f'{worker.worker_id}-{os.getpid()}.prof'))
 
 
 def main(argv: Optional[List[str]] = None) -> int:

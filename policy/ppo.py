@@ -20,7 +20,7 @@ recomputed from the states the collector recorded.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple, cast
+from typing import Any, Dict, NamedTuple, Optional, Tuple, cast
 
 import gymnasium as gym
 import numpy as np
@@ -52,6 +52,14 @@ def step_means(rows: list, updates: int) -> list:
         for i, val in enumerate(row):
             sums[i] += val
     return [total / updates for total in sums]
+
+
+class NetworkOutput(NamedTuple):
+    """What PPO's network says for a batch of observations, as host arrays: all acting needs before the draw."""
+    head: np.ndarray  # [N, A] logits, or [N, *action] a Gaussian's mean
+    value: np.ndarray  # [N]
+    state: Any = None  # the recurrent state after this step (a tuple of [N, ...] arrays), None if feed-forward
+    log_std: Optional[np.ndarray] = None  # a Gaussian head's state-independent log-std, [*action]
 
 
 class _Network(torch.nn.Module):
@@ -143,6 +151,15 @@ class PPOPolicy(Policy):
             raise ValueError(f'PPO: recurrent state rows {[tuple(p.shape) for p in parts]} do not match the '
                              f'{prepared.shape[0]} observations')
         return self.model.step(prepared, parts)
+
+    @torch.inference_mode()
+    def network_output(self, obs: np.ndarray, state: Any = None) -> NetworkOutput:
+        """The forward half of :meth:`act` for a batch of observations (and recurrent ``state``), on the host:
+        what :meth:`draw` needs to act, computed where the network is (a forward-pass worker's batch)."""
+        head, value, next_state = self._step(obs, state)
+        host = self.placement.numpy
+        state = None if next_state is None else tuple(host(part) for part in next_state)
+        return NetworkOutput(host(head), host(value), state, host(self.model.log_std) if self.continuous else None)
 
     @torch.inference_mode()
     def act(self, obs: np.ndarray, state: Any = None, deterministic: bool = False,

@@ -5,7 +5,9 @@ Shared by the battle collector and the battle evaluator. Slot b holds a game bet
 slot (and starts at ``b % 2``), so no player always moves first. Acting is batched: the home
 policy acts once for its seat in every slot (plus the opponent seat where the opponent is the
 home policy itself, i.e. self-play), and every other opponent acts once for the slots it plays
-in (grouped by opponent), only where it is to move.
+in (grouped by opponent), only where it is to move. The home policy's and the opponents' calls of a step are
+made together (:func:`~sparring.worker.inference_wave.act_together`): where their networks run on a forward-pass
+worker, that is one round trip a step; local policies act call for call as they always did.
 
 A team env (``env.team_size`` = N, :mod:`sparring.worker.env.team`) has an agent axis after the
 seat axis; a team's N agents are N rows of its policy's batch (one shared policy), and every
@@ -34,6 +36,7 @@ import numpy as np
 
 from sparring.policy.base import Policy
 from sparring.worker.env.battle_api import RESULT_NAME, BattleStep, action_layout, is_continuous
+from sparring.worker.inference_wave import ActCall, act_together
 from sparring.worker.recurrent_state import (State, initial_state, is_recurrent, put_rows, take_rows,
                                              zero_rows)
 
@@ -142,11 +145,29 @@ class Arena:
         h_rows = np.concatenate([rows, rows[selfplay]])
         h_seats = np.concatenate([seats, 1 - seats[selfplay]])
         home_obs, home_mask = self.as_rows(step.obs[h_rows, h_seats]), self._mask_rows(step, h_rows, h_seats)
+        # Other opponents: one batched call per distinct opponent, only where it is to move (a
+        # recurrent one everywhere it plays, to keep its state in step with the game).
+        opp_seats = 1 - seats
+        moving = step.to_move[rows, opp_seats] & ~selfplay
+        acting = moving | (np.array([is_recurrent(opp) for opp in self.opponents], dtype=bool) & ~selfplay)
+        groups = list(_group_by_policy(self.opponents, np.flatnonzero(acting)))
+        calls = []
         if self.search is None:
-            out = self.home.act(home_obs, self.as_rows(take_rows(self.home_state, (h_rows, h_seats))),
-                                action_mask=home_mask, deterministic=self.deterministic)
-        else:
+            calls.append(ActCall(self.home, home_obs, self.as_rows(take_rows(self.home_state, (h_rows, h_seats))),
+                                 home_mask, self.deterministic))
+        for policy, idx in groups:
+            kwargs = {}
+            if getattr(policy, 'needs_game_state', False):
+                kwargs['game_states'] = self.env.game_states(idx)
+            state = self.opponent_states[id(policy)][1] if id(policy) in self.opponent_states else None
+            calls.append(ActCall(policy, self.as_rows(step.obs[idx, opp_seats[idx]]),
+                                 self.as_rows(take_rows(state, idx)), self._mask_rows(step, idx, opp_seats[idx]),
+                                 self.deterministic, kwargs))
+        if self.search is not None:
             out, search_policy, search_value = self.search.act(self.home, home_obs, home_mask)
+            opponent_outs = act_together(calls)
+        else:  # the home policy and the opponents act at once: one round trip where their networks are remote
+            out, *opponent_outs = act_together(calls)
         put_rows(self.home_state, (h_rows, h_seats), self.from_rows(out.state))
         seats_shape = (B, 2, *self.agent_shape)
         actions = np.zeros(seats_shape + self.action_shape, dtype=self.action_dtype)
@@ -161,19 +182,8 @@ class Arena:
             home['search_policy'][h_rows, h_seats] = search_policy
             home['search_value'] = np.zeros((B, 2), dtype=np.float32)
             home['search_value'][h_rows, h_seats] = search_value
-        # Other opponents: one batched call per distinct opponent, only where it is to move (a
-        # recurrent one everywhere it plays, to keep its state in step with the game).
-        opp_seats = 1 - seats
-        moving = step.to_move[rows, opp_seats] & ~selfplay
-        acting = moving | (np.array([is_recurrent(opp) for opp in self.opponents], dtype=bool) & ~selfplay)
-        for policy, idx in _group_by_policy(self.opponents, np.flatnonzero(acting)):
-            kwargs = {}
-            if getattr(policy, 'needs_game_state', False):
-                kwargs['game_states'] = self.env.game_states(idx)
+        for (policy, idx), o in zip(groups, opponent_outs):
             state = self.opponent_states[id(policy)][1] if id(policy) in self.opponent_states else None
-            o = policy.act(self.as_rows(step.obs[idx, opp_seats[idx]]), self.as_rows(take_rows(state, idx)),
-                           action_mask=self._mask_rows(step, idx, opp_seats[idx]),
-                           deterministic=self.deterministic, **kwargs)
             put_rows(state, idx, self.from_rows(o.state))
             moves = moving[idx]
             actions[idx[moves], opp_seats[idx[moves]]] = self.from_rows(o.action)[moves]

@@ -5,7 +5,9 @@ pool hands the unchanged collectors (single-agent and battle) in place of a poli
 observations (and recurrent states) to a forward-pass worker (:mod:`sparring.worker.remote.inference`) and
 draws the actions from the returned distribution with the generator of its *shell* -- the policy the
 collector would have built to act itself, same seed, never given parameters -- so a chunk holds what it
-would hold had the collector acted (:func:`~sparring.worker.inference_forward.act_from_forward`).
+would hold had the collector acted (:func:`~sparring.worker.inference_forward.act_from_forward`). Remote
+policies sharing a client act together through its :class:`ForwardWave`: a battle step's home network and
+opponent networks in one ``forward_wave`` request (:func:`~sparring.worker.inference_wave.act_together`).
 
 A chunk's version: :meth:`RemoteActingPolicy.sync` (a collector calls it before each chunk, where it would
 fetch parameters) asks the newest version, and every forward pass of the chunk names it. Should the
@@ -25,7 +27,7 @@ import dataclasses
 import logging
 import time
 from collections import OrderedDict
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -34,7 +36,8 @@ from sparring.worker.inference_forward import (ForwardOut, act_from_forward, for
                                                probabilities_from_forward)
 from sparring.worker.policy_pool import BOT_PREFIX, PolicyPool
 from sparring.worker.remote.base import RemoteParamStore
-from sparring.worker.remote.inference import INFERENCE_PROTOCOL, STATE_NAMES
+from sparring.worker.remote.inference_protocol import (INFERENCE_PROTOCOL, MAX_ROWS, MAX_SEGMENTS, STATE_NAMES,
+                                                       segment_array, segment_obs)
 from sparring.worker.remote.transport import RequestClient
 from sparring.worker.remote.wire import MessageError, RequestTimeout
 from sparring.worker.seeds import player_seed
@@ -62,6 +65,7 @@ class ForwardClient:
         self.resends = 0  # requests sent again after a forward-pass worker did not answer
         self.round_trips = 0
         self.round_trip_seconds = 0.0
+        self.wave = ForwardWave(self)  # the policies acting through this client, in one round trip a step
 
     def _next_client(self) -> RequestClient:
         """A client of the next forward-pass worker: another than the one that failed, if one is there or its
@@ -161,6 +165,12 @@ class RemoteActingPolicy:
             return ForwardOut(a['head'], a['value'], parts or None, a.get('log_std'))
         raise RuntimeError(f'forward pass of {self.ref!r}: no forward-pass worker holds its version')
 
+    @property
+    def forward_wave(self) -> 'ForwardWave':
+        """What acts for this policy and the others of its socket in one round trip (see
+        :func:`~sparring.worker.inference_wave.act_together`)."""
+        return self.client.wave
+
     def act(self, obs: np.ndarray, state=None, deterministic: bool = False, action_mask=None):
         return act_from_forward(self.shell, self.forward(obs, state), deterministic, action_mask)
 
@@ -173,6 +183,64 @@ class RemoteActingPolicy:
     def probabilities_and_value(self, obs: np.ndarray, action_mask=None):
         out = self.forward(obs)
         return probabilities_from_forward(out, action_mask), np.asarray(out.value, dtype=np.float32)
+
+
+class ForwardWave:
+    """Forward passes of several remote policies of one :class:`ForwardClient` in one ``forward_wave`` request
+    (at most :data:`~sparring.worker.remote.inference_protocol.MAX_SEGMENTS` networks and ``MAX_ROWS`` rows a
+    request; a step with more makes several), and their draws, each with its own policy's generator."""
+
+    def __init__(self, client: ForwardClient) -> None:
+        self.client = client
+
+    def act(self, calls: Sequence) -> list:
+        """:class:`~sparring.worker.inference_wave.ActCall` s of policies with this wave -> their ``ActOutput`` s."""
+        outs = self.forward([(call.policy, call.obs, call.state) for call in calls])
+        return [act_from_forward(call.policy.shell, out, call.deterministic, call.action_mask)
+                for call, out in zip(calls, outs)]
+
+    def forward(self, items: Sequence[Tuple['RemoteActingPolicy', np.ndarray, object]]) -> List[ForwardOut]:
+        """``(policy, obs, state)`` -> each one's :class:`ForwardOut`, in as few round trips as the bounds allow."""
+        outs: List[ForwardOut] = []
+        start = 0
+        while start < len(items):
+            stop, rows = start, 0
+            while stop < len(items) and stop - start < MAX_SEGMENTS and rows + len(items[stop][1]) <= MAX_ROWS:
+                rows += len(items[stop][1])
+                stop += 1
+            stop = max(stop, start + 1)  # a segment of more than MAX_ROWS goes alone (and is refused, as before)
+            part = items[start:stop]
+            outs += [part[0][0].forward(part[0][1], part[0][2])] if len(part) == 1 else self._one_wave(part)
+            start = stop
+        return outs
+
+    def _one_wave(self, items) -> List[ForwardOut]:
+        arrays = {}
+        for s, (_, obs, state) in enumerate(items):
+            arrays[segment_obs(s)] = np.ascontiguousarray(obs)
+            for i, state_part in enumerate(state or ()):
+                arrays[segment_array(STATE_NAMES[i], s)] = np.ascontiguousarray(state_part, dtype=np.float32)
+        for _ in range(3):
+            body = dict(refs=[p.ref for p, _, _ in items], versions=[p.version for p, _, _ in items],
+                        rows=[len(obs) for _, obs, _ in items])
+            try:
+                reply = self.client.request('forward_wave', body, arrays)
+            except MessageError as err:
+                if err.reason != 'version':
+                    raise
+                for policy, _, _ in items:  # the worker restarted, or moved past a version: go on with the newest
+                    policy.resyncs += 1
+                    policy.sync()
+                continue
+            a = reply.arrays
+            outs = []
+            for s in range(len(items)):
+                parts = tuple(a[segment_array(n, s)] for n in STATE_NAMES if segment_array(n, s) in a)
+                outs.append(ForwardOut(a[segment_array('head', s)], a[segment_array('value', s)], parts or None,
+                                       a.get(segment_array('log_std', s))))
+            return outs
+        raise RuntimeError(f'forward passes of {[p.ref for p, _, _ in items]}: no forward-pass worker holds their '
+                           f'versions')
 
 
 class RemotePolicyPool(PolicyPool):

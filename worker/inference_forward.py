@@ -4,8 +4,8 @@ OpenAI Five's rollout workers run the game but not the policy: a forward-pass wo
 many of them in batches and answers with what acting needs; the rollout worker draws the action with its
 own RNG, so a chunk means exactly what it means when the policy acts in the collector itself.
 
-* :func:`forward_rows` -- the forward half, on the forward-pass worker: a policy's distribution parameters
-  (``head``: logits, or a Gaussian's mean), values and next recurrent state for a batch of observations.
+* :func:`forward_rows` -- the forward half, on the forward-pass worker (``PPOPolicy.network_output``): a policy's
+  distribution parameters (``head``: logits, or a Gaussian's mean), values and next recurrent state for a batch.
 * :func:`act_from_forward` -- the draw, on the rollout worker: the same computation as ``PPOPolicy.act``
   after its network, from the forward half's output, with the acting policy's own generator.
 * :class:`Batcher` -- dynamic batching: requests wait until ``max_batch`` rows are pending or the oldest has
@@ -16,21 +16,17 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 import torch
 
 from sparring.policy import distributions as D
 from sparring.policy.base import ActOutput
-from sparring.policy.ppo import PPOPolicy
+from sparring.policy.ppo import NetworkOutput, PPOPolicy
 
 
-class ForwardOut(NamedTuple):
-    head: np.ndarray  # [N, A] logits, or [N, *action] a Gaussian's mean
-    value: np.ndarray  # [N]
-    state: Any = None  # the recurrent state after this step (a tuple of [N, ...] arrays), None if feed-forward
-    log_std: Optional[np.ndarray] = None  # a Gaussian head's state-independent log-std, [*action]
+ForwardOut = NetworkOutput  # what a forward pass answers: the policy's own type, so both ends read one shape
 
 
 def forwards_remotely(policy) -> bool:
@@ -41,12 +37,7 @@ def forwards_remotely(policy) -> bool:
 
 def forward_rows(policy, obs: np.ndarray, state: Any = None) -> ForwardOut:
     """One batched forward pass of ``policy``'s network on ``obs`` (and recurrent ``state``)."""
-    with torch.inference_mode():
-        head, value, next_state = policy._step(obs, state)
-        host = policy.placement.numpy
-        log_std = host(policy.model.log_std) if policy.continuous else None
-        return ForwardOut(host(head), host(value), None if next_state is None else tuple(host(p) for p in next_state),
-                          log_std)
+    return policy.network_output(obs, state)
 
 
 def act_from_forward(policy, out: ForwardOut, deterministic: bool = False,
@@ -71,12 +62,15 @@ def probabilities_from_forward(out: ForwardOut, action_mask: Optional[np.ndarray
 
 @dataclasses.dataclass
 class Pending:
-    """One request waiting for its batch: what to answer with, the key of the network it asks, its rows."""
+    """One request (or one segment of a wave request) waiting for its batch: what to answer with, the key of the
+    network it asks, its rows."""
     reply_to: Any
     key: Tuple[str, int]  # (reference, version)
     obs: np.ndarray
     state: Any = None
     arrived: float = 0.0  # the batcher's clock when it came in (its batching delay is measured from here)
+    wave: Any = None  # the wave request this is a segment of (answered once all its segments are), or None
+    segment: int = 0  # its place in that wave
 
 
 class Batcher:
@@ -97,14 +91,17 @@ class Batcher:
         """Whether another request may come in: below ``max_batch`` rows (the first request always fits)."""
         return self.rows < self.max_batch
 
-    def add(self, request: Pending) -> None:
+    def add(self, *requests: Pending) -> None:
+        """One request, or a wave's segments (they come in together and go out in the same batch)."""
         if not self.has_room():
             raise RuntimeError(f'Batcher: {self.rows} rows pending already; max_batch is {self.max_batch}')
-        request.arrived = self.clock()
+        now = self.clock()
         if not self.pending:
-            self.oldest = request.arrived
-        self.pending.append(request)
-        self.rows += len(request.obs)
+            self.oldest = now
+        for request in requests:
+            request.arrived = now
+            self.pending.append(request)
+            self.rows += len(request.obs)
         self.most_rows = max(self.most_rows, self.rows)
 
     def due_in(self) -> Optional[float]:

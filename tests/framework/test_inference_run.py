@@ -36,7 +36,7 @@ def _config(exp_name):
                    tensorboard=False),
         parallel=dict(collectors=2, evaluators=0, heartbeat_seconds=0.5, worker_timeout_seconds=30.0,
                       request_timeout_seconds=2.0, drain_timeout_seconds=3.0, shutdown_seconds=30.0, max_restarts=2,
-                      inference=dict(workers=1, max_batch=64, max_wait_ms=2.0)),
+                      inference=dict(workers=1, max_batch=64, max_wait_ms=2.0, double_buffer=True)),
     )
 
 

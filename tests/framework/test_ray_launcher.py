@@ -62,3 +62,37 @@ def test_a_league_on_a_two_node_ray_cluster_survives_a_killed_collector(tmp_path
     league = BaseLeague.load(str(exp / 'league_state.npz'))
     helpers._check_games_counted_once(str(exp), league)  # nothing lost or doubled by the restart
     assert (exp / 'workers' / 'collector-0' / 'output.log').exists()
+
+
+@pytest.fixture
+def one_node_cluster():
+    """A fresh one-node Ray cluster on this machine, shut down after the test."""
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, _node_ip_address='127.0.0.1')
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def test_a_league_on_ray_acts_through_a_forward_pass_worker(tmp_path, one_node_cluster):
+    """The Ray launcher starts the inference role like the others: the collectors' networks run on it, and every
+    game is counted once."""
+    exp = tmp_path / 'ray_inference'
+    config = helpers._config(exp, max_env_steps=2048, collectors=1, evaluators=0)
+    config['parallel'].update(launcher='ray', worker_timeout_seconds=30.0, inference=dict(workers=1),
+                              ray_resources=dict(inference=dict(num_cpus=1)))
+    run = ParallelRun(prepare_config(config, seed=5))
+    try:
+        run.start()
+        helpers._wait(lambda: run.finished, 'the run to end', step=run.step)
+        summary = run.close()
+    finally:
+        if not run.closed:
+            run.close(abort='test failed')
+    assert summary['env_steps'] >= 2048
+    stats = summary['worker_stats']
+    inference = next(s for w, s in stats.items() if w.startswith('inference'))
+    collector = next(s for w, s in stats.items() if w.startswith('collector'))
+    assert inference['forward_passes'] > 0 and inference['malformed'] == 0
+    assert collector['forward_round_trips'] > 0
+    helpers._check_games_counted_once(str(exp), BaseLeague.load(str(exp / 'league_state.npz')))

@@ -291,3 +291,133 @@ def test_only_ppo_policies_forward_remotely_sac_acts_in_its_collector():
                               league=dict(type='one_vs_one')), save=False)
     sac = POLICY_REGISTRY.get('sac')(cfg.policy, *run_kind(cfg).spaces(), seed=0)
     assert forwards_remotely(ppo) and not forwards_remotely(sac)
+
+
+def _pair(serving, config=CONNECT_FOUR):
+    """A server holding networks ``p`` (version 7) and ``q`` (version 3), and a client's remote policies of both
+    with local twins (same parameters, same seeds)."""
+    context, start = serving
+    cfg, p = _policy(config, seed=3, version=7)
+    _, q = _policy(config, seed=4, version=3)
+    server = start(Networks(p=p, q=q), p.observation_space.shape)
+    client = ForwardClient(context, Security(SECRET), 'c', lambda: [server.address])
+    make = POLICY_REGISTRY.get('ppo')
+    remote, local = {}, {}
+    for name, net, seed in (('p', p, 11), ('q', q, 12)):
+        remote[name] = RemoteActingPolicy(make(cfg.policy, p.observation_space, p.action_space, seed=seed), name,
+                                          client)
+        local[name] = make(cfg.policy, p.observation_space, p.action_space, seed=seed)
+        local[name].set_params(net.get_params(), net.version)
+    return server, client, remote, local
+
+
+def test_a_wave_acts_for_several_networks_in_one_round_trip_as_they_act_locally(serving):
+    import sparring.dizoo  # noqa: F401  (registers the bots)
+    from sparring.config.registry import BOT_REGISTRY
+    from sparring.worker.inference_wave import ActCall, act_together
+    server, client, remote, local = _pair(serving)
+    try:
+        obs, mask = _observations(local['p'], 10, seed=5)
+        for name in remote:
+            remote[name].sync()
+        before = client.round_trips
+        bot = BOT_REGISTRY.get('random')({}, local['p'].observation_space, local['p'].action_space, seed=0)
+        for _ in range(3):  # a bot (local) between two remote networks: the networks go in one request
+            calls = [ActCall(remote['p'], obs[:6], None, mask[:6]), ActCall(bot, obs[6:8], None, mask[6:8]),
+                     ActCall(remote['q'], obs[8:], None, mask[8:])]
+            mine = act_together(calls)
+            theirs = [local['p'].act(obs[:6], action_mask=mask[:6]), local['q'].act(obs[8:], action_mask=mask[8:])]
+            for got, want in zip((mine[0], mine[2]), theirs):
+                np.testing.assert_array_equal(got.action, want.action)
+                np.testing.assert_allclose(got.log_prob, want.log_prob, atol=1e-5)
+                np.testing.assert_allclose(got.value, want.value, atol=1e-5)
+            assert mine[1].action.shape == (2,)
+        assert client.round_trips - before == 3
+        stats = server.stats()
+        assert stats['requests'] == 3 and stats['forward_passes'] == 6 and stats['malformed'] == 0
+    finally:
+        client.close()
+
+
+def test_a_wave_whose_version_is_gone_syncs_every_network_and_acts_again(serving):
+    server, client, remote, local = _pair(serving)
+    try:
+        obs, _ = _observations(local['p'], 4, seed=6)
+        remote['q'].sync()
+        remote['p']._version = 5  # pinned to a version the worker no longer holds
+        outs = client.wave.forward([(remote['p'], obs[:2], None), (remote['q'], obs[2:], None)])
+        assert remote['p'].version == 7 and remote['p'].resyncs == 1
+        np.testing.assert_allclose(outs[0].value, local['p'].value(obs[:2]), atol=1e-5)
+        np.testing.assert_allclose(outs[1].value, local['q'].value(obs[2:]), atol=1e-5)
+        assert server.stats()['version_gone'] == 1
+    finally:
+        client.close()
+
+
+def test_malformed_wave_requests_are_dropped_counted_and_the_worker_goes_on(serving):
+    from sparring.worker.remote.inference_protocol import MAX_SEGMENTS
+    context, start = serving
+    _, policy = _policy(TICTACTOE)
+    server = start(Networks(p=policy), policy.observation_space.shape)
+    raw = RequestClient(context, server.address, Security(SECRET, protocol=INFERENCE_PROTOCOL), 'x', timeout=5.0)
+    obs, _ = _observations(policy, 3)
+    try:
+        with pytest.raises(MessageError, match='as long as each other'):
+            raw.request('forward_wave', dict(refs=['p', 'p'], versions=[7], rows=[2, 1]), dict(obs_0=obs[:2],
+                                                                                             obs_1=obs[2:]))
+        with pytest.raises(MessageError, match=r"belong to no segment"):  # an array of a third segment
+            raw.request('forward_wave', dict(refs=['p', 'p'], versions=[7, 7], rows=[2, 1]),
+                        dict(obs_0=obs[:2], obs_1=obs[2:], obs_2=obs[2:]))
+        with pytest.raises(MessageError, match='obs_1 must be 2 rows'):  # the second segment's rows do not fit
+            raw.request('forward_wave', dict(refs=['p', 'p'], versions=[7, 7], rows=[1, 2]),
+                        dict(obs_0=obs[:1], obs_1=obs[1:, :-1]))
+        # beyond the bound: a sender whose schema lets it through is refused by the worker's transport
+        forged = Schema(dict(refs=field(list), versions=field(list), rows=field(list)), array_names=None)
+        intruder = RequestClient(context, server.address, Security(SECRET, protocol=dict(
+            INFERENCE_PROTOCOL, forward_wave=forged)), 'y', timeout=5.0)
+        too_many = MAX_SEGMENTS + 1
+        with pytest.raises(MessageError, match=f'1 to {MAX_SEGMENTS} networks'):
+            intruder.request('forward_wave', dict(refs=['p'] * too_many, versions=[7] * too_many, rows=[1] * too_many),
+                             {f'obs_{s}': obs[:1] for s in range(too_many)})
+        intruder.close()
+        with pytest.raises(MessageError) as gone:  # one segment's version not held: the whole wave is refused
+            raw.request('forward_wave', dict(refs=['p', 'p'], versions=[7, 6], rows=[2, 1]),
+                        dict(obs_0=obs[:2], obs_1=obs[2:]))
+        assert gone.value.reason == 'version'
+        good = raw.request('forward_wave', dict(refs=['p', 'p'], versions=[7, 7], rows=[2, 1]),
+                           dict(obs_0=obs[:2], obs_1=obs[2:]))
+        np.testing.assert_allclose(good.arrays['value_0'], policy.value(obs[:2]), atol=1e-5)
+        np.testing.assert_allclose(good.arrays['value_1'], policy.value(obs[2:]), atol=1e-5)
+        assert good.body['versions'] == [7, 7]
+        stats = server.stats()
+        assert stats['malformed'] == 3 and stats['version_gone'] == 1 and stats['rejected'] >= 4
+        # the refused wave's held segment ran before the other's version was found gone: 2 rows, then 3
+        assert stats['requests'] == 2 and stats['rows'] == 5
+    finally:
+        raw.close()
+
+
+def test_a_battle_step_against_a_remote_snapshot_is_one_round_trip(serving):
+    """The arena asks the home network and every opponent network of a step in one wave (it asked them one
+    request each before)."""
+    from sparring.worker.battle_arena import Arena
+    from sparring.worker.env.battle import make_battle_env
+    server, client, remote, _ = _pair(serving)
+    env = make_battle_env(dict(type='connect_four'), 4, 0)
+    arena = Arena(env, remote['p'])
+    try:
+        arena.reset()
+        for slot, (oid, opponent) in enumerate([('p', remote['p']), ('q', remote['q']), ('q', remote['q']),
+                                                ('p', remote['p'])]):
+            arena.set_opponent(slot, oid, opponent)
+        for policy in remote.values():  # each pins its version first (a collector does so before each chunk)
+            policy.sync()
+        before = client.round_trips
+        for _ in range(6):
+            actions, home = arena.act()
+            arena.step(actions)
+        assert client.round_trips - before == 6
+        assert server.stats()['forward_passes'] >= 6 + 3  # the snapshot moves every other step
+    finally:
+        env.close()
+        client.close()

@@ -6,8 +6,11 @@ reference; a learning player's only when a newer version is out). Collectors sen
 (observations, recurrent states, the network's reference and version); the worker gathers them for up to
 ``parallel.inference.max_batch`` rows or ``max_wait_ms`` (:class:`~sparring.worker.inference_forward.Batcher`),
 runs one forward pass per network and answers each with its rows' distribution parameters, values and
-next states. A batch runs before ``max_wait_ms`` when every collector socket that asked in the last second has
-its request in it (each has one in flight at a time: waiting longer would gather nothing). The collector draws the actions (:mod:`sparring.worker.inference_client`).
+next states; a ``forward_wave`` request carries several networks' rows (a battle step's home player and its
+opponents), whose segments join the batch together and are answered in one reply (the messages:
+:mod:`sparring.worker.remote.inference_protocol`). A batch runs before ``max_wait_ms`` when every collector socket
+that asked in the last second has its request in it (each has one in flight at a time: waiting longer would
+gather nothing). The collector draws the actions (:mod:`sparring.worker.inference_client`).
 
 A collector first asks ``sync`` for the version of a reference it will act with for a chunk; the worker keeps
 the last :data:`KEEP_VERSIONS` versions of each learning player, so a chunk started on one version ends on
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import re
 import time
@@ -34,7 +38,8 @@ from sparring.worker.inference_forward import (Batcher, ForwardOut, Pending, for
                                                split_out, stack_group)
 from sparring.worker.policy_pool import BOT_PREFIX
 from sparring.worker.remote.base import PlayerPolicies, Worker
-from sparring.worker.remote.schema import INT, STR, Schema, field, non_negative
+from sparring.worker.remote.inference_protocol import (INFERENCE_PROTOCOL, STATE_NAMES, WAVE_NAMES, segment_array,
+                                                       segment_obs)
 from sparring.worker.remote.transport import Server
 from sparring.worker.remote.wire import MessageError, arrays_to_params, short
 from sparring.worker.run_files import write_atomically
@@ -44,35 +49,8 @@ log = logging.getLogger('sparring.worker')
 
 KEEP_VERSIONS = 4  # versions of each learning player kept: a chunk started on one still finds it
 ACTIVE_PEER_SECONDS = 1.0  # a peer that asked this recently is waited for (up to max_wait_ms) before a batch runs
-MAX_ROWS = 4096  # rows in one request at most
-MAX_STATE_PARTS = 4  # arrays of a recurrent state (an LSTM's two)
-MAX_REF_CHARS = 512
 MAX_MESSAGE_BYTES = 64 << 20  # a request of MAX_ROWS Atari frames stacked four deep is ~116 MB; ours are far smaller
 ADDRESS_DIR = 'inference'
-STATE_NAMES = tuple(f'state_{i}' for i in range(MAX_STATE_PARTS))
-
-
-def _ref(value) -> Optional[str]:
-    return None if 0 < len(value) <= MAX_REF_CHARS and value.isprintable() else \
-        f'must be 1 to {MAX_REF_CHARS} printable characters, got {short(value)}'
-
-
-def _rows(value) -> Optional[str]:
-    return None if 1 <= value <= MAX_ROWS else f'must be within 1..{MAX_ROWS}, got {value!r}'
-
-
-VERSION = field(INT, check=non_negative)
-INFERENCE_PROTOCOL: Dict[str, Schema] = {
-    # -- requests (collector -> forward-pass worker) ---------------------------------------------------------
-    'sync': Schema(dict(ref=field(STR, check=_ref))),
-    'forward': Schema(dict(ref=field(STR, check=_ref), version=VERSION, rows=field(INT, check=_rows)),
-                      required_arrays=('obs',), array_names=STATE_NAMES),
-    # -- replies ---------------------------------------------------------------------------------------------
-    'synced': Schema(dict(ref=field(STR), version=VERSION)),
-    'forwarded': Schema(dict(version=VERSION), required_arrays=('head', 'value'),
-                        array_names=('log_std',) + STATE_NAMES),
-    'error': Schema(dict(error=field(STR), reason=field(STR))),
-}
 
 
 def inference_dir(exp_name: str) -> str:
@@ -97,6 +75,19 @@ def inference_addresses(exp_name: str) -> List[str]:
         if re.fullmatch(r'tcp://[A-Za-z0-9._\-\[\]:]+:\d{1,5}', text):
             addresses.append(text)
     return addresses
+
+
+@dataclasses.dataclass
+class Wave:
+    """A wave request being answered: its segments' ``(version, output)`` as their forward passes are done."""
+    peer: bytes
+    message_id: str
+    segments: int
+    outs: list = dataclasses.field(default_factory=list)
+    error: Optional[MessageError] = None
+
+    def __post_init__(self) -> None:
+        self.outs = [None] * self.segments
 
 
 class VersionGone(LookupError):
@@ -183,9 +174,15 @@ class InferenceServer:
             if now >= deadline and due is None:
                 return
             wait = max(0.0, (deadline - now) if due is None else due)
-            got = self.server.recv(wait)
-            if got is not None:
-                self.handle(*got)
+            # Poll first, then take what came without waiting: the transport's receive, asked to wait, first tries
+            # a non-blocking read (an exception when nothing is there) and reads the CURVE handshake monitor
+            # before it polls; profiled, that was a quarter of this worker's CPU per request, taken from the
+            # learner on a small machine. The receive still counts refused handshakes: once a second while busy,
+            # and whenever this waited for nothing (idle: nothing pending).
+            if self.server.socket.poll(math.ceil(wait * 1000)) or due is None:
+                got = self.server.recv(0.0)
+                if got is not None:
+                    self.handle(*got)
 
     def handle(self, peer: bytes, message) -> None:
         try:
@@ -194,6 +191,8 @@ class InferenceServer:
                 self.server.reply(peer, message.id, 'synced', dict(ref=message.body['ref'], version=int(version)))
             elif message.kind == 'forward':
                 self._take_forward(peer, message)
+            elif message.kind == 'forward_wave':
+                self._take_wave(peer, message)
             else:
                 raise MessageError('schema', f'{message.kind!r} is not a request a forward-pass worker serves')
         except MessageError as err:
@@ -203,23 +202,53 @@ class InferenceServer:
 
     def _take_forward(self, peer: bytes, message) -> None:
         body, arrays = message.body, message.arrays
-        obs, rows = arrays['obs'], body['rows']
-        if obs.shape != (rows, *self.observation_shape) or obs.dtype.kind not in 'fiub':
-            raise MessageError('schema', f'forward: obs must be {rows} rows of shape {self.observation_shape}, '
-                                         f'got {obs.dtype}{list(obs.shape)}')
-        parts = [arrays[n] for n in STATE_NAMES if n in arrays]
-        if [n for n in STATE_NAMES if n in arrays] != list(STATE_NAMES[:len(parts)]) or any(
-                p.shape[:1] != (rows,) or p.dtype.kind != 'f' for p in parts):
-            raise MessageError('schema', f'forward: state arrays must be state_0.. with {rows} float rows each')
+        obs, state = self._rows(arrays, body['rows'], 'obs', STATE_NAMES)
         self.counters['requests'] += 1
         self.last_asked[peer] = time.monotonic()
-        self.batcher.add(Pending((peer, message.id), (body['ref'], body['version']), obs,
-                                 tuple(parts) if parts else None))
+        self.batcher.add(Pending((peer, message.id), (body['ref'], body['version']), obs, state))
+
+    def _take_wave(self, peer: bytes, message) -> None:
+        """A wave request: its segments go into the batch together, each with its network's key; the reply waits
+        for all of them (:meth:`run_batch`). Every segment is checked before any is taken."""
+        body, arrays = message.body, message.arrays
+        refs, versions, rows = body['refs'], body['versions'], body['rows']
+        if not len(refs) == len(versions) == len(rows):
+            raise MessageError('schema', f'forward_wave: refs, versions and rows must be as long as each other, got '
+                                         f'{len(refs)}, {len(versions)} and {len(rows)}')
+        if any(name not in WAVE_NAMES[len(refs)] for name in arrays):
+            raise MessageError('schema', f'forward_wave: arrays {sorted(set(arrays) - WAVE_NAMES[len(refs)])} '
+                                         f'belong to no segment of {len(refs)}')
+        wave = Wave(peer, message.id, len(refs))
+        segments = []
+        for s, (ref, version, n) in enumerate(zip(refs, versions, rows)):
+            obs, state = self._rows(arrays, n, segment_obs(s), tuple(segment_array(p, s) for p in STATE_NAMES))
+            segments.append(Pending((peer, message.id), (ref, version), obs, state, wave=wave, segment=s))
+        self.counters['requests'] += 1
+        self.last_asked[peer] = time.monotonic()
+        self.batcher.add(*segments)
+
+    def _rows(self, arrays, rows: int, obs_name: str, state_names) -> tuple:
+        """``(obs, state)`` of one request or segment, checked: ``rows`` observations of this run's shape, and
+        recurrent state arrays named in order, each with ``rows`` float rows."""
+        if obs_name not in arrays:
+            raise MessageError('schema', f'forward: missing array {obs_name!r}')
+        obs = arrays[obs_name]
+        if obs.shape != (rows, *self.observation_shape) or obs.dtype.kind not in 'fiub':
+            raise MessageError('schema', f'forward: {obs_name} must be {rows} rows of shape {self.observation_shape}, '
+                                         f'got {obs.dtype}{list(obs.shape)}')
+        names = [n for n in state_names if n in arrays]
+        parts = [arrays[n] for n in names]
+        if names != list(state_names[:len(parts)]) or any(p.shape[:1] != (rows,) or p.dtype.kind != 'f' for p in parts):
+            raise MessageError('schema', f'forward: state arrays must be {state_names[0]}.. with {rows} float rows '
+                                         f'each')
+        return obs, tuple(parts) if parts else None
 
     def run_batch(self) -> None:
-        """One forward pass per network over the pending requests, each answered with its rows."""
+        """One forward pass per network over the pending requests, each answered with its rows (a wave request
+        once, when all its segments are done: they are all in this batch)."""
         self.counters['batches'] += 1
         started = time.monotonic()
+        waves: Dict[int, Wave] = {}
         for group in self.batcher.take():
             self.seconds['batching_delay_seconds'] += sum(started - r.arrived for r in group)
             ref, version = group[0].key
@@ -233,20 +262,38 @@ class InferenceServer:
                 self.seconds['forward_seconds'] += time.monotonic() - began
             except VersionGone as err:
                 self.counters['version_gone'] += len(group)
-                self._fail(group, MessageError('version', str(err)))
+                self._fail(group, MessageError('version', str(err)), waves)
                 continue
             except (MessageError, ValueError, RuntimeError) as err:  # rows the network cannot take: theirs to hear
                 self.counters['malformed'] += len(group)
-                self._fail(group, err if isinstance(err, MessageError) else MessageError('schema', str(err)))
+                self._fail(group, err if isinstance(err, MessageError) else MessageError('schema', str(err)), waves)
                 continue
             self.counters['forward_passes'] += 1
             self.counters['rows'] += len(obs)
             for request, part in zip(group, split_out(out, group)):
-                self.server.reply(*request.reply_to, 'forwarded', dict(version=int(version)), _arrays(part))
+                if request.wave is None:
+                    self.server.reply(*request.reply_to, 'forwarded', dict(version=int(version)), _arrays(part))
+                else:
+                    request.wave.outs[request.segment] = (int(version), part)
+                    waves[id(request.wave)] = request.wave
+        for wave in waves.values():
+            if wave.error is not None:
+                self.server.reply(wave.peer, wave.message_id, 'error', dict(error=str(wave.error),
+                                                                            reason=wave.error.reason))
+                continue
+            arrays: Dict[str, np.ndarray] = {}
+            for s, (_, part) in enumerate(wave.outs):
+                arrays.update({segment_array(name, s): a for name, a in _arrays(part).items()})
+            self.server.reply(wave.peer, wave.message_id, 'forwarded_wave',
+                              dict(versions=[version for version, _ in wave.outs]), arrays)
 
-    def _fail(self, group: List[Pending], err: MessageError) -> None:
+    def _fail(self, group: List[Pending], err: MessageError, waves: Dict[int, 'Wave']) -> None:
         for request in group:
-            self.server.reply(*request.reply_to, 'error', dict(error=str(err), reason=err.reason))
+            if request.wave is None:
+                self.server.reply(*request.reply_to, 'error', dict(error=str(err), reason=err.reason))
+            else:  # the whole wave is refused (its client acts again for all of it)
+                request.wave.error = request.wave.error or err
+                waves[id(request.wave)] = request.wave
 
     def stats(self) -> Dict[str, float]:
         rejected = sum(self.server.rejected.counts.values())
