@@ -87,7 +87,7 @@ def base_config() -> dict:
                                inference=dict(num_cpus=1.0, num_gpus=0.0, resources={})),  # per role; resources: custom
             chunk_len=None,  # env steps per chunk and env (None: policy.collect.n_steps)
             publish_every=1,  # a learner publishes its parameters every this many updates
-            max_chunks_ahead=None,  # chunks a player's learner may have waiting before collectors wait (None: collectors)
+            max_chunks_ahead=None,  # chunks a player's learner may have waiting before collectors wait (None: one per collector, at least 2 with forward-pass workers)
             max_staleness=8,  # chunks made by parameters this many versions old are dropped (None: keep all)
             target_sample_reuse=0.0,  # re-train recent chunks while waiting for data, up to this reuse (0: off)
             replay_chunks=4,  # recent chunks kept for that

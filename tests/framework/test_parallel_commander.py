@@ -369,3 +369,19 @@ def test_bad_parallel_settings_name_the_key(tmp_path, parallel, match):
     from sparring.config.schema import ConfigError
     with pytest.raises(ConfigError, match=match):
         compile_config(dict(env=dict(type='zero_sum_2x2'), parallel=parallel), save=False)
+
+
+def test_a_lone_collector_with_a_forward_pass_worker_may_run_two_chunks_ahead(tmp_path):
+    """Its actions come from another process: with one chunk ahead it would take turns with its learner."""
+    from easydict import EasyDict
+
+    from sparring.framework.collect_tasks import CollectTasks
+    coordinator = EasyDict(player_ids=['p'])
+
+    def par(workers, collectors=1, ahead=None):
+        return EasyDict(learner_replicas=1, collectors=collectors, max_chunks_ahead=ahead,
+                        inference=dict(workers=workers))
+    assert CollectTasks(coordinator, par(0), 4).max_ahead == 1
+    assert CollectTasks(coordinator, par(1), 4).max_ahead == 2
+    assert CollectTasks(coordinator, par(1, collectors=3), 4).max_ahead == 3
+    assert CollectTasks(coordinator, par(1, ahead=1), 4).max_ahead == 1  # a value the user set is kept
