@@ -161,6 +161,10 @@ class Arena:
             home['search_policy'][h_rows, h_seats] = search_policy
             home['search_value'] = np.zeros((B, 2), dtype=np.float32)
             home['search_value'][h_rows, h_seats] = search_value
+            if getattr(self.search, 'labels_values', False):  # the solver's outcome near the end, where it labels
+                home['value_target'], home['value_labelled'] = np.zeros((B, 2), np.float32), np.zeros((B, 2), bool)
+                (home['value_target'][h_rows, h_seats],
+                 home['value_labelled'][h_rows, h_seats]) = self.search.exact_values(home_obs, home_mask)
         # Other opponents: one batched call per distinct opponent, only where it is to move (a
         # recurrent one everywhere it plays, to keep its state in step with the game).
         opp_seats = 1 - seats
