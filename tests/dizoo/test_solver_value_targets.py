@@ -18,6 +18,7 @@ from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.evaluation import GameEvaluation
 from sparring.worker.run_kind import LeagueKind
+from tests.configs import fast_parallel, tiny_league_config
 from tests.dizoo.test_perfect_solver import brute_force_move_scores
 
 pytest.importorskip('numba', reason='the solver needs the "perfect" extra (numba)')
@@ -148,3 +149,21 @@ def test_expert_iteration_with_random_openings_is_seeded_and_evaluates_from_the_
     eval_env = evaluation.battle.make_env()
     eval_env.reset(seed=0)
     assert cfg.env.random_opening_plies == [0, 30] and (eval_env.stones == 0).all()
+
+
+@pytest.mark.parametrize('mode', ['serial', 'parallel'])
+@pytest.mark.slow
+def test_a_league_learns_from_solver_labels_in_both_modes(tmp_path, mode):
+    # The labels travel with the chunk, over the wire too (the learner refuses a chunk with NaN: unlabelled is 0).
+    from sparring.framework import parallel_pipeline, serial_pipeline
+    from sparring.framework.player_loader import load_player
+    config = tiny_league_config(
+        tmp_path / mode, env=dict(type='connect_four', random_opening_plies=[26, 30]),
+        policy=dict(model=dict(type='cnn', conv_layers=[[8, 4, 1]], hidden_size=16),
+                    learn=dict(objective='search', gamma=1.0, gae_lambda=1.0)),
+        league=dict(players=dict(naive_sp=dict(branch_probs=dict(sp=1.0)))),
+        battle=dict(collect_search=dict(num_simulations=4, exact_value_empty_cells=16), eval_opponents=['bot:random']),
+        parallel=fast_parallel())
+    summary = (serial_pipeline if mode == 'serial' else parallel_pipeline)(config, seed=0)
+    assert summary['env_steps'] >= 256
+    assert load_player(config['exp_name']).version >= 2
