@@ -182,6 +182,10 @@ class Arena:
             home['search_policy'][h_rows, h_seats] = search_policy
             home['search_value'] = np.zeros((B, 2), dtype=np.float32)
             home['search_value'][h_rows, h_seats] = search_value
+            if getattr(self.search, 'labels_values', False):  # the solver's outcome near the end, where it labels
+                home['value_target'], home['value_labelled'] = np.zeros((B, 2), np.float32), np.zeros((B, 2), bool)
+                (home['value_target'][h_rows, h_seats],
+                 home['value_labelled'][h_rows, h_seats]) = self.search.exact_values(home_obs, home_mask)
         for (policy, idx), o in zip(groups, opponent_outs):
             state = self.opponent_states[id(policy)][1] if id(policy) in self.opponent_states else None
             put_rows(state, idx, self.from_rows(o.state))

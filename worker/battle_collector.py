@@ -83,6 +83,8 @@ class BattleCollector(CollectorCounters):
         if arena.search is not None:
             buf['search_policy'] = np.empty((*shape2, buf['action_mask'].shape[-1]), dtype=np.float32)
             buf['search_value'] = np.empty(shape2, dtype=np.float32)
+            if getattr(arena.search, 'labels_values', False):  # exact value targets near the end, where labelled
+                buf['value_target'], buf['value_labelled'] = np.empty(shape2, np.float32), np.empty(shape2, bool)
         bootstrap = np.zeros(shape2, dtype=np.float32)
         results = []
         version = self.policy.version
@@ -104,6 +106,8 @@ class BattleCollector(CollectorCounters):
             if 'search_policy' in buf:
                 buf['search_policy'][t] = home['search_policy']
                 buf['search_value'][t] = home['search_value']
+            if 'value_target' in buf:
+                buf['value_target'][t], buf['value_labelled'][t] = home['value_target'], home['value_labelled']
             buf['value_mask'][t] = learnable
             if 'opponent' in buf:
                 per_slot = (B,) + (1,) * (len(shape2) - 2)

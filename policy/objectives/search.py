@@ -6,7 +6,9 @@ for the player to move (``search_value``). The policy's loss is the cross-entrop
 policy (:func:`sparring.policy.functional.search_target_loss`); the value's target is the game's result
 (``gamma = gae_lambda = 1``), or with ``search_value_weight`` = w the blend ``(1 - w) * result + w *
 search value`` where the player moved: the search's judgement is less noisy than one game's ending
-(Oracle's study of AlphaZero on connect four averaged the two).
+(Oracle's study of AlphaZero on connect four averaged the two). Where the chunk carries a ``value_target``
+(the solver's exact outcome near the end: ``battle.collect_search.exact_value_empty_cells``), that is the
+target where the player moved and ``value_labelled`` says the solver labelled the position.
 
 ``search_window`` = N trains each update on the last N chunks together, as AlphaZero trains on a
 window of recent games: a search's targets stay valid for older positions, where a policy-gradient
@@ -68,13 +70,18 @@ class SearchObjective(Objective):
             raise ValueError('PPO.learn: objective \'search\' trains towards the chunk\'s search_policy, which it '
                              'lacks; collect with battle.collect_search')
         weight = self.search_value_weight
-        if not weight:
-            return returns
-        if 'search_value' not in chunk:
-            raise ValueError('PPO.learn: search_value_weight blends the chunk\'s search_value into the value '
-                             'target, which it lacks; collect with battle.collect_search')
         moved = chunk['train_mask']  # a seat not to move was not searched: its target stays the result
-        return np.where(moved, (1.0 - weight) * returns + weight * chunk['search_value'], returns)
+        if weight:
+            if 'search_value' not in chunk:
+                raise ValueError('PPO.learn: search_value_weight blends the chunk\'s search_value into the value '
+                                 'target, which it lacks; collect with battle.collect_search')
+            returns = np.where(moved, (1.0 - weight) * returns + weight * chunk['search_value'], returns)
+        if 'value_target' in chunk:  # exact values where the collector could label the position
+            if 'value_labelled' not in chunk:
+                raise ValueError('PPO.learn: the chunk\'s value_target comes without value_labelled, the steps it '
+                                 'holds a target for; collect with battle.collect_search')
+            returns = np.where(moved & chunk['value_labelled'], chunk['value_target'], returns)
+        return returns
 
     def training_batch(self, fresh: TrainBatch) -> TrainBatch:
         """The window's chunks, then this one."""
