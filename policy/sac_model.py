@@ -91,14 +91,18 @@ class EnsembleMLP(nn.Module):
             bound = 1.0 / math.sqrt(fan_in)
             self.weights.append(nn.Parameter(torch.empty(members, fan_in, fan_out).uniform_(-bound, bound)))
             self.biases.append(nn.Parameter(torch.empty(members, 1, fan_out).uniform_(-bound, bound)))
+        # The same parameters as a plain list of (weight, bias): a ParameterList's indexing and iteration run
+        # through Python bookkeeping, ~27 times per SAC step. Device moves and state-dict loads change the
+        # parameters' data in place, and a deep copy copies this list with the parameters it refers to.
+        self.layers: List[Tuple[nn.Parameter, nn.Parameter]] = list(zip(self.weights, self.biases))
         self.activation = INPLACE_ACTIVATIONS[activation]
 
     def forward(self, x: torch.Tensor, detached: bool = False, saved: Optional[List[torch.Tensor]] = None) -> torch.Tensor:
         """``saved``: a list that receives each layer's input, for ``backward``."""
         if x.dim() == 2:
             x = x.unsqueeze(0).expand(self.members, *x.shape)
-        last = len(self.weights) - 1
-        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+        last = len(self.layers) - 1
+        for i, (w, b) in enumerate(self.layers):
             if detached:
                 w, b = w.detach(), b.detach()
             if saved is not None:
@@ -119,15 +123,15 @@ class EnsembleMLP(nn.Module):
         ``.grad`` (if ``weights``) and return the gradient of the input's ``input_columns`` summed over the members
         (None without them). The input is the 2-D one ``forward`` expanded over the members."""
         act_backward = HAND_BACKWARD[activation]
-        last = len(self.weights) - 1
+        last = len(self.layers) - 1
         for i in range(last, -1, -1):
-            w, x = self.weights[i], saved[i]
+            (w, b), x = self.layers[i], saved[i]
             if weights:
                 if i == last and w.shape[-1] == 1:  # forward's product and sum
                     w.grad = (x * grad).sum(1, keepdim=True).transpose(1, 2)
                 else:
                     w.grad = torch.bmm(x.transpose(1, 2), grad)
-                self.biases[i].grad = grad.sum(1, keepdim=True)
+                b.grad = grad.sum(1, keepdim=True)
             if i:
                 down = grad * w.transpose(1, 2) if i == last and w.shape[-1] == 1 else torch.bmm(grad, w.transpose(1, 2))
                 grad = act_backward(down, x)
@@ -172,10 +176,7 @@ class SACModel(nn.Module):
             self.critics = EnsembleMLP(cfg['num_critics'], obs_dim, sizes, self.action_dim, cfg['activation'])
         else:
             raise TypeError(f'sac_mlp model: unsupported action space {action_space}; expected Box or Discrete')
-
-    @property
-    def actor_layers(self) -> List[nn.Linear]:
-        return [layer for layer in self.actor if isinstance(layer, nn.Linear)]
+        self.actor_layers: List[nn.Linear] = [layer for layer in self.actor if isinstance(layer, nn.Linear)]
 
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
         return encode_observation(obs, self.observation_space)

@@ -76,3 +76,19 @@ def test_a_learning_step_by_hand_matches_autograds_step():
         policy.learn(chunk)
     for (name, a), b in zip(by_hand.net.state_dict().items(), by_autograd.net.state_dict().values()):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_the_layer_lists_follow_the_parameters_through_a_copy_a_load_and_a_move():
+    policy = _policy()
+    critics, targets = policy.model.critics, policy.target_critics
+    for module in (critics, targets):
+        assert all(w is mw and b is mb for (w, b), mw, mb in zip(module.layers, module.weights, module.biases))
+    assert targets.layers[0][0] is not critics.layers[0][0]
+    fresh = _policy()
+    with torch.no_grad():
+        for p in fresh.net.parameters():
+            p.add_(1.0)
+    policy.load_state_dict(fresh.state_dict())
+    policy.to_device(torch.device('cpu'))
+    assert torch.equal(critics.layers[1][0], fresh.model.critics.weights[1])
+    assert torch.equal(policy.model.actor_layers[0].weight, fresh.model.actor[0].weight)
