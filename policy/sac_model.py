@@ -102,9 +102,8 @@ class EnsembleMLP(nn.Module):
         if x.dim() == 2:
             x = x.unsqueeze(0).expand(self.members, *x.shape)
         last = len(self.layers) - 1
-        for i, (w, b) in enumerate(self.layers):
-            if detached:
-                w, b = w.detach(), b.detach()
+        for i, (weight, bias) in enumerate(self.layers):
+            w, b = (weight.detach(), bias.detach()) if detached else (weight, bias)
             if saved is not None:
                 saved.append(x)
             if i < last:
