@@ -357,12 +357,19 @@ class SACPolicy(Policy):
                                      self.log_alpha, target_entropy.to(features.device), self.target_critics)
         if terms.loss.requires_grad:  # autograd's terms (the hand-written ones have their gradients already)
             terms.loss.backward()
-        # A loss or gradient that is not finite: the optimiser skips the step (read as a flag, no host sync).
+        # A loss or gradient that is not finite skips the step.
         found_inf = (~torch.isfinite(terms.loss)).float()
         grads = [p.grad for p in params if p.grad is not None]
         torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, self._skipped.new_ones(()))
-        self.optimizer.found_inf = found_inf  # type: ignore[attr-defined]  # read by Adam.step (GradScaler's hook)
-        self.optimizer.step()
+        if found_inf.device.type == 'cpu':
+            # On the host the flag reads for free, and a step without it takes fused Adam's plain path (with
+            # it, torch's CPU kernel reads it back and corrects the step count once per parameter tensor).
+            self.optimizer.found_inf = None  # type: ignore[attr-defined]
+            if not found_inf.item():
+                self.optimizer.step()
+        else:  # on an accelerator the optimiser reads the flag itself (GradScaler's hook): no host round trip
+            self.optimizer.found_inf = found_inf  # type: ignore[attr-defined]
+            self.optimizer.step()
         self._skipped += found_inf  # on the device: read once per chunk
         L.polyak_update(self.target_critics.parameters(), self.model.critics.parameters(), learn['tau'])
         self.gradient_steps += 1
