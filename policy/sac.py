@@ -10,10 +10,11 @@ prioritised, saved in checkpoints). Maths in :mod:`sparring.policy.sac_loss`, ne
 DQN's) and, once ``learn.learning_starts`` transitions are stored, takes ``learn.updates_per_chunk``
 gradient steps (None: one per transition pushed, the SAC paper's replay ratio). The steps are batched
 for speed: every step's batch is drawn at once and moved to the device once, the three losses share
-one backward pass and one (fused, where torch has it) Adam step, the finite guard is a flag the
-optimiser reads instead of a host sync, and the figures are read back once per chunk. As in the
-reference implementation, actor, critics and temperature are updated together from the same
-parameters.
+one backward pass (written by hand for Box actions, :mod:`sparring.policy.sac_grad`) and one (fused,
+where torch has it) Adam step, the finite guard is a flag the optimiser reads instead of a host sync
+(on the CPU, where a read is free, it skips the optimiser instead), and the figures are read back once
+per chunk. As in the reference implementation, actor, critics and temperature are updated together
+from the same parameters.
 
 What acts (``get_params``: collectors, league snapshots and resets, exports) is the actor and the
 observation normaliser; the critics, their targets, the temperature and the replay buffer stay with
