@@ -16,6 +16,9 @@ the machine's load falls on both alike, and the load average is stored with ever
 
     .venv/bin/python benchmarks/sac_vs_sb3.py [--seeds 100 101 102] [--steps 20000] [--stop-at-target]
 
+Each kind of run is stored under its own key (``--results-key``; by default ``pendulum_to_target``,
+``pendulum_20k``, ``hopper_100k``), so a run of one kind keeps the figures of the others.
+
 Hyperparameters are never tuned on the reported seeds (100-102); tune on 0-2. Writes
 ``benchmarks/results/sac_vs_sb3.json`` (through ``results_file``) with the CPU model and the load.
 """
@@ -55,6 +58,7 @@ class Curve:
 
     def __init__(self, stop_at_target: bool) -> None:
         self.points: list = []
+        self.train_seconds: list = []  # wall seconds at each evaluation, evaluations excluded
         self.stop_at_target = stop_at_target
         self.started, self.cpu_started = time.perf_counter(), time.process_time()
         self.eval_seconds = 0.0
@@ -62,17 +66,24 @@ class Curve:
     def add(self, env_steps: int, mean: float, eval_seconds: float) -> bool:
         """Record one evaluation; whether the run should stop now."""
         self.eval_seconds += eval_seconds
-        self.points.append((int(env_steps), float(mean), time.perf_counter() - self.started,
-                            time.process_time() - self.cpu_started))
+        wall = time.perf_counter() - self.started
+        self.points.append((int(env_steps), float(mean), wall, time.process_time() - self.cpu_started))
+        self.train_seconds.append(wall - self.eval_seconds)
         return self.stop_at_target and mean >= TARGET
 
     def result(self, env_steps: int) -> dict:
         reached = next((point for point in self.points if point[1] >= TARGET), None)
         seconds = time.perf_counter() - self.started
+        # The pace between the last two evaluations (training only): once learning has started it is the speed
+        # of the learning loop itself, without the faster steps before ``learning_starts``.
+        late = None
+        if len(self.points) >= 2:
+            late = (self.points[-1][0] - self.points[-2][0]) / max(self.train_seconds[-1] - self.train_seconds[-2], 1e-9)
         return dict(curve=self.points, final_eval=self.points[-1][1] if self.points else None, env_steps=env_steps,
                     target_env_steps=reached[0] if reached else None, target_seconds=reached[2] if reached else None,
                     target_cpu_seconds=reached[3] if reached else None, seconds=seconds,
-                    steps_per_second=env_steps / max(seconds - self.eval_seconds, 1e-9))
+                    steps_per_second=env_steps / max(seconds - self.eval_seconds, 1e-9),
+                    late_steps_per_second=late)
 
 
 def _evaluate(act, env_id: str, seed: int) -> float:
@@ -195,6 +206,11 @@ def _num(x) -> str:
     return '-' if x is None else f'{x:.1f}'
 
 
+def _median_or_none(values: list):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
 def summary(per_seed: dict) -> dict:
     inf = float('inf')
 
@@ -205,7 +221,8 @@ def summary(per_seed: dict) -> dict:
                     median_target_seconds=statistics.median(r['target_seconds'] or inf for r in runs),
                     median_target_cpu_seconds=statistics.median(r.get('target_cpu_seconds') or inf for r in runs),
                     median_final_eval=statistics.median(r['final_eval'] for r in runs),
-                    median_steps_per_second=statistics.median(r['steps_per_second'] for r in runs))
+                    median_steps_per_second=statistics.median(r['steps_per_second'] for r in runs),
+                    median_late_steps_per_second=_median_or_none([r.get('late_steps_per_second') for r in runs]))
     ours, theirs = figures('sparring'), figures('sb3')
     def ratio_of(key):
         return ours[key] / theirs[key] if theirs[key] not in (0, inf) else None
@@ -227,6 +244,11 @@ def main() -> None:
     parser.add_argument('--mujoco-steps', type=int, default=100_000)
     parser.add_argument('--mujoco-eval-every', type=int, default=20_000)
     parser.add_argument('--workdir', default='/tmp/sparring_sac_vs_sb3')
+    parser.add_argument('--results-key', default=None,
+                        help='the key this run is stored under in results/sac_vs_sb3.json (default: '
+                             "'pendulum_to_target' with --stop-at-target, else 'pendulum_<steps/1000>k'; "
+                             "runs of another kind keep their keys)")
+    parser.add_argument('--no-pendulum', action='store_true', help='skip Pendulum (with --mujoco: Hopper only)')
     parser.add_argument('--child', nargs=7, metavar=('LIB', 'TASK', 'SEED', 'STEPS', 'EVAL_EVERY', 'STOP', 'DIR'))
     args = parser.parse_args()
     if args.child:
@@ -237,14 +259,26 @@ def main() -> None:
     from results_file import cpu_model, merge_results
     started, load_start = time.time(), load()
     results = dict(cpu=cpu_model(), cores=os.cpu_count(), torch_threads=1, load_start=load_start,
-                   seeds=args.seeds, steps=args.steps, eval_every=args.eval_every, stop_at_target=args.stop_at_target,
-                   sb3_pendulum=SB3_PENDULUM, pendulum=side_by_side('pendulum', args, args.workdir))
+                   seeds=args.seeds, steps=args.steps, eval_every=args.eval_every, stop_at_target=args.stop_at_target)
+    if not args.no_pendulum:
+        results.update(sb3_pendulum=SB3_PENDULUM, pendulum=side_by_side('pendulum', args, args.workdir))
     if args.mujoco:
         results.update(sb3_hopper=SB3_HOPPER, mujoco_steps=args.mujoco_steps,
-                       hopper=side_by_side('hopper', args, args.workdir))
+                       mujoco_eval_every=args.mujoco_eval_every, hopper=side_by_side('hopper', args, args.workdir))
     results.update(load_end=load(), wall_seconds=time.time() - started)
-    print(json.dumps({k: v for k, v in results['pendulum'].items() if k != 'per_seed'}, indent=2))
-    merge_results('sac_vs_sb3', dict(sac_vs_sb3=results))
+    for task in ('pendulum', 'hopper'):
+        if task in results:
+            print(json.dumps({k: v for k, v in results[task].items() if k != 'per_seed'}, indent=2))
+    merge_results('sac_vs_sb3', {results_key(args): results})
+
+
+def results_key(args) -> str:
+    """One key per kind of run, so that a run of one kind never overwrites another's figures."""
+    if args.results_key:
+        return args.results_key
+    if args.no_pendulum:
+        return f'hopper_{args.mujoco_steps // 1000}k'
+    return 'pendulum_to_target' if args.stop_at_target else f'pendulum_{args.steps // 1000}k'
 
 
 if __name__ == '__main__':

@@ -10,10 +10,11 @@ prioritised, saved in checkpoints). Maths in :mod:`sparring.policy.sac_loss`, ne
 DQN's) and, once ``learn.learning_starts`` transitions are stored, takes ``learn.updates_per_chunk``
 gradient steps (None: one per transition pushed, the SAC paper's replay ratio). The steps are batched
 for speed: every step's batch is drawn at once and moved to the device once, the three losses share
-one backward pass and one (fused, where torch has it) Adam step, the finite guard is a flag the
-optimiser reads instead of a host sync, and the figures are read back once per chunk. As in the
-reference implementation, actor, critics and temperature are updated together from the same
-parameters.
+one backward pass (written by hand for Box actions, :mod:`sparring.policy.sac_grad`) and one (fused,
+where torch has it) Adam step, the finite guard is a flag the optimiser reads instead of a host sync
+(on the CPU, where a read is free, it skips the optimiser instead), and the figures are read back once
+per chunk. As in the reference implementation, actor, critics and temperature are updated together
+from the same parameters.
 
 What acts (``get_params``: collectors, league snapshots and resets, exports) is the actor and the
 observation normaliser; the critics, their targets, the temperature and the replay buffer stay with
@@ -34,6 +35,7 @@ from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.config.schema import ConfigError, in_range
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
+from sparring.policy import sac_grad as G
 from sparring.policy import sac_loss as L
 from sparring.policy.base import ActOutput, Policy
 from sparring.policy.device import Placement, acting_device, check_device_spec
@@ -176,6 +178,7 @@ class SACPolicy(Policy):
         self.beta_schedule = F.LinearSchedule(cfg['replay']['beta_start'], cfg['replay']['beta_end'])
         self.optimizer = self._make_optimizer()
         self.gradient_steps = 0
+        self._hand_gradients = G.supports(model)
         self.agent_steps = 0  # decisions of this policy that reached ``learn``
         self._skipped = torch.zeros(())  # steps refused because a loss or gradient was not finite
         self.to_device(acting_device(cfg))  # the replay buffer stays in host memory; sampled batches move
@@ -335,29 +338,39 @@ class SACPolicy(Policy):
     def _step(self, batch: Dict[str, torch.Tensor], weights: Optional[torch.Tensor]):
         learn = self.cfg['learn']
         features, next_features = self.net.features(batch['obs']), self.net.features(batch['next_obs'])
+        params = self.optimizer.param_groups[0]['params']
+        for p in params:
+            p.grad = None
         if self.continuous:
             shape = (len(batch['ret']), self.model.action_dim)
             # Drawn from the policy's CPU generator: the same numbers on any device.
             noise, next_noise = (torch.randn(shape, generator=self.generator) for _ in range(2))
-            terms = L.continuous_terms(self.model, features, next_features, batch['action'], batch['ret'],
-                                       batch['discount'], weights, self.log_alpha, self.target_entropy,
-                                       self.target_critics, noise.to(features.device), next_noise.to(features.device))
+            # The same losses and gradients by hand where sac_grad covers the networks (a third of the step's time).
+            terms_of = G.continuous_step if self._hand_gradients else L.continuous_terms
+            terms = terms_of(self.model, features, next_features, batch['action'], batch['ret'], batch['discount'],
+                             weights, self.log_alpha, self.target_entropy, self.target_critics,
+                             noise.to(features.device), next_noise.to(features.device))
         else:
             mask = batch.get('mask')
             target_entropy = L.discrete_target_entropy(mask, self.model.action_dim, learn['target_entropy_ratio'])
             terms = L.discrete_terms(self.model, features, next_features, batch['action'], mask,
                                      batch.get('next_mask'), batch['ret'], batch['discount'], weights,
                                      self.log_alpha, target_entropy.to(features.device), self.target_critics)
-        params = self.optimizer.param_groups[0]['params']
-        for p in params:
-            p.grad = None
-        terms.loss.backward()
-        # A loss or gradient that is not finite: the optimiser skips the step (read as a flag, no host sync).
+        if terms.loss.requires_grad:  # autograd's terms (the hand-written ones have their gradients already)
+            terms.loss.backward()
+        # A loss or gradient that is not finite skips the step.
         found_inf = (~torch.isfinite(terms.loss)).float()
         grads = [p.grad for p in params if p.grad is not None]
         torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, self._skipped.new_ones(()))
-        self.optimizer.found_inf = found_inf  # type: ignore[attr-defined]  # read by Adam.step (GradScaler's hook)
-        self.optimizer.step()
+        if found_inf.device.type == 'cpu':
+            # On the host the flag reads for free, and a step without it takes fused Adam's plain path (with
+            # it, torch's CPU kernel reads it back and corrects the step count once per parameter tensor).
+            self.optimizer.found_inf = None  # type: ignore[attr-defined]
+            if not found_inf.item():
+                self.optimizer.step()
+        else:  # on an accelerator the optimiser reads the flag itself (GradScaler's hook): no host round trip
+            self.optimizer.found_inf = found_inf  # type: ignore[attr-defined]
+            self.optimizer.step()
         self._skipped += found_inf  # on the device: read once per chunk
         L.polyak_update(self.target_critics.parameters(), self.model.critics.parameters(), learn['tau'])
         self.gradient_steps += 1

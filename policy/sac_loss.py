@@ -62,7 +62,8 @@ class SACTerms(NamedTuple):
     stats: torch.Tensor  # the STEP_STATS, kept on the device until the update reads them all
 
 
-def _stats(critic, actor, alpha_loss, alpha, entropy, q) -> torch.Tensor:
+def step_stats(critic, actor, alpha_loss, alpha, entropy, q) -> torch.Tensor:
+    """The ``STEP_STATS`` of one step as one tensor."""
     return torch.stack([critic.detach(), actor.detach(), alpha_loss.detach(), alpha, entropy.detach().mean(),
                         q.detach().mean()])
 
@@ -84,7 +85,7 @@ def continuous_terms(model, features, next_features, action, ret, discount, weig
     a_loss = (alpha * log_prob - q_pi).mean()
     entropy = -log_prob
     t_loss = temperature_loss(log_alpha, entropy, target_entropy)
-    return SACTerms(c_loss + a_loss + t_loss, td_abs, _stats(c_loss, a_loss, t_loss, alpha, entropy, q))
+    return SACTerms(c_loss + a_loss + t_loss, td_abs, step_stats(c_loss, a_loss, t_loss, alpha, entropy, q))
 
 
 def masked_policy(logits: torch.Tensor, mask: Optional[torch.Tensor]):
@@ -115,7 +116,7 @@ def discrete_terms(model, features, next_features, action, mask, next_mask, ret,
     a_loss = -soft_state_value(probs, log_probs, q_pi, alpha).mean()
     entropy = -(probs * log_probs).sum(-1)
     t_loss = temperature_loss(log_alpha, entropy, target_entropy)
-    return SACTerms(c_loss + a_loss + t_loss, td_abs, _stats(c_loss, a_loss, t_loss, alpha, entropy, q))
+    return SACTerms(c_loss + a_loss + t_loss, td_abs, step_stats(c_loss, a_loss, t_loss, alpha, entropy, q))
 
 
 def discrete_target_entropy(mask: Optional[torch.Tensor], num_actions: int, ratio: float) -> torch.Tensor:
