@@ -55,6 +55,17 @@ CHUNKS_AHEAD = 2
 SECONDS_PER_SIZE = 0.5
 
 
+
+def _serving_only(policy):
+    """A network source for a forward-pass server that holds ``policy`` alone, at version 1, under every ref."""
+    class One:
+        def sync(self, ref):
+            return 1
+
+        def get(self, ref, version):
+            return policy
+    return One
+
 def _cnn_policy():
     from sparring.config import compile_config
     from sparring.config.registry import POLICY_REGISTRY
@@ -84,13 +95,7 @@ def rows_section() -> dict:
     from sparring.worker.remote.wire import Signer
     policy = _cnn_policy()
     policy.set_params(policy.get_params(), 1)
-
-    class One:
-        def sync(self, ref):
-            return 1
-
-        def get(self, ref, version):
-            return policy
+    One = _serving_only(policy)
 
     sys.setswitchinterval(SWITCH_SECONDS)  # as in a double-buffered collector: the client thread wakes at once
     context, security = zmq.Context(), Security(Signer(b'forward-pass-benchmark-secret'))
@@ -140,13 +145,7 @@ def _serve_in_process(mode: str, addresses, stop) -> None:
     torch.set_num_threads(1)
     policy = _cnn_policy()
     policy.set_params(policy.get_params(), 1)
-
-    class One:
-        def sync(self, ref):
-            return 1
-
-        def get(self, ref, version):
-            return policy
+    One = _serving_only(policy)
 
     context = zmq.Context()
     server = InferenceServer(context, _security(mode), '127.0.0.1', One(), 4096, 0.0, policy.observation_space.shape)

@@ -140,11 +140,16 @@ def test_remote_acting_gives_local_probabilities_values_and_the_same_draws(servi
         client.close()
 
 
+def _raw_client(context, server) -> RequestClient:
+    """A client that sends whatever a test writes, signed as a rollout worker's would be."""
+    return RequestClient(context, server.address, Security(SECRET, protocol=INFERENCE_PROTOCOL), 'x', timeout=5.0)
+
+
 def test_malformed_and_unknown_requests_are_dropped_counted_and_the_worker_goes_on(serving):
     context, start = serving
     _, policy = _policy(TICTACTOE)
     server = start(Networks(p=policy), policy.observation_space.shape)
-    raw = RequestClient(context, server.address, Security(SECRET, protocol=INFERENCE_PROTOCOL), 'x', timeout=5.0)
+    raw = _raw_client(context, server)
     obs, _ = _observations(policy, 3)
     try:
         with pytest.raises(MessageError, match='obs must be 3 rows'):  # rows that do not fit the network
@@ -359,7 +364,7 @@ def test_malformed_wave_requests_are_dropped_counted_and_the_worker_goes_on(serv
     context, start = serving
     _, policy = _policy(TICTACTOE)
     server = start(Networks(p=policy), policy.observation_space.shape)
-    raw = RequestClient(context, server.address, Security(SECRET, protocol=INFERENCE_PROTOCOL), 'x', timeout=5.0)
+    raw = _raw_client(context, server)
     obs, _ = _observations(policy, 3)
     try:
         with pytest.raises(MessageError, match='as long as each other'):
