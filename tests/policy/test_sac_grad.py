@@ -45,8 +45,11 @@ def test_hand_gradients_equal_autograds(activation, num_critics, auto_alpha, pri
     for p in params:
         p.grad = None
     hand = G.continuous_step(*inputs)
-    assert torch.equal(hand.loss, reference.loss.detach()) and torch.equal(hand.stats, reference.stats)
-    assert torch.equal(hand.td_abs, reference.td_abs)
+    # The same forward operations in the same order: equal bit for bit on the machines we ran; a tolerance of
+    # float32 rounding (1e-6 relative) so that another CPU's kernels choosing another summation order still pass.
+    torch.testing.assert_close(hand.loss, reference.loss.detach(), rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(hand.stats, reference.stats, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(hand.td_abs, reference.td_abs, rtol=1e-6, atol=1e-7)
     assert policy.log_alpha.requires_grad == auto_alpha
     for p, want in zip(params, expected):
         assert (p.grad is None) == (want is None)
