@@ -68,6 +68,8 @@ def main() -> None:
     parser.add_argument('--staleness', type=int, nargs='+', default=[0, 4, 8, 16])
     parser.add_argument('--env-steps', type=int, default=60_000)
     parser.add_argument('--eval-steps', type=int, default=1_000)
+    parser.add_argument('--results-key', default='cartpole',
+                        help='the key of benchmarks/results/vtrace_staleness.json the run is stored under')
     args = parser.parse_args()
     torch.set_num_threads(1)
     load_before = os.getloadavg()
@@ -88,9 +90,9 @@ def main() -> None:
             means[f'{arm}_k{k}'] = dict(mean=statistics.fmean(values) if values else None, sem=sem, n=len(values))
             print(f'staleness {k:>2} {arm:>6}: mean return {means[f"{arm}_k{k}"]["mean"]:.1f}'
                   + (f' +- {sem:.1f}' if sem is not None else ''))
-    merge_results('vtrace_staleness', dict(
-        cartpole=dict(runs=runs, means=means, env_steps=args.env_steps, seeds=args.seeds, cpu=cpu_model(),
-                      load_before=load_before, load_after=os.getloadavg(), torch=torch.__version__)))
+    merge_results('vtrace_staleness', {
+        args.results_key: dict(runs=runs, means=means, env_steps=args.env_steps, seeds=args.seeds, cpu=cpu_model(),
+                               load_before=load_before, load_after=os.getloadavg(), torch=torch.__version__)})
 
 
 if __name__ == '__main__':

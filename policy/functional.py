@@ -38,7 +38,7 @@ def gae(reward: np.ndarray, value: np.ndarray, next_value: np.ndarray, terminate
 
 def vtrace(reward: np.ndarray, value: np.ndarray, next_value: np.ndarray, terminated: np.ndarray,
            truncated: np.ndarray, log_ratio: np.ndarray, gamma: float, rho_bar: float = 1.0, c_bar: float = 1.0,
-           lam: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+           lam: float = 1.0, weight_advantages: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """V-trace (IMPALA, Espeholt et al. 2018) over a ``[T, B]`` chunk; returns (advantages, value targets).
 
     ``log_ratio`` is log pi(a|x) - log mu(a|x): the current policy's log-probability of each taken
@@ -46,7 +46,9 @@ def vtrace(reward: np.ndarray, value: np.ndarray, next_value: np.ndarray, termin
     ``rho = min(rho_bar, exp(log_ratio))`` and ``c = lam * min(c_bar, exp(log_ratio))`` the value
     targets follow the paper's recursion ``v_t - V(x_t) = rho_t * delta_t + gamma * c_t * (v_{t+1} - V(x_{t+1}))``
     with ``delta_t = r_t + gamma * V(x_{t+1}) - V(x_t)``, and the policy-gradient advantage is
-    ``rho_t * (r_t + gamma * v_{t+1} - V(x_t))``. Episode ends are treated as in :func:`gae`:
+    ``rho_t * (r_t + gamma * v_{t+1} - V(x_t))``; with ``weight_advantages=False`` it is returned without the
+    ``rho_t``, for an objective that applies its own importance ratio (PPO's clipped surrogate multiplies
+    by pi/mu already, so a second weight would count the same correction twice). Episode ends are treated as in :func:`gae`:
     ``next_value`` is bootstrapped where an episode was truncated, ignored where it terminated, and the
     recursion stops at both. On-policy (``log_ratio`` 0, ``rho_bar``, ``c_bar`` >= 1) with ``lam`` 1
     the advantages and targets equal GAE's with lambda 1.
@@ -69,7 +71,9 @@ def vtrace(reward: np.ndarray, value: np.ndarray, next_value: np.ndarray, termin
         after = rho[t] * delta[t] + gamma * c[t] * after
         correction[t] = after
     targets = value + correction
-    advantages = rho * (reward + gamma * next_target - value)
+    advantages = reward + gamma * next_target - value
+    if weight_advantages:
+        advantages = rho * advantages
     return advantages.astype(np.float32), targets.astype(np.float32)
 
 

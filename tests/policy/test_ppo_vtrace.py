@@ -46,12 +46,22 @@ def test_a_stale_chunk_is_reweighted_by_the_current_policy():
     stale = collector.collect().data
     for _ in range(3):  # the policy moves on: the stale chunk is three versions old
         policy.learn(collector.collect().data)
-    log_ratio, value, _ = policy._current_view(stale)
+    log_ratio, value, next_value = policy._current_view(stale)
     assert np.abs(log_ratio).max() > 1e-3 and np.abs(value - stale['value']).max() > 1e-3
     batch = policy._train_batch(stale)
     _, gae_returns = F.gae(stale['reward'], stale['value'], stale['next_value'], stale['terminated'],
                            stale['truncated'], gamma=0.99, lam=1.0)
     assert np.abs(batch.steps('ret').numpy() - gae_returns.reshape(-1)).max() > 1e-3
+    # The clipped surrogate's ratio against the recorded log-probabilities is the importance weight, so the
+    # advantages are V-trace's without rho (weighted, the correction would count twice).
+    learn = policy.cfg['learn']
+    kwargs = dict(gamma=learn['gamma'], rho_bar=learn['vtrace_rho_bar'], c_bar=learn['vtrace_c_bar'],
+                  lam=learn['gae_lambda'])
+    args = (stale['reward'], value, next_value, stale['terminated'], stale['truncated'], log_ratio)
+    unweighted, _ = F.vtrace(*args, weight_advantages=False, **kwargs)
+    weighted, _ = F.vtrace(*args, **kwargs)
+    np.testing.assert_allclose(batch.steps('adv').numpy(), unweighted.reshape(-1), rtol=1e-5, atol=1e-5)
+    assert np.abs(batch.steps('adv').numpy() - weighted.reshape(-1)).max() > 1e-3
     assert np.isfinite(policy.learn(stale)['policy_loss'])
 
 

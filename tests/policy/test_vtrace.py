@@ -45,6 +45,11 @@ def test_two_steps_worked_by_hand():
     adv, targets = vtrace(col(1, 0), col(0.5, 0.2), col(0.2, 1.0), no, no, col(math.log(2), math.log(0.5)), gamma=0.9)
     np.testing.assert_allclose(targets[:, 0], [1.495, 0.55], rtol=1e-6)
     np.testing.assert_allclose(adv[:, 0], [0.995, 0.35], rtol=1e-6)
+    # Unweighted (for an objective with its own ratio): the same targets, the advantages without rho.
+    unweighted, same_targets = vtrace(col(1, 0), col(0.5, 0.2), col(0.2, 1.0), no, no, col(math.log(2), math.log(0.5)),
+                                      gamma=0.9, weight_advantages=False)
+    np.testing.assert_allclose(same_targets, targets, rtol=1e-6)
+    np.testing.assert_allclose(unweighted[:, 0], [0.995, 0.7], rtol=1e-6)
 
 
 def test_a_terminal_step_ignores_its_next_value_and_cuts_the_trace():
