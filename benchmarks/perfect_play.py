@@ -82,6 +82,8 @@ def score(args) -> None:
         result[label] = dict(groups=groups, seconds=round(time.perf_counter() - started, 1))
         print(f'{args.player_ref} {label}: ' + ', '.join(f'{name} {g["error_rate"]:.1%} ({g["positions"]})'
                                                          for name, g in groups.items()), flush=True)
+        print('  of its errors, missed wins in one / missed blocks: '
+              + ', '.join(f'{name} {g["missed_wins"]}/{g["missed_blocks"]}' for name, g in groups.items()), flush=True)
     result['load_end'] = os.getloadavg()
     merge_results(args.results, {args.label or args.player_ref: result})
 
