@@ -8,11 +8,15 @@ N: its guided search) or a bot (``bot:<name>[?options]``) on every position and 
 whose outcome is worse than the best move's, per group, into ``benchmarks/results/perfect_play.json`` (or
 ``--results perfect_levers``: the training levers' probes of docs/guides/perfect-play.md).
 
+``label-cost`` measures what expert iteration's solver labels near the end cost (``battle.collect_search``'s
+``exact_value_empty_cells`` and ``exact_policy_empty_cells``): CPU ms per position of random play, by empty cells.
+
 Seed 1's set is for tuning; the reported figures come from seed 2's (:data:`REPORT_SET`), which no tuning saw.
 
     .venv/bin/python benchmarks/perfect_play.py generate --seed 2 --out benchmarks/data/connect_four_positions_2.npz
     .venv/bin/python benchmarks/perfect_play.py score RUN [--player ID] [--search 100] --positions FILE
     .venv/bin/python benchmarks/perfect_play.py score "bot:connect_four_mcts?num_simulations=100" --positions FILE
+    flock /tmp/sparring-bench.lock .venv/bin/python benchmarks/perfect_play.py label-cost --per 300
 """
 from __future__ import annotations
 
@@ -88,6 +92,43 @@ def score(args) -> None:
     merge_results(args.results, {args.label or args.player_ref: result})
 
 
+def label_cost(args) -> None:
+    """CPU ms per position of the solver's labels, value only and value with policy, by empty cells: positions of
+    random play, the solver's table kept between them as in the collector."""
+    from sparring.dizoo.board_games.bitboard import BoardGeometry
+    from sparring.dizoo.board_games.search_acting import SearchActing
+    from sparring.dizoo.board_games.solver.testset import random_position
+    g, rng = BoardGeometry(6, 7, 4, gravity=True), np.random.default_rng(args.seed)
+
+    def seat_view(empty: int, count: int):
+        positions = []
+        while len(positions) < count:
+            position = random_position(rng, g, g.num_cells - empty)
+            if position is not None:
+                positions.append(position)
+        stones = np.array(positions, np.uint64)
+        obs = np.zeros((count, 3, g.rows, g.cols), np.float32)
+        obs[:, :2], obs[:, 2] = g.planes(stones), 1.0
+        return obs, g.legal_mask(stones[:, 0] | stones[:, 1])
+
+    warm = seat_view(12, 4)  # the kernels compile on first use, outside the timings
+    for cfg in (dict(exact_value_empty_cells=42), dict(exact_policy_empty_cells=42)):
+        SearchActing(cfg, g).exact_labels(*warm)
+    print(f'load {os.getloadavg()[0]:.2f}, {cpu_model()}')
+    for empty in args.empty:
+        obs, mask = seat_view(empty, args.per)
+        row = [f'{empty:2d} empty cells']
+        for name, cfg in (('value', dict(exact_value_empty_cells=empty)),
+                          ('value+policy', dict(exact_value_empty_cells=empty, exact_policy_empty_cells=empty))):
+            acting = SearchActing(cfg, g)
+            started = time.process_time()
+            labels = acting.exact_labels(obs, mask)
+            ms = (time.process_time() - started) * 1000 / args.per
+            row.append(f'{name} {ms:.3f} ms/position ({labels["value_labelled"].mean():.0%} labelled)')
+        print(', '.join(row), flush=True)
+    print(f'load {os.getloadavg()[0]:.2f}')
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest='command', required=True)
@@ -110,8 +151,12 @@ def main() -> None:
     sc.add_argument('--label', default=None, help='the entry\'s name in the results (default: RUN)')
     sc.add_argument('--results', default='perfect_play',
                     help='the results file under benchmarks/results/, without .json (the levers\' probes: perfect_levers)')
+    cost = commands.add_parser('label-cost', help='the solver labels\' CPU ms per position, by empty cells')
+    cost.add_argument('--per', type=int, default=300, help='positions per number of empty cells')
+    cost.add_argument('--empty', type=int, nargs='*', default=[8, 12, 16, 18, 20, 22, 24, 28])
+    cost.add_argument('--seed', type=int, default=0)
     args = parser.parse_args()
-    generate(args) if args.command == 'generate' else score(args)
+    dict(generate=generate, score=score, label_cost=label_cost)[args.command.replace('-', '_')](args)
 
 
 if __name__ == '__main__':

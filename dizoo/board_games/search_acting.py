@@ -35,11 +35,12 @@ temperature, and it does not push down a slower win the network may find more re
 the same outcome no move is an error, and the search's visits (which still prefer the slower loss) stay the
 target. Both labels of a position come from one solve.
 
-Cost, one core's CPU time per position of random play (300 per size, the solver's table kept between them as in
-the collector; load 6): every move's score 0.06 ms with 8-12 empty cells, 0.12 with 16, 0.27 with 18, 0.55 with
-20, 1.8 with 22, 3.8 with 24, 16 with 28 (the value alone: about a third of that). A step of expert iteration's
-self-play costs some milliseconds per env step here, so N = 20 keeps labelling a small share of it; the
-middle-easy positions of the benchmark (14-27 empty cells) are reached only in part at that N.
+Cost, one core's CPU time per position of random play (``benchmarks/perfect_play.py label-cost``: 300 per size,
+the solver's table kept between them as in the collector; load 6.5): every move's score 0.12-0.16 ms with 8-16
+empty cells, 0.30 with 18, 0.64 with 20, 2.6 with 22, 4.3 with 24, 23 with 28 (the value alone: a third to a half
+of that). A step of expert iteration's self-play costs several milliseconds per env step here, so N = 20 keeps
+labelling a small share of it; the middle-easy positions of the benchmark (14-27 empty cells) are reached only
+in part at that N.
 """
 from __future__ import annotations
 
