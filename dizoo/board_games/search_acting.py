@@ -33,7 +33,11 @@ outcome-best moves, not a softmax over exact scores: it is what perfect play's v
 benchmark of docs/guides/perfect-play.md counts a move an error only when its outcome is worse), it needs no
 temperature, and it does not push down a slower win the network may find more reliably. Where every move has
 the same outcome no move is an error, and the search's visits (which still prefer the slower loss) stay the
-target. Both labels of a position come from one solve.
+target. With ``exact_policy_target='score'`` the best moves are those of the best exact score instead (the
+fastest win, the slowest loss), and a position is labelled wherever the scores differ: the network is then
+taught to take a win in one rather than any move that still wins, which is what it most often fails to do
+on positions of random play (docs/guides/perfect-play.md, "What the errors are"). Both labels of a position
+come from one solve.
 
 Cost, one core's CPU time per position of random play (``benchmarks/perfect_play.py label-cost``: 300 per size,
 the solver's table kept between them as in the collector; load 6.5): every move's score 0.12-0.16 ms with 8-16
@@ -49,7 +53,7 @@ from typing import Dict, Tuple
 import numpy as np
 
 from sparring.config.compile import merge_class_section
-from sparring.config.schema import ConfigError, in_range
+from sparring.config.schema import ConfigError, in_range, one_of
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.guided_search import LockstepPUCT, policy_evaluator
 from sparring.dizoo.board_games.solver import SearchBudgetExceeded, Solver, outcome
@@ -71,13 +75,15 @@ class SearchActing:
         return dict(num_simulations=50, c_puct=1.5, sample_moves=12, root_noise=0.25, noise_alpha=1.0,
                     random_moves=0.0,
                     exact_value_empty_cells=0,  # value targets: the solver's outcome where at most this many cells are empty (connect four; 0: the game's result everywhere)
-                    exact_policy_empty_cells=0,  # policy targets: the solver's outcome-best moves where at most this many cells are empty (connect four; 0: the search's visits everywhere)
+                    exact_policy_empty_cells=0,  # policy targets: the solver's best moves where at most this many cells are empty (connect four; 0: the search's visits everywhere)
+                    exact_policy_target='outcome',  # which moves are best there: 'outcome' (every move of the best outcome) or 'score' (the best exact score: the fastest win, the slowest loss)
                     )
 
     config_constraints = dict(num_simulations=in_range(1, None), c_puct=in_range(0.0, None, open_lo=True),
                               sample_moves=in_range(0, None), root_noise=in_range(0.0, 1.0),
                               noise_alpha=in_range(0.0, None, open_lo=True), random_moves=in_range(0.0, 1.0),
-                              exact_value_empty_cells=in_range(0, None), exact_policy_empty_cells=in_range(0, None))
+                              exact_value_empty_cells=in_range(0, None), exact_policy_empty_cells=in_range(0, None),
+                              exact_policy_target=one_of('outcome', 'score'))
 
     def __init__(self, cfg: dict, geometry: BoardGeometry, seed: int = 0) -> None:
         if not isinstance(cfg, dict):
@@ -115,12 +121,14 @@ class SearchActing:
         :attr:`label_columns`: ``value_target`` ``[n]``, the outcome for the player to move under perfect play
         (+1 / 0 / -1; 0 where not labelled), and ``value_labelled`` where at most ``exact_value_empty_cells`` cells
         are empty; ``policy_target`` ``[n, A]``, uniform over the legal moves of the best outcome (0 where not
-        labelled), and ``policy_labelled`` where at most ``exact_policy_empty_cells`` cells are empty and some
-        legal move's outcome is worse. A position the solver cannot prove within its node budget is not labelled
+        labelled; ``exact_policy_target='score'``: over the legal moves of the best exact score), and
+        ``policy_labelled`` where at most ``exact_policy_empty_cells`` cells are empty and some legal move is worse
+        by that measure. A position the solver cannot prove within its node budget is not labelled
         (the game's result and the search's visits stay its targets)."""
         obs, action_mask = np.asarray(obs), np.asarray(action_mask, bool)
         g, n = self.geometry, len(obs)
         value_cells, policy_cells = self.cfg['exact_value_empty_cells'], self.cfg['exact_policy_empty_cells']
+        by_score = self.cfg['exact_policy_target'] == 'score'
         labels = dict(value_target=np.zeros(n, np.float32), value_labelled=np.zeros(n, bool),
                       policy_target=np.zeros((n, g.num_actions), np.float32), policy_labelled=np.zeros(n, bool))
         empty = g.num_cells - obs[:, :2].sum(axis=(1, 2, 3))
@@ -128,13 +136,14 @@ class SearchActing:
         for row, own, opp in zip(rows, g.stones_from_plane(obs[rows, 0]), g.stones_from_plane(obs[rows, 1])):
             legal = action_mask[row]
             try:
-                if empty[row] <= policy_cells:  # every move's outcome; the position's is the best of them
-                    moves = outcome(self._solver.move_scores(own, opp))
-                    value = moves[legal].max()
-                    best = legal & (moves == value)
-                    if (moves[legal] < value).any():  # some move is an error: the solver has a move to teach
+                if empty[row] <= policy_cells:  # every move's score; the position's outcome is the best one's
+                    scores = self._solver.move_scores(own, opp)
+                    moves = scores if by_score else outcome(scores)
+                    best = legal & (moves == moves[legal].max())
+                    if not best[legal].all():  # the solver tells the moves apart: it has a move to teach
                         labels['policy_target'][row] = best / best.sum()
                         labels['policy_labelled'][row] = True
+                    value = outcome(scores[legal].max())
                 else:
                     value = outcome(self._solver.solve(own, opp))
             except SearchBudgetExceeded:

@@ -7,7 +7,6 @@ import sparring.dizoo  # noqa: F401  (registers the games and bots)
 from sparring.config.schema import ConfigError
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.search_acting import SearchActing
-from sparring.dizoo.board_games.solver import ILLEGAL
 from sparring.dizoo.board_games.solver.testset import random_position
 from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.env.battle import make_battle_env
@@ -55,13 +54,28 @@ def test_hand_worked_policy_labels():
     assert (target[2:] == 0).all()
 
 
-def test_policy_labels_equal_brute_force_on_random_end_positions():
+def test_by_score_the_fastest_win_is_taught_and_every_difference_labelled():
+    acting = SearchActing(dict(exact_policy_empty_cells=42, exact_policy_target='score'), C4)
+    obs, mask = _seat_view([_after('374757'), _after('334451'), _after('44556')])
+    target, labelled = exact_policies(acting, obs, mask)
+    # The wins in one (columns 2 and 6), not the slower win of column 7; where every move wins, the fastest
+    # wins are still taught; where every move loses with X's 4th stone, the scores tie: no label.
+    np.testing.assert_allclose(target[:2], [[0, 0.5, 0, 0, 0, 0.5, 0]] * 2, rtol=1e-6)
+    np.testing.assert_array_equal(labelled, [True, True, False])
+    with pytest.raises(ConfigError, match='exact_policy_target'):
+        SearchActing(dict(exact_policy_empty_cells=4, exact_policy_target='fastest'), C4)
+
+
+@pytest.mark.parametrize('by', ['outcome', 'score'])
+def test_policy_labels_equal_brute_force_on_random_end_positions(by):
     positions = _random_positions(seed=5, count=80, lo=33, hi=42)
     obs, mask = _seat_view(positions)
-    target, labelled = exact_policies(SearchActing(dict(exact_policy_empty_cells=9), C4), obs, mask)
+    target, labelled = exact_policies(SearchActing(dict(exact_policy_empty_cells=9, exact_policy_target=by), C4),
+                                      obs, mask)
     for i, (own, opp) in enumerate(positions):
-        outcomes = np.sign([s if s != ILLEGAL else -2 for s in brute_force_move_scores(own, opp, 7, 6)])
-        outcomes = np.where(mask[i], outcomes, -2)  # a full column: below any outcome
+        scores = np.array(brute_force_move_scores(own, opp, 7, 6))
+        outcomes = np.sign(scores) if by == 'outcome' else scores
+        outcomes = np.where(mask[i], outcomes, -1000)  # a full column: below any outcome or score
         best = outcomes == outcomes.max()
         assert labelled[i] == (outcomes[mask[i]] < outcomes.max()).any(), i
         expected = best / best.sum() if labelled[i] else np.zeros(7)
