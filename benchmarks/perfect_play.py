@@ -8,7 +8,8 @@ N: its guided search) or a bot (``bot:<name>[?options]``) on every position and 
 whose outcome is worse than the best move's, per group, into ``benchmarks/results/perfect_play.json`` (or
 ``--results perfect_levers``: the training levers' probes of docs/guides/perfect-play.md).
 
-``label-cost`` measures what expert iteration's solver labels near the end cost (``battle.collect_search``'s
+``take-wins`` shows whether a run's network has learnt what its search teaches where a win in one is on the
+board. ``label-cost`` measures what expert iteration's solver labels near the end cost (``battle.collect_search``'s
 ``exact_value_empty_cells`` and ``exact_policy_empty_cells``): CPU ms per position of random play, by empty cells.
 
 Seed 1's set is for tuning; the reported figures come from seed 2's (:data:`REPORT_SET`), which no tuning saw.
@@ -17,6 +18,7 @@ Seed 1's set is for tuning; the reported figures come from seed 2's (:data:`REPO
     .venv/bin/python benchmarks/perfect_play.py score RUN [--player ID] [--search 100] --positions FILE
     .venv/bin/python benchmarks/perfect_play.py score "bot:connect_four_mcts?num_simulations=100" --positions FILE
     flock /tmp/sparring-bench.lock .venv/bin/python benchmarks/perfect_play.py label-cost --per 300
+    .venv/bin/python benchmarks/perfect_play.py take-wins RUN --openings 0 40
 """
 from __future__ import annotations
 
@@ -129,6 +131,37 @@ def label_cost(args) -> None:
     print(f'load {os.getloadavg()[0]:.2f}')
 
 
+def take_wins(args) -> None:
+    """Whether a run's network has learnt what its search teaches where a win in one is on the board: training
+    starts of ``--openings lo hi`` random plies (the env's own generator, ``--seed``) that offer the mover a win
+    in one; the share of the search's visits (its policy target) and of the network's probability on the winning
+    moves, and how often the network ranks one first."""
+    from sparring.dizoo.board_games.board_game_env import ConnectFourEnv
+    from sparring.dizoo.board_games.search_acting import SearchActing
+    from sparring.framework.player_loader import TrainedRun
+    torch.set_num_threads(1)
+    run = TrainedRun(args.run)
+    policy = run.policy(args.player, seed=0)
+    env = ConnectFourEnv(dict(random_opening_plies=list(args.openings)), args.starts, seed=args.seed)
+    env.reset()
+    g, rows = env.geometry, np.arange(env.num_envs)
+    own, opp = env.stones[rows, env.mover], env.stones[rows, 1 - env.mover]
+    legal = g.legal_mask(own | opp)
+    wins = g.has_line(own[:, None] | g.move_bits((own | opp)[:, None], np.arange(g.cols)[None, :])) & legal
+    has = wins.any(axis=1)
+    obs = np.zeros((int(has.sum()), 3, g.rows, g.cols), np.float32)
+    obs[:, :2], obs[:, 2] = g.planes(np.stack([own[has], opp[has]], axis=1)), 1.0
+    search = dict(run.cfg.battle.collect_search or {})
+    search = {k: search[k] for k in ('num_simulations', 'c_puct', 'root_noise', 'noise_alpha') if k in search}
+    _, target, _ = SearchActing(search, g, seed=0).act(policy, obs, legal[has])
+    probs, _ = policy.probabilities_and_value(obs, action_mask=legal[has])
+    on_wins = lambda dist: (dist * wins[has]).sum(axis=1)  # noqa: E731
+    first = wins[has][np.arange(len(obs)), probs.argmax(axis=1)]
+    print(f'{args.run}: {len(obs)} of {args.starts} starts offer a win in one; the search\'s visits on the wins: '
+          f'mean {on_wins(target).mean():.2f}, median {np.median(on_wins(target)):.2f}; the network\'s probability: '
+          f'mean {on_wins(probs).mean():.2f}; a win ranked first: {first.mean():.0%}')
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest='command', required=True)
@@ -155,8 +188,15 @@ def main() -> None:
     cost.add_argument('--per', type=int, default=300, help='positions per number of empty cells')
     cost.add_argument('--empty', type=int, nargs='*', default=[8, 12, 16, 18, 20, 22, 24, 28])
     cost.add_argument('--seed', type=int, default=0)
+    wins = commands.add_parser('take-wins', help='a run\'s network and search on training starts with a win in one')
+    wins.add_argument('run', metavar='RUN')
+    wins.add_argument('--player', default=None, help='the run\'s player id (default: its first active player)')
+    wins.add_argument('--openings', type=int, nargs=2, default=[0, 40], metavar=('LO', 'HI'))
+    wins.add_argument('--starts', type=int, default=1500)
+    wins.add_argument('--seed', type=int, default=123)
     args = parser.parse_args()
-    dict(generate=generate, score=score, label_cost=label_cost)[args.command.replace('-', '_')](args)
+    commands_by_name = dict(generate=generate, score=score, label_cost=label_cost, take_wins=take_wins)
+    commands_by_name[args.command.replace('-', '_')](args)
 
 
 if __name__ == '__main__':
