@@ -160,7 +160,8 @@ def test_expert_iteration_with_random_openings_is_seeded_and_evaluates_from_the_
 @pytest.mark.parametrize('mode', ['serial', 'parallel'])
 @pytest.mark.slow
 def test_a_league_learns_from_solver_labels_in_both_modes(tmp_path, mode):
-    # The labels travel with the chunk, over the wire too (the learner refuses a chunk with NaN: unlabelled is 0).
+    # The labels (values and policies) travel with the chunk, over the wire too (the learner refuses a chunk with
+    # NaN: unlabelled is 0).
     from sparring.framework import parallel_pipeline, serial_pipeline
     from sparring.framework.player_loader import load_player
     config = tiny_league_config(
@@ -168,7 +169,8 @@ def test_a_league_learns_from_solver_labels_in_both_modes(tmp_path, mode):
         policy=dict(model=dict(type='cnn', conv_layers=[[8, 4, 1]], hidden_size=16),
                     learn=dict(objective='search', gamma=1.0, gae_lambda=1.0)),
         league=dict(players=dict(naive_sp=dict(branch_probs=dict(sp=1.0)))),
-        battle=dict(collect_search=dict(num_simulations=4, exact_value_empty_cells=16), eval_opponents=['bot:random']),
+        battle=dict(collect_search=dict(num_simulations=4, exact_value_empty_cells=16, exact_policy_empty_cells=16),
+                    eval_opponents=['bot:random']),
         parallel=fast_parallel())
     summary = (serial_pipeline if mode == 'serial' else parallel_pipeline)(config, seed=0)
     assert summary['env_steps'] >= 256
