@@ -8,11 +8,18 @@ N: its guided search) or a bot (``bot:<name>[?options]``) on every position and 
 whose outcome is worse than the best move's, per group, into ``benchmarks/results/perfect_play.json`` (or
 ``--results perfect_levers``: the training levers' probes of docs/guides/perfect-play.md).
 
+``take-wins`` shows whether a run's network has learnt what its search teaches where a win in one is on the
+board; ``fit-wins`` whether the CNN can learn that pattern when trained on nothing else. ``label-cost`` measures what expert iteration's solver labels near the end cost (``battle.collect_search``'s
+``exact_value_empty_cells`` and ``exact_policy_empty_cells``): CPU ms per position of random play, by empty cells.
+
 Seed 1's set is for tuning; the reported figures come from seed 2's (:data:`REPORT_SET`), which no tuning saw.
 
     .venv/bin/python benchmarks/perfect_play.py generate --seed 2 --out benchmarks/data/connect_four_positions_2.npz
     .venv/bin/python benchmarks/perfect_play.py score RUN [--player ID] [--search 100] --positions FILE
     .venv/bin/python benchmarks/perfect_play.py score "bot:connect_four_mcts?num_simulations=100" --positions FILE
+    flock /tmp/sparring-bench.lock .venv/bin/python benchmarks/perfect_play.py label-cost --per 300
+    .venv/bin/python benchmarks/perfect_play.py take-wins RUN --openings 0 40
+    .venv/bin/python benchmarks/perfect_play.py fit-wins
 """
 from __future__ import annotations
 
@@ -82,8 +89,136 @@ def score(args) -> None:
         result[label] = dict(groups=groups, seconds=round(time.perf_counter() - started, 1))
         print(f'{args.player_ref} {label}: ' + ', '.join(f'{name} {g["error_rate"]:.1%} ({g["positions"]})'
                                                          for name, g in groups.items()), flush=True)
+        print('  of its errors, missed wins in one / missed blocks: '
+              + ', '.join(f'{name} {g["missed_wins"]}/{g["missed_blocks"]}' for name, g in groups.items()), flush=True)
     result['load_end'] = os.getloadavg()
     merge_results(args.results, {args.label or args.player_ref: result})
+
+
+def label_cost(args) -> None:
+    """CPU ms per position of the solver's labels, value only and value with policy, by empty cells: positions of
+    random play, the solver's table kept between them as in the collector."""
+    from sparring.dizoo.board_games.bitboard import BoardGeometry
+    from sparring.dizoo.board_games.search_acting import SearchActing
+    from sparring.dizoo.board_games.solver.testset import random_position
+    g, rng = BoardGeometry(6, 7, 4, gravity=True), np.random.default_rng(args.seed)
+
+    def seat_view(empty: int, count: int):
+        positions = []
+        while len(positions) < count:
+            position = random_position(rng, g, g.num_cells - empty)
+            if position is not None:
+                positions.append(position)
+        stones = np.array(positions, np.uint64)
+        obs = np.zeros((count, 3, g.rows, g.cols), np.float32)
+        obs[:, :2], obs[:, 2] = g.planes(stones), 1.0
+        return obs, g.legal_mask(stones[:, 0] | stones[:, 1])
+
+    warm = seat_view(12, 4)  # the kernels compile on first use, outside the timings
+    for cfg in (dict(exact_value_empty_cells=42), dict(exact_policy_empty_cells=42)):
+        SearchActing(cfg, g).exact_labels(*warm)
+    print(f'load {os.getloadavg()[0]:.2f}, {cpu_model()}')
+    for empty in args.empty:
+        obs, mask = seat_view(empty, args.per)
+        row = [f'{empty:2d} empty cells']
+        for name, cfg in (('value', dict(exact_value_empty_cells=empty)),
+                          ('value+policy', dict(exact_value_empty_cells=empty, exact_policy_empty_cells=empty))):
+            acting = SearchActing(cfg, g)
+            started = time.process_time()
+            labels = acting.exact_labels(obs, mask)
+            ms = (time.process_time() - started) * 1000 / args.per
+            row.append(f'{name} {ms:.3f} ms/position ({labels["value_labelled"].mean():.0%} labelled)')
+        print(', '.join(row), flush=True)
+    print(f'load {os.getloadavg()[0]:.2f}')
+
+
+def _win_in_one_starts(count: int, openings, seed: int):
+    """Training starts of the env (``openings`` random plies) that offer the mover a win in one: observations, legal
+    moves, the winning moves."""
+    from sparring.dizoo.board_games.board_game_env import ConnectFourEnv
+    env = ConnectFourEnv(dict(random_opening_plies=list(openings)), count, seed=seed)
+    env.reset()
+    g, rows = env.geometry, np.arange(count)
+    own, opp = env.stones[rows, env.mover], env.stones[rows, 1 - env.mover]
+    legal = g.legal_mask(own | opp)
+    wins = g.has_line(own[:, None] | g.move_bits((own | opp)[:, None], np.arange(g.cols)[None, :])) & legal
+    has = wins.any(axis=1)
+    obs = np.zeros((int(has.sum()), 3, g.rows, g.cols), np.float32)
+    obs[:, :2], obs[:, 2] = g.planes(np.stack([own[has], opp[has]], axis=1)), 1.0
+    return obs, legal[has], wins[has]
+
+
+def fit_wins(args) -> None:
+    """Whether the ready config's CNN can learn to take a win in one when trained on nothing else: supervised
+    cross-entropy towards the winning moves of training starts with a win in one, then how often it takes one on
+    held-out starts and on the positions of ``--positions`` that offer one."""
+    import sparring.dizoo  # noqa: F401  (registers the game)
+    from sparring.config import compile_section
+    from sparring.config.registry import POLICY_REGISTRY
+    from sparring.dizoo.board_games.board_game_env import ConnectFourEnv
+    from sparring.dizoo.board_games.solver.testset import load, observations
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    obs, legal, wins = _win_in_one_starts(args.starts, args.openings, seed=1)
+    held_out = _win_in_one_starts(4000, args.openings, seed=2)
+    positions = load(args.positions)
+    set_obs, set_legal = observations(positions)
+    g = ConnectFourEnv({}, 1, seed=0).geometry
+    occupied = (positions.own | positions.opp)[:, None]
+    set_wins = g.has_line(positions.own[:, None] | g.move_bits(occupied, np.arange(g.cols)[None, :])) & set_legal
+    offer = set_wins.any(axis=1)
+    env = ConnectFourEnv({}, 1, seed=0)
+    cfg = compile_section('policy', dict(type='ppo', model=dict(type='cnn', conv_layers=[[64, 4, 1]], hidden_size=256)))
+    model = POLICY_REGISTRY.get('ppo')(cfg, env.observation_space, env.action_space, seed=0).model
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, mask = torch.as_tensor(obs), torch.as_tensor(legal)
+    target = torch.as_tensor(wins, dtype=torch.float32)
+    target = target / target.sum(dim=1, keepdim=True)
+
+    @torch.no_grad()
+    def take_rate(o, lg, w) -> float:
+        head, _ = model(torch.as_tensor(o))
+        return float(np.mean(w[np.arange(len(o)), head.masked_fill(~torch.as_tensor(lg), -1e9).argmax(1).numpy()]))
+
+    print(f'{len(obs)} training starts with a win in one (of {args.starts}); untrained: takes '
+          f'{take_rate(*held_out):.0%} of the held-out ones')
+    started = time.process_time()
+    for step in range(1, args.steps + 1):
+        idx = torch.randint(0, len(x), (256,))
+        head, _ = model(x[idx])
+        loss = -(target[idx] * torch.log_softmax(head.masked_fill(~mask[idx], -1e9), dim=1)).sum(1).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % (args.steps // 4) == 0:
+            print(f'step {step} (minibatches of 256): takes {take_rate(*held_out):.1%} of the held-out starts\' wins '
+                  f'in one, {take_rate(set_obs[offer], set_legal[offer], set_wins[offer]):.1%} of the '
+                  f'{offer.sum()} in {os.path.basename(args.positions)} ({time.process_time() - started:.0f} s CPU)',
+                  flush=True)
+
+
+def take_wins(args) -> None:
+    """Whether a run's network has learnt what its search teaches where a win in one is on the board: training
+    starts of ``--openings lo hi`` random plies (the env's own generator, ``--seed``) that offer the mover a win
+    in one; the share of the search's visits (its policy target) and of the network's probability on the winning
+    moves, and how often the network ranks one first."""
+    from sparring.dizoo.board_games.board_game_env import ConnectFourEnv
+    from sparring.dizoo.board_games.search_acting import SearchActing
+    from sparring.framework.player_loader import TrainedRun
+    torch.set_num_threads(1)
+    run = TrainedRun(args.run)
+    policy = run.policy(args.player, seed=0)
+    obs, legal, wins = _win_in_one_starts(args.starts, args.openings, args.seed)
+    g = ConnectFourEnv({}, 1, seed=0).geometry
+    search = dict(run.cfg.battle.collect_search or {})
+    search = {k: search[k] for k in ('num_simulations', 'c_puct', 'root_noise', 'noise_alpha') if k in search}
+    _, target, _ = SearchActing(search, g, seed=0).act(policy, obs, legal)
+    probs, _ = policy.probabilities_and_value(obs, action_mask=legal)
+    on_wins = lambda dist: (dist * wins).sum(axis=1)  # noqa: E731
+    first = wins[np.arange(len(obs)), probs.argmax(axis=1)]
+    print(f'{args.run}: {len(obs)} of {args.starts} starts offer a win in one; the search\'s visits on the wins: '
+          f'mean {on_wins(target).mean():.2f}, median {np.median(on_wins(target)):.2f}; the network\'s probability: '
+          f'mean {on_wins(probs).mean():.2f}; a win ranked first: {first.mean():.0%}')
 
 
 def main() -> None:
@@ -108,8 +243,25 @@ def main() -> None:
     sc.add_argument('--label', default=None, help='the entry\'s name in the results (default: RUN)')
     sc.add_argument('--results', default='perfect_play',
                     help='the results file under benchmarks/results/, without .json (the levers\' probes: perfect_levers)')
+    cost = commands.add_parser('label-cost', help='the solver labels\' CPU ms per position, by empty cells')
+    cost.add_argument('--per', type=int, default=300, help='positions per number of empty cells')
+    cost.add_argument('--empty', type=int, nargs='*', default=[8, 12, 16, 18, 20, 22, 24, 28])
+    cost.add_argument('--seed', type=int, default=0)
+    wins = commands.add_parser('take-wins', help='a run\'s network and search on training starts with a win in one')
+    wins.add_argument('run', metavar='RUN')
+    wins.add_argument('--player', default=None, help='the run\'s player id (default: its first active player)')
+    wins.add_argument('--openings', type=int, nargs=2, default=[0, 40], metavar=('LO', 'HI'))
+    wins.add_argument('--starts', type=int, default=1500)
+    wins.add_argument('--seed', type=int, default=123)
+    fit = commands.add_parser('fit-wins', help='the CNN trained on wins in one alone: does it learn to take them?')
+    fit.add_argument('--openings', type=int, nargs=2, default=[0, 40], metavar=('LO', 'HI'))
+    fit.add_argument('--starts', type=int, default=60000, help='training starts drawn (about half offer a win in one)')
+    fit.add_argument('--steps', type=int, default=4000)
+    fit.add_argument('--positions', default='benchmarks/data/connect_four_positions_1.npz')
     args = parser.parse_args()
-    generate(args) if args.command == 'generate' else score(args)
+    commands_by_name = dict(generate=generate, score=score, label_cost=label_cost, take_wins=take_wins,
+                            fit_wins=fit_wins)
+    commands_by_name[args.command.replace('-', '_')](args)
 
 
 if __name__ == '__main__':

@@ -250,6 +250,7 @@ class PPOPolicy(Policy):
             advantages, returns = F.gae(chunk['reward'], chunk['value'], chunk['next_value'], chunk['terminated'],
                                         chunk['truncated'], learn['gamma'], learn['gae_lambda'])
         returns = self.objective.returns(chunk, returns)
+        chunk = self.objective.policy_targets(chunk)
         if self.recurrent:
             return window_batch(chunk, advantages, returns, self.bptt_len)
         batch = step_batch(chunk, advantages, returns)

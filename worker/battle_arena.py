@@ -134,7 +134,8 @@ class Arena:
         The returned dict holds ``[B, 2]`` (``[B, 2, N]``) arrays ``action, log_prob, value`` and a bool
         ``home_controlled`` for the (slot, seat) pairs the home policy acted for; with a search, also
         ``search_policy`` ``[B, 2, A]``, the search's visit distribution where the home policy moved, and
-        ``search_value`` ``[B, 2]``, the search's value of the position for the player to move there.
+        ``search_value`` ``[B, 2]``, the search's value of the position for the player to move there, and the
+        search's ``label_columns`` (the solver's targets near the end) in the same layout.
         """
         step = self.step_result
         B = self.num_envs
@@ -182,10 +183,10 @@ class Arena:
             home['search_policy'][h_rows, h_seats] = search_policy
             home['search_value'] = np.zeros((B, 2), dtype=np.float32)
             home['search_value'][h_rows, h_seats] = search_value
-            if getattr(self.search, 'labels_values', False):  # the solver's outcome near the end, where it labels
-                home['value_target'], home['value_labelled'] = np.zeros((B, 2), np.float32), np.zeros((B, 2), bool)
-                (home['value_target'][h_rows, h_seats],
-                 home['value_labelled'][h_rows, h_seats]) = self.search.exact_values(home_obs, home_mask)
+            if getattr(self.search, 'label_columns', None):  # the solver's targets near the end, where it labels
+                for name, column in self.search.exact_labels(home_obs, home_mask).items():
+                    home[name] = np.zeros((B, 2, *column.shape[1:]), column.dtype)
+                    home[name][h_rows, h_seats] = column
         for (policy, idx), o in zip(groups, opponent_outs):
             state = self.opponent_states[id(policy)][1] if id(policy) in self.opponent_states else None
             put_rows(state, idx, self.from_rows(o.state))

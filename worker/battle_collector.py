@@ -14,7 +14,8 @@ as ``window_state_<i>`` arrays ``[W, 2B, ...]``, column for column like the rest
 In a team env (``team_size`` N) every agent is a column: chunks are ``[T, 2B * N, ...]``, column
 ``(2b + s) * N + i`` being agent i of seat s in slot b. With a ``search`` (expert iteration) the home
 player's moves are the search's, and chunks add its visit distributions ``search_policy`` ``[T, 2B, A]``
-and its values of the positions ``search_value`` ``[T, 2B]``. In a game with continuous (``Box``) actions
+and its values of the positions ``search_value`` ``[T, 2B]`` (and the solver's targets near the end, the
+search's ``label_columns``). In a game with continuous (``Box``) actions
 ``action`` is float32 ``[T, 2B, *action_shape]`` as the policy sampled it (the env clips), and the chunk
 has no ``action_mask``: every action is legal, and a placeholder would only cost bytes on the wire.
 """
@@ -83,8 +84,9 @@ class BattleCollector(CollectorCounters):
         if arena.search is not None:
             buf['search_policy'] = np.empty((*shape2, buf['action_mask'].shape[-1]), dtype=np.float32)
             buf['search_value'] = np.empty(shape2, dtype=np.float32)
-            if getattr(arena.search, 'labels_values', False):  # exact value targets near the end, where labelled
-                buf['value_target'], buf['value_labelled'] = np.empty(shape2, np.float32), np.empty(shape2, bool)
+        label_columns = getattr(arena.search, 'label_columns', None) or {}  # the solver's targets near the end
+        for name, (shape, dtype) in label_columns.items():
+            buf[name] = np.empty((*shape2, *shape), dtype)
         bootstrap = np.zeros(shape2, dtype=np.float32)
         results = []
         version = self.policy.version
@@ -106,8 +108,8 @@ class BattleCollector(CollectorCounters):
             if 'search_policy' in buf:
                 buf['search_policy'][t] = home['search_policy']
                 buf['search_value'][t] = home['search_value']
-            if 'value_target' in buf:
-                buf['value_target'][t], buf['value_labelled'][t] = home['value_target'], home['value_labelled']
+            for name in label_columns:
+                buf[name][t] = home[name]
             buf['value_mask'][t] = learnable
             if 'opponent' in buf:
                 per_slot = (B,) + (1,) * (len(shape2) - 2)

@@ -22,17 +22,38 @@ runs there and its visits are still the target: what it recommends does not depe
 
 With ``exact_value_empty_cells`` = N (connect four; the solver needs the ``perfect`` extra), each position
 the player moves from with at most N empty cells is labelled with the solver's exact outcome
-(:meth:`SearchActing.exact_values`); the collector records it as ``value_target`` (and where, ``value_labelled``) and the search objective
+(:meth:`SearchActing.exact_labels`); the collector records it as ``value_target`` (and where, ``value_labelled``) and the search objective
 fits the value to it there instead of to the game's result, which a mistake later in the game can flip.
+
+With ``exact_policy_empty_cells`` = N (likewise), each such position whose legal moves do not all lead to the
+same outcome is labelled with the solver's moves: uniform over the legal moves whose outcome (win, draw or
+loss) equals the best one's, recorded as ``policy_target`` (and where, ``policy_labelled``); the search
+objective trains the policy towards it there instead of towards the search's visits. Uniform over the
+outcome-best moves, not a softmax over exact scores: it is what perfect play's verdict on a move says (the
+benchmark of docs/guides/perfect-play.md counts a move an error only when its outcome is worse), it needs no
+temperature, and it does not push down a slower win the network may find more reliably. Where every move has
+the same outcome no move is an error, and the search's visits (which still prefer the slower loss) stay the
+target. With ``exact_policy_target='score'`` the best moves are those of the best exact score instead (the
+fastest win, the slowest loss), and a position is labelled wherever the scores differ: the network is then
+taught to take a win in one rather than any move that still wins, which is what it most often fails to do
+on positions of random play (docs/guides/perfect-play.md, "What the errors are"). Both labels of a position
+come from one solve.
+
+Cost, one core's CPU time per position of random play (``benchmarks/perfect_play.py label-cost``: 300 per size,
+the solver's table kept between them as in the collector; load 6.5): every move's score 0.12-0.16 ms with 8-16
+empty cells, 0.30 with 18, 0.64 with 20, 2.6 with 22, 4.3 with 24, 23 with 28 (the value alone: a third to a half
+of that). A step of expert iteration's self-play costs several milliseconds per env step here, so N = 20 keeps
+labelling a small share of it; the middle-easy positions of the benchmark (14-27 empty cells) are reached only
+in part at that N.
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Dict, Tuple
 
 import numpy as np
 
 from sparring.config.compile import merge_class_section
-from sparring.config.schema import ConfigError, in_range
+from sparring.config.schema import ConfigError, in_range, one_of
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.guided_search import LockstepPUCT, policy_evaluator
 from sparring.dizoo.board_games.solver import SearchBudgetExceeded, Solver, outcome
@@ -40,9 +61,10 @@ from sparring.policy.base import ActOutput
 from sparring.policy.bot import choose_best
 
 KEY = 'battle.collect_search'
-# A position near the end that the solver cannot prove within this many nodes keeps the game's result as its
-# value target: it bounds the collector's time on any one position (with 16 empty cells a few hundred suffice).
-EXACT_VALUE_MAX_NODES = 200_000
+# A position near the end that the solver cannot prove within this many nodes keeps the game's result and the
+# search's visits as its targets: it bounds the collector's time on any one position (with 16 empty cells a few
+# hundred suffice for its value; its every move's score takes several times that).
+EXACT_MAX_NODES = 200_000
 
 
 class SearchActing:
@@ -53,12 +75,15 @@ class SearchActing:
         return dict(num_simulations=50, c_puct=1.5, sample_moves=12, root_noise=0.25, noise_alpha=1.0,
                     random_moves=0.0,
                     exact_value_empty_cells=0,  # value targets: the solver's outcome where at most this many cells are empty (connect four; 0: the game's result everywhere)
+                    exact_policy_empty_cells=0,  # policy targets: the solver's best moves where at most this many cells are empty (connect four; 0: the search's visits everywhere)
+                    exact_policy_target='outcome',  # which moves are best there: 'outcome' (every move of the best outcome) or 'score' (the best exact score: the fastest win, the slowest loss)
                     )
 
     config_constraints = dict(num_simulations=in_range(1, None), c_puct=in_range(0.0, None, open_lo=True),
                               sample_moves=in_range(0, None), root_noise=in_range(0.0, 1.0),
                               noise_alpha=in_range(0.0, None, open_lo=True), random_moves=in_range(0.0, 1.0),
-                              exact_value_empty_cells=in_range(0, None))
+                              exact_value_empty_cells=in_range(0, None), exact_policy_empty_cells=in_range(0, None),
+                              exact_policy_target=one_of('outcome', 'score'))
 
     def __init__(self, cfg: dict, geometry: BoardGeometry, seed: int = 0) -> None:
         if not isinstance(cfg, dict):
@@ -68,40 +93,64 @@ class SearchActing:
         self.geometry = geometry
         self.rng = np.random.default_rng(seed)
         self._guide, self._search = None, None  # the arena's home policy and the search it guides
-        self._solver = self._exact_solver() if self.labels_values else None
+        self._solver = self._exact_solver() if self.label_columns else None
 
     @property
-    def labels_values(self) -> bool:
-        """Whether :meth:`exact_values` labels positions near the end (``exact_value_empty_cells`` > 0): the
-        collector then records a ``value_target`` column, which the search objective trains the value towards."""
-        return self.cfg['exact_value_empty_cells'] > 0
+    def label_columns(self) -> Dict[str, Tuple[tuple, type]]:
+        """The solver's labels :meth:`exact_labels` gives, as ``name: (shape past the rows, dtype)``: the collector
+        records each as a column, which the search objective trains towards; empty when both options are off."""
+        columns: Dict[str, Tuple[tuple, type]] = {}
+        if self.cfg['exact_value_empty_cells'] > 0:
+            columns.update(value_target=((), np.float32), value_labelled=((), np.bool_))
+        if self.cfg['exact_policy_empty_cells'] > 0:
+            columns.update(policy_target=((self.geometry.num_actions,), np.float32), policy_labelled=((), np.bool_))
+        return columns
 
     def _exact_solver(self) -> Solver:
         g = self.geometry
         if not (g.gravity and g.win_length == 4):
-            raise ConfigError(f'config key "{KEY}.exact_value_empty_cells": the solver knows connect four (four in a '
+            key = next(k for k in ('exact_value_empty_cells', 'exact_policy_empty_cells') if self.cfg[k] > 0)
+            raise ConfigError(f'config key "{KEY}.{key}": the solver knows connect four (four in a '
                               f'row, stones dropped into columns), not {g.win_length} in a row'
                               f'{"" if g.gravity else " on cells"}; expected 0 for this game')
         # A small table: positions this near the end are solved in microseconds and share little work.
-        return Solver(width=g.cols, height=g.rows, table_bits=20, max_nodes=EXACT_VALUE_MAX_NODES)
+        return Solver(width=g.cols, height=g.rows, table_bits=20, max_nodes=EXACT_MAX_NODES)
 
-    def exact_values(self, obs: np.ndarray, action_mask: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """The solver's outcome for the player to move, +1 / 0 / -1 (a win, a draw, a loss under perfect play),
-        of the positions ``[n, 3, rows, cols]`` where a seat is to move and at most ``exact_value_empty_cells``
-        cells are empty, ``[n]`` float32 (0 elsewhere), and which positions it labelled ``[n]`` bool: not the
-        others, nor one the solver could not prove within its node budget (the game's result stays the target)."""
+    def exact_labels(self, obs: np.ndarray, action_mask: np.ndarray) -> Dict[str, np.ndarray]:
+        """The solver's labels of the positions ``[n, 3, rows, cols]`` where a seat is to move, the columns of
+        :attr:`label_columns`: ``value_target`` ``[n]``, the outcome for the player to move under perfect play
+        (+1 / 0 / -1; 0 where not labelled), and ``value_labelled`` where at most ``exact_value_empty_cells`` cells
+        are empty; ``policy_target`` ``[n, A]``, uniform over the legal moves of the best outcome (0 where not
+        labelled; ``exact_policy_target='score'``: over the legal moves of the best exact score), and
+        ``policy_labelled`` where at most ``exact_policy_empty_cells`` cells are empty and some legal move is worse
+        by that measure. A position the solver cannot prove within its node budget is not labelled
+        (the game's result and the search's visits stay its targets)."""
         obs, action_mask = np.asarray(obs), np.asarray(action_mask, bool)
-        values, labelled = np.zeros(len(obs), np.float32), np.zeros(len(obs), bool)
-        empty = self.geometry.num_cells - obs[:, :2].sum(axis=(1, 2, 3))
-        rows = np.flatnonzero(action_mask.any(axis=1) & (empty <= self.cfg['exact_value_empty_cells']))
-        g = self.geometry
+        g, n = self.geometry, len(obs)
+        value_cells, policy_cells = self.cfg['exact_value_empty_cells'], self.cfg['exact_policy_empty_cells']
+        by_score = self.cfg['exact_policy_target'] == 'score'
+        labels = dict(value_target=np.zeros(n, np.float32), value_labelled=np.zeros(n, bool),
+                      policy_target=np.zeros((n, g.num_actions), np.float32), policy_labelled=np.zeros(n, bool))
+        empty = g.num_cells - obs[:, :2].sum(axis=(1, 2, 3))
+        rows = np.flatnonzero(action_mask.any(axis=1) & (empty <= max(value_cells, policy_cells)))
         for row, own, opp in zip(rows, g.stones_from_plane(obs[rows, 0]), g.stones_from_plane(obs[rows, 1])):
+            legal = action_mask[row]
             try:
-                values[row] = outcome(self._solver.solve(own, opp))
+                if empty[row] <= policy_cells:  # every move's score; the position's outcome is the best one's
+                    scores = self._solver.move_scores(own, opp)
+                    moves = scores if by_score else outcome(scores)
+                    best = legal & (moves == moves[legal].max())
+                    if not best[legal].all():  # the solver tells the moves apart: it has a move to teach
+                        labels['policy_target'][row] = best / best.sum()
+                        labels['policy_labelled'][row] = True
+                    value = outcome(scores[legal].max())
+                else:
+                    value = outcome(self._solver.solve(own, opp))
             except SearchBudgetExceeded:
                 continue
-            labelled[row] = True
-        return values, labelled
+            if empty[row] <= value_cells:
+                labels['value_target'][row], labels['value_labelled'][row] = value, True
+        return {name: labels[name] for name in self.label_columns}
 
     def _search_for(self, policy) -> LockstepPUCT:
         if policy is not self._guide:

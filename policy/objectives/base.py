@@ -4,6 +4,8 @@
 (:mod:`sparring.policy.objectives`), and calls it at fixed points of its update loop:
 
     returns(chunk, returns)           the value targets of a chunk (expert iteration blends the search's in)
+    policy_targets(chunk)             the chunk whose policy targets the batch carries (expert iteration: the
+                                      solver's moves where labelled)
     training_batch(fresh)             what the update trains on (expert iteration: a window of chunks)
     lr_multiplier                     a factor on the learning rate (the KL penalty adapts it)
     before_update(batch, progress)    e.g. keep the policy the update starts from
@@ -85,6 +87,9 @@ class Objective:
     # -- the update --------------------------------------------------------------------------------
     def returns(self, chunk: Dict[str, np.ndarray], returns: np.ndarray) -> np.ndarray:
         return returns
+
+    def policy_targets(self, chunk: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        return chunk
 
     def training_batch(self, fresh: TrainBatch) -> TrainBatch:
         return fresh

@@ -8,7 +8,9 @@ policy (:func:`sparring.policy.functional.search_target_loss`); the value's targ
 search value`` where the player moved: the search's judgement is less noisy than one game's ending
 (Oracle's study of AlphaZero on connect four averaged the two). Where the chunk carries a ``value_target``
 (the solver's exact outcome near the end: ``battle.collect_search.exact_value_empty_cells``), that is the
-target where the player moved and ``value_labelled`` says the solver labelled the position.
+target where the player moved and ``value_labelled`` says the solver labelled the position; likewise a
+``policy_target`` (the solver's best moves: ``battle.collect_search.exact_policy_empty_cells``) replaces the
+visits as the policy's target where ``policy_labelled``.
 
 ``search_window`` = N trains each update on the last N chunks together, as AlphaZero trains on a
 window of recent games: a search's targets stay valid for older positions, where a policy-gradient
@@ -82,6 +84,16 @@ class SearchObjective(Objective):
                                  'holds a target for; collect with battle.collect_search')
             returns = np.where(moved & chunk['value_labelled'], chunk['value_target'], returns)
         return returns
+
+    def policy_targets(self, chunk: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        """The chunk with the solver's moves as ``search_policy`` where the collector labelled the position."""
+        if 'policy_target' not in chunk:
+            return chunk
+        if 'policy_labelled' not in chunk:
+            raise ValueError('PPO.learn: the chunk\'s policy_target comes without policy_labelled, the steps it '
+                             'holds a target for; collect with battle.collect_search')
+        labelled = (chunk['train_mask'] & chunk['policy_labelled'])[..., None]
+        return dict(chunk, search_policy=np.where(labelled, chunk['policy_target'], chunk['search_policy']))
 
     def training_batch(self, fresh: TrainBatch) -> TrainBatch:
         """The window's chunks, then this one."""

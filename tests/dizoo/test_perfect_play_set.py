@@ -4,7 +4,7 @@ import pytest
 
 from sparring.dizoo.board_games.solver import ILLEGAL, moves_to_end
 from sparring.dizoo.board_games.solver.testset import (GROUPS, PositionSet, errors_of, group_of, load,
-                                                        perfect_play_report, score_policy)
+                                                        missed_tactics, perfect_play_report, score_policy)
 from sparring.policy.base import ActOutput
 
 
@@ -43,12 +43,42 @@ def test_an_error_is_a_worse_outcome_not_a_slower_win():
     for k in range(4):
         assert errors_of(positions, moves[:, k]).tolist() == [row[k] for row in expected]
     report = score_policy(FixedMoves([1, 2, 6]), positions, batch=2)  # batches of 2: the moves stay in order
-    assert report['end-easy'] == dict(positions=1, errors=0, error_rate=0.0)
-    assert report['middle-easy'] == dict(positions=1, errors=1, error_rate=1.0)
-    assert report['all'] == dict(positions=3, errors=1, error_rate=round(1 / 3, 4))
+    assert report['end-easy'] == dict(positions=1, errors=0, error_rate=0.0, missed_wins=0, missed_blocks=0)
+    assert report['middle-easy'] == dict(positions=1, errors=1, error_rate=1.0, missed_wins=0, missed_blocks=0)
+    assert report['all'] == dict(positions=3, errors=1, error_rate=round(1 / 3, 4), missed_wins=0, missed_blocks=0)
     assert set(report) == {'end-easy', 'middle-easy', 'middle-medium', 'all'}
     with pytest.raises(ValueError, match='full column'):
         score_policy(FixedMoves([3, 0, 0]), positions)
+
+
+def _stones(moves: str):
+    """``(own, opp)`` after 1-based columns from the empty board (the player to move's stones first)."""
+    from sparring.dizoo.board_games.bitboard import BoardGeometry
+    g, own, opp = BoardGeometry(6, 7, 4, gravity=True), 0, 0
+    for char in moves:
+        occupied = own | opp
+        own, opp = opp, own | ((occupied + g.move_table[int(char) - 1]) & ~occupied)
+    return own, opp
+
+
+def test_errors_that_miss_a_win_in_one_or_a_block_are_told_apart():
+    # X three up column 1, O three up column 2, X to move: column 1 wins now; columns 3-7 let O win at once.
+    # X twice up column 1 and once on 4, O three up column 2, X to move: no win in one; column 2 blocks, the
+    # others let O win at once. Scores: the immediate wins and losses as the solver gives them (a win or loss
+    # with a 4th stone: 22 - 4); 0 stands for the blocks, whose outcome only has to lie between.
+    (own1, opp1), (own2, opp2) = _stones('121212'), _stones('121242')
+    scores = np.array([[18, 0, -18, -18, -18, -18, -18],
+                       [-18, 0, -18, -18, -18, -18, -18]], np.int8)
+    positions = PositionSet(np.array([own1, own2], np.uint64), np.array([opp1, opp2], np.uint64),
+                            np.array([6, 6], np.int8), scores, np.array(['begin-easy', 'begin-easy']))
+    missed_win, missed_block = missed_tactics(positions, np.array([3, 3]))
+    assert missed_win.tolist() == [True, False] and missed_block.tolist() == [False, True]
+    # Column 2: an error in the first position but no missed block (X had a win to take); no error in the second.
+    missed_win, missed_block = missed_tactics(positions, np.array([1, 1]))
+    assert missed_win.tolist() == [True, False] and missed_block.tolist() == [False, False]
+    assert not missed_tactics(positions, np.array([0, 1]))[0].any()  # the win taken
+    report = score_policy(FixedMoves([3, 3]), positions)
+    assert report['begin-easy'] == dict(positions=2, errors=2, error_rate=1.0, missed_wins=1, missed_blocks=1)
 
 
 def test_the_file_round_trips_and_names_what_is_wrong(tmp_path):

@@ -49,19 +49,25 @@ def _after(moves: str):
     return own, opp
 
 
+def exact_values(acting, obs, mask):
+    """The value labels of :meth:`SearchActing.exact_labels`: (targets, labelled)."""
+    labels = acting.exact_labels(obs, mask)
+    return labels['value_target'], labels['value_labelled']
+
+
 def test_hand_worked_outcomes_and_the_empty_cell_limit():
     acting = SearchActing(dict(exact_value_empty_cells=42), C4)
     win_now = _after('121212')  # X has three up column 1 and is to move: it wins
     lost = _after('44556')  # X on the bottom of 4, 5, 6 with both ends open, O to move: it cannot block both
     obs, mask = _seat_view([win_now, lost])
-    values, labelled = acting.exact_values(obs, mask)
+    values, labelled = exact_values(acting, obs, mask)
     np.testing.assert_array_equal(values, [1.0, -1.0])
     assert labelled.all()
     # A seat not to move (no legal action) is never labelled; neither is a position with more empty cells.
-    values, labelled = acting.exact_values(obs, np.zeros_like(mask))
+    values, labelled = exact_values(acting, obs, np.zeros_like(mask))
     assert not labelled.any() and (values == 0).all()
     near = SearchActing(dict(exact_value_empty_cells=36), C4)  # '44556' leaves 37 empty, '121212' 36
-    values, labelled = near.exact_values(obs, mask)
+    values, labelled = exact_values(near, obs, mask)
     np.testing.assert_array_equal(labelled, [True, False])
     np.testing.assert_array_equal(values, [1.0, 0.0])
 
@@ -74,7 +80,7 @@ def test_labels_equal_brute_force_on_random_end_positions():
         if position is not None:
             positions.append(position)
     obs, mask = _seat_view(positions)
-    values, labelled = SearchActing(dict(exact_value_empty_cells=8), C4).exact_values(obs, mask)
+    values, labelled = exact_values(SearchActing(dict(exact_value_empty_cells=8), C4), obs, mask)
     expected = [np.sign(max(s for s in brute_force_move_scores(own, opp, 7, 6) if s != ILLEGAL))
                 for own, opp in positions]
     assert labelled.all()
@@ -104,7 +110,7 @@ def test_the_collector_records_the_labels_where_the_player_moved_and_the_learner
     assert labelled.any() and not (labelled & ~moved).any() and (d['value_target'][~labelled] == 0).all()
     # Each label is the solver's outcome of the position the player moved from.
     t, c = np.nonzero(labelled)
-    again, _ = SearchActing(dict(exact_value_empty_cells=16), C4).exact_values(d['obs'][t, c], d['action_mask'][t, c])
+    again, _ = exact_values(SearchActing(dict(exact_value_empty_cells=16), C4), d['obs'][t, c], d['action_mask'][t, c])
     np.testing.assert_array_equal(d['value_target'][t, c], again)
     # The value target is the label there and the game's result (gamma = lambda = 1) elsewhere.
     keep = d['value_mask'].reshape(-1)
@@ -154,7 +160,8 @@ def test_expert_iteration_with_random_openings_is_seeded_and_evaluates_from_the_
 @pytest.mark.parametrize('mode', ['serial', 'parallel'])
 @pytest.mark.slow
 def test_a_league_learns_from_solver_labels_in_both_modes(tmp_path, mode):
-    # The labels travel with the chunk, over the wire too (the learner refuses a chunk with NaN: unlabelled is 0).
+    # The labels (values and policies) travel with the chunk, over the wire too (the learner refuses a chunk with
+    # NaN: unlabelled is 0).
     from sparring.framework import parallel_pipeline, serial_pipeline
     from sparring.framework.player_loader import load_player
     config = tiny_league_config(
@@ -162,7 +169,8 @@ def test_a_league_learns_from_solver_labels_in_both_modes(tmp_path, mode):
         policy=dict(model=dict(type='cnn', conv_layers=[[8, 4, 1]], hidden_size=16),
                     learn=dict(objective='search', gamma=1.0, gae_lambda=1.0)),
         league=dict(players=dict(naive_sp=dict(branch_probs=dict(sp=1.0)))),
-        battle=dict(collect_search=dict(num_simulations=4, exact_value_empty_cells=16), eval_opponents=['bot:random']),
+        battle=dict(collect_search=dict(num_simulations=4, exact_value_empty_cells=16, exact_policy_empty_cells=16),
+                    eval_opponents=['bot:random']),
         parallel=fast_parallel())
     summary = (serial_pipeline if mode == 'serial' else parallel_pipeline)(config, seed=0)
     assert summary['env_steps'] >= 256

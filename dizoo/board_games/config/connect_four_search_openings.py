@@ -11,7 +11,9 @@ openings at 1M env steps: 1.5-2.3 %), the network alone on 2.6-18.2 % (most on e
 64 % of its games against MCTS-100 from the empty board.
 
 ``battle.collect_search.exact_value_empty_cells`` = N (off here) fits the value to the solver's exact outcome
-in positions with at most N empty cells instead of to the game's result (needs the ``perfect`` extra).
+in positions with at most N empty cells instead of to the game's result, and ``exact_policy_empty_cells`` = N
+(off here) the policy to the solver's outcome-best moves instead of to the search's visits (both need the
+``perfect`` extra; docs/guides/perfect-play.md has their probes).
 """
 import copy
 

@@ -162,9 +162,25 @@ def errors_of(positions: PositionSet, moves: np.ndarray) -> np.ndarray:
     return chosen < best
 
 
+def missed_tactics(positions: PositionSet, moves: np.ndarray):
+    """Which errors ``[N]`` are plain ones: ``(missed win, missed block)``. A missed win: the mover could complete
+    a line at once and its move does not win at all. A missed block: it could not, the other player could, and
+    the move does not take a cell where the other player would complete a line. The rest of the errors lie deeper."""
+    g = BoardGeometry(6, 7, 4, gravity=True)
+    columns, legal = np.arange(g.cols), positions.scores != ILLEGAL
+    occupied = (positions.own | positions.opp)[:, None]
+    wins_now = g.has_line(positions.own[:, None] | g.move_bits(occupied, columns[None, :])) & legal
+    threats = g.has_line(positions.opp[:, None] | g.move_bits(occupied, columns[None, :])) & legal
+    wrong = errors_of(positions, moves)
+    missed_win = wrong & wins_now.any(axis=1)
+    missed_block = wrong & ~wins_now.any(axis=1) & threats.any(axis=1) & ~threats[np.arange(len(moves)), moves]
+    return missed_win, missed_block
+
+
 def score_policy(policy, positions: PositionSet, batch: int = 512) -> dict:
-    """A player's error rate per group (and over all positions): ``policy.act(obs, action_mask=...,
-    deterministic=True)`` chooses each position's move; any policy or bot of a connect-four seat will do."""
+    """A player's error rate per group (and over all positions), and how many of its errors were a missed win
+    in one or a missed block (:func:`missed_tactics`): ``policy.act(obs, action_mask=..., deterministic=True)``
+    chooses each position's move; any policy or bot of a connect-four seat will do."""
     obs, legal = observations(positions)
     expected = (3, 6, 7)
     shape = getattr(getattr(policy, 'observation_space', None), 'shape', expected)
@@ -176,12 +192,14 @@ def score_policy(policy, positions: PositionSet, batch: int = 512) -> dict:
     if not legal[np.arange(len(moves)), moves].all():
         raise ValueError('perfect play: the player chose a full column; expected a legal move')
     wrong = errors_of(positions, moves)
+    missed_win, missed_block = missed_tactics(positions, moves)
     report = {}
     for name in GROUPS + ('all',):
         rows = np.ones(len(wrong), bool) if name == 'all' else positions.group == name
         if rows.any():
             report[name] = dict(positions=int(rows.sum()), errors=int(wrong[rows].sum()),
-                                error_rate=round(float(wrong[rows].mean()), 4))
+                                error_rate=round(float(wrong[rows].mean()), 4),
+                                missed_wins=int(missed_win[rows].sum()), missed_blocks=int(missed_block[rows].sum()))
     return report
 
 
