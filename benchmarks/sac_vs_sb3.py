@@ -16,6 +16,10 @@ the machine's load falls on both alike, and the load average is stored with ever
 
     .venv/bin/python benchmarks/sac_vs_sb3.py [--seeds 100 101 102] [--steps 20000] [--stop-at-target]
 
+``--set dotted.key=value`` (repeatable) changes sparring's ready config for a run, without editing it (e.g.
+``--set policy.model.hidden_sizes=[128,128]``); the overrides are stored with the figures. ``sac_tuning.py``
+runs variants this way on the tuning seeds.
+
 Each kind of run is stored under its own key (``--results-key``; by default ``pendulum_to_target``,
 ``pendulum_20k``, ``hopper_100k``), so a run of one kind keeps the figures of the others.
 
@@ -31,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = -200.0
@@ -82,6 +87,7 @@ class Curve:
         return dict(curve=self.points, final_eval=self.points[-1][1] if self.points else None, env_steps=env_steps,
                     target_env_steps=reached[0] if reached else None, target_seconds=reached[2] if reached else None,
                     target_cpu_seconds=reached[3] if reached else None, seconds=seconds,
+                    cpu_seconds=time.process_time() - self.cpu_started,
                     steps_per_second=env_steps / max(seconds - self.eval_seconds, 1e-9),
                     late_steps_per_second=late)
 
@@ -104,10 +110,22 @@ def _evaluate(act, env_id: str, seed: int) -> float:
     return float(returns.mean())
 
 
-def sparring_run(task: str, seed: int, steps: int, eval_every: int, stop: bool, workdir: str) -> dict:
-    """Our SAC stepped chunk by chunk through its collector and learner, evaluated like SB3's."""
-    import copy
+def ready_config(task: str, overrides: Sequence[str] = ()) -> tuple:
+    """(sparring's ready config for ``task`` with the ``dotted.key=value`` ``overrides`` applied, a copy; the env id)."""
+    from sparring.config.compile import apply_overrides, parse_override
+    if task == 'pendulum':
+        from sparring.dizoo.classic_control.config.pendulum_sac import config
+        env_id = 'Pendulum-v1'
+    else:
+        from sparring.dizoo.mujoco.config.hopper_sac import config
+        env_id = 'Hopper-v5'
+    return apply_overrides(config, [parse_override(text) for text in overrides]), env_id
 
+
+def sparring_run(task: str, seed: int, steps: int, eval_every: int, stop: bool, workdir: str,
+                 overrides: Sequence[str] = ()) -> dict:
+    """Our SAC stepped chunk by chunk through its collector and learner, evaluated like SB3's; ``overrides``:
+    ``dotted.key=value`` texts applied to the ready config."""
     import torch
 
     from sparring.config import compile_config
@@ -115,13 +133,7 @@ def sparring_run(task: str, seed: int, steps: int, eval_every: int, stop: bool, 
     from sparring.worker.collector import SampleCollector
     from sparring.worker.env.manager import make_env_manager
     from sparring.worker.learner import Learner
-    if task == 'pendulum':
-        from sparring.dizoo.classic_control.config.pendulum_sac import config
-        env_id = 'Pendulum-v1'
-    else:
-        from sparring.dizoo.mujoco.config.hopper_sac import config
-        env_id = 'Hopper-v5'
-    config = copy.deepcopy(config)
+    config, env_id = ready_config(task, overrides)
     config['train'] = dict(config['train'], max_env_steps=steps, progress_bar=False, tensorboard=False)
     cfg = compile_config(config, exp_name=os.path.join(workdir, f'sparring_{task}_{seed}'), save=False)
     curve = Curve(stop)
@@ -169,23 +181,33 @@ def sb3_run(task: str, seed: int, steps: int, eval_every: int, stop: bool) -> di
     return curve.result(model.num_timesteps)
 
 
-def child(library: str, task: str, seed: int, steps: int, eval_every: int, stop: bool, workdir: str) -> dict:
+def child(library: str, task: str, seed: int, steps: int, eval_every: int, stop: bool, workdir: str,
+          overrides: Sequence[str] = ()) -> dict:
     _prepare_process()
     before = load()
     if library == 'sparring':
-        result = sparring_run(task, seed, steps, eval_every, stop, workdir)
+        result = sparring_run(task, seed, steps, eval_every, stop, workdir, overrides)
     else:
         result = sb3_run(task, seed, steps, eval_every, stop)
     return dict(result, load_before=before, load_after=load())
 
 
+def spawn_child(library: str, task: str, seed: int, steps: int, eval_every: int, stop: bool, workdir: str,
+                overrides: Sequence[str] = (), nice: int = 0) -> dict:
+    """One run in a fresh process (``nice``: its niceness increment); its figures."""
+    command = [sys.executable, os.path.abspath(__file__), '--child', library, task, str(seed), str(steps),
+               str(eval_every), str(int(stop)), workdir]
+    command += [arg for text in overrides for arg in ('--set', text)]
+    out = subprocess.run(['nice', '-n', str(nice), *command] if nice else command,
+                         check=True, capture_output=True, text=True, cwd=HERE)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def run_child(library: str, task: str, seed: int, args, workdir: str) -> dict:
     steps = args.steps if task == 'pendulum' else args.mujoco_steps
     eval_every = args.eval_every if task == 'pendulum' else args.mujoco_eval_every
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), '--child', library, task, str(seed), str(steps),
-                          str(eval_every), str(int(args.stop_at_target and task == 'pendulum')), workdir],
-                         check=True, capture_output=True, text=True, cwd=HERE)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return spawn_child(library, task, seed, steps, eval_every, args.stop_at_target and task == 'pendulum', workdir,
+                       args.set if library == 'sparring' else ())
 
 
 # -- the side-by-side runs ------------------------------------------------------------------------
@@ -249,17 +271,24 @@ def main() -> None:
                              "'pendulum_to_target' with --stop-at-target, else 'pendulum_<steps/1000>k'; "
                              "runs of another kind keep their keys)")
     parser.add_argument('--no-pendulum', action='store_true', help='skip Pendulum (with --mujoco: Hopper only)')
+    parser.add_argument('--set', action='append', default=[], metavar='KEY=VALUE',
+                        help="change sparring's ready config for this run (repeatable), e.g. "
+                             "--set policy.learn.lr=1e-3; stored with the figures")
     parser.add_argument('--child', nargs=7, metavar=('LIB', 'TASK', 'SEED', 'STEPS', 'EVAL_EVERY', 'STOP', 'DIR'))
     args = parser.parse_args()
     if args.child:
         lib, task, seed, steps, eval_every, stop, workdir = args.child
-        print(json.dumps(child(lib, task, int(seed), int(steps), int(eval_every), bool(int(stop)), workdir)))
+        print(json.dumps(child(lib, task, int(seed), int(steps), int(eval_every), bool(int(stop)), workdir, args.set)))
         return
+    from sparring.config.compile import parse_override
+    for text in args.set:  # a malformed override fails here, not in the first child
+        parse_override(text)
     sys.path.insert(0, HERE)
     from results_file import cpu_model, merge_results
     started, load_start = time.time(), load()
     results = dict(cpu=cpu_model(), cores=os.cpu_count(), torch_threads=1, load_start=load_start,
-                   seeds=args.seeds, steps=args.steps, eval_every=args.eval_every, stop_at_target=args.stop_at_target)
+                   seeds=args.seeds, steps=args.steps, eval_every=args.eval_every, stop_at_target=args.stop_at_target,
+                   sparring_overrides=args.set)
     if not args.no_pendulum:
         results.update(sb3_pendulum=SB3_PENDULUM, pendulum=side_by_side('pendulum', args, args.workdir))
     if args.mujoco:
