@@ -211,11 +211,28 @@ def run_child(library: str, task: str, seed: int, args, workdir: str) -> dict:
 
 
 # -- the side-by-side runs ------------------------------------------------------------------------
+def stored_sb3_runs(key: str, task: str, args) -> dict:
+    """SB3's per-seed figures from the stored run ``key`` (``--reuse-sb3``), which must have had this run's seeds,
+    budget and evaluations."""
+    from results_file import RESULTS_DIR
+    with open(os.path.join(RESULTS_DIR, 'sac_vs_sb3.json')) as f:
+        stored = json.load(f).get(key)
+    if stored is None or task not in stored:
+        raise SystemExit(f'--reuse-sb3 {key}: no {task} run stored under that key in results/sac_vs_sb3.json')
+    same = ('steps', 'eval_every', 'stop_at_target')
+    if any(stored[k] != getattr(args, k) for k in same) or not set(map(str, args.seeds)) <= set(stored[task]['per_seed']):
+        raise SystemExit(f'--reuse-sb3 {key}: stored with seeds {stored["seeds"]}, '
+                         + ', '.join(f'{k} {stored[k]}' for k in same) + '; expected the same as this run')
+    return {int(seed): runs['sb3'] for seed, runs in stored[task]['per_seed'].items()}
+
+
 def side_by_side(task: str, args, workdir: str) -> dict:
     per_seed = {}
+    reused = stored_sb3_runs(args.reuse_sb3, task, args) if args.reuse_sb3 else {}
     for i, seed in enumerate(args.seeds):
         order = ('sparring', 'sb3') if i % 2 == 0 else ('sb3', 'sparring')
-        per_seed[seed] = {library: run_child(library, task, seed, args, workdir) for library in order}
+        per_seed[seed] = {library: reused[seed] if library == 'sb3' and seed in reused
+                          else run_child(library, task, seed, args, workdir) for library in order}
         print(f'{task} seed {seed}: ' + '  '.join(
             f'{lib} target at {r["target_env_steps"]} steps / {_num(r["target_seconds"])} s '
             f'({_num(r["target_cpu_seconds"])} CPU s), final {r["final_eval"]:.0f} '
@@ -274,12 +291,18 @@ def main() -> None:
     parser.add_argument('--set', action='append', default=[], metavar='KEY=VALUE',
                         help="change sparring's ready config for this run (repeatable), e.g. "
                              "--set policy.learn.lr=1e-3; stored with the figures")
+    parser.add_argument('--reuse-sb3', metavar='KEY', default=None,
+                        help="take SB3's figures from the run stored under KEY (same seeds, steps and evaluations) "
+                             'instead of running SB3 again: its code did not change; a returns run only, never a '
+                             'timing one (the two sides would not share the machine\'s load)')
     parser.add_argument('--child', nargs=7, metavar=('LIB', 'TASK', 'SEED', 'STEPS', 'EVAL_EVERY', 'STOP', 'DIR'))
     args = parser.parse_args()
     if args.child:
         lib, task, seed, steps, eval_every, stop, workdir = args.child
         print(json.dumps(child(lib, task, int(seed), int(steps), int(eval_every), bool(int(stop)), workdir, args.set)))
         return
+    if args.reuse_sb3 and (args.stop_at_target or args.mujoco):
+        parser.error('--reuse-sb3: for a Pendulum returns run only (not with --stop-at-target or --mujoco)')
     from sparring.config.compile import parse_override
     for text in args.set:  # a malformed override fails here, not in the first child
         parse_override(text)
@@ -288,7 +311,7 @@ def main() -> None:
     started, load_start = time.time(), load()
     results = dict(cpu=cpu_model(), cores=os.cpu_count(), torch_threads=1, load_start=load_start,
                    seeds=args.seeds, steps=args.steps, eval_every=args.eval_every, stop_at_target=args.stop_at_target,
-                   sparring_overrides=args.set)
+                   sparring_overrides=args.set, sb3_reused_from=args.reuse_sb3)
     if not args.no_pendulum:
         results.update(sb3_pendulum=SB3_PENDULUM, pendulum=side_by_side('pendulum', args, args.workdir))
     if args.mujoco:
