@@ -33,14 +33,17 @@ from sac_vs_sb3 import load, spawn_child  # noqa: E402
 HIDDEN = 'policy.model.hidden_sizes'
 LR = 'policy.learn.lr'
 UPDATES = 'policy.learn.updates_per_chunk'  # the ready config's chunks hold 8 env steps
+# Every variant names its widths and lr, so it means the same whatever the ready config holds now (the sweep of
+# results/sac_tuning.json ran against the ready config of then, SAC's defaults, and chose 'h128_lr1e-3').
+SAC_DEFAULTS = [f'{HIDDEN}=[256,256]', f'{LR}=3e-4']
 VARIANTS = {
-    'default': [],  # SAC's defaults: 256-256, lr 3e-4, one gradient step per env step
-    'h128': [f'{HIDDEN}=[128,128]'],
-    'h64': [f'{HIDDEN}=[64,64]'],
+    'default': SAC_DEFAULTS,  # one gradient step per env step
+    'h128': [f'{HIDDEN}=[128,128]', f'{LR}=3e-4'],
+    'h64': [f'{HIDDEN}=[64,64]', f'{LR}=3e-4'],
     'h128_lr1e-3': [f'{HIDDEN}=[128,128]', f'{LR}=1e-3'],
     'h64_lr1e-3': [f'{HIDDEN}=[64,64]', f'{LR}=1e-3'],
     'h128_half_lr1e-3': [f'{HIDDEN}=[128,128]', f'{UPDATES}=4', f'{LR}=1e-3'],  # one gradient step per 2 env steps
-    'h256_half_lr1e-3': [f'{UPDATES}=4', f'{LR}=1e-3'],
+    'h256_half_lr1e-3': [f'{HIDDEN}=[256,256]', f'{UPDATES}=4', f'{LR}=1e-3'],
     'h64_half_lr1e-3': [f'{HIDDEN}=[64,64]', f'{UPDATES}=4', f'{LR}=1e-3'],
 }
 
