@@ -4,7 +4,8 @@ Needs SB3 in the venv (``pip install stable-baselines3``); installs nothing. Eve
 with one torch thread; for each seed the two libraries run back to back (the order alternating by seed), so
 the machine's load falls on both alike, and the load average is stored with every run.
 
-* ``pendulum``: sparring's ready ``pendulum_sac`` config (SAC's defaults) against SB3 at rl-zoo's tuned
+* ``pendulum``: sparring's ready ``pendulum_sac`` config (128-128 networks at lr 1e-3, tuned on seeds 0-2 with
+  ``sac_tuning.py``) against SB3 at rl-zoo's tuned
   hyperparameters for Pendulum-v1 (SB3's SAC defaults with lr 1e-3). Both evaluated with 8 deterministic
   episodes every ``--eval-every`` env steps; the figures: env steps, wall seconds and the process's CPU
   seconds (from building the envs and model to the end of that evaluation) when the mean first reaches
@@ -15,6 +16,10 @@ the machine's load falls on both alike, and the load average is stored with ever
   steps per second, sparring's ``hopper_sac`` against rl-zoo's Hopper settings (learning_starts 10k).
 
     .venv/bin/python benchmarks/sac_vs_sb3.py [--seeds 100 101 102] [--steps 20000] [--stop-at-target]
+
+``--set dotted.key=value`` (repeatable) changes sparring's ready config for a run, without editing it (e.g.
+``--set policy.model.hidden_sizes=[128,128]``); the overrides are stored with the figures. ``sac_tuning.py``
+runs variants this way on the tuning seeds.
 
 Each kind of run is stored under its own key (``--results-key``; by default ``pendulum_to_target``,
 ``pendulum_20k``, ``hopper_100k``), so a run of one kind keeps the figures of the others.
@@ -31,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = -200.0
@@ -82,6 +88,7 @@ class Curve:
         return dict(curve=self.points, final_eval=self.points[-1][1] if self.points else None, env_steps=env_steps,
                     target_env_steps=reached[0] if reached else None, target_seconds=reached[2] if reached else None,
                     target_cpu_seconds=reached[3] if reached else None, seconds=seconds,
+                    cpu_seconds=time.process_time() - self.cpu_started,
                     steps_per_second=env_steps / max(seconds - self.eval_seconds, 1e-9),
                     late_steps_per_second=late)
 
@@ -104,10 +111,22 @@ def _evaluate(act, env_id: str, seed: int) -> float:
     return float(returns.mean())
 
 
-def sparring_run(task: str, seed: int, steps: int, eval_every: int, stop: bool, workdir: str) -> dict:
-    """Our SAC stepped chunk by chunk through its collector and learner, evaluated like SB3's."""
-    import copy
+def ready_config(task: str, overrides: Sequence[str] = ()) -> tuple:
+    """(sparring's ready config for ``task`` with the ``dotted.key=value`` ``overrides`` applied, a copy; the env id)."""
+    from sparring.config.compile import apply_overrides, parse_override
+    if task == 'pendulum':
+        from sparring.dizoo.classic_control.config.pendulum_sac import config
+        env_id = 'Pendulum-v1'
+    else:
+        from sparring.dizoo.mujoco.config.hopper_sac import config
+        env_id = 'Hopper-v5'
+    return apply_overrides(config, [parse_override(text) for text in overrides]), env_id
 
+
+def sparring_run(task: str, seed: int, steps: int, eval_every: int, stop: bool, workdir: str,
+                 overrides: Sequence[str] = ()) -> dict:
+    """Our SAC stepped chunk by chunk through its collector and learner, evaluated like SB3's; ``overrides``:
+    ``dotted.key=value`` texts applied to the ready config."""
     import torch
 
     from sparring.config import compile_config
@@ -115,13 +134,7 @@ def sparring_run(task: str, seed: int, steps: int, eval_every: int, stop: bool, 
     from sparring.worker.collector import SampleCollector
     from sparring.worker.env.manager import make_env_manager
     from sparring.worker.learner import Learner
-    if task == 'pendulum':
-        from sparring.dizoo.classic_control.config.pendulum_sac import config
-        env_id = 'Pendulum-v1'
-    else:
-        from sparring.dizoo.mujoco.config.hopper_sac import config
-        env_id = 'Hopper-v5'
-    config = copy.deepcopy(config)
+    config, env_id = ready_config(task, overrides)
     config['train'] = dict(config['train'], max_env_steps=steps, progress_bar=False, tensorboard=False)
     cfg = compile_config(config, exp_name=os.path.join(workdir, f'sparring_{task}_{seed}'), save=False)
     curve = Curve(stop)
@@ -169,31 +182,58 @@ def sb3_run(task: str, seed: int, steps: int, eval_every: int, stop: bool) -> di
     return curve.result(model.num_timesteps)
 
 
-def child(library: str, task: str, seed: int, steps: int, eval_every: int, stop: bool, workdir: str) -> dict:
+def child(library: str, task: str, seed: int, steps: int, eval_every: int, stop: bool, workdir: str,
+          overrides: Sequence[str] = ()) -> dict:
     _prepare_process()
     before = load()
     if library == 'sparring':
-        result = sparring_run(task, seed, steps, eval_every, stop, workdir)
+        result = sparring_run(task, seed, steps, eval_every, stop, workdir, overrides)
     else:
         result = sb3_run(task, seed, steps, eval_every, stop)
     return dict(result, load_before=before, load_after=load())
 
 
-def run_child(library: str, task: str, seed: int, args, workdir: str) -> dict:
-    steps = args.steps if task == 'pendulum' else args.mujoco_steps
-    eval_every = args.eval_every if task == 'pendulum' else args.mujoco_eval_every
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), '--child', library, task, str(seed), str(steps),
-                          str(eval_every), str(int(args.stop_at_target and task == 'pendulum')), workdir],
+def spawn_child(library: str, task: str, seed: int, steps: int, eval_every: int, stop: bool, workdir: str,
+                overrides: Sequence[str] = (), nice: int = 0) -> dict:
+    """One run in a fresh process (``nice``: its niceness increment); its figures."""
+    command = [sys.executable, os.path.abspath(__file__), '--child', library, task, str(seed), str(steps),
+               str(eval_every), str(int(stop)), workdir]
+    command += [arg for text in overrides for arg in ('--set', text)]
+    out = subprocess.run(['nice', '-n', str(nice), *command] if nice else command,
                          check=True, capture_output=True, text=True, cwd=HERE)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def run_child(library: str, task: str, seed: int, args, workdir: str) -> dict:
+    steps = args.steps if task == 'pendulum' else args.mujoco_steps
+    eval_every = args.eval_every if task == 'pendulum' else args.mujoco_eval_every
+    return spawn_child(library, task, seed, steps, eval_every, args.stop_at_target and task == 'pendulum', workdir,
+                       args.set if library == 'sparring' else ())
+
+
 # -- the side-by-side runs ------------------------------------------------------------------------
+def stored_sb3_runs(key: str, task: str, args) -> dict:
+    """SB3's per-seed figures from the stored run ``key`` (``--reuse-sb3``), which must have had this run's seeds,
+    budget and evaluations."""
+    from results_file import RESULTS_DIR
+    with open(os.path.join(RESULTS_DIR, 'sac_vs_sb3.json')) as f:
+        stored = json.load(f).get(key)
+    if stored is None or task not in stored:
+        raise SystemExit(f'--reuse-sb3 {key}: no {task} run stored under that key in results/sac_vs_sb3.json')
+    same = ('steps', 'eval_every', 'stop_at_target')
+    if any(stored[k] != getattr(args, k) for k in same) or not set(map(str, args.seeds)) <= set(stored[task]['per_seed']):
+        raise SystemExit(f'--reuse-sb3 {key}: stored with seeds {stored["seeds"]}, '
+                         + ', '.join(f'{k} {stored[k]}' for k in same) + '; expected the same as this run')
+    return {int(seed): runs['sb3'] for seed, runs in stored[task]['per_seed'].items()}
+
+
 def side_by_side(task: str, args, workdir: str) -> dict:
     per_seed = {}
+    reused = stored_sb3_runs(args.reuse_sb3, task, args) if args.reuse_sb3 else {}
     for i, seed in enumerate(args.seeds):
         order = ('sparring', 'sb3') if i % 2 == 0 else ('sb3', 'sparring')
-        per_seed[seed] = {library: run_child(library, task, seed, args, workdir) for library in order}
+        per_seed[seed] = {library: reused[seed] if library == 'sb3' and seed in reused
+                          else run_child(library, task, seed, args, workdir) for library in order}
         print(f'{task} seed {seed}: ' + '  '.join(
             f'{lib} target at {r["target_env_steps"]} steps / {_num(r["target_seconds"])} s '
             f'({_num(r["target_cpu_seconds"])} CPU s), final {r["final_eval"]:.0f} '
@@ -249,17 +289,30 @@ def main() -> None:
                              "'pendulum_to_target' with --stop-at-target, else 'pendulum_<steps/1000>k'; "
                              "runs of another kind keep their keys)")
     parser.add_argument('--no-pendulum', action='store_true', help='skip Pendulum (with --mujoco: Hopper only)')
+    parser.add_argument('--set', action='append', default=[], metavar='KEY=VALUE',
+                        help="change sparring's ready config for this run (repeatable), e.g. "
+                             "--set policy.learn.lr=1e-3; stored with the figures")
+    parser.add_argument('--reuse-sb3', metavar='KEY', default=None,
+                        help="take SB3's figures from the run stored under KEY (same seeds, steps and evaluations) "
+                             'instead of running SB3 again: its code did not change; a returns run only, never a '
+                             'timing one (the two sides would not share the machine\'s load)')
     parser.add_argument('--child', nargs=7, metavar=('LIB', 'TASK', 'SEED', 'STEPS', 'EVAL_EVERY', 'STOP', 'DIR'))
     args = parser.parse_args()
     if args.child:
         lib, task, seed, steps, eval_every, stop, workdir = args.child
-        print(json.dumps(child(lib, task, int(seed), int(steps), int(eval_every), bool(int(stop)), workdir)))
+        print(json.dumps(child(lib, task, int(seed), int(steps), int(eval_every), bool(int(stop)), workdir, args.set)))
         return
+    if args.reuse_sb3 and (args.stop_at_target or args.mujoco):
+        parser.error('--reuse-sb3: for a Pendulum returns run only (not with --stop-at-target or --mujoco)')
+    from sparring.config.compile import parse_override
+    for text in args.set:  # a malformed override fails here, not in the first child
+        parse_override(text)
     sys.path.insert(0, HERE)
     from results_file import cpu_model, merge_results
     started, load_start = time.time(), load()
     results = dict(cpu=cpu_model(), cores=os.cpu_count(), torch_threads=1, load_start=load_start,
-                   seeds=args.seeds, steps=args.steps, eval_every=args.eval_every, stop_at_target=args.stop_at_target)
+                   seeds=args.seeds, steps=args.steps, eval_every=args.eval_every, stop_at_target=args.stop_at_target,
+                   sparring_overrides=args.set, sb3_reused_from=args.reuse_sb3)
     if not args.no_pendulum:
         results.update(sb3_pendulum=SB3_PENDULUM, pendulum=side_by_side('pendulum', args, args.workdir))
     if args.mujoco:
