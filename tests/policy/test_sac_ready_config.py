@@ -18,12 +18,7 @@ OBS = gym.spaces.Box(-8.0, 8.0, (3,), np.float32)  # Pendulum-v1's spaces
 ACTION = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
 
 
-@pytest.fixture(autouse=True, scope='module')
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures('one_torch_thread')  # tests/conftest.py
 
 
 def _benchmark(name):
