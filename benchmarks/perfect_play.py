@@ -141,7 +141,7 @@ def _win_in_one_starts(count: int, openings, seed: int):
     g, rows = env.geometry, np.arange(count)
     own, opp = env.stones[rows, env.mover], env.stones[rows, 1 - env.mover]
     legal = g.legal_mask(own | opp)
-    wins = g.has_line(own[:, None] | g.move_bits((own | opp)[:, None], np.arange(g.cols)[None, :])) & legal
+    wins = g.completing_moves(own, own | opp)
     has = wins.any(axis=1)
     obs = np.zeros((int(has.sum()), 3, g.rows, g.cols), np.float32)
     obs[:, :2], obs[:, 2] = g.planes(np.stack([own[has], opp[has]], axis=1)), 1.0
@@ -164,8 +164,7 @@ def fit_wins(args) -> None:
     positions = load(args.positions)
     set_obs, set_legal = observations(positions)
     g = ConnectFourEnv({}, 1, seed=0).geometry
-    occupied = (positions.own | positions.opp)[:, None]
-    set_wins = g.has_line(positions.own[:, None] | g.move_bits(occupied, np.arange(g.cols)[None, :])) & set_legal
+    set_wins = g.completing_moves(positions.own, positions.own | positions.opp)
     offer = set_wins.any(axis=1)
     env = ConnectFourEnv({}, 1, seed=0)
     cfg = compile_section('policy', dict(type='ppo', model=dict(type='cnn', conv_layers=[[64, 4, 1]], hidden_size=256)))

@@ -106,12 +106,16 @@ def ratio_statistics(log_ratio: torch.Tensor, clip_range: float) -> tuple[torch.
 
 
 def search_target_loss(log_probs: torch.Tensor, target: torch.Tensor, log_prob: torch.Tensor,
-                       old_log_prob: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                       old_log_prob: torch.Tensor, weight: Optional[torch.Tensor] = None
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Expert iteration's policy loss: the cross-entropy from a search's visit distribution ``target``
     ``[N, A]`` to the policy's ``log_probs`` ``[N, A]`` (actions the search never visited, illegal ones
-    among them, count nothing); returns (loss, approx-KL of the taken actions' ratios, clip fraction 0)."""
+    among them, count nothing), averaged over the steps, or with ``weight`` ``[N]`` their weighted mean (as
+    if step i were drawn ``weight[i]`` times as often); returns (loss, approx-KL of the taken actions'
+    ratios, clip fraction 0)."""
     visited = target > 0
-    loss = -torch.where(visited, target * log_probs, torch.zeros_like(log_probs)).sum(-1).mean()
+    cross_entropy = -torch.where(visited, target * log_probs, torch.zeros_like(log_probs)).sum(-1)
+    loss = cross_entropy.mean() if weight is None else (weight * cross_entropy).sum() / weight.sum().clamp_min(1e-8)
     approx_kl, _ = ratio_statistics(log_prob - old_log_prob, float('inf'))
     return loss, approx_kl, torch.zeros_like(approx_kl)
 

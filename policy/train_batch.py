@@ -127,6 +127,8 @@ def step_batch(chunk: Dict[str, np.ndarray], advantages: np.ndarray, returns: np
         data['mask'] = flat(chunk['action_mask']).bool()
     if 'search_policy' in chunk:  # expert iteration's targets (functional.search_target_loss)
         data['search_policy'] = flat(chunk['search_policy'])
+    if 'policy_weight' in chunk:  # and the weight of each step's policy loss there
+        data['policy_weight'] = flat(chunk['policy_weight'])
     if acts is not None:
         data['acts'] = flat(acts).bool()
     if keep is not None:

@@ -82,6 +82,13 @@ class BoardGeometry:
         """Legal actions ``[..., num_actions]`` for occupied-cell bitboards ``[...]``."""
         return (occupied[..., None] & self.guard_array) == 0
 
+    def completing_moves(self, stones: np.ndarray, occupied: np.ndarray) -> np.ndarray:
+        """The legal actions ``[..., num_actions]`` whose stone would give ``stones`` a line: a win in one for the
+        player who holds them (a cell to block when they are the other player's), for uint64 arrays ``[...]``."""
+        landing = self.move_bits(occupied[..., None], np.arange(self.num_actions))
+        # The legal mask matters: a full column's carry lands on its sentinel, which can extend a run upwards.
+        return self.has_line(stones[..., None] | landing) & self.legal_mask(occupied)
+
     # -- observation planes --------------------------------------------------------------------
 
     def planes(self, stones: np.ndarray) -> np.ndarray:

@@ -105,7 +105,7 @@ class LineGameEnv(NativeVecBattleEnv):
 
     def _play_random_openings(self, rows: np.ndarray) -> None:
         """k uniformly random plies in each new game ``rows``, none of them completing a line."""
-        g, actions = self.geometry, np.arange(self.geometry.num_actions)
+        g = self.geometry
         lo, hi = self.cfg.random_opening_plies
         plies = self.np_random.integers(lo, hi + 1, size=len(rows))
         for ply in range(hi):
@@ -115,8 +115,7 @@ class LineGameEnv(NativeVecBattleEnv):
             mover = self.mover[games]
             occupied = self.stones[games, 0] | self.stones[games, 1]
             own = self.stones[games, mover]
-            finishing = g.has_line(own[:, None] | g.move_bits(occupied[:, None], actions[None, :]))
-            allowed = g.legal_mask(occupied) & ~finishing
+            allowed = g.legal_mask(occupied) & ~g.completing_moves(own, occupied)
             # A game whose every legal move would win stops its opening here: its mover then wins at once.
             games, mover, occupied, allowed = (x[allowed.any(axis=1)] for x in (games, mover, occupied, allowed))
             if not games.size:

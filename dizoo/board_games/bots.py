@@ -75,10 +75,13 @@ class LineGameHeuristicBot(LineGameBot):
         g = self.geometry
         own, opp = self._stones(obs)
         occupied = own | opp
-        landing = g.move_bits(occupied[:, None], np.arange(g.num_actions)[None, :])  # [N, A]
-        wins = g.has_line(own[:, None] | landing)
-        blocks = g.has_line(opp[:, None] | landing) if self.cfg['block'] else 0.0
-        position = g.cell_line_counts.ravel()[g.cell_of_bits(landing)] if self.cfg['positional'] else 0.0
+        wins = g.completing_moves(own, occupied)  # [N, A]
+        blocks = g.completing_moves(opp, occupied) if self.cfg['block'] else 0.0
+        if self.cfg['positional']:
+            landing = g.move_bits(occupied[:, None], np.arange(g.num_actions)[None, :])
+            position = g.cell_line_counts.ravel()[g.cell_of_bits(landing)]
+        else:
+            position = 0.0
         scores = self.WIN * wins + self.BLOCK * blocks + position
         return choose_best(np.where(action_mask, scores, -np.inf), self.rng)
 

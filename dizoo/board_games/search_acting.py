@@ -39,6 +39,14 @@ taught to take a win in one rather than any move that still wins, which is what 
 on positions of random play (docs/guides/perfect-play.md, "What the errors are"). Both labels of a position
 come from one solve.
 
+With ``tactics_weight`` = w > 0 (any line game; no solver), each position where the mover can complete a line
+gets its winning moves as the policy target (uniform over them), and each where it cannot but the other player
+could on exactly one cell gets that cell; the collector records them as ``policy_target`` / ``policy_labelled``
+(in place of the solver's there) and ``policy_weight``, w on those positions and 1 elsewhere, which the search
+objective weighs each step's policy loss by (as if those positions were drawn w times as often). The search's
+visits already favour those moves; the weight is for the network, which meets a win in one in one position of
+dozens and, fitted to all alike, does not learn to take it at a glance (docs/guides/perfect-play.md).
+
 Cost, one core's CPU time per position of random play (``benchmarks/perfect_play.py label-cost``: 300 per size,
 the solver's table kept between them as in the collector; load 6.5): every move's score 0.12-0.16 ms with 8-16
 empty cells, 0.30 with 18, 0.64 with 20, 2.6 with 22, 4.3 with 24, 23 with 28 (the value alone: a third to a half
@@ -77,13 +85,14 @@ class SearchActing:
                     exact_value_empty_cells=0,  # value targets: the solver's outcome where at most this many cells are empty (connect four; 0: the game's result everywhere)
                     exact_policy_empty_cells=0,  # policy targets: the solver's best moves where at most this many cells are empty (connect four; 0: the search's visits everywhere)
                     exact_policy_target='outcome',  # which moves are best there: 'outcome' (every move of the best outcome) or 'score' (the best exact score: the fastest win, the slowest loss)
+                    tactics_weight=0.0,  # positions with a win in one (else a single cell to block): those moves as the policy target, its loss weighed this many times an ordinary move's (any board game; 0: off)
                     )
 
     config_constraints = dict(num_simulations=in_range(1, None), c_puct=in_range(0.0, None, open_lo=True),
                               sample_moves=in_range(0, None), root_noise=in_range(0.0, 1.0),
                               noise_alpha=in_range(0.0, None, open_lo=True), random_moves=in_range(0.0, 1.0),
                               exact_value_empty_cells=in_range(0, None), exact_policy_empty_cells=in_range(0, None),
-                              exact_policy_target=one_of('outcome', 'score'))
+                              exact_policy_target=one_of('outcome', 'score'), tactics_weight=in_range(0.0, None))
 
     def __init__(self, cfg: dict, geometry: BoardGeometry, seed: int = 0) -> None:
         if not isinstance(cfg, dict):
@@ -93,17 +102,20 @@ class SearchActing:
         self.geometry = geometry
         self.rng = np.random.default_rng(seed)
         self._guide, self._search = None, None  # the arena's home policy and the search it guides
-        self._solver = self._exact_solver() if self.label_columns else None
+        exact = self.cfg['exact_value_empty_cells'] > 0 or self.cfg['exact_policy_empty_cells'] > 0
+        self._solver = self._exact_solver() if exact else None
 
     @property
     def label_columns(self) -> Dict[str, Tuple[tuple, type]]:
         """The solver's labels :meth:`exact_labels` gives, as ``name: (shape past the rows, dtype)``: the collector
-        records each as a column, which the search objective trains towards; empty when both options are off."""
+        records each as a column, which the search objective trains towards; empty when the options are off."""
         columns: Dict[str, Tuple[tuple, type]] = {}
         if self.cfg['exact_value_empty_cells'] > 0:
             columns.update(value_target=((), np.float32), value_labelled=((), np.bool_))
-        if self.cfg['exact_policy_empty_cells'] > 0:
+        if self.cfg['exact_policy_empty_cells'] > 0 or self.cfg['tactics_weight'] > 0:
             columns.update(policy_target=((self.geometry.num_actions,), np.float32), policy_labelled=((), np.bool_))
+        if self.cfg['tactics_weight'] > 0:
+            columns.update(policy_weight=((), np.float32))
         return columns
 
     def _exact_solver(self) -> Solver:
@@ -124,7 +136,10 @@ class SearchActing:
         labelled; ``exact_policy_target='score'``: over the legal moves of the best exact score), and
         ``policy_labelled`` where at most ``exact_policy_empty_cells`` cells are empty and some legal move is worse
         by that measure. A position the solver cannot prove within its node budget is not labelled
-        (the game's result and the search's visits stay its targets)."""
+        (the game's result and the search's visits stay its targets). With ``tactics_weight`` = w > 0 (no solver
+        needed), a position where the mover can complete a line gets its winning moves as ``policy_target`` (uniform
+        over them), else one where the other player could complete a line on exactly one cell gets that cell, and
+        ``policy_weight`` ``[n]`` is w there (1 elsewhere); these labels take the place of the solver's."""
         obs, action_mask = np.asarray(obs), np.asarray(action_mask, bool)
         g, n = self.geometry, len(obs)
         value_cells, policy_cells = self.cfg['exact_value_empty_cells'], self.cfg['exact_policy_empty_cells']
@@ -133,6 +148,8 @@ class SearchActing:
                       policy_target=np.zeros((n, g.num_actions), np.float32), policy_labelled=np.zeros(n, bool))
         empty = g.num_cells - obs[:, :2].sum(axis=(1, 2, 3))
         rows = np.flatnonzero(action_mask.any(axis=1) & (empty <= max(value_cells, policy_cells)))
+        if self._solver is None:
+            rows = rows[:0]
         for row, own, opp in zip(rows, g.stones_from_plane(obs[rows, 0]), g.stones_from_plane(obs[rows, 1])):
             legal = action_mask[row]
             try:
@@ -150,7 +167,30 @@ class SearchActing:
                 continue
             if empty[row] <= value_cells:
                 labels['value_target'][row], labels['value_labelled'][row] = value, True
+        if self.cfg['tactics_weight'] > 0:
+            labels['policy_weight'] = np.ones(n, np.float32)
+            self._tactics_labels(obs, action_mask, labels)
         return {name: labels[name] for name in self.label_columns}
+
+    def _tactics_labels(self, obs: np.ndarray, action_mask: np.ndarray, labels: Dict[str, np.ndarray]) -> None:
+        """Where the mover has a win in one, its winning moves; else where the other player has exactly one cell
+        to complete a line on, that cell: as the policy target, weighed ``tactics_weight`` times (in ``labels``).
+
+        Expert iteration's search already puts most of its visits there, but such a position is one in dozens of a
+        game and the network, fitted to all of them alike, does not learn to take a win it sees
+        (docs/guides/perfect-play.md, "What the errors are"); the weight is what oversampling them would do. Two
+        or more cells to block: every move loses, nothing to teach."""
+        g = self.geometry
+        rows = np.flatnonzero(action_mask.any(axis=1))
+        own, opp = g.stones_from_plane(obs[rows, 0]), g.stones_from_plane(obs[rows, 1])
+        wins, threats = g.completing_moves(own, own | opp), g.completing_moves(opp, own | opp)
+        single_block = ~wins.any(axis=1) & (threats.sum(axis=1) == 1)
+        moves = np.where(wins.any(axis=1)[:, None], wins, threats & single_block[:, None])
+        tactic = moves.any(axis=1)
+        rows, moves = rows[tactic], moves[tactic]
+        labels['policy_target'][rows] = moves / moves.sum(axis=1, keepdims=True)
+        labels['policy_labelled'][rows] = True
+        labels['policy_weight'][rows] = self.cfg['tactics_weight']
 
     def _search_for(self, policy) -> LockstepPUCT:
         if policy is not self._guide:

@@ -9,8 +9,9 @@ search value`` where the player moved: the search's judgement is less noisy than
 (Oracle's study of AlphaZero on connect four averaged the two). Where the chunk carries a ``value_target``
 (the solver's exact outcome near the end: ``battle.collect_search.exact_value_empty_cells``), that is the
 target where the player moved and ``value_labelled`` says the solver labelled the position; likewise a
-``policy_target`` (the solver's best moves: ``battle.collect_search.exact_policy_empty_cells``) replaces the
-visits as the policy's target where ``policy_labelled``.
+``policy_target`` (the solver's best moves: ``battle.collect_search.exact_policy_empty_cells``; or a win in one
+or a forced block: ``tactics_weight``) replaces the visits as the policy's target where ``policy_labelled``, and a
+``policy_weight`` weighs each step's policy loss (its weighted mean over the minibatch).
 
 ``search_window`` = N trains each update on the last N chunks together, as AlphaZero trains on a
 window of recent games: a search's targets stay valid for older positions, where a policy-gradient
@@ -102,7 +103,8 @@ class SearchObjective(Objective):
     def policy_loss(self, mb: Minibatch) -> PolicyLoss:
         log_probs, target = mb.part.acting_steps(D.categorical_log_probs(mb.head, mb.mask),
                                                  mb.part.steps('search_policy'))
-        return PolicyLoss(*F.search_target_loss(log_probs, target, mb.log_prob, mb.old_log_prob))
+        weight = mb.part.acting_steps(mb.part.steps('policy_weight'))[0] if 'policy_weight' in mb.part.fields else None
+        return PolicyLoss(*F.search_target_loss(log_probs, target, mb.log_prob, mb.old_log_prob, weight))
 
     def after_update(self, batch: TrainBatch, fresh: TrainBatch) -> Dict[str, float]:
         if self.recent_batches.maxlen:

@@ -10,12 +10,13 @@ from sparring.dizoo.board_games.search_acting import SearchActing
 from sparring.dizoo.board_games.solver.testset import random_position
 from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.env.battle import make_battle_env
+from tests.dizoo.connect_four_positions import C4
+from tests.dizoo.connect_four_positions import after as _after
+from tests.dizoo.connect_four_positions import seat_view as _seat_view
 from tests.dizoo.test_perfect_solver import brute_force_move_scores
-from tests.dizoo.test_solver_value_targets import _after, _ppo, _seat_view, exact_values
+from tests.dizoo.test_solver_value_targets import _ppo, exact_values
 
 pytest.importorskip('numba', reason='the solver needs the "perfect" extra (numba)')
-
-C4 = BoardGeometry(6, 7, 4, gravity=True)
 
 
 def exact_policies(acting, obs, mask):

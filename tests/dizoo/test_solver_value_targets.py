@@ -19,34 +19,17 @@ from sparring.worker.env.battle import make_battle_env
 from sparring.worker.evaluation import GameEvaluation
 from sparring.worker.run_kind import LeagueKind
 from tests.configs import fast_parallel, tiny_league_config
+from tests.dizoo.connect_four_positions import C4
+from tests.dizoo.connect_four_positions import after as _after
+from tests.dizoo.connect_four_positions import seat_view as _seat_view
 from tests.dizoo.test_perfect_solver import brute_force_move_scores
 
 pytest.importorskip('numba', reason='the solver needs the "perfect" extra (numba)')
-
-C4 = BoardGeometry(6, 7, 4, gravity=True)
-
 
 def _ppo(env, **learn):
     cfg = compile_section('policy', dict(type='ppo', model=dict(type='cnn', conv_layers=[[8, 4, 1]], hidden_size=16),
                                          learn=dict(dict(epochs=1, num_minibatches=1), **learn)))
     return POLICY_REGISTRY.get('ppo')(cfg, env.observation_space, env.action_space, seed=0)
-
-
-def _seat_view(positions):
-    """Observations and masks of the player to move for positions ``(own, opp)``, as the env shows them."""
-    stones = np.array(positions, np.uint64).reshape(-1, 2)
-    obs = np.zeros((len(stones), 3, C4.rows, C4.cols), np.float32)
-    obs[:, :2], obs[:, 2] = C4.planes(stones), 1.0
-    return obs, C4.legal_mask(stones[:, 0] | stones[:, 1])
-
-
-def _after(moves: str):
-    """``(own, opp)`` after 1-based columns from the empty board (the player to move's stones first)."""
-    own, opp = 0, 0
-    for char in moves:
-        occupied = own | opp
-        own, opp = opp, own | ((occupied + C4.move_table[int(char) - 1]) & ~occupied)
-    return own, opp
 
 
 def exact_values(acting, obs, mask):

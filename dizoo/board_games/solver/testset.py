@@ -167,10 +167,8 @@ def missed_tactics(positions: PositionSet, moves: np.ndarray):
     a line at once and its move does not win at all. A missed block: it could not, the other player could, and
     the move does not take a cell where the other player would complete a line. The rest of the errors lie deeper."""
     g = BoardGeometry(6, 7, 4, gravity=True)
-    columns, legal = np.arange(g.cols), positions.scores != ILLEGAL
-    occupied = (positions.own | positions.opp)[:, None]
-    wins_now = g.has_line(positions.own[:, None] | g.move_bits(occupied, columns[None, :])) & legal
-    threats = g.has_line(positions.opp[:, None] | g.move_bits(occupied, columns[None, :])) & legal
+    occupied = positions.own | positions.opp
+    wins_now, threats = g.completing_moves(positions.own, occupied), g.completing_moves(positions.opp, occupied)
     wrong = errors_of(positions, moves)
     missed_win = wrong & wins_now.any(axis=1)
     missed_block = wrong & ~wins_now.any(axis=1) & threats.any(axis=1) & ~threats[np.arange(len(moves)), moves]
