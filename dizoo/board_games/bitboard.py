@@ -89,6 +89,15 @@ class BoardGeometry:
         # The legal mask matters: a full column's carry lands on its sentinel, which can extend a run upwards.
         return self.has_line(stones[..., None] | landing) & self.legal_mask(occupied)
 
+    def tactic_moves(self, own: np.ndarray, opp: np.ndarray) -> np.ndarray:
+        """The plain tactic of each position ``[...]`` for the player holding ``own``, as actions ``[..., num_actions]``:
+        its winning moves where it can complete a line, else the one cell where ``opp`` could (none where there
+        are two or more: every move loses then)."""
+        occupied = own | opp
+        wins, threats = self.completing_moves(own, occupied), self.completing_moves(opp, occupied)
+        single_block = ~wins.any(axis=-1) & (threats.sum(axis=-1) == 1)
+        return np.where(wins.any(axis=-1)[..., None], wins, threats & single_block[..., None])
+
     # -- observation planes --------------------------------------------------------------------
 
     def planes(self, stones: np.ndarray) -> np.ndarray:

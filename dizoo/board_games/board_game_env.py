@@ -11,8 +11,11 @@ Actions: a cell ``r * cols + c`` (row 0 at the top) in tic-tac-toe, a column in 
 With ``random_opening_plies = [lo, hi]`` a training game starts after k uniformly random plies, k drawn
 per game from lo..hi by the env's own seeded generator: self-play then also meets positions its own
 games never lead to. The random plies never finish a game (a move that would complete a line is not
-drawn), so every start has a move to make; seat k % 2 moves first. Evaluation envs
-(:meth:`LineGameEnv.evaluator_config`) always start from the empty board.
+drawn), so every start has a move to make; seat k % 2 moves first. With ``tactical_openings`` = p, a share p
+of the training games have their opening drawn again until the player to move can win at once or has exactly
+one cell to block (:meth:`~.bitboard.BoardGeometry.tactic_moves`): a self-playing network then meets many more
+of the plain tactics that random play's positions are full of and its own games rarely leave on the board.
+Evaluation envs (:meth:`LineGameEnv.evaluator_config`) always start from the empty board.
 """
 from __future__ import annotations
 
@@ -30,6 +33,9 @@ from sparring.worker.env.battle_api import BATTLE_ENV_CONSTRAINTS, NativeVecBatt
 
 # obs[:, seat, :2] = stones[:, PLANE_SEATS[seat]]: own stones first, then the opponent's.
 _PLANE_SEATS = np.array([[0, 1], [1, 0]])
+# A tactical opening is drawn at most this many times; a game still without a tactic keeps its last one. Of
+# connect four's openings of 0-30 plies about a third leave one, so nearly every game finds one well within it.
+TACTIC_DRAWS = 16
 
 
 def ply_range():
@@ -60,10 +66,12 @@ class LineGameEnv(NativeVecBattleEnv):
             super().default_config(),
             **cls.default_board,
             random_opening_plies=None,  # [lo, hi]: a training game starts after k random plies, k drawn per game from lo..hi; None: from the empty board
+            tactical_openings=0.0,  # the share of training games whose random opening is drawn again until the player to move has a win in one or one cell to block
         )
 
     config_constraints = dict(BATTLE_ENV_CONSTRAINTS, rows=in_range(1, 63), cols=in_range(1, 32),
-                              win_length=in_range(2, None), random_opening_plies=ply_range())
+                              win_length=in_range(2, None), random_opening_plies=ply_range(),
+                              tactical_openings=in_range(0.0, 1.0))
 
     @classmethod
     def validate_config(cls, section: dict) -> None:
@@ -76,11 +84,15 @@ class LineGameEnv(NativeVecBattleEnv):
             # A full board is a finished game: at least one cell must stay empty for the first real move.
             raise ConfigError(f'config key "env.random_opening_plies": {list(plies)} would fill the '
                               f'{geometry.rows}x{geometry.cols} board; expected hi < {geometry.num_cells}')
+        if section.get('tactical_openings', 0.0) > 0 and (plies is None or plies[1] == 0):
+            raise ConfigError(f'config key "env.tactical_openings": {section["tactical_openings"]} draws random openings '
+                              f'again until they leave a tactic, but env.random_opening_plies is {plies!r}; expected '
+                              f'[lo, hi] with hi > 0, or tactical_openings 0')
 
     @classmethod
     def evaluator_config(cls, section: Mapping) -> dict:
         """Evaluation plays whole games from the empty board: no random openings."""
-        return {**section, 'random_opening_plies': None}
+        return {**section, 'random_opening_plies': None, 'tactical_openings': 0.0}
 
     @classmethod
     def search_acting(cls, env_cfg: Mapping, search_cfg: dict, seed: int = 0) -> SearchActing:
@@ -102,6 +114,22 @@ class LineGameEnv(NativeVecBattleEnv):
         self.mover[rows] = 0
         if self.cfg.random_opening_plies is not None:
             self._play_random_openings(rows)
+            if self.cfg.tactical_openings > 0:  # no draws otherwise, so runs without it keep their random streams
+                self._redraw_until_tactical(rows)
+
+    def _redraw_until_tactical(self, rows: np.ndarray) -> None:
+        """A share ``tactical_openings`` of the new games ``rows`` get their opening drawn again (at most
+        :data:`TACTIC_DRAWS` times) until the player to move can win at once or has one cell to block."""
+        g = self.geometry
+        games = rows[self.np_random.random(len(rows)) < self.cfg.tactical_openings]
+        for _ in range(TACTIC_DRAWS):
+            own, opp = self.stones[games, self.mover[games]], self.stones[games, 1 - self.mover[games]]
+            games = games[~g.tactic_moves(own, opp).any(axis=1)]
+            if not games.size:
+                break
+            self.stones[games] = 0
+            self.mover[games] = 0
+            self._play_random_openings(games)
 
     def _play_random_openings(self, rows: np.ndarray) -> None:
         """k uniformly random plies in each new game ``rows``, none of them completing a line."""

@@ -182,10 +182,7 @@ class SearchActing:
         or more cells to block: every move loses, nothing to teach."""
         g = self.geometry
         rows = np.flatnonzero(action_mask.any(axis=1))
-        own, opp = g.stones_from_plane(obs[rows, 0]), g.stones_from_plane(obs[rows, 1])
-        wins, threats = g.completing_moves(own, own | opp), g.completing_moves(opp, own | opp)
-        single_block = ~wins.any(axis=1) & (threats.sum(axis=1) == 1)
-        moves = np.where(wins.any(axis=1)[:, None], wins, threats & single_block[:, None])
+        moves = g.tactic_moves(g.stones_from_plane(obs[rows, 0]), g.stones_from_plane(obs[rows, 1]))
         tactic = moves.any(axis=1)
         rows, moves = rows[tactic], moves[tactic]
         labels['policy_target'][rows] = moves / moves.sum(axis=1, keepdims=True)

@@ -93,3 +93,38 @@ def test_without_the_option_every_game_starts_empty():
 def test_a_bad_ply_range_is_rejected_by_name(plies, expected):
     with pytest.raises(ConfigError, match=expected):
         make_battle_env(dict(type='connect_four', random_opening_plies=plies), 1, 0, training=True)
+
+
+def _tactic_share(env) -> np.ndarray:
+    rows = np.arange(env.num_envs)
+    return C4.tactic_moves(env.stones[rows, env.mover], env.stones[rows, 1 - env.mover]).any(axis=1)
+
+
+def test_tactical_openings_leave_a_win_or_one_block_in_their_share_of_games():
+    def starts(share, seed=0):
+        env = make_battle_env(dict(type='connect_four', random_opening_plies=[0, 30], tactical_openings=share),
+                              2000, seed, training=True)
+        env.reset(seed=seed)
+        return env
+    plain, half, every = starts(0.0), starts(0.5), starts(1.0)
+    # Openings alone leave a tactic in about half the starts; drawn again for a share, in that share as well.
+    assert 0.4 < _tactic_share(plain).mean() < 0.65
+    assert _tactic_share(half).mean() > _tactic_share(plain).mean() + 0.15
+    assert _tactic_share(every).mean() > 0.99
+    # Still legal random openings that never hand over a finished game, seeded like the rest.
+    assert not C4.has_line(every.stones[:, 0]).any() and not C4.has_line(every.stones[:, 1]).any()
+    np.testing.assert_array_equal(stone_counts(every.stones)[:, 0] - stone_counts(every.stones)[:, 1], every.mover)
+    np.testing.assert_array_equal(starts(1.0).stones, every.stones)
+    # Off, the random stream is the openings' own: the same starts as without the key.
+    np.testing.assert_array_equal(plain.stones, openings(0, plies=(0, 30), num_envs=2000).stones)
+
+
+def test_tactical_openings_need_openings_and_stay_out_of_evaluation():
+    with pytest.raises(ConfigError, match=r'"env.tactical_openings": 0.5 .* env.random_opening_plies is None'):
+        make_battle_env(dict(type='connect_four', tactical_openings=0.5), 1, 0, training=True)
+    with pytest.raises(ConfigError, match='tactical_openings'):
+        make_battle_env(dict(type='connect_four', random_opening_plies=[0, 8], tactical_openings=1.5), 1, 0,
+                        training=True)
+    env = make_battle_env(dict(type='connect_four', random_opening_plies=[4, 10], tactical_openings=1.0), 16, 0)
+    env.reset(seed=0)
+    assert not env.stones.any()

@@ -126,3 +126,14 @@ def test_the_collector_records_tactics_and_the_learner_weighs_them():
     assert not {'policy_target', 'policy_labelled', 'policy_weight'} & set(plain.data)
     for key in plain.data:
         np.testing.assert_array_equal(plain.data[key], d[key], err_msg=key)
+
+
+def test_tactic_moves_are_the_wins_else_the_one_block():
+    positions = [after('141516'), after('172757'), after('44556'), after('44')]
+    own, opp = (np.array(stones, np.uint64) for stones in zip(*positions))
+    np.testing.assert_array_equal(C4.tactic_moves(own, opp).astype(int), [
+        [1, 0, 0, 0, 0, 0, 0],  # a win (though the other player has two threats)
+        [0, 0, 0, 0, 0, 0, 1],  # no win: the one cell to block
+        [0, 0, 0, 0, 0, 0, 0],  # two cells to block: none
+        [0, 0, 0, 0, 0, 0, 0],  # nothing at stake
+    ])
