@@ -19,7 +19,7 @@ Seed 1's set is for tuning; the reported figures come from seed 2's (:data:`REPO
     .venv/bin/python benchmarks/perfect_play.py score "bot:connect_four_mcts?num_simulations=100" --positions FILE
     flock /tmp/sparring-bench.lock .venv/bin/python benchmarks/perfect_play.py label-cost --per 300
     .venv/bin/python benchmarks/perfect_play.py take-wins RUN --openings 0 40
-    .venv/bin/python benchmarks/perfect_play.py fit-wins
+    .venv/bin/python benchmarks/perfect_play.py fit-wins [--from RUN]
 """
 from __future__ import annotations
 
@@ -132,9 +132,9 @@ def label_cost(args) -> None:
     print(f'load {os.getloadavg()[0]:.2f}')
 
 
-def _win_in_one_starts(count: int, openings, seed: int):
-    """Training starts of the env (``openings`` random plies) that offer the mover a win in one: observations, legal
-    moves, the winning moves."""
+def _starts(count: int, openings, seed: int, win_in_one_only: bool = True):
+    """Training starts of the env (``openings`` random plies): observations, legal moves and the winning moves, of
+    those that offer the mover a win in one (or of all of them)."""
     from sparring.dizoo.board_games.board_game_env import ConnectFourEnv
     env = ConnectFourEnv(dict(random_opening_plies=list(openings)), count, seed=seed)
     env.reset()
@@ -142,45 +142,68 @@ def _win_in_one_starts(count: int, openings, seed: int):
     own, opp = env.stones[rows, env.mover], env.stones[rows, 1 - env.mover]
     legal = g.legal_mask(own | opp)
     wins = g.completing_moves(own, own | opp)
-    has = wins.any(axis=1)
-    obs = np.zeros((int(has.sum()), 3, g.rows, g.cols), np.float32)
-    obs[:, :2], obs[:, 2] = g.planes(np.stack([own[has], opp[has]], axis=1)), 1.0
-    return obs, legal[has], wins[has]
+    kept = wins.any(axis=1) if win_in_one_only else np.ones(count, bool)
+    obs = np.zeros((int(kept.sum()), 3, g.rows, g.cols), np.float32)
+    obs[:, :2], obs[:, 2] = g.planes(np.stack([own[kept], opp[kept]], axis=1)), 1.0
+    return obs, legal[kept], wins[kept]
 
 
 def fit_wins(args) -> None:
-    """Whether the ready config's CNN can learn to take a win in one when trained on nothing else: supervised
-    cross-entropy towards the winning moves of training starts with a win in one, then how often it takes one on
-    held-out starts and on the positions of ``--positions`` that offer one."""
+    """Whether the ready config's CNN can learn to take a win in one: supervised cross-entropy towards the winning
+    moves of training starts with a win in one, then how often it takes one on held-out starts and on the positions
+    of ``--positions`` that offer one. From scratch it is trained on those starts alone; with ``--from RUN`` the
+    run's network is trained on every start, towards the winning moves where one is offered and towards its own
+    (frozen) policy elsewhere, so it keeps what it knew; its error rates on ``--positions`` come before and after."""
     import sparring.dizoo  # noqa: F401  (registers the game)
     from sparring.config import compile_section
     from sparring.config.registry import POLICY_REGISTRY
     from sparring.dizoo.board_games.board_game_env import ConnectFourEnv
-    from sparring.dizoo.board_games.solver.testset import load, observations
+    from sparring.dizoo.board_games.solver.testset import load, observations, score_policy
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    obs, legal, wins = _win_in_one_starts(args.starts, args.openings, seed=1)
-    held_out = _win_in_one_starts(4000, args.openings, seed=2)
     positions = load(args.positions)
     set_obs, set_legal = observations(positions)
     g = ConnectFourEnv({}, 1, seed=0).geometry
     set_wins = g.completing_moves(positions.own, positions.own | positions.opp)
     offer = set_wins.any(axis=1)
-    env = ConnectFourEnv({}, 1, seed=0)
-    cfg = compile_section('policy', dict(type='ppo', model=dict(type='cnn', conv_layers=[[64, 4, 1]], hidden_size=256)))
-    model = POLICY_REGISTRY.get('ppo')(cfg, env.observation_space, env.action_space, seed=0).model
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    x, mask = torch.as_tensor(obs), torch.as_tensor(legal)
+    if args.from_run:
+        from sparring.framework.player_loader import TrainedRun
+        policy = TrainedRun(args.from_run).policy(None, seed=0)
+        model, prepare = policy.model, policy.net.prepare
+    else:
+        env = ConnectFourEnv({}, 1, seed=0)
+        cfg = compile_section('policy', dict(type='ppo', model=dict(type='cnn', conv_layers=[[64, 4, 1]],
+                                                                        hidden_size=256)))
+        model, prepare = POLICY_REGISTRY.get('ppo')(cfg, env.observation_space, env.action_space, seed=0).model, None
+    obs, legal, wins = _starts(args.starts, args.openings, seed=1, win_in_one_only=not args.from_run)
+    held_out = _starts(4000, args.openings, seed=2)
+    as_input = (lambda o: prepare(torch.as_tensor(o))) if prepare else torch.as_tensor
+    x, mask = as_input(obs), torch.as_tensor(legal)
     target = torch.as_tensor(wins, dtype=torch.float32)
-    target = target / target.sum(dim=1, keepdim=True)
+    has_win = target.sum(dim=1, keepdim=True) > 0
+    target = target / target.sum(dim=1, keepdim=True).clamp_min(1.0)
+    if args.from_run:  # elsewhere its own policy: it learns the wins without forgetting the rest
+        with torch.no_grad():
+            own_policy = torch.softmax(model(x)[0].masked_fill(~mask, -1e9), dim=1)
+        target = torch.where(has_win, target, own_policy)
 
     @torch.no_grad()
     def take_rate(o, lg, w) -> float:
-        head, _ = model(torch.as_tensor(o))
-        return float(np.mean(w[np.arange(len(o)), head.masked_fill(~torch.as_tensor(lg), -1e9).argmax(1).numpy()]))
+        head, _ = model(as_input(o))
+        taken = w[np.arange(len(o)), head.masked_fill(~torch.as_tensor(lg), -1e9).argmax(1).numpy()]
+        return float(np.mean(taken[w.any(axis=1)]))
 
-    print(f'{len(obs)} training starts with a win in one (of {args.starts}); untrained: takes '
+    def errors(when: str) -> None:
+        if args.from_run:
+            groups = score_policy(policy, positions)
+            print(f'{when}: errors ' + ', '.join(f'{name} {100 * g["error_rate"]:.1f}% ({g["missed_wins"]} missed wins)'
+                                                 for name, g in groups.items() if name.endswith('easy') or name == 'all'),
+                  flush=True)
+
+    print(f'{int(has_win.sum())} training starts with a win in one (of {len(obs)}); before training it takes '
           f'{take_rate(*held_out):.0%} of the held-out ones')
+    errors('before')
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     started = time.process_time()
     for step in range(1, args.steps + 1):
         idx = torch.randint(0, len(x), (256,))
@@ -194,6 +217,7 @@ def fit_wins(args) -> None:
                   f'in one, {take_rate(set_obs[offer], set_legal[offer], set_wins[offer]):.1%} of the '
                   f'{offer.sum()} in {os.path.basename(args.positions)} ({time.process_time() - started:.0f} s CPU)',
                   flush=True)
+    errors('after')
 
 
 def take_wins(args) -> None:
@@ -207,7 +231,7 @@ def take_wins(args) -> None:
     torch.set_num_threads(1)
     run = TrainedRun(args.run)
     policy = run.policy(args.player, seed=0)
-    obs, legal, wins = _win_in_one_starts(args.starts, args.openings, args.seed)
+    obs, legal, wins = _starts(args.starts, args.openings, args.seed)
     g = ConnectFourEnv({}, 1, seed=0).geometry
     search = dict(run.cfg.battle.collect_search or {})
     search = {k: search[k] for k in ('num_simulations', 'c_puct', 'root_noise', 'noise_alpha') if k in search}
@@ -257,6 +281,8 @@ def main() -> None:
     fit.add_argument('--starts', type=int, default=60000, help='training starts drawn (about half offer a win in one)')
     fit.add_argument('--steps', type=int, default=4000)
     fit.add_argument('--positions', default='benchmarks/data/connect_four_positions_1.npz')
+    fit.add_argument('--from', dest='from_run', default=None, metavar='RUN',
+                     help='fine-tune this run\'s network (wins in one, its own policy elsewhere) instead of a new one')
     args = parser.parse_args()
     commands_by_name = dict(generate=generate, score=score, label_cost=label_cost, take_wins=take_wins,
                             fit_wins=fit_wins)
