@@ -168,7 +168,8 @@ def format_perfect_play(report: dict) -> str:
             f'{os.path.basename(report["positions_file"])} (seed {report["seed"]}):')
     lines = [head]
     for group, g in report['groups'].items():
-        lines.append(f'  {group:>14}: {100 * g["error_rate"]:5.1f} % errors ({g["errors"]} of {g["positions"]})')
+        tactics = f'; {g["missed_wins"]} missed a win in one, {g["missed_blocks"]} a block' if g['errors'] else ''
+        lines.append(f'  {group:>14}: {100 * g["error_rate"]:5.1f} % errors ({g["errors"]} of {g["positions"]}{tactics})')
     return '\n'.join(lines)
 
 

@@ -31,6 +31,8 @@ def test_eval_perfect_reports_each_group_of_the_reported_set(connect_four_run, c
     assert groups['all']['positions'] == sum(g['positions'] for name, g in groups.items() if name != 'all')
     assert all(0.0 <= g['error_rate'] <= 1.0 and g['errors'] <= g['positions'] for g in groups.values())
     assert f'{groups["all"]["errors"]} of {groups["all"]["positions"]}' in text
+    everything = groups['all']
+    assert f'{everything["missed_wins"]} missed a win in one, {everything["missed_blocks"]} a block' in text
 
 
 def test_eval_perfect_with_search_and_an_opponent(connect_four_run, capsys, one_torch_thread):
