@@ -8,13 +8,11 @@ from sparring.config.schema import ConfigError
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.search_acting import SearchActing
 from sparring.dizoo.board_games.solver.testset import random_position
-from sparring.worker.battle_collector import BattleCollector
-from sparring.worker.env.battle import make_battle_env
-from tests.dizoo.connect_four_positions import C4
+from tests.dizoo.connect_four_positions import C4, collect_labelled
 from tests.dizoo.connect_four_positions import after as _after
 from tests.dizoo.connect_four_positions import seat_view as _seat_view
 from tests.dizoo.test_perfect_solver import brute_force_move_scores
-from tests.dizoo.test_solver_value_targets import _ppo, exact_values
+from tests.dizoo.test_solver_value_targets import exact_values
 
 pytest.importorskip('numba', reason='the solver needs the "perfect" extra (numba)')
 
@@ -116,15 +114,8 @@ def test_the_option_is_for_connect_four_only():
         SearchActing(dict(exact_policy_empty_cells=-1), C4)
 
 
-def _collect(seed: int = 0, **labels):
-    env = make_battle_env(dict(type='connect_four', random_opening_plies=[24, 30]), 4, seed, training=True)
-    policy = _ppo(env, objective='search', gamma=1.0, gae_lambda=1.0)
-    acting = SearchActing(dict(num_simulations=4, **labels), C4, seed=seed)
-    return policy, BattleCollector(env, policy, 8, lambda slot: ('me', policy), search=acting).collect()
-
-
 def test_the_collector_records_policy_labels_and_the_learner_trains_towards_them():
-    policy, chunk = _collect(exact_policy_empty_cells=16)
+    policy, chunk = collect_labelled(exact_policy_empty_cells=16)
     chunk.validate()
     d = chunk.data
     moved, labelled, target = d['train_mask'], d['policy_labelled'], d['policy_target']
@@ -145,10 +136,10 @@ def test_the_collector_records_policy_labels_and_the_learner_trains_towards_them
 
 
 def test_without_the_option_nothing_changes():
-    _, plain = _collect()
-    _, values_only = _collect(exact_value_empty_cells=16)
+    _, plain = collect_labelled()
+    _, values_only = collect_labelled(exact_value_empty_cells=16)
     assert not {'policy_target', 'policy_labelled'} & (set(plain.data) | set(values_only.data))
     # The labels never touch play: the same seed's games are the same with them.
-    _, labelled = _collect(exact_value_empty_cells=16, exact_policy_empty_cells=16)
+    _, labelled = collect_labelled(exact_value_empty_cells=16, exact_policy_empty_cells=16)
     for key in values_only.data:
         np.testing.assert_array_equal(values_only.data[key], labelled.data[key], err_msg=key)

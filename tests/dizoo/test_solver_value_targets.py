@@ -6,30 +6,23 @@ import numpy as np
 import pytest
 
 import sparring.dizoo  # noqa: F401  (registers the games and bots)
-from sparring.config import compile_config, compile_section
-from sparring.config.registry import POLICY_REGISTRY
+from sparring.config import compile_config
 from sparring.config.schema import ConfigError
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.config.connect_four_search_openings import config as openings_config
 from sparring.dizoo.board_games.search_acting import SearchActing
 from sparring.dizoo.board_games.solver import ILLEGAL
 from sparring.dizoo.board_games.solver.testset import random_position
-from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.evaluation import GameEvaluation
 from sparring.worker.run_kind import LeagueKind
 from tests.configs import fast_parallel, tiny_league_config
-from tests.dizoo.connect_four_positions import C4
+from tests.dizoo.connect_four_positions import C4, collect_labelled, small_ppo
 from tests.dizoo.connect_four_positions import after as _after
 from tests.dizoo.connect_four_positions import seat_view as _seat_view
 from tests.dizoo.test_perfect_solver import brute_force_move_scores
 
 pytest.importorskip('numba', reason='the solver needs the "perfect" extra (numba)')
-
-def _ppo(env, **learn):
-    cfg = compile_section('policy', dict(type='ppo', model=dict(type='cnn', conv_layers=[[8, 4, 1]], hidden_size=16),
-                                         learn=dict(dict(epochs=1, num_minibatches=1), **learn)))
-    return POLICY_REGISTRY.get('ppo')(cfg, env.observation_space, env.action_space, seed=0)
 
 
 def exact_values(acting, obs, mask):
@@ -78,15 +71,8 @@ def test_the_option_is_for_connect_four_only():
         SearchActing(dict(exact_value_empty_cells=-1), C4)
 
 
-def _collect(empty_cells: int, seed: int = 0):
-    env = make_battle_env(dict(type='connect_four', random_opening_plies=[24, 30]), 4, seed, training=True)
-    policy = _ppo(env, objective='search', gamma=1.0, gae_lambda=1.0)
-    acting = SearchActing(dict(num_simulations=4, exact_value_empty_cells=empty_cells), C4, seed=seed)
-    return policy, BattleCollector(env, policy, 8, lambda slot: ('me', policy), search=acting).collect()
-
-
 def test_the_collector_records_the_labels_where_the_player_moved_and_the_learner_fits_them():
-    policy, chunk = _collect(empty_cells=16)
+    policy, chunk = collect_labelled(exact_value_empty_cells=16)
     chunk.validate()
     d = chunk.data
     moved, labelled = d['train_mask'], d['value_labelled']
@@ -107,7 +93,7 @@ def test_the_collector_records_the_labels_where_the_player_moved_and_the_learner
 
 
 def test_without_the_option_chunks_carry_no_labels():
-    _, chunk = _collect(empty_cells=0)
+    _, chunk = collect_labelled(exact_value_empty_cells=0)
     assert 'value_target' not in chunk.data and 'value_labelled' not in chunk.data
 
 
@@ -125,7 +111,7 @@ def test_expert_iteration_with_random_openings_is_seeded_and_evaluates_from_the_
 
     def first_chunk(seed):
         env = make_battle_env(cfg.env, 1, 0)
-        policy = _ppo(env, objective='search', gamma=1.0, gae_lambda=1.0)
+        policy = small_ppo(env, objective='search', gamma=1.0, gae_lambda=1.0)
         return kind.collector(policy, 4, seed, 'me', 0, lambda slot: ('me', policy)).collect().data
 
     a, b, other = first_chunk(0), first_chunk(0), first_chunk(1)

@@ -7,15 +7,11 @@ import pytest
 import torch
 
 import sparring.dizoo  # noqa: F401  (registers the games and bots)
-from sparring.config import compile_section
-from sparring.config.registry import POLICY_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.search_acting import SearchActing
 from sparring.policy import functional as F
-from sparring.worker.battle_collector import BattleCollector
-from sparring.worker.env.battle import make_battle_env
-from tests.dizoo.connect_four_positions import C4, after, seat_view
+from tests.dizoo.connect_four_positions import C4, after, collect_labelled, seat_view
 
 TIC_TAC_TOE = BoardGeometry(3, 3, 3, gravity=False)
 
@@ -93,18 +89,8 @@ def test_a_weight_counts_a_step_as_if_it_were_drawn_that_many_times():
     torch.testing.assert_close(grad_weighted, grad_repeated)
 
 
-def _collect(**labels):
-    env = make_battle_env(dict(type='connect_four', random_opening_plies=[24, 30]), 4, 0, training=True)
-    cfg = compile_section('policy', dict(type='ppo', model=dict(type='cnn', conv_layers=[[8, 4, 1]], hidden_size=16),
-                                         learn=dict(epochs=1, num_minibatches=1, objective='search', gamma=1.0,
-                                                    gae_lambda=1.0)))
-    policy = POLICY_REGISTRY.get('ppo')(cfg, env.observation_space, env.action_space, seed=0)
-    acting = SearchActing(dict(num_simulations=4, **labels), C4, seed=0)
-    return policy, BattleCollector(env, policy, 8, lambda slot: ('me', policy), search=acting).collect()
-
-
 def test_the_collector_records_tactics_and_the_learner_weighs_them():
-    policy, chunk = _collect(tactics_weight=4.0)
+    policy, chunk = collect_labelled(tactics_weight=4.0)
     chunk.validate()
     d = chunk.data
     moved, labelled, weight = d['train_mask'], d['policy_labelled'], d['policy_weight']
@@ -122,7 +108,7 @@ def test_the_collector_records_tactics_and_the_learner_weighs_them():
     unweighted = copy.deepcopy(policy).learn({k: v for k, v in d.items() if k != 'policy_weight'})
     assert policy.learn(d)['policy_loss'] != pytest.approx(unweighted['policy_loss'])
     # The labels never touch play: the same seed's games are the same without them.
-    _, plain = _collect()
+    _, plain = collect_labelled()
     assert not {'policy_target', 'policy_labelled', 'policy_weight'} & set(plain.data)
     for key in plain.data:
         np.testing.assert_array_equal(plain.data[key], d[key], err_msg=key)
