@@ -34,7 +34,7 @@ from sparring.worker.env.battle_api import BATTLE_ENV_CONSTRAINTS, NativeVecBatt
 # obs[:, seat, :2] = stones[:, PLANE_SEATS[seat]]: own stones first, then the opponent's.
 _PLANE_SEATS = np.array([[0, 1], [1, 0]])
 # A tactical opening is drawn at most this many times; a game still without a tactic keeps its last one. Of
-# connect four's openings of 0-30 plies about a third leave one, so nearly every game finds one well within it.
+# connect four's openings of 0-30 plies about half leave one, so nearly every game finds one well within it.
 TACTIC_DRAWS = 16
 
 

@@ -107,7 +107,7 @@ class SearchActing:
 
     @property
     def label_columns(self) -> Dict[str, Tuple[tuple, type]]:
-        """The solver's labels :meth:`exact_labels` gives, as ``name: (shape past the rows, dtype)``: the collector
+        """The labels :meth:`exact_labels` gives, as ``name: (shape past the rows, dtype)``: the collector
         records each as a column, which the search objective trains towards; empty when the options are off."""
         columns: Dict[str, Tuple[tuple, type]] = {}
         if self.cfg['exact_value_empty_cells'] > 0:
@@ -142,14 +142,22 @@ class SearchActing:
         ``policy_weight`` ``[n]`` is w there (1 elsewhere); these labels take the place of the solver's."""
         obs, action_mask = np.asarray(obs), np.asarray(action_mask, bool)
         g, n = self.geometry, len(obs)
-        value_cells, policy_cells = self.cfg['exact_value_empty_cells'], self.cfg['exact_policy_empty_cells']
-        by_score = self.cfg['exact_policy_target'] == 'score'
         labels = dict(value_target=np.zeros(n, np.float32), value_labelled=np.zeros(n, bool),
                       policy_target=np.zeros((n, g.num_actions), np.float32), policy_labelled=np.zeros(n, bool))
+        if self._solver is not None:
+            self._solver_labels(obs, action_mask, labels)
+        if self.cfg['tactics_weight'] > 0:
+            labels['policy_weight'] = np.ones(n, np.float32)
+            self._tactics_labels(obs, action_mask, labels)
+        return {name: labels[name] for name in self.label_columns}
+
+    def _solver_labels(self, obs: np.ndarray, action_mask: np.ndarray, labels: Dict[str, np.ndarray]) -> None:
+        """The solver's values and best moves near the end (in ``labels``), as :meth:`exact_labels` says."""
+        g = self.geometry
+        value_cells, policy_cells = self.cfg['exact_value_empty_cells'], self.cfg['exact_policy_empty_cells']
+        by_score = self.cfg['exact_policy_target'] == 'score'
         empty = g.num_cells - obs[:, :2].sum(axis=(1, 2, 3))
         rows = np.flatnonzero(action_mask.any(axis=1) & (empty <= max(value_cells, policy_cells)))
-        if self._solver is None:
-            rows = rows[:0]
         for row, own, opp in zip(rows, g.stones_from_plane(obs[rows, 0]), g.stones_from_plane(obs[rows, 1])):
             legal = action_mask[row]
             try:
@@ -167,10 +175,6 @@ class SearchActing:
                 continue
             if empty[row] <= value_cells:
                 labels['value_target'][row], labels['value_labelled'][row] = value, True
-        if self.cfg['tactics_weight'] > 0:
-            labels['policy_weight'] = np.ones(n, np.float32)
-            self._tactics_labels(obs, action_mask, labels)
-        return {name: labels[name] for name in self.label_columns}
 
     def _tactics_labels(self, obs: np.ndarray, action_mask: np.ndarray, labels: Dict[str, np.ndarray]) -> None:
         """Where the mover has a win in one, its winning moves; else where the other player has exactly one cell
