@@ -9,7 +9,8 @@ whose outcome is worse than the best move's, per group, into ``benchmarks/result
 ``--results perfect_levers``: the training levers' probes of docs/guides/perfect-play.md).
 
 ``take-wins`` shows whether a run's network has learnt what its search teaches where a win in one is on the
-board; ``fit-wins`` whether the CNN can learn that pattern when trained on nothing else. ``label-cost`` measures what expert iteration's solver labels near the end cost (``battle.collect_search``'s
+board; ``fit-wins`` whether the CNN can learn that pattern when trained on nothing else (``--from RUN``: whether a
+run's network can learn it beside what it knows, fine-tuned on wins in one and its own policy elsewhere). ``label-cost`` measures what expert iteration's solver labels near the end cost (``battle.collect_search``'s
 ``exact_value_empty_cells`` and ``exact_policy_empty_cells``): CPU ms per position of random play, by empty cells.
 
 Seed 1's set is for tuning; the reported figures come from seed 2's (:data:`REPORT_SET`), which no tuning saw.

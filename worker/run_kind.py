@@ -114,7 +114,13 @@ def collect_search(cfg, policy, seed: int):
     if make is None:
         raise ConfigError(f'config key "battle.collect_search": env {cfg.env.type!r} offers no search over its '
                           f'rules; expected a game that does (tictactoe, connect_four)')
-    return make(cfg.env, dict(spec), seed)
+    search = make(cfg.env, dict(spec), seed)
+    labels = sorted(getattr(search, 'label_columns', None) or {})
+    if labels and not needs_search(policy):  # the labels are targets of that objective alone: refuse, not ignore
+        raise ConfigError(f'config key "battle.collect_search": its labelling options record {", ".join(labels)}, '
+                          f'targets that only policy.learn.objective=\'search\' trains towards; this player '
+                          f'would ignore them: set that objective, or turn the labelling options off')
+    return search
 
 
 def _spaces_of(probe):

@@ -123,3 +123,15 @@ def test_tactic_moves_are_the_wins_else_the_one_block():
         [0, 0, 0, 0, 0, 0, 0],  # two cells to block: none
         [0, 0, 0, 0, 0, 0, 0],  # nothing at stake
     ])
+
+
+def test_labels_for_a_player_that_would_ignore_them_are_refused(tmp_path):
+    from sparring.framework import serial_pipeline
+    from tests.configs import tiny_league_config
+    config = tiny_league_config(
+        tmp_path / 'clip', env=dict(type='connect_four'),
+        policy=dict(model=dict(type='cnn', conv_layers=[[8, 4, 1]], hidden_size=16)),  # the clip objective
+        battle=dict(collect_search=dict(num_simulations=4, tactics_weight=4.0), eval_opponents=['bot:random']))
+    with pytest.raises(ConfigError, match=r'"battle.collect_search": its labelling options record policy_labelled, '
+                                          r'policy_target, policy_weight, .* only policy.learn.objective=\'search\''):
+        serial_pipeline(config, seed=0)
