@@ -73,21 +73,25 @@ class TrainBatch:
         return tuple(t[acts] for t in tensors)
 
     @classmethod
-    def concat(cls, batches) -> 'TrainBatch':
-        """Step batches one after another (windows carry recurrent states of their own batch: not those)."""
+    def concat(cls, batches, fill: Optional[Dict[str, float]] = None) -> 'TrainBatch':
+        """Step batches one after another (windows carry recurrent states of their own batch: not those).
+
+        A per-step field that some batches lack is refused, unless ``fill`` gives the value that means
+        the same as its absence (a policy-loss weight of 1, say); the batches without it get that value."""
         if any(b.windowed for b in batches):
             raise ValueError('TrainBatch.concat joins step batches only, not BPTT windows')
+        fill = dict(fill or {}, acts=True)  # 'acts' is dropped from a batch whose kept steps all act
         names = set().union(*(b.fields for b in batches))
         fields = {}
         for name in sorted(names):
-            if name == 'acts':  # dropped from a batch whose kept steps all act
-                fields[name] = torch.cat([b.fields[name] if name in b.fields else
-                                          torch.ones(b.num_units, dtype=torch.bool, device=b.fields['obs'].device)
-                                          for b in batches])
-            elif all(name in b.fields for b in batches):
-                fields[name] = torch.cat([b.fields[name] for b in batches])
-            else:
+            present = [b.fields[name] for b in batches if name in b.fields]
+            if len(present) < len(batches) and name not in fill:
                 raise ValueError(f'TrainBatch.concat: field {name!r} is in some batches only')
+            like = present[0]
+            fields[name] = torch.cat([b.fields[name] if name in b.fields else
+                                      torch.full((b.num_units, *like.shape[1:]), fill[name], dtype=like.dtype,
+                                                 device=like.device)
+                                      for b in batches])
         return cls(fields)
 
     # -- checkpoints (a replayed batch is part of a learner's state) ---------------------------

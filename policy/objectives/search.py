@@ -97,8 +97,11 @@ class SearchObjective(Objective):
         return dict(chunk, search_policy=np.where(labelled, chunk['policy_target'], chunk['search_policy']))
 
     def training_batch(self, fresh: TrainBatch) -> TrainBatch:
-        """The window's chunks, then this one."""
-        return TrainBatch.concat([*self.recent_batches, fresh]) if self.recent_batches else fresh
+        """The window's chunks, then this one. A chunk collected without ``policy_weight`` (a run resumed with
+        ``tactics_weight`` turned on or off) weighs its steps 1, as its own update did."""
+        if not self.recent_batches:
+            return fresh
+        return TrainBatch.concat([*self.recent_batches, fresh], fill=dict(policy_weight=1.0))
 
     def policy_loss(self, mb: Minibatch) -> PolicyLoss:
         log_probs, target = mb.part.acting_steps(D.categorical_log_probs(mb.head, mb.mask),

@@ -11,7 +11,7 @@ from sparring.config.schema import ConfigError
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.search_acting import SearchActing
 from sparring.policy import functional as F
-from tests.dizoo.connect_four_positions import C4, after, collect_labelled, seat_view
+from tests.dizoo.connect_four_positions import C4, after, collect_labelled, seat_view, small_ppo
 
 TIC_TAC_TOE = BoardGeometry(3, 3, 3, gravity=False)
 
@@ -135,3 +135,24 @@ def test_labels_for_a_player_that_would_ignore_them_are_refused(tmp_path):
     with pytest.raises(ConfigError, match=r'"battle.collect_search": its labelling options record policy_labelled, '
                                           r'policy_target, policy_weight, .* only policy.learn.objective=\'search\''):
         serial_pipeline(config, seed=0)
+
+
+
+def test_a_window_of_chunks_with_and_without_weights_trains_as_if_the_older_weighed_one():
+    # A run resumed with tactics_weight turned on: its window holds a chunk collected without policy_weight. That
+    # chunk's steps weigh 1 (as in its own update), exactly as if it had carried a column of ones.
+    from sparring.policy.train_batch import TrainBatch
+    from sparring.worker.env.battle import make_battle_env
+    _, weighted = collect_labelled(tactics_weight=4.0)
+    plain = {k: v for k, v in weighted.data.items() if k != 'policy_weight'}
+    ones = dict(plain, policy_weight=np.ones_like(weighted.data['policy_weight']))
+    env = make_battle_env(dict(type='connect_four'), 4, 0)
+    windowed, explicit = (small_ppo(env, objective='search', search_window=2) for _ in range(2))
+    windowed.learn(plain)
+    explicit.learn(ones)
+    assert windowed.learn(weighted.data)['policy_loss'] == explicit.learn(weighted.data)['policy_loss']
+    for name, value in windowed.get_params().items():
+        assert torch.equal(value, explicit.get_params()[name]), name
+    # Without a fill for it, a field that some batches lack is refused.
+    with pytest.raises(ValueError, match="field 'policy_weight' is in some batches only"):
+        TrainBatch.concat([windowed._train_batch(plain), windowed._train_batch(weighted.data)])
