@@ -19,13 +19,17 @@ demo: $(STAMP)
 	rm -rf runs/connect_four_demo  # a new run each time (a run refuses a directory holding an earlier one)
 	$(PY) -m sparring.framework.cli train dizoo/board_games/config/connect_four_demo.py
 
+# The suite in TEST_WORKERS processes (pytest-xdist): most tests are one Python thread, or processes that wait on
+# each other, so two keep both cores busy. Tests marked xdist_group run in one process, one after another (the
+# Ray tests: one Ray cluster at a time). TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The loop to run while editing: every test not marked slow (pytest.ini says what slow means).
 .PHONY: test-fast
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
 
 .PHONY: lint typecheck
 lint: $(STAMP)  # settings in pyproject.toml ([tool.ruff])
