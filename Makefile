@@ -20,16 +20,18 @@ demo: $(STAMP)
 	$(PY) -m sparring.framework.cli train dizoo/board_games/config/connect_four_demo.py
 
 # The suite in TEST_WORKERS processes (pytest-xdist): most tests are one Python thread, or processes that wait on
-# each other, so two keep both cores busy. Tests marked xdist_group run in one process, one after another (the
-# Ray tests: one Ray cluster at a time). TEST_WORKERS=0 runs everything in this process.
+# each other, so two keep both cores busy. Tests marked `alone` (a Ray cluster of their own) then run in one
+# process with nothing beside them. Both parts run; either failing fails the target. TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not alone"; shared=$$?; \
+	$(PY) -m pytest -m alone; alone=$$?; \
+	test $$shared -eq 0 && test $$alone -eq 0
 
 # The loop to run while editing: every test not marked slow (pytest.ini says what slow means).
 .PHONY: test-fast
 test-fast: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow and not alone"
 
 .PHONY: lint typecheck
 lint: $(STAMP)  # settings in pyproject.toml ([tool.ruff])

@@ -12,7 +12,7 @@ from sparring.framework.parallel import ParallelRun  # noqa: E402
 from sparring.framework.run_setup import prepare_config  # noqa: E402
 from sparring.league import BaseLeague  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]  # a two-node Ray cluster; one Ray test at a time
+pytestmark = [pytest.mark.slow, pytest.mark.alone]  # a two-node Ray cluster
 
 _spec = importlib.util.spec_from_file_location('parallel_run_helpers',
                                                os.path.join(os.path.dirname(__file__), 'test_parallel_run.py'))

@@ -10,7 +10,7 @@ import time
 import pytest
 
 pytest.importorskip('ray')
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]  # a Ray instance started and killed; one at a time
+pytestmark = [pytest.mark.slow, pytest.mark.alone]  # a Ray instance started and killed
 
 COMMANDER = '''
 import os, sys, time
