@@ -12,8 +12,8 @@ those positions weigh 8 times an ordinary one in the policy's loss. Judged by pe
 (docs/guides/perfect-play.md), self-play alone keeps to the positions its own games lead to and errs often on
 those random play reaches; these three levers lowered that most. After 1,638,400 env steps (an hour of a
 2-core machine), on the guide's reported position set, the network alone errs on 3.8, 1.0 and 1.8 % of the
-end, middle and begin positions decided within 13 plies (seed 0; without the tactics weight 5.5, 3.0 and
-1.3 %), and with its search of 100 on 0.2-0.8 %.
+end, middle and begin positions decided within 13 plies with seed 0 and on 2.8, 1.5 and 1.8 % with seed 100
+(seed 0 without the tactics weight: 5.5, 3.0 and 1.3 %), and with its search of 100 on 0.0-0.8 %.
 
 ``battle.collect_search.exact_value_empty_cells`` = N (off here) fits the value to the solver's exact outcome
 in positions with at most N empty cells instead of to the game's result, and ``exact_policy_empty_cells`` = N
