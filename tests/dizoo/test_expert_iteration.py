@@ -9,7 +9,6 @@ import sparring.dizoo  # noqa: F401  (registers the games and bots)
 from sparring.config import compile_config, compile_section
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.config.schema import ConfigError
-from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.board_game_env import ConnectFourEnv
 from sparring.dizoo.board_games.search_acting import SearchActing
 from sparring.policy import functional as F
@@ -17,15 +16,7 @@ from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.run_kind import run_kind
 from tests.configs import fast_parallel, tiny_league_config
-
-CONNECT_FOUR = BoardGeometry(6, 7, 4, gravity=True)
-
-
-def _ppo(env, **learn):
-    cfg = compile_section('policy', dict(type='ppo', model=dict(type='cnn', conv_layers=[[8, 4, 1]], hidden_size=16),
-                                         learn=dict(dict(epochs=1, num_minibatches=1), **learn)))
-    return POLICY_REGISTRY.get('ppo')(cfg, env.observation_space, env.action_space, seed=0)
-
+from tests.dizoo.connect_four_positions import C4, small_ppo
 
 def _observations(*games):
     """Seat observations (own, opponent, to-move planes) of positions given as columns played from the empty board."""
@@ -60,8 +51,8 @@ def test_the_search_takes_the_win_the_network_does_not_see_and_records_its_visit
     # The first player (to move) wins in column 3; the untrained network has no idea.
     own_obs, own_mask, idle_obs, idle_mask = _observations((0, 6, 1, 6, 2, 5))
     env = ConnectFourEnv(None, 1)
-    policy = _ppo(env)
-    acting = SearchActing(dict(num_simulations=64, sample_moves=0), CONNECT_FOUR, seed=0)
+    policy = small_ppo(env)
+    acting = SearchActing(dict(num_simulations=64, sample_moves=0), C4, seed=0)
     obs, mask = np.concatenate([own_obs, idle_obs]), np.concatenate([own_mask, idle_mask])
     out, target, value = acting.act(policy, obs, mask)
     assert out.action[0] == 3 and target[0].argmax() == 3
@@ -76,7 +67,7 @@ def test_the_search_takes_the_win_the_network_does_not_see_and_records_its_visit
 
 
 def test_early_moves_are_drawn_from_the_visits_later_ones_are_the_most_visited():
-    acting = SearchActing(dict(num_simulations=8, sample_moves=2), CONNECT_FOUR, seed=0)
+    acting = SearchActing(dict(num_simulations=8, sample_moves=2), C4, seed=0)
     visits = np.array([[6.0, 2.0, 0, 0, 0, 0, 0]] * 400)
     distribution = visits / 8.0
     legal = np.ones((400, 7), bool)
@@ -86,7 +77,7 @@ def test_early_moves_are_drawn_from_the_visits_later_ones_are_the_most_visited()
 
 
 def test_random_moves_leave_the_visits_for_a_uniform_legal_move_in_the_opening_only():
-    acting = SearchActing(dict(num_simulations=8, sample_moves=2, random_moves=0.5), CONNECT_FOUR, seed=0)
+    acting = SearchActing(dict(num_simulations=8, sample_moves=2, random_moves=0.5), C4, seed=0)
     n = 4000
     visits = np.tile([[8.0, 0, 0, 0, 0, 0, 0]], (n, 1))  # the search is sure of action 0
     legal = np.tile([True, False, True, True, False, True, True], (n, 1))  # five legal moves, 0 among them
@@ -98,20 +89,20 @@ def test_random_moves_leave_the_visits_for_a_uniform_legal_move_in_the_opening_o
     assert (acting._choose(visits, visits / 8.0, np.full(n, 2), legal) == 0).all()  # past the opening: the search's
     # Without the option no extra random numbers are drawn, so a seeded run's games are as before it
     # existed: exactly the tie-break keys [n, A] and the sampling draws [n, 1].
-    plain = SearchActing(dict(sample_moves=2), CONNECT_FOUR, seed=3)
+    plain = SearchActing(dict(sample_moves=2), C4, seed=3)
     spread = np.tile([[4.0, 4.0, 0, 0, 0, 0, 0]], (50, 1))
     plain._choose(spread, spread / 8.0, np.zeros(50), legal[:50])
     reference = np.random.default_rng(3)
     reference.random(spread.shape), reference.random((50, 1))
     assert plain.rng.random() == reference.random()
     with pytest.raises(ConfigError, match='random_moves'):
-        SearchActing(dict(random_moves=1.5), CONNECT_FOUR)
+        SearchActing(dict(random_moves=1.5), C4)
 
 
 def test_a_collector_with_the_search_records_the_visits_where_the_player_moved():
     env = make_battle_env(dict(type='connect_four'), 4, 0)
-    policy = _ppo(env)
-    acting = SearchActing(dict(num_simulations=4), CONNECT_FOUR, seed=0)
+    policy = small_ppo(env)
+    acting = SearchActing(dict(num_simulations=4), C4, seed=0)
     collector = BattleCollector(env, policy, 6, lambda slot: ('me', policy), player_id='me', search=acting)
     chunk = collector.collect()
     chunk.validate()
@@ -132,8 +123,8 @@ def test_a_collector_with_the_search_records_the_visits_where_the_player_moved()
 @pytest.mark.slow
 def test_ppo_search_objective_moves_the_policy_towards_the_visits():
     env = make_battle_env(dict(type='connect_four'), 4, 0)
-    policy = _ppo(env, objective='search', lr=1e-2, mirror=dict(obs_axis=-1, actions=[6, 5, 4, 3, 2, 1, 0]))
-    acting = SearchActing(dict(num_simulations=4), CONNECT_FOUR, seed=0)
+    policy = small_ppo(env, objective='search', lr=1e-2, mirror=dict(obs_axis=-1, actions=[6, 5, 4, 3, 2, 1, 0]))
+    acting = SearchActing(dict(num_simulations=4), C4, seed=0)
     chunk = BattleCollector(env, policy, 8, lambda slot: ('me', policy), search=acting).collect().data
     moved = chunk['train_mask']
     target = np.zeros_like(chunk['search_policy'])
@@ -153,31 +144,31 @@ def test_ppo_search_objective_moves_the_policy_towards_the_visits():
 @pytest.mark.slow
 def test_a_search_window_trains_on_the_last_chunks_together_and_resumes_exactly():
     env = make_battle_env(dict(type='connect_four'), 4, 0)
-    policy = _ppo(env, objective='search', search_window=2)
-    acting = SearchActing(dict(num_simulations=4), CONNECT_FOUR, seed=0)
+    policy = small_ppo(env, objective='search', search_window=2)
+    acting = SearchActing(dict(num_simulations=4), C4, seed=0)
     collector = BattleCollector(env, policy, 8, lambda slot: ('me', policy), search=acting)
     chunks = [collector.collect().data for _ in range(4)]
     steps = [policy._train_batch(c).num_steps for c in chunks]
     # by hand: the second update is one update on both chunks side by side (env columns concatenated)
-    alone = _ppo(env, objective='search')
+    alone = small_ppo(env, objective='search')
     together = {k: np.concatenate([chunks[0][k], chunks[1][k]], axis=1) for k in chunks[0]}
     assert policy.learn(chunks[0])['samples'] == alone.learn(chunks[0])['samples'] == steps[0]
     assert policy.learn(chunks[1])['samples'] == alone.learn(together)['samples'] == steps[0] + steps[1]
     for name, value in policy.get_params().items():
         torch.testing.assert_close(value, alone.get_params()[name], rtol=0, atol=1e-6)
     # the window slides (the oldest chunk leaves), and a checkpoint carries it: a resumed learner goes on exactly
-    resumed = _ppo(env, objective='search', search_window=2)
+    resumed = small_ppo(env, objective='search', search_window=2)
     resumed.load_state_dict(copy.deepcopy(policy.state_dict()))
     for chunk, before in zip(chunks[2:], steps[1:]):
         assert policy.learn(chunk)['samples'] == resumed.learn(chunk)['samples'] == before + policy._train_batch(
             chunk).num_steps
     for name, value in policy.get_params().items():
         assert torch.equal(value, resumed.get_params()[name]), name
-    forgetful = _ppo(env, objective='search', search_window=2)
+    forgetful = small_ppo(env, objective='search', search_window=2)
     forgetful.load_state_dict({k: v for k, v in policy.state_dict().items() if k != 'recent_batches'})
     assert forgetful.learn(chunks[0])['samples'] == steps[0]  # nothing kept: the window starts anew
     with pytest.raises(ConfigError, match='search_window.*objective=.search'):
-        _ppo(env, search_window=2)
+        small_ppo(env, search_window=2)
 
 
 def test_mirror_augmentation_mirrors_the_visits():
@@ -231,7 +222,7 @@ def test_misconfigurations_are_named(tmp_path):
 def test_probabilities_and_value_in_one_pass_equal_the_two_calls():
     obs, mask, _, _ = _observations((3, 3, 4, 2))
     env = ConnectFourEnv(None, 1)
-    for policy in (_ppo(env), POLICY_REGISTRY.get('ppo')(compile_section('policy', dict(
+    for policy in (small_ppo(env), POLICY_REGISTRY.get('ppo')(compile_section('policy', dict(
             type='ppo', model=dict(type='cnn', conv_layers=[[8, 4, 1]], hidden_size=16),
             average=dict(enabled=True, answer=True))), env.observation_space, env.action_space, seed=0)):
         probs, value = policy.probabilities_and_value(obs, action_mask=mask)
@@ -258,10 +249,10 @@ def test_a_league_learns_by_expert_iteration_in_both_modes(tmp_path, mode):
 @pytest.mark.slow
 def test_the_value_target_blends_the_result_with_the_search_value_where_the_player_moved():
     env = make_battle_env(dict(type='connect_four'), 4, 0)
-    acting = SearchActing(dict(num_simulations=4), CONNECT_FOUR, seed=0)
-    plain = _ppo(env, objective='search', gamma=1.0, gae_lambda=1.0)
+    acting = SearchActing(dict(num_simulations=4), C4, seed=0)
+    plain = small_ppo(env, objective='search', gamma=1.0, gae_lambda=1.0)
     chunk = BattleCollector(env, plain, 16, lambda slot: ('me', plain), search=acting).collect().data
-    blended = _ppo(env, objective='search', gamma=1.0, gae_lambda=1.0, search_value_weight=0.25)
+    blended = small_ppo(env, objective='search', gamma=1.0, gae_lambda=1.0, search_value_weight=0.25)
     result = plain._train_batch(chunk).fields['ret'].numpy()  # gamma = lambda = 1: each game's result
     # by hand: 0.75 * result + 0.25 * search value where the seat moved; the result alone where it waited
     keep = chunk['value_mask'].reshape(-1)
@@ -273,4 +264,4 @@ def test_the_value_target_blends_the_result_with_the_search_value_where_the_play
     with pytest.raises(ValueError, match='search_value'):
         blended._train_batch({k: v for k, v in chunk.items() if k != 'search_value'})
     with pytest.raises(ConfigError, match='search_value_weight.*objective=.search'):
-        _ppo(env, search_value_weight=0.5)
+        small_ppo(env, search_value_weight=0.5)

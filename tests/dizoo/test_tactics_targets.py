@@ -10,7 +10,11 @@ import sparring.dizoo  # noqa: F401  (registers the games and bots)
 from sparring.config.schema import ConfigError
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.search_acting import SearchActing
+from sparring.framework import serial_pipeline
 from sparring.policy import functional as F
+from sparring.policy.train_batch import TrainBatch
+from sparring.worker.env.battle import make_battle_env
+from tests.configs import tiny_league_config
 from tests.dizoo.connect_four_positions import C4, after, collect_labelled, seat_view, small_ppo
 
 TIC_TAC_TOE = BoardGeometry(3, 3, 3, gravity=False)
@@ -126,8 +130,6 @@ def test_tactic_moves_are_the_wins_else_the_one_block():
 
 
 def test_labels_for_a_player_that_would_ignore_them_are_refused(tmp_path):
-    from sparring.framework import serial_pipeline
-    from tests.configs import tiny_league_config
     config = tiny_league_config(
         tmp_path / 'clip', env=dict(type='connect_four'),
         policy=dict(model=dict(type='cnn', conv_layers=[[8, 4, 1]], hidden_size=16)),  # the clip objective
@@ -137,12 +139,9 @@ def test_labels_for_a_player_that_would_ignore_them_are_refused(tmp_path):
         serial_pipeline(config, seed=0)
 
 
-
 def test_a_window_of_chunks_with_and_without_weights_trains_as_if_the_older_weighed_one():
     # A run resumed with tactics_weight turned on: its window holds a chunk collected without policy_weight. That
     # chunk's steps weigh 1 (as in its own update), exactly as if it had carried a column of ones.
-    from sparring.policy.train_batch import TrainBatch
-    from sparring.worker.env.battle import make_battle_env
     _, weighted = collect_labelled(tactics_weight=4.0)
     plain = {k: v for k, v in weighted.data.items() if k != 'policy_weight'}
     ones = dict(plain, policy_weight=np.ones_like(weighted.data['policy_weight']))
