@@ -16,7 +16,7 @@ import numpy as np
 
 from sparring.league.errors import LeagueError
 from sparring.worker.format_version import stamped, unstamped
-from sparring.worker.state_file import STATE_ENTRY as _STATE_ENTRY, write_archive
+from sparring.worker.state_file import StateFileError, read_archive, write_archive
 
 _ARRAY_TAG = '__ndarray__'
 FORMAT_VERSION = 1  # of league state files: raise it when what a reader finds in one changes
@@ -29,17 +29,13 @@ def save_state(state: dict, path: str) -> str:
 
 
 def load_state(path: str) -> dict:
-    """Read a state written by :func:`save_state`."""
+    """Read a state written by :func:`save_state` (with the checks of
+    :func:`~sparring.worker.state_file.read_archive`, the reader of every state file)."""
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            if _STATE_ENTRY not in archive.files:
-                raise LeagueError(f'{path}: not a sparring league state file (no {_STATE_ENTRY!r} entry)')
-            document = json.loads(archive[_STATE_ENTRY].tobytes().decode('utf-8'))
-            arrays = {name: archive[name] for name in archive.files if name != _STATE_ENTRY}
-    except (OSError, ValueError) as err:
-        if isinstance(err, LeagueError):
-            raise
-        raise LeagueError(f'{path}: cannot read a league state file ({err})') from err
+        document, arrays = read_archive(path, 'league state file', FORMAT_VERSION)
+    except (OSError, StateFileError) as err:
+        named = str(err) if path in str(err) else f'{path}: {err}'
+        raise LeagueError(f'cannot read a league state file: {named[:400]}') from None
     return _unpack(unstamped(document, FORMAT_VERSION, path, 'league state file', LeagueError), arrays)
 
 

@@ -8,6 +8,11 @@ refers to them. :func:`load_state_file` reads it back with ``allow_pickle=False`
 The document carries the format version (:mod:`sparring.worker.format_version`); a file of another
 version, or of none (the torch pickles of versions before it), is refused. Writes go to a temporary
 file that is renamed into place.
+
+:func:`read_archive` is the one reader of such archives (checkpoints, parameter files, the league state): it
+refuses, before inflating or allocating anything, a member that is compressed (sparring writes them stored, so
+a deflated member can only be crafted, and a few kB of it may inflate to gigabytes) and an array whose header
+declares more bytes than the member holds. What it reads is bounded by the file's size.
 """
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ import json
 import math
 import os
 import zipfile
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -49,32 +54,58 @@ def write_archive(path: str, document: str, arrays: Dict[str, np.ndarray]) -> st
     return path
 
 
+# Whatever a crafted file makes the reader raise (nesting too deep, a tag of the wrong type, an unhashable key, a
+# string array as a tensor) is a damaged file: the caller falls back to an earlier checkpoint.
+_DAMAGE = (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError, MemoryError, OSError,
+           EOFError, zipfile.BadZipFile)
+
+
 def load_state_file(path: str) -> Any:
     """The state in ``path``; :class:`StateFileError` naming the file if it cannot be read safely."""
+    document, arrays = read_archive(path, 'state file')
+    try:
+        return _unpack(unstamped(document, FORMAT_VERSION, path, 'state file', StateFileError), arrays)
+    except StateFileError:  # of another format version: already says so
+        raise
+    except _DAMAGE as err:
+        raise StateFileError(f'{path} is damaged ({type(err).__name__}: {str(err)[:200]}); expected a sparring '
+                             f'state file') from None
+
+
+def read_archive(path: str, what: str = 'state file',
+                 version: int = FORMAT_VERSION) -> Tuple[Any, Dict[str, np.ndarray]]:
+    """The parsed JSON document and the arrays of the archive at ``path``, a ``what`` of format ``version``
+    (named in errors); :class:`StateFileError` naming the file if it cannot be read safely (see the module)."""
     if not os.path.exists(path):
-        raise FileNotFoundError(f'{path}: no such state file')
+        raise FileNotFoundError(f'{path}: no such {what}')
     try:
         with zipfile.ZipFile(path) as archive:
             names = set(archive.namelist())
+            _refuse_compressed(archive, path)
     except (zipfile.BadZipFile, OSError) as err:
-        raise StateFileError(f'{path} is damaged or cut short ({err}); expected a sparring state file') from None
+        raise StateFileError(f'{path} is damaged or cut short ({err}); expected a sparring {what}') from None
     if STATE_ENTRY + '.npy' not in names:  # a torch pickle, as versions before format versions wrote
-        raise StateFileError(refusal(path, 'state file', None, FORMAT_VERSION))
+        raise StateFileError(refusal(path, what, None, version))
     try:
         with zipfile.ZipFile(path) as archive:
             _check_array_sizes(archive)
         with np.load(path, allow_pickle=False) as archive:
             document = json.loads(bytes(archive[STATE_ENTRY]).decode('utf-8'))
             arrays = {name: archive[name] for name in archive.files if name != STATE_ENTRY}
-        return _unpack(unstamped(document, FORMAT_VERSION, path, 'state file', StateFileError), arrays)
-    except StateFileError:  # of another format version: already says so
-        raise
-    # Whatever a crafted file makes the reader raise (nesting too deep, a tag of the wrong type, an unhashable
-    # key, a string array as a tensor) is a damaged file: the caller falls back to an earlier checkpoint.
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError, MemoryError, OSError,
-            EOFError, zipfile.BadZipFile) as err:
+    except _DAMAGE as err:
         raise StateFileError(f'{path} is damaged ({type(err).__name__}: {str(err)[:200]}); expected a sparring '
-                             f'state file') from None
+                             f'{what}') from None
+    return document, arrays
+
+
+def _refuse_compressed(archive: zipfile.ZipFile, path: str) -> None:
+    """StateFileError for a member that is not stored as is: it would be inflated before any check could see its
+    size (a 2 MB member may inflate to gigabytes), and sparring never writes one."""
+    for info in archive.infolist():
+        if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
+            raise StateFileError(f'{path}: member {info.filename!r} is compressed ({info.compress_size} bytes that '
+                                 f'would inflate to {info.file_size}); expected a sparring state file, whose members '
+                                 f'are stored uncompressed. It is refused unread')
 
 
 def _check_array_sizes(archive: zipfile.ZipFile) -> None:
