@@ -1,31 +1,35 @@
 """The GPU check: what sparring does on a CUDA machine, in one script of a few minutes, printed as JSON.
 
-Each section runs on its own and records its figures or the error that stopped it, so one failure
-does not hide the rest:
+Each section runs on its own within its share of ``--budget`` seconds and records its figures, or the error
+that stopped it (an ImportError where the machine's Python lacks a package), so one failure does not hide
+the rest. Nothing optional is imported at the top: the script starts wherever Python does.
 
-* ``ppo_update``: the connect-four CNN's PPO update (the ready league config's: 4 epochs of 8
-  minibatches on 64 x 64 boards, and a batch four times as large), samples per second on the CPU
-  (all cores and one thread) and on CUDA (float32 and the bfloat16 trunk). Same construction as
-  ``update_throughput.py``.
-* ``serial``: short serial leagues on connect four with ``policy.device`` (the learner) and
-  ``policy.collect.device`` (acting) on CUDA, each beside the same run on the CPU: the PPO league,
-  the DQN league and expert iteration (whose search evaluates the network at every simulation).
-  Each has a wall-time budget; env steps per second and train iterations are reported.
-* ``parallel``: a parallel PPO league (collectors and evaluator on the CPU, the learner on CUDA).
-* ``cpu_load``: every run directory above evaluated by a process that sees no GPU
-  (``CUDA_VISIBLE_DEVICES=''``): checkpoints written on CUDA load on the CPU.
+* ``ppo_update``: the connect-four CNN's PPO update (the ready league config's: 4 epochs of 8 minibatches
+  of 4,096 samples, and a batch four times as large), samples per second on the CPU (all cores and one
+  thread) and on CUDA. On CUDA beside the ready update, each variant that gives the GPU fewer, larger
+  kernels, measured separately: the bfloat16 trunk, torch's fused Adam, larger minibatches (2 and 1 a
+  epoch), the network under ``torch.compile`` (default and ``reduce-overhead``), and the whole minibatch
+  step (gather, forward, losses, backward, clip, Adam) captured once as a CUDA graph and replayed,
+  alone and with one minibatch a epoch. Each CUDA figure carries its speed-up over the 16-thread CPU.
+* ``sac_update``: SAC's batched gradient steps (the ready Pendulum config's 128-128 networks, and
+  256-256 at Hopper's shapes), steps per second on the CPU and on CUDA.
+* ``forward_rows``: the forward-pass worker's network (the ready league's CNN), rows per second by batch
+  size in process on each device, and through a forward-pass server over its ZeroMQ socket with the
+  network on the fastest device (the round trip included).
+* ``search_selfplay``: expert iteration (``connect_four_search_openings``, the perfect-play config: 128
+  games, 50 simulations a move) as a serial run on CUDA (learner and search) and on the CPU, env steps
+  per second within a wall budget.
+* Not in the default run: ``serial`` (short PPO, DQN and expert-iteration leagues on each device),
+  ``parallel`` (a parallel PPO league with its learner on CUDA), ``forward_pass`` (the parallel league
+  with a CUDA forward-pass worker) and ``cpu_load`` (each run directory evaluated by a process that sees
+  no GPU).
 
-While runs go, ``nvidia-smi`` is sampled for the processes holding GPU memory, so the report shows
-which process used the GPU, not only that the run finished.
+While runs go, ``nvidia-smi`` is sampled for the processes holding GPU memory.
 
-* ``forward_pass``: the parallel PPO league with a forward-pass worker (``parallel.inference``) whose networks
-  are on CUDA (``policy.collect.device``), the learner too; its forward passes, mean batch and seconds.
+    python benchmarks/gpu_check.py [--budget 420] [--out gpu_check.json] [--sections ...] [--smoke]
 
-SAC (issue #31) is not built yet; the script says so instead of measuring it.
-
-    python benchmarks/gpu_check.py [--seconds 25] [--out gpu_check.json]
-
-Without CUDA it runs the CPU halves only (that is how it is tested on a machine without a GPU).
+Without CUDA it runs the CPU halves only; ``--smoke`` runs every section at toy sizes in well under a
+minute (the test suite runs it so).
 """
 from __future__ import annotations
 
@@ -48,19 +52,73 @@ SERIAL_CONFIGS = {
     'dqn_league': 'sparring.dizoo.board_games.config.connect_four_dqn_league',
     'expert_iteration': 'sparring.dizoo.board_games.config.connect_four_search',
 }
+SEARCH_SELFPLAY_CONFIG = 'sparring.dizoo.board_games.config.connect_four_search_openings'
+DEFAULT_SECTIONS = ['ppo_update', 'sac_update', 'forward_rows', 'search_selfplay']
+# Each section's share of --budget (a section that finishes early leaves its rest to the next).
+SHARES = dict(ppo_update=0.45, sac_update=0.1, forward_rows=0.1, search_selfplay=0.35, serial=1.0, parallel=0.3,
+              forward_pass=0.3, cpu_load=0.2)
+CHILD_START_SECONDS = 25.0  # a child run's start-up and final evaluation, beyond its training budget
+
+
+class Deadline:
+    """A section's wall-clock end: how long is left, and whether a measurement of ``seconds`` still fits."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.perf_counter() + seconds
+
+    def left(self) -> float:
+        return max(0.0, self.end - time.perf_counter())
+
+    def fits(self, seconds: float) -> bool:
+        return self.left() >= seconds
+
+
+def _sync(device: str) -> None:
+    if device.startswith('cuda'):
+        import torch
+        torch.cuda.synchronize()
+
+
+def timed(call, device: str, deadline: Deadline, repeats: int) -> dict:
+    """``call`` once as a warm-up (compilation, CUDA context, allocator), then up to ``repeats`` times while the
+    deadline allows; the median seconds of the timed calls and the warm-up's."""
+    _sync(device)
+    start = time.perf_counter()
+    call()
+    _sync(device)
+    warm_up = time.perf_counter() - start
+    times: list = []
+    while len(times) < repeats and (not times or deadline.fits(times[-1])):
+        start = time.perf_counter()
+        call()
+        _sync(device)
+        times.append(time.perf_counter() - start)
+    return dict(seconds=statistics.median(times), warm_up_seconds=round(warm_up, 3), repeats=len(times))
 
 
 # -- the child process: one run, its summary as the last line of stdout --------------------------------------------
-def _run_config(module: str, device: str, seconds: float, exp: str, parallel: bool, inference: bool = False) -> dict:
+def _run_config(module: str, device: str, seconds: float, exp: str, mode: str) -> dict:
+    """One run of ``module``'s config on ``device`` within ``seconds``. ``mode``: ``serial`` (at most 64 envs, so a
+    first round fits the budget), ``selfplay`` (the config's own envs), ``smoke`` (toy sizes), ``parallel``
+    (collectors acting on the CPU) or ``inference`` (a forward-pass worker acting on ``device``)."""
     import copy
     import importlib
+    parallel, inference = mode in ('parallel', 'inference'), mode == 'inference'
     config = copy.deepcopy(importlib.import_module(module).config)
     config['exp_name'] = exp
     config['policy']['device'] = device
     # A parallel run acts on the CPU in its collectors, or on ``device`` in a forward-pass worker.
     config['policy'].setdefault('collect', {})['device'] = 'cpu' if parallel and not inference else device
     config['env'].update(n_evaluator_episodes=20, evaluator_env_num=20)
-    config['env']['collector_env_num'] = min(config['env']['collector_env_num'], 64)  # a first round within budget
+    if mode != 'selfplay':
+        config['env']['collector_env_num'] = min(config['env']['collector_env_num'], 64)
+    if mode == 'selfplay':  # its rate is the figure: the closing evaluation kept short
+        config['env'].update(n_evaluator_episodes=4, evaluator_env_num=4)
+    if mode == 'smoke':
+        config['env'].update(collector_env_num=4, n_evaluator_episodes=2, evaluator_env_num=2)
+        config['policy']['collect']['n_steps'] = 4
+        if 'collect_search' in config['battle']:
+            config['battle']['collect_search'] = dict(config['battle']['collect_search'], num_simulations=4)
     config['battle']['eval_opponents'] = ['bot:random']
     config['train'].update(max_wall_seconds=seconds, eval_every_iters=0, eval_in_background=False,
                            checkpoint_every_iters=20, progress_bar=False, tensorboard=False)
@@ -75,7 +133,7 @@ def _run_config(module: str, device: str, seconds: float, exp: str, parallel: bo
 
 def _child_main(argv) -> None:
     module, device, seconds, exp, mode = argv[0], argv[1], float(argv[2]), argv[3], argv[4]
-    out = _run_config(module, device, seconds, exp, mode in ('parallel', 'inference'), mode == 'inference')
+    out = _run_config(module, device, seconds, exp, mode)
     print('GPU_CHECK_RESULT ' + json.dumps(out, default=str), flush=True)
 
 
@@ -149,46 +207,353 @@ def _run_summary(result: dict) -> dict:
     return out
 
 
-def ppo_update(devices) -> dict:
-    import numpy as np
+# -- the PPO update ------------------------------------------------------------------------------------------------
+PPO_BATCHES = dict(ready_config_4096=64, large_16384=256)  # envs of 64 steps each
+PPO_STEPS, PPO_EPOCHS, PPO_MINIBATCHES = 64, 4, 8
+# Variants measured on CUDA beside the ready update, cheapest first (compilation last: it takes longest).
+PPO_VARIANTS = ('ready', 'bfloat16', 'fused_adam', 'sync_free_step', 'minibatches_2', 'minibatches_1', 'cuda_graph',
+                'cuda_graph_minibatches_1', 'compile', 'compile_reduce_overhead')
+CUDA_ONLY = ('cuda_graph', 'cuda_graph_minibatches_1', 'compile_reduce_overhead')
+SLOW_TO_START = dict(compile=60.0, compile_reduce_overhead=60.0, cuda_graph=5.0, cuda_graph_minibatches_1=5.0)
+
+
+def _minibatches(variant: str) -> int:
+    return int(variant.rsplit('_', 1)[1]) if 'minibatches_' in variant else PPO_MINIBATCHES
+
+
+def _ppo_policy(envs: int, steps: int, variant: str, device: str):
+    """A fresh PPO policy of the ready league's CNN on ``device`` and a chunk of ``steps`` x ``envs`` random boards."""
     import torch
     sys.path.insert(0, HERE)
     from update_throughput import RandomBoards, _board_chunk
     from sparring.config import compile_section
     from sparring.config.registry import POLICY_REGISTRY
     import sparring.policy.ppo  # noqa: F401  registers 'ppo'
+    learn = dict(epochs=PPO_EPOCHS, num_minibatches=_minibatches(variant), lr=1e-3, gamma=0.99, gae_lambda=0.95,
+                 entropy_coef=0.01, value_clip_range=None)
+    model = dict(type='cnn', conv_layers=[[64, 4, 1]], hidden_size=256,
+                 trunk_precision='bfloat16' if variant == 'bfloat16' else 'float32')
+    cfg = compile_section('policy', dict(type='ppo', model=model, collect=dict(n_steps=steps), learn=learn))
+    policy = POLICY_REGISTRY.get('ppo')(cfg, RandomBoards.observation_space, RandomBoards.action_space, seed=0)
+    chunk = _board_chunk(policy, steps, envs)
+    return policy.to_device(torch.device(device)), chunk
+
+
+class SyncFreeStep:
+    """A PPO gradient step that never waits for the device: a loss or gradient that is not finite sets a flag the
+    fused Adam reads (as SAC's step does) instead of a host read deciding whether to step. What the PPO policy's
+    ``_gradient_step()`` returns (it keeps a step built for its current optimiser)."""
+    last_grad_clip_fraction = 0.0
+
+    def __init__(self, policy, capturable: bool = False) -> None:
+        import torch
+        learn = policy.cfg['learn']
+        self.params = list(policy.net.parameters())
+        self.optimizer = torch.optim.Adam(self.params, lr=learn['lr'], eps=learn['adam_eps'], fused=True,
+                                          capturable=capturable)
+        self.max_grad_norm = learn['max_grad_norm']
+        self.one = torch.ones((), device=self.params[0].device)
+        policy.optimizer = self.optimizer
+        policy._gradient_step_cache = self
+
+    def step(self, loss) -> bool:
+        import torch
+        for p in self.params:
+            p.grad = None
+        loss.backward()
+        found_inf = (~torch.isfinite(loss)).float()
+        grads = [p.grad for p in self.params if p.grad is not None]
+        torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, self.one)
+        if self.max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm, foreach=True)
+        self.optimizer.found_inf = found_inf  # type: ignore[attr-defined]  # what GradScaler gives the fused step
+        self.optimizer.step()
+        return True
+
+
+class GraphedPPOUpdate:
+    """PPO's update with the minibatch step (gather, forward, losses, backward, clip, Adam) captured once as a CUDA
+    graph: each minibatch is then one index copy and one graph replay, the update one host read at its end.
+
+    It replays the policy's own ``_update`` on a static batch (the chunk's fields copied in place each update) and
+    a static index; the learning rate and clip range are fixed at capture (the benchmark's ``progress`` is)."""
+
+    def __init__(self, policy, chunk, epochs: int, num_minibatches: int) -> None:
+        import torch
+        self.policy, self.chunk, self.epochs = policy, chunk, epochs
+        SyncFreeStep(policy, capturable=True)
+        self.clip_range = max(policy.clip_schedule(0.5), 1e-8)
+        for group in policy.optimizer.param_groups:
+            group['lr'] = policy.lr_schedule(0.5)
+        self.batch = self._fresh_batch()
+        self.units = self.batch.num_units
+        self.size = max(1, self.units // num_minibatches)
+        self.starts = range(0, self.units - self.size + 1, self.size)
+        device = policy.placement.device
+        self.index = torch.arange(self.size, device=device)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):  # warm-up: the optimiser's state and autograd's workspaces, outside the graph
+            for _ in range(3):
+                self._step()
+        torch.cuda.current_stream().wait_stream(stream)
+        for p in policy.net.parameters():
+            p.grad = None
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.row = self._step()
+
+    def _fresh_batch(self):
+        policy = self.policy
+        return policy.objective.training_batch(policy.placement.move(policy._train_batch(self.chunk)))
+
+    def _step(self):
+        row, _ = self.policy._update(self.batch.take(self.index), None, self.clip_range)
+        return row
+
+    def update(self) -> list:
+        import torch
+        fresh = self._fresh_batch()
+        for name, field in fresh.fields.items():
+            self.batch.fields[name].copy_(field)
+        rows = []
+        for _ in range(self.epochs):
+            order = torch.randperm(self.units, generator=self.policy.generator).to(self.index.device)
+            for start in self.starts:
+                self.index.copy_(order[start:start + self.size])
+                self.graph.replay()
+                rows.append(self.row.clone())
+        return torch.stack(rows).mean(0).tolist()
+
+
+def _ppo_update_call(variant: str, envs: int, steps: int, device: str):
+    """The update to time for ``variant``: a callable."""
+    import torch
+    policy, chunk = _ppo_policy(envs, steps, variant, device)
+    if variant.startswith('cuda_graph'):
+        return GraphedPPOUpdate(policy, chunk, PPO_EPOCHS, _minibatches(variant)).update
+    if variant == 'fused_adam':
+        learn = policy.cfg['learn']
+        policy.optimizer = torch.optim.Adam(policy.net.parameters(), lr=learn['lr'], eps=learn['adam_eps'], fused=True)
+    elif variant == 'sync_free_step':
+        SyncFreeStep(policy)
+    elif variant.startswith('compile'):
+        mode = 'reduce-overhead' if variant == 'compile_reduce_overhead' else None
+        policy.model = torch.compile(policy.model, mode=mode)
+    return lambda: policy.learn(chunk, progress=0.5)
+
+
+def ppo_update(devices, deadline: Deadline, smoke: bool) -> dict:
+    import torch
+    batches = dict(smoke_512=8) if smoke else PPO_BATCHES
+    steps = 64
+    repeats = 1 if smoke else 5
+    out: dict = {}
+    cpu_threads = (os.cpu_count() or 1, 1)
+    plan = [(label, 'cpu', 'ready', threads) for label in batches for threads in cpu_threads]
+    # Every batch's quick variants before any compilation, which may spend the rest of the budget.
+    for compiled in (False, True):
+        for label in batches:
+            for device in devices:
+                if device == 'cpu' and not smoke:
+                    continue
+                for variant in PPO_VARIANTS:
+                    if variant.startswith('compile') != compiled or (variant == 'ready' and device == 'cpu'):
+                        continue
+                    if device == 'cpu' and (variant in CUDA_ONLY or compiled):
+                        continue  # CUDA graphs need CUDA; compiling on a CPU takes longer than a smoke run has
+                    plan.append((label, device, variant, 1))
+    for label, device, variant, threads in plan:
+        name = f'{label}:{device}:{variant}' + (f':threads{threads}' if device == 'cpu' else '')
+        if not deadline.fits(SLOW_TO_START.get(variant, 1.0)):
+            out[name] = dict(skipped=f'the section budget had {deadline.left():.0f} s left')
+            continue
+        torch.set_num_threads(threads)
+        try:
+            figures = timed(_ppo_update_call(variant, batches[label], steps, device), device, deadline, repeats)
+        except Exception as exc:  # noqa: BLE001 -- a variant that fails is recorded; the next one still runs
+            out[name] = dict(error=f'{type(exc).__name__}: {exc}'[:600], traceback=traceback.format_exc()[-1500:])
+            print(f'ppo update {name}: {out[name]["error"][:300]}', flush=True)
+            continue
+        finally:
+            torch.set_num_threads(os.cpu_count() or 1)
+        samples = PPO_EPOCHS * steps * batches[label]
+        out[name] = dict(seconds_per_update=round(figures['seconds'], 4),
+                         samples_per_second=round(samples / figures['seconds']),
+                         warm_up_seconds=figures['warm_up_seconds'], repeats=figures['repeats'])
+        base = out.get(f'{label}:cpu:ready:threads{cpu_threads[0]}', {}).get('samples_per_second')
+        if base and device != 'cpu':
+            out[name]['vs_cpu_all_threads'] = round(out[name]['samples_per_second'] / base, 2)
+        print(f'ppo update {name}: {json.dumps(out[name])}', flush=True)
+    return out
+
+
+# -- SAC's update --------------------------------------------------------------------------------------------------
+SAC_SHAPES = dict(pendulum_128=(3, 1, [128, 128]), hopper_256=(11, 3, [256, 256]))  # obs, actions, hidden sizes
+SAC_UPDATES = 64  # gradient steps of batch 256 per learned chunk
+
+
+def _sac_learn_call(obs_dim: int, act_dim: int, hidden: list, updates: int, device: str):
+    import gymnasium as gym
+    import numpy as np
+    import torch
+    from sparring.config import compile_section
+    from sparring.policy.sac import SACPolicy
+    cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=hidden), replay=dict(capacity=100_000),
+                                         learn=dict(lr=1e-3, updates_per_chunk=updates, learning_starts=1)))
+    box = gym.spaces.Box(-1.0, 1.0, (act_dim,), np.float32)
+    policy = SACPolicy(cfg, gym.spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32), box, seed=0)
+    T, B = 64, 8
+    rng = np.random.default_rng(0)
+    obs = rng.standard_normal((T, B, obs_dim)).astype(np.float32)
+    chunk = dict(obs=obs, next_obs=rng.standard_normal((T, B, obs_dim)).astype(np.float32),
+                 action=rng.uniform(-1, 1, (T, B, act_dim)).astype(np.float32), reward=rng.standard_normal((T, B)),
+                 terminated=rng.random((T, B)) < 0.01, truncated=np.zeros((T, B), bool))
+    policy.to_device(torch.device(device))
+    return lambda: policy.learn(chunk, progress=0.5)
+
+
+def sac_update(devices, deadline: Deadline, smoke: bool) -> dict:
+    import torch
+    updates = 4 if smoke else SAC_UPDATES
+    out: dict = {}
+    plan = [(shape, 'cpu', threads) for shape in SAC_SHAPES for threads in (os.cpu_count() or 1, 1)]
+    plan += [(shape, device, 1) for shape in SAC_SHAPES for device in devices if device != 'cpu']
+    for shape, device, threads in plan:
+        name = f'{shape}:{device}' + (f':threads{threads}' if device == 'cpu' else '')
+        if not deadline.fits(1.0):
+            out[name] = dict(skipped=f'the section budget had {deadline.left():.0f} s left')
+            continue
+        torch.set_num_threads(threads)
+        try:
+            figures = timed(_sac_learn_call(*SAC_SHAPES[shape], updates, device), device, deadline, 1 if smoke else 5)
+        except Exception as exc:  # noqa: BLE001 -- recorded; the next measurement still runs
+            out[name] = dict(error=f'{type(exc).__name__}: {exc}'[:600], traceback=traceback.format_exc()[-1500:])
+            continue
+        finally:
+            torch.set_num_threads(os.cpu_count() or 1)
+        out[name] = dict(gradient_steps_per_second=round(updates / figures['seconds'], 1),
+                         ms_per_gradient_step=round(1000 * figures['seconds'] / updates, 3),
+                         repeats=figures['repeats'])
+        base = out.get(f'{shape}:cpu:threads{os.cpu_count() or 1}', {}).get('gradient_steps_per_second')
+        if base and device != 'cpu':
+            out[name]['vs_cpu_all_threads'] = round(out[name]['gradient_steps_per_second'] / base, 2)
+        print(f'sac update {name}: {json.dumps(out[name])}', flush=True)
+    return out
+
+
+# -- the forward-pass worker's rows --------------------------------------------------------------------------------
+FORWARD_BATCHES = (1, 16, 64, 256, 1024, 4096)
+
+
+def _cnn_policy(device: str):
+    """The ready league's PPO network on ``device``."""
+    import torch
+    from sparring.config import compile_config
+    from sparring.config.registry import POLICY_REGISTRY
+    from sparring.dizoo.board_games.config.connect_four_league import config
+    from sparring.worker.run_kind import run_kind
+    cfg = compile_config(dict(config, exp_name=tempfile.mkdtemp(prefix='gpu_check_fp_')), save=False)
+    obs_space, act_space = run_kind(cfg).spaces()
+    policy = POLICY_REGISTRY.get('ppo')(cfg.policy, obs_space, act_space, seed=0)
+    policy.set_params(policy.get_params(), 1)
+    return policy.to_device(torch.device(device))
+
+
+def _rows_per_second(call, rows: int, seconds: float) -> float:
+    call()  # warm-up
+    n, started = 0, time.perf_counter()
+    while n < 3 or time.perf_counter() - started < seconds:
+        call()
+        n += 1
+    return rows * n / (time.perf_counter() - started)
+
+
+def _over_socket(policy, sizes, seconds: float) -> dict:
+    """Rows per second through a forward-pass server (in a thread of this process) holding ``policy``: one client
+    sending request after request, the round trip included."""
+    import numpy as np
+    import zmq
+    from sparring.worker.inference_client import ForwardClient, RemoteActingPolicy
+    from sparring.worker.remote.inference import InferenceServer
+    from sparring.worker.remote.security import Security
+    from sparring.worker.remote.wire import Signer
+
+    class One:  # the network source: ``policy`` under every ref, at version 1
+        def sync(self, ref):
+            return 1
+
+        def get(self, ref, version):
+            return policy
+
+    context, security = zmq.Context(), Security(Signer(b'gpu-check-secret'))
+    server = InferenceServer(context, security, '127.0.0.1', One(), max(sizes), 0.0, policy.observation_space.shape)
+    stop = threading.Event()
+    thread = threading.Thread(target=lambda: [server.serve(0.05) for _ in iter(stop.is_set, True)], daemon=True)
+    thread.start()
+    client = ForwardClient(context, security, 'gpu-check', lambda: [server.address])
+    remote = RemoteActingPolicy(policy, 'p', client)
     out = {}
-    for label, envs in (('ready_config_4096', 64), ('large_16384', 256)):
+    try:
+        rng = np.random.default_rng(0)
+        for size in sizes:
+            obs = rng.integers(-1, 2, (size, *policy.observation_space.shape)).astype(policy.observation_space.dtype)
+            rate = _rows_per_second(lambda o=obs: remote.forward(o), size, seconds)
+            out[str(size)] = dict(rows_per_second=round(rate), round_trip_ms=round(1000 * size / rate, 3))
+    finally:
+        stop.set()
+        thread.join(5.0)
+        client.close()
+        server.close()
+        context.destroy(linger=0)
+    return out
+
+
+def forward_rows(devices, deadline: Deadline, smoke: bool) -> dict:
+    import numpy as np
+    import torch
+    from sparring.worker.inference_forward import forward_rows as forward
+    sizes = (1, 64) if smoke else FORWARD_BATCHES
+    per_size = 0.05 if smoke else max(0.1, min(1.0, deadline.left() / (len(sizes) * (len(devices) + 1) * 1.5)))
+    torch.set_num_threads(1)
+    out: dict = dict(seconds_per_size=round(per_size, 2), torch_threads=1, in_process={})
+    try:
         for device in devices:
-            for precision in (('float32', 'bfloat16') if device == 'cuda' else ('float32',)):
-                for threads in ((os.cpu_count(), 1) if device == 'cpu' else (1,)):
-                    torch.set_num_threads(threads)
-                    learn = dict(epochs=4, num_minibatches=8, lr=1e-3, gamma=0.99, gae_lambda=0.95, entropy_coef=0.01,
-                                 value_clip_range=None)
-                    model = dict(type='cnn', conv_layers=[[64, 4, 1]], hidden_size=256, trunk_precision=precision)
-                    cfg = compile_section('policy', dict(type='ppo', model=model, collect=dict(n_steps=64),
-                                                         learn=learn))
-                    policy = POLICY_REGISTRY.get('ppo')(cfg, RandomBoards.observation_space,
-                                                        RandomBoards.action_space, seed=0)
-                    chunk = _board_chunk(policy, 64, envs)
-                    policy = policy.to_device(torch.device(device))
-                    policy.learn(chunk, progress=0.5)  # warm-up (CUDA context, kernels, allocator)
-                    times = []
-                    for _ in range(5 if device == 'cuda' else 3):
-                        if device == 'cuda':
-                            torch.cuda.synchronize()
-                        start = time.perf_counter()
-                        policy.learn(chunk, progress=0.5)
-                        if device == 'cuda':
-                            torch.cuda.synchronize()
-                        times.append(time.perf_counter() - start)
-                    seconds = statistics.median(times)
-                    name = f'{label}:{device}:{precision}:threads{threads}'
-                    out[name] = dict(seconds_per_update=round(seconds, 4),
-                                     samples_per_second=round(4 * 64 * envs / seconds))
-                    print(f'ppo update {name}: {out[name]["samples_per_second"]} samples/s', flush=True)
-    torch.set_num_threads(os.cpu_count())
-    assert all(np.isfinite(t.numpy()).all() for t in policy.get_params().values())
+            policy = _cnn_policy(device)
+            rng = np.random.default_rng(0)
+            rows = {}
+            for size in sizes:
+                obs = rng.integers(-1, 2, (size, *policy.observation_space.shape)).astype(policy.observation_space.dtype)
+                rows[str(size)] = round(_rows_per_second(lambda o=obs, p=policy: forward(p, o), size, per_size))
+            out['in_process'][device] = rows
+            print(f'forward rows in process on {device}: {rows}', flush=True)
+        device = devices[0]  # CUDA where there is one
+        out['over_socket'] = dict(device=device, rows=_over_socket(_cnn_policy(device), sizes, per_size))
+        print(f'forward rows over the socket on {device}: {out["over_socket"]["rows"]}', flush=True)
+    finally:
+        torch.set_num_threads(os.cpu_count() or 1)
+    return out
+
+
+# -- search self-play (expert iteration) ---------------------------------------------------------------------------
+def search_selfplay(devices, deadline: Deadline, root: str, sampler: 'GpuSampler', smoke: bool) -> dict:
+    """The perfect-play config as a serial run per device (CUDA: the learner and the search's network), each
+    within an equal part of the section's budget; env steps per second of the whole run's training loop."""
+    out: dict = dict(config=SEARCH_SELFPLAY_CONFIG)
+    for i, device in enumerate(devices):
+        seconds = 3.0 if smoke else (deadline.left() / (len(devices) - i)) - CHILD_START_SECONDS
+        if not smoke and seconds < 5.0:
+            out[device] = dict(skipped=f'the section budget had {deadline.left():.0f} s left')
+            continue
+        exp = os.path.join(root, f'search_selfplay_{device}')
+        with sampler:
+            result = _child(['--child', SEARCH_SELFPLAY_CONFIG, device, str(seconds), exp,
+                             'smoke' if smoke else 'selfplay'], timeout=seconds + CHILD_START_SECONDS + 90)
+        out[device] = dict(_run_summary(result), exp=exp, gpu_processes_peak_mib=dict(sampler.peak_mib))
+        print(f'search self-play on {device}: {json.dumps(out[device], default=str)[:400]}', flush=True)
+    rates = {d: out[d].get('env_steps_per_second') for d in devices if isinstance(out.get(d), dict)}
+    if rates.get('cuda') and rates.get('cpu'):
+        out['cuda_vs_cpu'] = round(rates['cuda'] / rates['cpu'], 2)
     return out
 
 
@@ -246,11 +611,14 @@ def cpu_load(run_dirs) -> dict:
 
 
 def machine() -> dict:
-    import torch
-    info = dict(python=platform.python_version(), torch=torch.__version__, cpu_count=os.cpu_count(),
-                load_average=list(os.getloadavg()), cuda=torch.cuda.is_available())
+    info = dict(python=platform.python_version(), cpu_count=os.cpu_count(), load_average=list(os.getloadavg()))
     from results_file import cpu_model
     info['cpu_model'] = cpu_model()
+    try:
+        import torch
+    except ImportError as exc:
+        return dict(info, torch_error=str(exc))
+    info.update(torch=torch.__version__, cuda=torch.cuda.is_available())
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
         info.update(gpu=props.name, gpu_memory_gib=round(props.total_memory / 2**30, 1),
@@ -258,33 +626,53 @@ def machine() -> dict:
     return info
 
 
+def commit() -> str:
+    try:
+        return subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True, cwd=HERE,
+                              timeout=10).stdout.strip() or 'unknown'
+    except (OSError, subprocess.SubprocessError):
+        return 'unknown'
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--seconds', type=float, default=25.0, help='wall-time budget of each training run')
+    parser.add_argument('--budget', type=float, default=420.0,
+                        help='wall seconds of the whole check; each section has its share (default 420)')
+    parser.add_argument('--seconds', type=float, default=20.0,
+                        help='wall-time budget of each training run of the serial, parallel and forward_pass sections')
     parser.add_argument('--out', default=None, help='also write the JSON here')
-    parser.add_argument('--sections', nargs='+', default=['ppo_update', 'serial', 'parallel', 'forward_pass', 'cpu_load'])
+    parser.add_argument('--sections', nargs='+', default=DEFAULT_SECTIONS, choices=list(SHARES))
+    parser.add_argument('--smoke', action='store_true', help='every section at toy sizes, for a test without a GPU')
     parser.add_argument('--keep', default=None, help='keep the run directories here (default: a temporary folder)')
     args = parser.parse_args()
-    import torch
-    devices = ['cuda', 'cpu'] if torch.cuda.is_available() else ['cpu']
-    root = args.keep or tempfile.mkdtemp(prefix='gpu_check_')
-    report = dict(machine=machine(), devices=devices, seconds_per_run=args.seconds,
-                  not_built=dict(sac='issue #31'))
-    print(json.dumps(report['machine']), flush=True)
-    sampler = GpuSampler()
+    sys.path.insert(0, HERE)
     started = time.perf_counter()
-    sections = dict(ppo_update=lambda: ppo_update(devices),
-                    serial=lambda: serial(devices, args.seconds, root, sampler),
-                    parallel=lambda: parallel(devices, args.seconds, root, sampler),
-                    forward_pass=lambda: forward_pass(devices, args.seconds, root, sampler),
-                    cpu_load=lambda: cpu_load(sorted(os.path.join(root, d) for d in os.listdir(root))))
-    for name in args.sections:
+    report: dict = dict(machine=machine(), commit=commit(), date=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+                        command=' '.join(sys.argv), budget_seconds=args.budget, smoke=args.smoke)
+    print(json.dumps(report), flush=True)
+    devices = ['cuda', 'cpu'] if report['machine'].get('cuda') else ['cpu']
+    report['devices'] = devices
+    root = args.keep or tempfile.mkdtemp(prefix='gpu_check_')
+    sampler = GpuSampler()
+    sections = dict(
+        ppo_update=lambda d: ppo_update(devices, d, args.smoke),
+        sac_update=lambda d: sac_update(devices, d, args.smoke),
+        forward_rows=lambda d: forward_rows(devices, d, args.smoke),
+        search_selfplay=lambda d: search_selfplay(devices, d, root, sampler, args.smoke),
+        serial=lambda d: serial(devices, args.seconds, root, sampler),
+        parallel=lambda d: parallel(devices, args.seconds, root, sampler),
+        forward_pass=lambda d: forward_pass(devices, args.seconds, root, sampler),
+        cpu_load=lambda d: cpu_load(sorted(os.path.join(root, r) for r in os.listdir(root))))
+    for i, name in enumerate(args.sections):
+        left = args.budget - (time.perf_counter() - started)
+        later = sum(SHARES[n] for n in args.sections[i:])
+        deadline = Deadline(max(0.0, left * SHARES[name] / later))  # what earlier sections left over is shared
         section_started = time.perf_counter()
         try:
-            report[name] = sections[name]()
+            report[name] = sections[name](deadline)
         except Exception as exc:  # noqa: BLE001 -- one section's failure is reported, the next still runs
-            report[name] = dict(error=f'{type(exc).__name__}: {exc}', traceback=traceback.format_exc()[-3000:])
-            print(f'section {name} failed: {report[name]["error"][:1500]}', flush=True)
+            report[name] = dict(error=f'{type(exc).__name__}: {exc}'[:1500], traceback=traceback.format_exc()[-3000:])
+            print(f'section {name} failed: {report[name]["error"]}', flush=True)
         report.setdefault('section_seconds', {})[name] = round(time.perf_counter() - section_started, 1)
     report['total_seconds'] = round(time.perf_counter() - started, 1)
     report['load_average_end'] = list(os.getloadavg())
