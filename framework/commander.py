@@ -249,11 +249,17 @@ class Commander:
         redirect = self.collect.reported(pid, body['chunk_id'], worker.session, self.clock(), sent_to,
                                          self.sessions.learner_endpoints(pid))
         co.recent_returns.extend(body.get('episode_returns', []))
-        self.state.record_games(GamesOp(op='games', chunk=body['chunk_id'], player=pid, steps=body['env_steps'],
+        # The budget pays for accepted work only: a game the league records, or a chunk of the task handed to this
+        # worker whose games have not ended yet. A report whose results were all refused, or one of no task with
+        # none, spends nothing (a loop of them would end the run with no data behind its steps).
+        accepted = len(body['results']) - rejected
+        steps = body['env_steps'] if accepted or (not body['results'] and sent_to is not None) else 0
+        co.counters['env_steps_refused'] += body['env_steps'] - steps
+        self.state.record_games(GamesOp(op='games', chunk=body['chunk_id'], player=pid, steps=steps,
                                         games=[[away, ids, outcomes] for away, (ids, outcomes) in groups.items()]))
         co.check_budget()
         self._advance()
-        return self._ack(worker, duplicate=False, accepted=len(body['results']) - rejected, rejected=rejected,
+        return self._ack(worker, duplicate=False, accepted=accepted, rejected=rejected,
                          **({} if redirect is None else dict(endpoint=redirect)))
 
     # -- parameters ----------------------------------------------------------------------------

@@ -118,7 +118,26 @@ def test_each_game_is_recorded_once_and_only_by_the_worker_that_holds_its_job(tm
     assert (other['accepted'], other['rejected']) == (0, 2) and (twice['accepted'], twice['rejected']) == (1, 1)
     assert recorded_games(commander.coordinator.league) == 5 == commander.coordinator.counters['games']
     assert commander.coordinator.counters['results_refused'] == 3
-    assert commander.coordinator.env_steps == 3 * 4  # each of the three distinct chunks counts once
+    # each distinct chunk with accepted games counts once; the one whose results were all refused spends nothing
+    assert commander.coordinator.env_steps == 2 * 4
+
+
+def test_reports_whose_results_were_all_refused_spend_none_of_the_budget(tmp_path):
+    commander, _, _ = start(tmp_path)
+    a, _ = join(commander, 'collector')
+    pid = commander.coordinator.player_ids[0]
+    for _ in range(20):  # no task, and results of jobs never handed out
+        _, ack, _ = report(commander, a, pid, [[99_999, 'win']], steps=commander.chunk_steps)
+        assert (ack['accepted'], ack['rejected']) == (0, 1)
+        report(commander, a, pid, [], steps=commander.chunk_steps)  # no task, no games: no work asked for
+    kind, task, _ = commander.handle(req('collect_task', session=a))
+    report(commander, a, pid, [[99_998, 'win']], task_id=task['task_id'], steps=commander.chunk_steps)
+    assert commander.coordinator.env_steps == 0
+    assert commander.coordinator.counters['env_steps_refused'] == 41 * commander.chunk_steps
+    # the chunk of its task with no game ended yet is work asked for: it counts
+    kind, task, _ = commander.handle(req('collect_task', session=a))
+    report(commander, a, pid, [], task_id=task['task_id'], steps=commander.chunk_steps)
+    assert commander.coordinator.env_steps == commander.chunk_steps
 
 
 def test_a_silent_collector_is_dropped_its_games_abandoned_and_its_task_given_away(tmp_path):
@@ -344,19 +363,22 @@ def test_a_single_agent_run_has_one_player_no_games_and_stops_on_the_evaluated_r
     kind, ack, _ = commander.handle(req('chunk_report', session=collector, task_id=task['task_id'], chunk_id='c',
                                         player_id='agent', version=0, env_steps=8, results=[[1, 'win']]))
     assert kind == 'ack' and (ack['accepted'], ack['rejected']) == (0, 1) and commander.coordinator.counters['games'] == 0
+    assert commander.coordinator.env_steps == 0  # a report whose results were all refused spends no budget
+    publish(commander, learner, 'agent', 0, 0, consumed=1)  # the learner took that chunk
+    kind, task, _ = commander.handle(req('collect_task', session=collector))
     report(commander, collector, 'agent', [], task_id=task['task_id'], steps=8)
-    publish(commander, learner, 'agent', 1, 1, consumed=1)  # eval_every_iters=1: an evaluation is due
+    publish(commander, learner, 'agent', 1, 1, consumed=2)  # eval_every_iters=1: an evaluation is due
     evaluator, _ = join(commander, 'evaluator')
     kind, job, _ = commander.handle(req('eval_task', session=evaluator))
     assert kind == 'eval_job' and job['opponents'] == []
     commander.handle(req('eval_report', session=evaluator, task_id=job['task_id'], player_id='agent', version=1,
                          results={}, returns=[120.0, 140.0]))
     assert commander.coordinator.last_eval['agent']['return_mean'] == 130.0
-    # both chunks' env steps count (the first one's game was refused, not its play)
-    assert commander.coordinator.reached == (16, commander.coordinator.wall_seconds) and commander.coordinator.phase == 'drain'
+    # only the chunk of accepted work counts (the first one's results were all refused)
+    assert commander.coordinator.reached == (8, commander.coordinator.wall_seconds) and commander.coordinator.phase == 'drain'
     path = commander.save()
     commander.close()
-    assert Commander(cfg, resume=True).coordinator.env_steps == 16 and path.endswith('state.npz')
+    assert Commander(cfg, resume=True).coordinator.env_steps == 8 and path.endswith('state.npz')
 
 
 @pytest.mark.parametrize('parallel, match', [

@@ -74,7 +74,8 @@ def test_defect3_env_steps_are_bounded_by_the_chunk_size(tmp_path):
     kind, body, _ = commander.handle(_chunk_report(session, pid, 1, 'c1', [[99_999, 'win']], steps=5000))
     assert kind == 'error' and 'env_steps' in body['error'] and str(commander.chunk_steps) in body['error'], body
     assert commander.coordinator.env_steps == 0
-    assert commander.handle(_chunk_report(session, pid, 2, 'c2', [], steps=commander.chunk_steps))[0] == 'ack'
+    assert commander.handle(_chunk_report(session, pid, 2, 'c2', [[jobs[0], 'win']],
+                                          steps=commander.chunk_steps))[0] == 'ack'
     assert commander.coordinator.env_steps == commander.chunk_steps
 
 
