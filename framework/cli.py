@@ -11,7 +11,9 @@ loss with standard errors and an Elo difference, and how many distinct games wer
 run: ``sparring eval RUN``, greedy and sampled returns with standard errors), ``sparring play RUN [--seat first|second]`` (a person
 against the trained player in the terminal), ``sparring export RUN --format onnx|torchscript --out FILE``,
 ``sparring report RUN`` (write ``RUN/report.html`` again: a league's page, or a single agent's return curve) and ``sparring exploit RUN --budget-steps N``
-(train a fresh exploiter against a frozen player: approximate exploitability).
+(train a fresh exploiter against a frozen player: approximate exploitability). These commands and surgery
+import a run's own modules only from this environment and from recorded folders outside the run directory;
+``--trust-run-code`` allows a run's modules from inside its directory (its author's code runs).
 
 A config file is a Python file that defines ``config`` (a plain dict); ``main_config`` is accepted
 too, as DI-engine users name it so. The config file's folder is importable while it runs and during
@@ -51,6 +53,9 @@ USAGE_ERROR = 2  # the exit code of argparse's usage errors: the command was giv
 # What a user's input can cause, reported in one line (SurgeryError is a ConfigError). ImportError covers
 # import_names and the optional extras, whose messages name the module or the extra to install. A damaged
 # checkpoint or parameter file of a run a command reads is named by StateFileError / CheckpointError.
+# A run directory may come from someone else: its own modules are imported only when the user says so.
+TRUST_HELP = ('import the run\'s own modules even from inside its directory (its author\'s code runs); by default '
+              'only modules of this environment and recorded folders outside the run')
 USER_ERRORS = (ConfigError, LeagueError, EnvError, RegistryError, FileExistsError, FileNotFoundError, ImportError,
                StateFileError, CheckpointError, JournalDamaged)
 
@@ -178,6 +183,7 @@ def _build_parser() -> argparse.ArgumentParser:
     surgery.add_argument('--action-map', type=json.loads, default=None,
                          help='JSON list: the old index of each new action (-1: new)')
     surgery.add_argument('--record-steps', type=int, default=64, help='env steps recorded for the report')
+    surgery.add_argument('--trust-run-code', action='store_true', help=TRUST_HELP)
     _add_use_commands(sub, debug)
     listing = sub.add_parser('list', help='what can be named in a config: registered envs, policies, models, '
                                           'players, leagues and bots, and the ready configs', parents=[debug])
@@ -189,6 +195,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _add_player_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('run', help='the experiment directory of a run')
+    parser.add_argument('--trust-run-code', action='store_true', help=TRUST_HELP)
     which = parser.add_mutually_exclusive_group()
     which.add_argument('--player', default=None, help='a player id (default: the first active player, newest)')
     which.add_argument('--snapshot', default=None, help='a snapshot (historical player) id')
@@ -231,6 +238,7 @@ def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
                                            'payoff, ratings and lineage; a single agent\'s return curve)',
                             parents=[debug])
     report.add_argument('run', help='the experiment directory of a run')
+    report.add_argument('--trust-run-code', action='store_true', help=TRUST_HELP)
     exploit = sub.add_parser('exploit', help='train a fresh exploiter against a frozen player of a run and report '
                                              'its win rate and return over its training (approximate '
                                              'exploitability)', parents=[debug])
@@ -293,7 +301,7 @@ def _run(args: argparse.Namespace) -> int:
         options = {key: getattr(args, key) for key in ('widen', 'split_jitter', 'new_action_offset',
                                                        'new_action_prior') if getattr(args, key) is not None}
         surgery(args.checkpoint, load_config_file(args.config), args.out, options=options, obs_map=args.obs_map,
-                act_map=args.action_map, record_steps=args.record_steps)
+                act_map=args.action_map, record_steps=args.record_steps, trust_code=args.trust_run_code)
         print(f'resume with: sparring train {args.config} --exp-name {args.out} --resume')
     elif args.command in ('eval', 'play', 'export', 'report', 'exploit'):
         return _use_run(args)
@@ -337,11 +345,13 @@ def _use_run(args: argparse.Namespace) -> int:
         report = {}
         if args.perfect is None or args.against:
             report = evaluate_player(args.run, args.against or [], player=args.player, snapshot=args.snapshot,
-                                     games=args.games, sampled=args.sampled, seed=args.seed, search=args.search)
+                                     games=args.games, sampled=args.sampled, seed=args.seed, search=args.search,
+                                     trust_code=args.trust_run_code)
             print(format_report(report))
         if args.perfect is not None:
             report['perfect_play'] = perfect_play(args.run, args.perfect or None, player=args.player,
-                                                  snapshot=args.snapshot, search=args.search, seed=args.seed)
+                                                  snapshot=args.snapshot, search=args.search, seed=args.seed,
+                                                  trust_code=args.trust_run_code)
             print(format_perfect_play(report['perfect_play']))
         if args.out:
             with open(args.out, 'w') as f:
@@ -349,17 +359,19 @@ def _use_run(args: argparse.Namespace) -> int:
             print(f'report: {args.out}')
     elif args.command == 'play':
         from sparring.framework.play import play_game
-        outcome = play_game(args.run, seat=args.seat, player=args.player, snapshot=args.snapshot, seed=args.seed)
+        outcome = play_game(args.run, seat=args.seat, player=args.player, snapshot=args.snapshot, seed=args.seed,
+                            trust_code=args.trust_run_code)
         return 0 if outcome != 'quit' else 1
     elif args.command == 'export':
         from sparring.framework.export import export_player
-        info = export_player(args.run, args.out, fmt=args.format, player=args.player, snapshot=args.snapshot)
+        info = export_player(args.run, args.out, fmt=args.format, player=args.player, snapshot=args.snapshot,
+                             trust_code=args.trust_run_code)
         print(f'{info["player"]} of {info["run"]} written to {info["path"]} ({info["format"]}): inputs '
               f'{", ".join(info["inputs"])}; outputs {", ".join(info["outputs"])}')
     elif args.command == 'report':
         from sparring.framework.player_loader import TrainedRun
         from sparring.framework.report_page import write_final_report
-        run = TrainedRun(args.run)
+        run = TrainedRun(args.run, args.trust_run_code)
         env = run.cfg.env.type if run.league is not None else (run.cfg.env.get('id') or run.cfg.env.type)
         path = write_final_report(args.run, run.league, {'env': env})
         if path is None:
@@ -370,7 +382,7 @@ def _use_run(args: argparse.Namespace) -> int:
         from sparring.framework.exploit import exploit_player, format_report
         report = exploit_player(args.run, args.budget_steps, player=args.player, snapshot=args.snapshot,
                                 seed=args.seed, eval_games=args.eval_games, eval_every_steps=args.eval_every,
-                                exact=not args.no_exact, say=print)
+                                exact=not args.no_exact, say=print, trust_code=args.trust_run_code)
         print(format_report(report))
         if args.json:
             with open(args.json, 'w') as f:

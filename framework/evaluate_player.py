@@ -82,7 +82,8 @@ class Opponents:
             return name, self.run.pool(self.seed).get(name)
         run_dir, sep, pid = name.rpartition(':')
         if sep and os.path.isdir(run_dir):
-            other = self._others.get(run_dir) or self._others.setdefault(run_dir, TrainedRun(run_dir))
+            other = self._others.get(run_dir) or self._others.setdefault(
+                run_dir, TrainedRun(run_dir, self.run.trust_code))
             self._check_compatible(other, name)
             return name, other.policy(pid, seed=self.seed)
         if self.run.league is None or name not in self.run.player_ids:
@@ -100,12 +101,12 @@ class Opponents:
 
 def evaluate_player(run_dir: str, against: Sequence[str], player: Optional[str] = None,
                     snapshot: Optional[str] = None, games: Optional[int] = None, sampled: bool = False,
-                    seed: Optional[int] = None, search: Optional[int] = None) -> dict:
+                    seed: Optional[int] = None, search: Optional[int] = None, trust_code: bool = False) -> dict:
     """Play a run's player against each opponent in ``against``; returns the report (JSON-ready but for
     infinite Elo bounds). ``games`` defaults to the run's ``env.n_evaluator_episodes``, ``seed`` to the run's.
     ``search``: the player chooses its moves by a tree search of that many simulations guided by its
     policy and value (line games; :mod:`sparring.dizoo.board_games.guided_search`), not by the network alone."""
-    run = TrainedRun(run_dir)
+    run = TrainedRun(run_dir, trust_code)
     if not run.kind.is_league:
         if against:
             raise ConfigError(f'eval: {run_dir} trained a single agent on {run.cfg.env.type!r}, which has no '
@@ -143,11 +144,12 @@ def _searching(cfg, policy, search: Optional[int], seed: int):
 
 
 def perfect_play(run_dir: str, positions: Optional[str] = None, player: Optional[str] = None,
-                 snapshot: Optional[str] = None, search: Optional[int] = None, seed: Optional[int] = None) -> dict:
+                 snapshot: Optional[str] = None, search: Optional[int] = None, seed: Optional[int] = None,
+                 trust_code: bool = False) -> dict:
     """A connect-four player's error rate against perfect play, per group of labelled positions (``positions``:
     a file of ``benchmarks/perfect_play.py generate``; default the reported set), alone or with ``search``.
     A move is an error when its outcome (win, draw or loss) is worse than the best move's."""
-    run = TrainedRun(run_dir)
+    run = TrainedRun(run_dir, trust_code)
     if run.cfg.env.type != 'connect_four':
         raise ConfigError(f'eval --perfect: the labelled positions are of connect four (env type \'connect_four\'); '
                           f'{run_dir} plays {run.cfg.env.type!r}')

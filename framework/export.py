@@ -133,10 +133,10 @@ def export_policy(policy: Policy, path: str, fmt: str = 'onnx') -> dict:
 
 
 def export_player(run_dir: str, out: str, fmt: str = 'onnx', player: Optional[str] = None,
-                  snapshot: Optional[str] = None) -> dict:
-    """Export a run's player (the first active player by default) to ``out``."""
+                  snapshot: Optional[str] = None, trust_code: bool = False) -> dict:
+    """Export a run's player (the first active player by default) to ``out``. ``trust_code``: import the run's own modules even from inside its directory (see :func:`load_player`)."""
     from sparring.framework.player_loader import TrainedRun
-    run = TrainedRun(run_dir)
+    run = TrainedRun(run_dir, trust_code)
     pid = run.resolve(player, snapshot)
     info = export_policy(run.policy(pid), out, fmt)
     info.update(run=run_dir, player=pid, env=run.cfg.env.type)

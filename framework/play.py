@@ -122,12 +122,12 @@ def _table(cfg, seed: int):
 
 def play_game(run_dir: str, seat: str = 'first', player: Optional[str] = None, snapshot: Optional[str] = None,
               seed: Optional[int] = None, read: Callable[[str], str] = input,
-              write: Callable[[str], None] = print) -> str:
+              write: Callable[[str], None] = print, trust_code: bool = False) -> str:
     """One game of a person (``read`` / ``write``) against a run's player; returns 'win', 'draw' or
     'loss' from the person's side, or 'quit'."""
     if seat not in SEATS:
         raise ConfigError(f'play: --seat must be one of {", ".join(SEATS)}, got {seat!r}')
-    run = TrainedRun(run_dir)
+    run = TrainedRun(run_dir, trust_code)
     if not run.kind.is_league:
         raise ConfigError(f'play: {run_dir} trained a single agent; play needs a two-player game')
     pid = run.resolve(player, snapshot)

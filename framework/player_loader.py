@@ -18,10 +18,9 @@ import glob
 import os
 from typing import List, Optional, cast
 
-from sparring.config import load_config
 from sparring.config.compile import CONFIG_FILENAME
 from sparring.config.registry import POLICY_REGISTRY
-from sparring.framework.run_imports import import_run_modules
+from sparring.framework.run_imports import load_run_config
 from sparring.framework.run_setup import LEAGUE_STATE_FILE
 from sparring.league.base_league import BaseLeague
 from sparring.league.errors import LeagueError
@@ -36,15 +35,16 @@ from sparring.worker.run_kind import SINGLE_AGENT, run_kind
 class TrainedRun:
     """A run directory opened read-only: config, league (None for a single-agent run), spaces, policies."""
 
-    def __init__(self, run_dir: str) -> None:
+    def __init__(self, run_dir: str, trust_code: bool = False) -> None:
         if not os.path.isdir(run_dir):
             raise FileNotFoundError(f'run directory not found: {run_dir}')
         if not os.path.exists(os.path.join(run_dir, CONFIG_FILENAME)):
             raise FileNotFoundError(f'{run_dir} holds no {CONFIG_FILENAME}; expected the experiment directory of a '
                                     f'run (its exp_name)')
         self.run_dir = run_dir
-        import_run_modules(run_dir)  # the user's modules, from where training found them
-        self.cfg = load_config(run_dir)
+        # Its modules from where training found them; none from inside the run directory unless trusted.
+        self.trust_code = trust_code
+        self.cfg = load_run_config(run_dir, trust_code)
         # A run trained on a GPU is used on any machine: its policies act where this process can.
         self.device_notes = devices_usable_here(self.cfg.policy)
         self.kind = run_kind(self.cfg)
@@ -140,13 +140,16 @@ class TrainedRun:
         return newest['params'], newest['version']
 
 
-def load_player(run_dir: str, player: Optional[str] = None, snapshot: Optional[str] = None) -> Policy:
+def load_player(run_dir: str, player: Optional[str] = None, snapshot: Optional[str] = None,
+                trust_code: bool = False) -> Policy:
     """The policy of a run's player: ``policy.act(obs, action_mask=mask, deterministic=True)``.
 
     ``player``: any player id of the run's league (default: the first active player, with its newest
     parameters); ``snapshot``: a historical player's id. A reference bot's id gives the bot.
+    ``trust_code``: import the run's own modules even from inside its directory (its author's code runs);
+    by default they must be importable from this environment or from recorded folders outside the run.
     """
-    return TrainedRun(run_dir).policy(player, snapshot)
+    return TrainedRun(run_dir, trust_code).policy(player, snapshot)
 
 
 def is_bot(ref: str) -> bool:

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, cast
 import gymnasium as gym
 import numpy as np
 
-from sparring.config import compile_config, load_config, save_config
+from sparring.config import compile_config, save_config
 from sparring.config.compile import to_plain
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.coordinator import INIT_REF
-from sparring.framework.run_imports import import_run_modules
+from sparring.framework.run_imports import load_run_config
 from sparring.framework.run_setup import complete_league_config
 from sparring.policy.base import Policy
 from sparring.policy.feature_map import (AdaptedPolicy, SpaceAdapter, SurgeryError, action_map, as_feature_map,
@@ -50,20 +50,21 @@ BEFORE_SURGERY = '@before_surgery_'
 
 
 def surgery(checkpoint: str, new_config: dict, out: str, *, options: Optional[dict] = None, obs_map=None,
-            act_map=None, record_steps: int = 64, record_envs: int = 16, log=print) -> Dict[str, Any]:
+            act_map=None, record_steps: int = 64, record_envs: int = 16, log=print,
+            trust_code: bool = False) -> Dict[str, Any]:
     """Write the run at ``checkpoint`` (a file or an experiment directory) into ``out`` for ``new_config``.
 
     ``options``: :class:`~sparring.policy.surgery.SurgeryOptions` keys (``widen``, ``split_jitter``,
     ``new_action_offset``, ``new_action_prior``, ``seed``). ``obs_map`` / ``act_map``: explicit
     maps (lists of old indices, -1 for new entries) where the envs give no feature names.
-    ``record_steps`` x ``record_envs`` env steps are recorded in each env for the report.
+    ``record_steps`` x ``record_envs`` env steps are recorded in each env for the report. ``trust_code``: import
+    the old run's modules even from inside its directory (see :mod:`sparring.framework.run_imports`).
     Returns the report (also written to ``<out>/surgery_report.json``).
     """
     if record_steps < 1 or record_envs < 1:
         raise ValueError(f'surgery: record_steps and record_envs must be >= 1, got {record_steps}, {record_envs}')
     ckpt_path, old_exp = locate_checkpoint(checkpoint)
-    import_run_modules(old_exp)
-    old_cfg = load_config(old_exp)
+    old_cfg = load_run_config(old_exp, trust_code)
     new_cfg = compile_config(new_config, exp_name=out, save=False)
     battle = is_league_run(new_cfg)
     if battle != is_league_run(old_cfg):

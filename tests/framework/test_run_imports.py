@@ -76,3 +76,111 @@ def test_a_run_without_modules_of_its_user_gets_no_record_and_opens_as_before(tm
     assert record_import_folders(['sparring.dizoo'], str(tmp_path)) == {}
     assert not (tmp_path / IMPORT_FOLDERS_FILE).exists()
     import_run_modules(str(tmp_path))  # nothing recorded, nothing done
+
+
+# -- a received run directory runs none of its author's code unless the user says so ----------------
+
+def _received_run(tmp_path, config=None):
+    """A run directory whose import_folders.json names a folder inside it, holding a module that leaves a mark."""
+    from sparring.config import compile_config, save_config
+    run_dir = tmp_path / 'received'
+    (run_dir / 'code').mkdir(parents=True)
+    mark = tmp_path / 'ran'
+    (run_dir / 'code' / 'envcheck_game.py').write_text(f'open({str(mark)!r}, "w").close()\n')
+    (run_dir / IMPORT_FOLDERS_FILE).write_text(json.dumps({'envcheck_game': str(run_dir / 'code')}))
+    if config is None:
+        cfg = compile_config(dict(exp_name=str(run_dir), env=dict(type='tictactoe'), policy=dict(type='ppo')),
+                             save=False)
+        cfg.import_names = ['envcheck_game']
+        save_config(cfg, str(run_dir))
+    else:
+        (run_dir / 'config.json').write_text(config)
+    return run_dir, mark
+
+
+def test_a_module_inside_the_run_directory_is_not_imported_without_trust(tmp_path, clean_path):
+    from sparring.framework.run_imports import UntrustedRunCode, load_run_config
+    run_dir, mark = _received_run(tmp_path)
+    with pytest.raises(UntrustedRunCode) as err:
+        load_run_config(str(run_dir))
+    message = str(err.value)
+    assert "module 'envcheck_game'" in message and str(run_dir / 'code') in message
+    assert '--trust-run-code' in message and 'trust_code=True' in message and '\n' not in message
+    assert not mark.exists() and 'envcheck_game' not in sys.modules
+    assert str(run_dir / 'code') not in sys.path
+    # the user says so: imported from where the run recorded it
+    assert load_run_config(str(run_dir), trust_code=True).import_names == ['envcheck_game']
+    assert mark.exists()
+
+
+def test_the_working_directory_inside_the_run_is_no_way_in(tmp_path, clean_path, monkeypatch):
+    from sparring.framework.run_imports import UntrustedRunCode, load_run_config
+    run_dir, mark = _received_run(tmp_path)
+    (run_dir / IMPORT_FOLDERS_FILE).unlink()  # config.json's import_names alone, found through the cwd
+    (run_dir / 'envcheck_game.py').write_text((run_dir / 'code' / 'envcheck_game.py').read_text())
+    monkeypatch.chdir(run_dir)
+    sys.path.insert(0, '')
+    with pytest.raises(UntrustedRunCode, match=str(run_dir / 'envcheck_game.py')):
+        load_run_config(str(run_dir))
+    assert not mark.exists()
+
+
+def test_the_users_own_module_is_imported_and_a_folder_outside_the_run_is_put_on_the_path(tmp_path, clean_path):
+    from sparring.framework.run_imports import load_run_config
+    run_dir, mark = _received_run(tmp_path)
+    mine = tmp_path / 'mine'
+    mine.mkdir()
+    (mine / 'envcheck_game.py').write_text('VALUE = 3\n')
+    sys.path.insert(0, str(mine))  # the user's own environment has the module: it is taken from there
+    load_run_config(str(run_dir))
+    assert sys.modules['envcheck_game'].VALUE == 3 and not mark.exists()
+    sys.path.remove(str(mine))
+    _forget('envcheck_game')
+    (run_dir / IMPORT_FOLDERS_FILE).write_text(json.dumps({'envcheck_game': str(mine)}))  # outside the run
+    load_run_config(str(run_dir))
+    assert sys.modules['envcheck_game'].VALUE == 3 and sys.path[0] == str(mine)
+
+
+def test_a_relative_folder_is_not_followed_without_trust(tmp_path, clean_path, monkeypatch):
+    from sparring.framework.run_imports import UntrustedRunCode, load_run_config
+    run_dir, mark = _received_run(tmp_path)
+    (tmp_path / 'beside').mkdir()
+    (tmp_path / 'beside' / 'envcheck_game.py').write_text((run_dir / 'code' / 'envcheck_game.py').read_text())
+    (run_dir / IMPORT_FOLDERS_FILE).write_text(json.dumps({'envcheck_game': 'beside'}))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UntrustedRunCode):
+        load_run_config(str(run_dir))
+    assert not mark.exists()
+
+
+@pytest.mark.parametrize('command', [['report'], ['export', '--out', 'x.onnx'], ['eval', '--against', 'bot:random'],
+                                     ['play'], ['exploit', '--budget-steps', '8']])
+def test_the_commands_refuse_a_runs_code_in_one_line_and_exit_2(tmp_path, clean_path, capsys, command):
+    from sparring.framework.cli import main
+    run_dir, mark = _received_run(tmp_path)
+    assert main([command[0], str(run_dir), *command[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and 'envcheck_game' in err and '--trust-run-code' in err, err
+    assert not mark.exists()
+
+
+def test_surgery_refuses_the_old_runs_code(tmp_path, clean_path):
+    from sparring.framework.run_imports import UntrustedRunCode
+    from sparring.framework.surgery import surgery
+    run_dir, mark = _received_run(tmp_path)
+    (run_dir / 'ckpt').mkdir()
+    (run_dir / 'ckpt' / 'iter_1.pt').write_bytes(b'')
+    with pytest.raises(UntrustedRunCode):
+        surgery(str(run_dir / 'ckpt' / 'iter_1.pt'), dict(env=dict(type='tictactoe'), policy=dict(type='ppo')),
+                str(tmp_path / 'out'))
+    assert not mark.exists()
+
+
+@pytest.mark.parametrize('config', ['{}', '[1, 2]', 'garbage', '{"env": {"type": 3}, "policy": []}', '\xff'])
+def test_a_malformed_config_json_is_one_line_and_exit_2(tmp_path, clean_path, capsys, config):
+    from sparring.framework.cli import main
+    run_dir, mark = _received_run(tmp_path, config=config)
+    assert main(['report', str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and 'config.json' in err and 'expected' in err, err
+    assert not mark.exists()
