@@ -30,7 +30,8 @@ abandoned job is refused and counted. A request sent again (its reply lost or la
 gets the first reply, not a second doing (:meth:`~sparring.framework.sessions.WorkerRecord.answer_once`).
 A worker silent for ``parallel.worker_timeout_seconds``, or whose local process died, is dropped: its
 outstanding jobs are abandoned (a game is recorded whole or not at all), its collect task goes to another
-collector, its evaluation job back to the queue.
+collector, its evaluation job back to the queue. A worker's id is its lease: no register takes the id of a
+worker that still heartbeats, only one silent that long. The env-step budget pays for accepted work only.
 
 Back-pressure: a player gets no new collect task while its learner has ``parallel.max_chunks_ahead``
 chunks reported but not yet taken (learners say how many they took with each publish), so a slow
@@ -156,14 +157,14 @@ class Commander:
     def _on_register(self, body: RegisterRequest) -> Reply:
         """A worker joins: its id (a learner also gets a free player and replica), its index, the compiled config,
         the run's state, and for a learner of several replicas the address where its group meets."""
-        admitted = self.sessions.admit(body)
+        admitted = self.sessions.admit(body, self.clock())
         if not isinstance(admitted, Admission):
             return 'error', admitted, None
         pid, co = admitted.player_id, self.coordinator
         if pid is not None:
             self.collect.learner_joined(pid)
-        for session in self.sessions.sessions_of(admitted.worker_id):
-            self.drop_worker(session, 'registered again')
+        for session in self.sessions.sessions_of(admitted.worker_id):  # silent past its lease: the id is free
+            self.drop_worker(session, 'its lease expired and a new process took its id')
         record = self.sessions.enter(admitted, body, self.clock())
         restore = self.state.know(record.worker_id)
         self.say(f'{record.worker_id} joined (pid {body["pid"]} on {body["host"]}{", restoring" if restore else ""})')

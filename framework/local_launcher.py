@@ -79,8 +79,9 @@ class LocalLauncher:
         self._write_pids()
         return process.pid
 
-    def restart(self, worker_id: str) -> int:
-        self.restarts[worker_id] = self.restarts.get(worker_id, 0) + 1
+    def restart(self, worker_id: str, counted: bool = True) -> int:
+        """Start a worker again; ``counted``: the restart counts toward ``parallel.max_restarts``."""
+        self.restarts[worker_id] = self.restarts.get(worker_id, 0) + counted
         return self.start(worker_id, *self.roles[worker_id])
 
     def kill(self, worker_id: str) -> None:

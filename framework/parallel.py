@@ -45,6 +45,7 @@ from sparring.framework.run_summary import RunSummary
 from sparring.framework.serial import budget_recorded
 from sparring.framework.sessions import learner_id
 from sparring.worker.logger import RunLogger, device_line
+from sparring.worker.remote.base import EXIT_ID_HELD
 from sparring.worker.remote.replicas import check_replica_config
 from sparring.worker.remote.transport import Server, advertised_address
 from sparring.worker.remote.security import CurveGuard, check_bind, is_loopback
@@ -219,6 +220,11 @@ class ParallelRun:
                 if member != worker_id:
                     self.launcher.restart(member)
         restarts = self.launcher.restarts.get(worker_id, 0)
+        if code == EXIT_ID_HELD:  # someone else's register held its id: no failure of the worker's, none counted
+            pid = self.launcher.restart(worker_id, counted=False)
+            self.logger.line(f'{worker_id} found its id held by another live worker; restarted as pid {pid} '
+                             f'(not counted as a failure)')
+            return
         if restarts >= self.cfg.parallel.max_restarts:
             raise RuntimeError(f'{worker_id} died {restarts + 1} times (last exit code {code}); its last output '
                                f'({self.launcher.output_path(worker_id)}):\n{self.launcher.tail(worker_id)}')

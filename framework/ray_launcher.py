@@ -10,8 +10,9 @@ and evaluator is an actor that runs the worker's usual process loop and learns t
 * **Resources per role**: ``parallel.ray_resources`` (``num_cpus``, ``num_gpus``, custom ``resources``
   such as a node label); collectors are spread over the nodes.
 * **Restarts**: an actor whose process dies is restarted by Ray (``max_restarts``) and its loop run
-  again; the new worker registers under the same id, so the commander drops the old session and
-  abandons its unfinished games: the journal stays the source of truth and nothing is lost or doubled.
+  again; the new worker registers under the same id once the old session's lease has expired (it waits for
+  that: a live worker's id is never taken), so the commander drops the old session and abandons its
+  unfinished games: the journal stays the source of truth and nothing is lost or doubled.
 * **Processes**: an actor runs its worker as a plain child process (no Ray threads in its interpreter,
   which cost a sixth of a connect-four league's throughput when the worker ran inside the actor); the
   child exits with its actor.
@@ -182,8 +183,9 @@ class RayLauncher:
         self.roles[worker_id] = (role, player_id, replica)
         return 0
 
-    def restart(self, worker_id: str) -> int:
-        self.restarts[worker_id] = self.restarts.get(worker_id, 0) + 1
+    def restart(self, worker_id: str, counted: bool = True) -> int:
+        """Start a worker again; ``counted``: the restart counts toward ``parallel.max_restarts``."""
+        self.restarts[worker_id] = self.restarts.get(worker_id, 0) + counted
         return self.start(worker_id, *self.roles[worker_id])
 
     def poll(self) -> List[Tuple[str, int]]:

@@ -19,7 +19,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
 from sparring.config.compile import CompiledConfig
 from sparring.framework.protocol import ErrorReply, RegisterRequest
-from sparring.worker.remote.wire import short
+from sparring.worker.remote.wire import ID_HELD, short
 
 ROLES = ('collector', 'learner', 'evaluator', 'inference')
 LEDGER_FILE = 'sessions.txt'
@@ -116,6 +116,7 @@ class SessionTable:
                  counters: Dict[str, int]) -> None:
         self.player_ids = player_ids
         self.replicas, self.host = cfg.parallel.learner_replicas, cfg.parallel.host
+        self.lease = cfg.parallel.worker_timeout_seconds  # how long a silent worker still holds its id
         self.counters = counters
         self.workers: Dict[str, WorkerRecord] = {}
         self.stats: Dict[str, Dict[str, float]] = {}
@@ -126,8 +127,12 @@ class SessionTable:
     def get(self, session: Optional[str]) -> Optional[WorkerRecord]:
         return self.workers.get(session) if isinstance(session, str) else None
 
-    def admit(self, body: RegisterRequest) -> Union[Admission, ErrorReply]:
-        """Who a joining worker will be (a learner also gets a free player and replica), or why it cannot join."""
+    def admit(self, body: RegisterRequest, now: float) -> Union[Admission, ErrorReply]:
+        """Who a joining worker will be (a learner also gets a free player and replica), or why it cannot join.
+
+        A worker's id is its lease: while its holder heartbeats no one else may register under it (that would end
+        a live worker's session); a holder silent for ``parallel.worker_timeout_seconds`` has let it expire, and
+        the id is free for the next process (a restarted worker takes its id back that way)."""
         role, worker_id = body['role'], body['worker_id']
         if role not in ROLES:
             return ErrorReply(error=f'unknown role {role!r}; expected one of {ROLES}', reason='schema')
@@ -143,11 +148,21 @@ class SessionTable:
             if isinstance(slot, str):
                 return ErrorReply(error=slot, reason='schema' if 'unknown' in slot else 'busy')
             player_id, replica = slot
-            return Admission(worker_id or learner_id(player_id, replica), player_id, replica)
-        if worker_id is None:
+            admission = Admission(worker_id or learner_id(player_id, replica), player_id, replica)
+        elif worker_id is None:
             self.counts[role] += 1
-            worker_id = f'{role}-remote{self.counts[role]}'
-        return Admission(worker_id)
+            admission = Admission(f'{role}-remote{self.counts[role]}')
+        else:
+            admission = Admission(worker_id)
+        holder = next((w for w in self.workers.values() if w.worker_id == admission.worker_id
+                       and now - w.last_seen <= self.lease), None)
+        if holder is not None:
+            self.counters['registers_refused_id_held'] += 1
+            return ErrorReply(error=f'worker id {short(admission.worker_id)} is held by a live worker (pid {holder.pid} '
+                                    f'on {short(holder.host)}, heard from {now - holder.last_seen:.1f} s ago); an id '
+                                    f'is free once its holder has been silent for parallel.worker_timeout_seconds '
+                                    f'({self.lease:g} s)', reason=ID_HELD)
+        return admission
 
     def sessions_of(self, worker_id: str) -> List[str]:
         return [s for s, w in self.workers.items() if w.worker_id == worker_id]

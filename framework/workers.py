@@ -19,7 +19,8 @@ from typing import Dict, List, Optional, Type, Union
 
 from sparring.config.schema import ConfigError
 from sparring.framework.messaging import make_security
-from sparring.worker.remote.base import EXIT_COMMANDER_LOST, EXIT_ORPHANED, CommanderLost, SessionExpired, process_gone
+from sparring.worker.remote.base import (EXIT_COMMANDER_LOST, EXIT_ID_HELD, EXIT_ORPHANED, CommanderLost, IdHeld,
+                                         SessionExpired, process_gone)
 from sparring.worker.remote.collector import CollectorWorker
 from sparring.worker.remote.evaluator import EvaluatorWorker
 from sparring.worker.remote.inference import InferenceWorker
@@ -99,6 +100,9 @@ def run_worker(args: argparse.Namespace) -> int:
         try:
             run_profiled(worker)
             return 0
+        except IdHeld as err:  # not this worker's fault: its launcher starts it again without counting a failure
+            log.error('%s', err)
+            return EXIT_ID_HELD
         except (CommanderLost, SessionExpired) as err:
             if time.monotonic() >= give_up:
                 log.error('%s', err)

@@ -299,15 +299,43 @@ def test_chunks_tasked_to_a_restarted_learner_go_to_its_successor_instead_of_sta
 
 
 def test_a_lead_learner_that_registers_again_is_told_where_its_replica_group_meets(tmp_path):
-    """A restarted lead learner registers before its old session timed out: ending the old session must not take
-    away the meeting address its new session was just given, or the group cannot form again."""
+    """A restarted lead learner registers once its old session's lease expired, before a tick dropped it: ending the
+    old session must not take away the meeting address its new session was just given, or the group cannot form
+    again."""
     cfg = helpers._cfg(tmp_path, active_players=dict(naive_sp=1))
     cfg.parallel.learner_replicas = 2
-    commander = Commander(cfg, clock=Clock())
+    clock = Clock()
+    commander = Commander(cfg, clock=clock)
     pid = commander.coordinator.player_ids[0]
     _, first = join(commander, 'learner', player_id=pid, replica=0, worker_id=f'learner-{pid}')
     assert first['group_address'].startswith('tcp://127.0.0.1:')
+    clock.now += cfg.parallel.worker_timeout_seconds + 1
     _, again = join(commander, 'learner', player_id=pid, replica=0, worker_id=f'learner-{pid}')
     assert again['group_address'] is not None and again['group_address'] == commander.sessions.group_address[pid]
     _, replica = join(commander, 'learner', player_id=pid, replica=1)  # the other replica can join the new group
     assert replica['replica'] == 1 and replica['group_address'] == again['group_address']
+
+
+def test_a_worker_whose_id_was_held_by_another_is_restarted_without_counting_toward_the_limit(tmp_path):
+    from types import SimpleNamespace
+    from easydict import EasyDict
+    from sparring.framework.local_launcher import LocalLauncher
+    from sparring.framework.parallel import ParallelRun
+    from sparring.worker.remote.base import EXIT_ID_HELD
+
+    launcher = LocalLauncher.__new__(LocalLauncher)
+    launcher.processes, launcher.restarts, launcher.exp_dir, started = {}, {}, str(tmp_path), []
+    launcher.roles = {'collector-1': ('collector', None, 0)}
+    launcher.start = lambda worker_id, *role: started.append(worker_id) or 4321
+    lines = []
+    run = ParallelRun.__new__(ParallelRun)
+    run.launcher = launcher
+    run.cfg = EasyDict(parallel=dict(max_restarts=2, learner_replicas=1))
+    run.logger = SimpleNamespace(line=lines.append)
+    run.commander = SimpleNamespace(coordinator=SimpleNamespace(phase='collect'), drop_worker_id=lambda wid, why: None)
+    for _ in range(6):  # more than max_restarts: a peer registering under its id must not end the run
+        run._exited('collector-1', EXIT_ID_HELD)
+    assert started == ['collector-1'] * 6 and launcher.restarts.get('collector-1', 0) == 0
+    assert lines[-1] == 'collector-1 found its id held by another live worker; restarted as pid 4321 (not counted as a failure)'
+    run._exited('collector-1', 3)  # its own failure still counts
+    assert launcher.restarts['collector-1'] == 1

@@ -323,7 +323,7 @@ def test_learner_drops_stale_chunks_and_replays_only_below_the_target_reuse():
 
 
 def test_collectors_wait_while_a_learner_is_behind(tmp_path):
-    commander, _, learners = start(tmp_path, active_players=dict(naive_sp=1))
+    commander, clock, learners = start(tmp_path, active_players=dict(naive_sp=1))
     pid = commander.coordinator.player_ids[0]
     collectors = [join(commander, 'collector')[0] for _ in range(3)]
     assert commander.collect.max_ahead == 2  # parallel.max_chunks_ahead None: one per configured collector
@@ -338,6 +338,7 @@ def test_collectors_wait_while_a_learner_is_behind(tmp_path):
     # a restarted learner starts afresh: what its predecessor never took is not waited for
     report(commander, collectors[1], pid, [], task_id=second[1]['task_id'])
     assert commander.collect.chunks_ahead(pid) == 1
+    clock.now += 6.0  # the old learner's lease has expired
     session, _ = join(commander, 'learner', player_id=pid, worker_id=f'learner-{pid}')
     assert commander.collect.chunks_ahead(pid) == 0 and learners[pid] not in commander.sessions.workers
 
@@ -407,3 +408,25 @@ def test_a_lone_collector_with_a_forward_pass_worker_may_run_two_chunks_ahead(tm
     assert CollectTasks(coordinator, par(1), 4).max_ahead == 2
     assert CollectTasks(coordinator, par(1, collectors=3), 4).max_ahead == 3
     assert CollectTasks(coordinator, par(1, ahead=1), 4).max_ahead == 1  # a value the user set is kept
+
+
+def test_a_live_workers_id_cannot_be_taken_only_an_expired_lease_can(tmp_path):
+    commander, clock, learners = start(tmp_path)
+    live, _ = join(commander, 'collector', worker_id='collector-1')
+    kind, body, _ = commander.handle(req('register', role='learner', worker_id=f'learner-{commander.coordinator.player_ids[0]}',
+                                         session=uuid.uuid4().hex, pid=2, host='elsewhere'))
+    assert kind == 'error' and body['reason'] == 'id_held'  # a learner's id too
+    for _ in range(6):  # six registers under a live, heartbeating collector's id: each refused, the collector kept
+        kind, body, _ = commander.handle(req('register', role='collector', worker_id='collector-1',
+                                             session=uuid.uuid4().hex, pid=2, host='elsewhere'))
+        assert kind == 'error' and body['reason'] == 'id_held', body
+        assert "'collector-1' is held by a live worker (pid 1 on 'here'" in body['error']
+        clock.now += 3.0  # within the lease (worker_timeout_seconds=5) of its last heartbeat
+        assert commander.handle(req('heartbeat', session=live))[0] == 'ack'
+    assert commander.coordinator.counters['registers_refused_id_held'] == 7
+    assert commander.coordinator.counters['collector_lost'] == 0 and live in commander.sessions.workers
+    # silent past its lease: the id is free for the next process (a restarted worker takes it back so)
+    clock.now += 5.5
+    newcomer, body = join(commander, 'collector', worker_id='collector-1')
+    assert body['worker_id'] == 'collector-1' and live not in commander.sessions.workers
+    assert newcomer in commander.sessions.workers

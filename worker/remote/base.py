@@ -24,7 +24,7 @@ from sparring.config import registry
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.worker.policy_pool import ParamStore, PolicyPool
 from sparring.worker.remote.transport import RequestClient
-from sparring.worker.remote.wire import MessageError, RequestTimeout, arrays_to_params
+from sparring.worker.remote.wire import ID_HELD, MessageError, RequestTimeout, arrays_to_params
 from sparring.worker.run_kind import run_kind
 from sparring.worker.runtime import seed_everything, set_torch_threads
 from sparring.worker.seeds import player_seed, worker_rng_seed
@@ -33,6 +33,7 @@ log = logging.getLogger('sparring.worker')
 
 EXIT_COMMANDER_LOST = 3
 EXIT_ORPHANED = 4
+EXIT_ID_HELD = 5  # another live worker held this worker's id for as long as it tried to register
 FIRST_ATTEMPT_SECONDS = 2.0  # a request's first wait for its reply; replies come within milliseconds
 
 
@@ -42,6 +43,10 @@ class CommanderLost(RuntimeError):
 
 class SessionExpired(RuntimeError):
     """The commander no longer knows this worker's session (it timed the worker out, or restarted)."""
+
+
+class IdHeld(RuntimeError):
+    """Another live worker holds this worker's id (its predecessor's lease has not expired, or a peer took it)."""
 
 
 class Worker:
@@ -114,13 +119,21 @@ class Worker:
         return info
 
     def _register_when_free(self, body: dict):
-        """Register; a learner replica whose lead has not joined yet asks again until the timeout."""
-        deadline = time.monotonic() + self.timeout
+        """Register; a learner replica whose lead has not joined yet asks again until the timeout, and a worker whose
+        id is still held (its killed predecessor's lease runs until it has been silent for the worker timeout)
+        until twice that: then IdHeld."""
+        started = time.monotonic()
         while True:
             try:
                 return self.client.request('register', body, timeout=self.timeout)
             except MessageError as err:
-                if err.reason != 'busy' or 'has not joined yet' not in str(err) or time.monotonic() > deadline:
+                waited = time.monotonic() - started
+                if err.reason == ID_HELD and waited <= 2 * self.timeout:
+                    time.sleep(1.0)
+                    continue
+                if err.reason == ID_HELD:
+                    raise IdHeld(str(err)) from None
+                if err.reason != 'busy' or 'has not joined yet' not in str(err) or waited > self.timeout:
                     raise
                 time.sleep(0.5)
 

@@ -61,6 +61,8 @@ def short(value: Any, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + '...'
 
+ID_HELD = 'id_held'  # the reason a register is refused while another live worker holds the id it asks for
+
 
 class MessageError(ValueError):
     """A message that is malformed, unauthenticated or does not fit its kind's schema."""
