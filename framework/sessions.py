@@ -5,25 +5,32 @@ learner's player and replica), holds each worker's record and statistics, and an
 
 Every session registers once in a run's life: the :class:`SessionLedger` keeps the ids of the sessions that
 registered in a file beside the journal, so a register message captured before a commander restart and played
-back to the resumed commander is refused (it would evict the live worker of that id and revive the old session,
-under which any other captured request would be taken again). Requests of an unknown session are refused, so
-the ledger is the replay window that survives a restart, at one short line per worker process.
+back to the resumed commander is refused (it would revive the old session, under which any other captured
+request would be taken again). Requests of an unknown session are refused, so the ledger is the replay window
+that survives a restart; it keeps only the sessions a replay could still reach, so it does not grow with the run.
+
+A worker's id is a lease: while the worker that holds it heartbeats, no register takes it (:meth:`SessionTable.admit`);
+once it has been silent for ``parallel.worker_timeout_seconds`` the id is free for the next process.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
 import socket
+import time
 from collections import defaultdict
-from typing import Callable, Dict, List, Optional, Set, Tuple, Union
+from typing import IO, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from sparring.config.compile import CompiledConfig
 from sparring.framework.protocol import ErrorReply, RegisterRequest
+from sparring.worker.remote.peer_guards import REPLAY_WINDOW_SECONDS
 from sparring.worker.remote.wire import ID_HELD, short
+from sparring.worker.run_files import atomic_replacement, open_run_file
 
 ROLES = ('collector', 'learner', 'evaluator', 'inference')
 LEDGER_FILE = 'sessions.txt'
 MAX_SESSION_CHARS = 128  # a worker's session id is a uuid's 32 hex digits
+LEDGER_SLACK = 256  # lines the ledger may hold beyond twice those it needs before it is compacted
 
 
 # Requests that only read: asked again, they are answered anew (a parameters reply is too large to keep).
@@ -75,28 +82,70 @@ class WorkerRecord:
 
 
 class SessionLedger:
-    """The sessions that registered in this run, kept in ``path`` (one id a line) across commander restarts."""
+    """The sessions that registered in this run within the replay horizon, kept in ``path`` across commander
+    restarts: one ``<session> <wall time of its register>`` a line.
 
-    def __init__(self, path: str, resume: bool) -> None:
-        self.path = path
-        self.sessions: Set[str] = set()
+    A captured register can be played back only while its signed time is within the receiver's replay window
+    (:data:`~sparring.worker.remote.peer_guards.REPLAY_WINDOW_SECONDS` either way), so at most two windows after it
+    was first taken: an older session needs no remembering. The file is compacted as a database recycles its log:
+    once it holds more than twice the lines still needed (plus :data:`LEDGER_SLACK`), those are written to a new
+    file that replaces it whole, so it stays bounded by the registers of the horizon however long the run lasts
+    (and each register costs O(1) writes on average).
+    """
+
+    def __init__(self, path: str, resume: bool, wall: Callable[[], float] = time.time,
+                 horizon: float = 2 * REPLAY_WINDOW_SECONDS) -> None:
+        self.path, self.wall, self.horizon = path, wall, horizon
+        self.sessions: Dict[str, float] = {}
+        self._lines = self._kept = 0  # lines in the file now; sessions kept by the last compaction
         if resume and os.path.exists(path):
-            with open(path) as f:
-                self.sessions.update(line.strip() for line in f)
+            with open(path, encoding='utf-8', errors='replace') as f:
+                for line in f:
+                    session, _, when = line.strip().partition(' ')
+                    if session:
+                        self.sessions[session] = _float(when, default=wall())  # a line cut by a crash: keep it
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        self._file = open(path, 'a' if resume else 'w')
+        self._file: Optional[IO] = None
+        self.compact()
 
     def __contains__(self, session: str) -> bool:
         return session in self.sessions
 
+    def __len__(self) -> int:
+        return len(self.sessions)
+
     def add(self, session: str) -> None:
-        self.sessions.add(session)
-        self._file.write(session + '\n')
+        now = self.wall()
+        self.sessions[session] = now
+        assert self._file is not None
+        self._file.write(f'{session} {now:.3f}\n')
         self._file.flush()
         os.fsync(self._file.fileno())  # a few per worker start: cheap, and it outlives the machine too
+        self._lines += 1
+        if self._lines > 2 * self._kept + LEDGER_SLACK:
+            self.compact()
+
+    def compact(self) -> None:
+        """Forget the sessions past the horizon and rewrite the file with the others (replacing it whole)."""
+        now = self.wall()
+        self.sessions = {s: t for s, t in self.sessions.items() if now - t <= self.horizon}
+        if self._file is not None:
+            self._file.close()
+        with atomic_replacement(self.path, durable=True) as f:
+            f.writelines(f'{s} {t:.3f}\n' for s, t in self.sessions.items())
+        self._lines = self._kept = len(self.sessions)
+        self._file = open_run_file(self.path, 'a')
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
+
+
+def _float(text: str, default: float) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return default
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,10 +185,11 @@ class SessionTable:
         role, worker_id = body['role'], body['worker_id']
         if role not in ROLES:
             return ErrorReply(error=f'unknown role {role!r}; expected one of {ROLES}', reason='schema')
-        if not 0 < len(body['session']) <= MAX_SESSION_CHARS or not body['session'].isprintable():
-            return ErrorReply(error=f'session must be 1 to {MAX_SESSION_CHARS} printable characters, got '
+        if not 0 < len(body['session']) <= MAX_SESSION_CHARS or not body['session'].isprintable() \
+                or ' ' in body['session']:
+            return ErrorReply(error=f'session must be 1 to {MAX_SESSION_CHARS} printable characters but spaces, got '
                                     f'{short(body["session"])}', reason='schema')
-        if body['session'] in self.ledger:
+        if body['session'] in self.ledger or body['session'] in self.workers:
             self.counters['replayed_registers'] += 1
             return ErrorReply(error=f'session {short(body["session"])} registered before; a worker registers each '
                                     f'session once (a replayed message?)', reason='replayed')

@@ -425,6 +425,10 @@ def test_a_live_workers_id_cannot_be_taken_only_an_expired_lease_can(tmp_path):
         assert commander.handle(req('heartbeat', session=live))[0] == 'ack'
     assert commander.coordinator.counters['registers_refused_id_held'] == 7
     assert commander.coordinator.counters['collector_lost'] == 0 and live in commander.sessions.workers
+    for session in (live, 'a b'):  # a live session under another id, a session the ledger could not keep
+        kind, body, _ = commander.handle(req('register', role='collector', worker_id='collector-9', session=session,
+                                             pid=2, host='elsewhere'))
+        assert kind == 'error' and body['reason'] in ('replayed', 'schema'), body
     # silent past its lease: the id is free for the next process (a restarted worker takes it back so)
     clock.now += 5.5
     newcomer, body = join(commander, 'collector', worker_id='collector-1')
