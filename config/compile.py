@@ -104,6 +104,8 @@ def base_config() -> dict:
             learner_queue=4,  # chunks waiting at a learner before its collectors block
             max_restarts=5,  # restarts of one local worker before the run gives up
             save_every_seconds=30.0,  # the commander's state snapshot (the journal is written at once)
+            journal_segment_mb=16.0,  # the journal is sealed in segments of about this size, recycled after snapshots
+            journal_audit_mb=64.0,  # sealed segments kept for audits once no snapshot needs them (0: none)
             log_every_seconds=10.0,
             drain_timeout_seconds=60.0,  # at the end, how long a learner waits for chunks still on their way
             shutdown_seconds=20.0,  # how long workers get to exit before they are killed
@@ -168,6 +170,8 @@ BASE_CONSTRAINTS = {
     'parallel.learner_queue': in_range(1, None),
     'parallel.max_restarts': in_range(0, None),
     'parallel.save_every_seconds': in_range(0.0, None, open_lo=True),
+    'parallel.journal_segment_mb': in_range(0.0, None, open_lo=True),
+    'parallel.journal_audit_mb': in_range(0.0, None),
     'parallel.log_every_seconds': in_range(0.0, None, open_lo=True),
     'parallel.drain_timeout_seconds': in_range(0.0, None),
     'parallel.shutdown_seconds': in_range(0.0, None),

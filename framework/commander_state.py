@@ -5,6 +5,12 @@ Every league operation is applied, then appended to the journal (:mod:`~sparring
 is the commit point); ``commander/state.npz`` snapshots the league and this bookkeeping together (one atomic
 file) every ``parallel.save_every_seconds``. Resuming loads the snapshot and replays the journal's tail, so a
 commander killed at any moment comes back with exactly the games, iterations and snapshots it had committed.
+
+A save keeps the snapshot before it (``state.previous.npz``) and recycles the journal
+(:meth:`~sparring.framework.journal.Journal.compact`): the segments the previous snapshot covers go, so what a
+resume reads (a snapshot and the journal after it) does not grow with the run, and an unreadable snapshot still
+leaves the one before it with its journal. After a failed write of the journal nothing is saved: the snapshot
+would hold operations that are not on the disk.
 """
 from __future__ import annotations
 
@@ -12,15 +18,16 @@ import glob
 import logging
 import os
 from collections import deque
-from typing import Callable, Deque, Dict, List, Set, Tuple
+from typing import Callable, Deque, Dict, List, Optional, Set, Tuple
 
 from sparring.config.compile import to_plain
 from sparring.framework.coordinator import RunCoordinator
-from sparring.framework.journal import (COMMITTED_FILE, JOURNAL_FILE, STATE_FILE, Journal, JournalDamaged, ranges,
-                                        remove_partial_files)
+from sparring.framework.journal import (COMMITTED_FILE, JOURNAL_FILE, PREVIOUS_STATE_FILE, STATE_FILE, Journal,
+                                        JournalDamaged, ranges, remove_partial_files)
 from sparring.framework.league_ops import AbandonOp, GamesOp, JobsOp, LeagueOp
 from sparring.league.job_protocol import JobInfo
 from sparring.league.persistence import load_state, save_state
+from sparring.worker.run_files import sync_directory
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +46,13 @@ class CommanderState:
 
     def __init__(self, directory: str, exp_dir: str, coordinator: RunCoordinator, say: Callable[[str], None]) -> None:
         self.dir, self.exp_dir, self.coordinator, self.say = directory, exp_dir, coordinator, say
-        self.journal = Journal(os.path.join(directory, JOURNAL_FILE))
+        par = coordinator.cfg.parallel
+        self.journal = Journal(os.path.join(directory, JOURNAL_FILE), segment_bytes=int(par.journal_segment_mb * 2**20),
+                               audit_bytes=int(par.journal_audit_mb * 2**20))
+        # The sequence numbers of the snapshots on the disk that are known whole (read or written by this process;
+        # None: not known): the newest, and the one before it, up to which the journal may go.
+        self.snapshot_seq: Optional[int] = None
+        self.previous_seq: Optional[int] = None
         self.known_workers: Set[str] = set()
         self.outstanding: Dict[int, Tuple[str, str, str]] = {}  # job id -> (session, home, away)
         self.recent_chunks: Deque[str] = deque()
@@ -100,8 +113,8 @@ class CommanderState:
         """A new run under this name. An earlier run's journal, state or learner checkpoints are refused, never
         deleted (the entry points refuse an earlier run of either mode before writing anything; this guards the
         commander built by hand)."""
-        left = [os.path.join(self.dir, name) for name in (JOURNAL_FILE, STATE_FILE, COMMITTED_FILE)]
-        left = [path for path in left if os.path.exists(path)]
+        left = [os.path.join(self.dir, name) for name in (JOURNAL_FILE, STATE_FILE, PREVIOUS_STATE_FILE, COMMITTED_FILE)]
+        left = [path for path in left if os.path.exists(path)] + [path for _, path in self.journal.segments()]
         left += glob.glob(os.path.join(glob.escape(self.exp_dir), 'workers', '*', 'ckpt', '*.pt'))
         if left:
             raise FileExistsError(f'experiment dir {self.exp_dir!r} holds an earlier run ({left[0]}); expected a new '
@@ -109,38 +122,62 @@ class CommanderState:
         self.journal.open(0)
 
     def save(self) -> str:
-        """Snapshot the league and the bookkeeping in one atomic file (with the journal's position); returns its
-        path."""
-        state = dict(seq=self.journal.seq, **self.coordinator.course_state(),
+        """Snapshot the league and the bookkeeping in one atomic file (with the journal's position), keep the one
+        before it, recycle the journal; returns the snapshot's path. Each step leaves a resumable run."""
+        journal = self.journal
+        journal.sync()  # raises the failure of an earlier write: nothing that is not on the disk is snapshotted
+        state = dict(seq=journal.seq, **self.coordinator.course_state(),
                      known_workers=sorted(self.known_workers),
                      outstanding={str(k): list(v) for k, v in self.outstanding.items()},
                      recent_chunks=list(self.recent_chunks))
-        return save_state(dict(league=self.coordinator.league.state_dict(), commander=to_plain(state)),
-                          os.path.join(self.dir, STATE_FILE))
+        path = os.path.join(self.dir, STATE_FILE)
+        if self.snapshot_seq is not None:  # whole: it becomes the one before (else the one before stays)
+            os.replace(path, os.path.join(self.dir, PREVIOUS_STATE_FILE))
+            sync_directory(self.dir)
+            self.previous_seq = self.snapshot_seq
+        save_state(dict(league=self.coordinator.league.state_dict(), commander=to_plain(state)), path)
+        self.snapshot_seq = journal.seq
+        journal.compact(self.previous_seq)
+        return path
+
+    def _load_snapshot(self) -> Tuple[Optional[dict], int]:
+        """The newest snapshot that reads back whole (None if none does) and its journal position."""
+        for name in (STATE_FILE, PREVIOUS_STATE_FILE):
+            path = os.path.join(self.dir, name)
+            if not os.path.exists(path):
+                continue
+            try:
+                saved = load_state(path)
+                seq = int(saved['commander']['seq'])
+            except Exception as err:  # noqa: BLE001 -- a torn or damaged snapshot: the one before, or the journal alone
+                log.warning('%s is unreadable (%s: %s); trying the snapshot before it, then the journal alone',
+                            path, type(err).__name__, err)
+                self.say(f'{path} is unreadable; resuming from the snapshot before it and the journal')
+                continue
+            if name == STATE_FILE:
+                self.snapshot_seq = seq
+            else:
+                self.previous_seq = seq
+            return saved, seq
+        return None, 0
 
     def restore(self) -> int:
         """Load the snapshot, replay the journal's tail; returns how many entries were replayed."""
-        journal, state_path = self.journal, os.path.join(self.dir, STATE_FILE)
-        entries = journal.read()
-        if not os.path.exists(state_path) and not entries:
+        journal = self.journal
+        if not any(os.path.exists(os.path.join(self.dir, name)) for name in (STATE_FILE, PREVIOUS_STATE_FILE)) \
+                and not journal.exists():
             raise FileNotFoundError(f'--resume: no parallel run state under {self.dir} (neither {STATE_FILE} nor '
                                     f'{JOURNAL_FILE}); was {self.exp_dir!r} run in parallel mode?')
         remove_partial_files(self.dir)
-        saved_seq, saved = 0, None
-        if os.path.exists(state_path):
-            try:
-                saved = load_state(state_path)
-            except Exception as err:  # noqa: BLE001 -- a torn or damaged snapshot: the journal alone holds the whole run
-                log.warning('%s is unreadable (%s: %s); rebuilding the run from %s alone', state_path,
-                            type(err).__name__, err, journal.path)
-                self.say(f'{state_path} is unreadable; rebuilding the run from the journal alone')
-        lost = [seq for seq in journal.missing if seq > (int(saved['commander']['seq']) if saved else 0)]
-        if lost:
+        saved, saved_seq = self._load_snapshot()
+        entries = journal.read(after=saved_seq)
+        if journal.missing:
+            lost = journal.missing
             raise JournalDamaged(f'--resume: {journal.path} lost {len(lost)} committed entr'
                                  f'{"y" if len(lost) == 1 else "ies"} (sequence numbers {ranges(lost)}) that no '
                                  f'snapshot holds; resuming would forget games, iterations or snapshots the workers '
                                  f'were told were recorded. Restore the file from a backup, or start the run afresh')
-        last = max(entries[-1]['seq'] if entries else 0, int(saved['commander']['seq']) if saved else 0)
+        last = max(journal.last_read, saved_seq)
         committed = journal.committed()
         if committed > last:
             raise JournalDamaged(f'--resume: {journal.path} ends at entry {last}, but {committed} entries were '
@@ -151,16 +188,12 @@ class CommanderState:
         if saved is not None:
             self.coordinator.league.load_state_dict(saved['league'])
             state = saved['commander']
-            saved_seq = int(state['seq'])
             self.coordinator.load_course_state(state)
             self.known_workers = set(state['known_workers'])
             self.outstanding = {int(k): (v[0], v[1], v[2]) for k, v in state['outstanding'].items()}
             for chunk_id in state['recent_chunks']:
                 self.remember_chunk(chunk_id)
-        replayed = 0
         for entry in entries:
-            if entry['seq'] > saved_seq:
-                self.apply(entry)
-                replayed += 1
-        journal.open(entries[-1]['seq'] if entries else saved_seq)
-        return replayed
+            self.apply(entry)
+        journal.open(last)
+        return len(entries)

@@ -6,12 +6,17 @@ write. Every writer of run files opens them here: the last component of the path
 (a link there is refused with :class:`LinkedRunFile`, naming it), and whole-file rewrites go to a new temporary
 file (``O_EXCL``, never an existing one) renamed over the target, which replaces a link rather than writing
 through it. A run refuses to start in a directory whose own folders (``commander/``, ``workers/...``) are links.
+
+A write that fails because the disk is full (or the user's quota spent) raises :class:`StorageFailure`: one line
+naming the file, the disk it is on and the space left there. A whole-file rewrite that fails leaves the old file in
+place and no temporary file behind; the caller stops rather than go on with state it could not keep.
 """
 from __future__ import annotations
 
 import contextlib
 import errno
 import os
+import shutil
 import tempfile
 from typing import IO, Iterator
 
@@ -24,6 +29,52 @@ RUN_DIRS = ('commander', 'workers', 'params', 'ckpt', 'tb')  # the folders a run
 
 class LinkedRunFile(FileExistsError):
     """A symbolic link where a run writes one of its files."""
+
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class StorageFailure(OSError):
+    """A run file could not be written or made durable (the disk is full, or it failed): what the process holds
+    that is not on the disk yet must not be acknowledged, snapshotted or built on; it stops, and ``--resume``
+    continues from what is on the disk once the cause is fixed."""
+
+
+def storage_failure(path: str, err: OSError, doing: str = 'writing') -> StorageFailure:
+    """The one line saying that ``doing`` ``path`` failed with ``err``, on which disk, and how much space is left."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        usage = shutil.disk_usage(directory)
+        space = f'{_size(usage.free)} free of {_size(usage.total)}'
+    except OSError:
+        space = 'free space unknown'
+    what = 'the disk is full' if err.errno in DISK_FULL else (err.strerror or type(err).__name__)
+    return StorageFailure(err.errno, f'{doing} {path} failed: {what} (disk of {_mount_point(directory)}: {space}). '
+                                     f'Nothing that was not on the disk was acknowledged; free space (or fix the '
+                                     f'disk), then continue with --resume')
+
+
+def _mount_point(path: str) -> str:
+    path = os.path.realpath(path)
+    while not os.path.ismount(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def _size(n: float) -> str:
+    for power, unit in enumerate(('bytes', 'kB', 'MB', 'GB')):
+        if n < 10_000 * 1000 ** power or unit == 'GB':
+            return f'{n / 1000 ** power:.{1 if power else 0}f} {unit}'
+    raise AssertionError('unreachable')
+
+
+def sync_directory(directory: str) -> None:
+    """Make the names created, renamed or removed in ``directory`` durable (a rename is not, until this)."""
+    fd = os.open(directory, os.O_RDONLY | getattr(os, 'O_DIRECTORY', 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def run_file_fd(path: str, mode: str = 'a') -> int:
@@ -67,19 +118,25 @@ def refuse_linked_dirs(exp_dir: str, names=None) -> None:
 def atomic_replacement(path: str, mode: str = 'w', durable: bool = False) -> Iterator[IO]:
     """A new temporary file beside ``path``, renamed over it when the block ends without error (a crash
     leaves the old file or the new one; a link at ``path`` is replaced, not written through); removed
-    otherwise. ``durable``: its bytes reach the disk before the rename."""
+    otherwise. ``durable``: its bytes reach the disk before the rename, and the rename before the return.
+    A full disk is a :class:`StorageFailure` (the old file stays)."""
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp', dir=directory)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp', dir=directory)
         with os.fdopen(fd, mode, **({} if 'b' in mode else {'encoding': 'utf-8'})) as f:
             yield f
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+        if durable:
+            sync_directory(directory)
+    except BaseException as err:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(err, OSError) and not isinstance(err, StorageFailure) and err.errno in DISK_FULL:
+            raise storage_failure(path, err) from err
         raise
 
 
