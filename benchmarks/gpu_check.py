@@ -7,10 +7,13 @@ the rest. Nothing optional is imported at the top: the script starts wherever Py
 * ``ppo_update``: the connect-four CNN's PPO update (the ready league config's: 4 epochs of 8 minibatches
   of 4,096 samples, and a batch four times as large), samples per second on the CPU (all cores and one
   thread) and on CUDA. On CUDA beside the ready update, each variant that gives the GPU fewer, larger
-  kernels, measured separately: the bfloat16 trunk, torch's fused Adam, larger minibatches (2 and 1 a
+  kernels, measured separately: the bfloat16 trunk, torch's fused Adam, larger minibatches (2 and 1 an
   epoch), the network under ``torch.compile`` (default and ``reduce-overhead``), and the whole minibatch
   step (gather, forward, losses, backward, clip, Adam) captured once as a CUDA graph and replayed,
-  alone and with one minibatch a epoch. Each CUDA figure carries its speed-up over the 16-thread CPU.
+  alone and with one minibatch an epoch. Each CUDA figure carries its speed-up over the 16-thread CPU.
+  The captured and compiled variants run last (``ppo_update_compiled``), in a process of their own that is
+  stopped when its budget is spent: a capture that fails can leave the CUDA context unusable, and compiling
+  takes tens of seconds.
 * ``sac_update``: SAC's batched gradient steps (the ready Pendulum config's 128-128 networks, and
   256-256 at Hopper's shapes), steps per second on the CPU and on CUDA.
 * ``forward_rows``: the forward-pass worker's network (the ready league's CNN), rows per second by batch
@@ -53,9 +56,10 @@ SERIAL_CONFIGS = {
     'expert_iteration': 'sparring.dizoo.board_games.config.connect_four_search',
 }
 SEARCH_SELFPLAY_CONFIG = 'sparring.dizoo.board_games.config.connect_four_search_openings'
-DEFAULT_SECTIONS = ['ppo_update', 'sac_update', 'forward_rows', 'search_selfplay']
+DEFAULT_SECTIONS = ['ppo_update', 'sac_update', 'forward_rows', 'search_selfplay', 'ppo_update_compiled']
 # Each section's share of --budget (a section that finishes early leaves its rest to the next).
-SHARES = dict(ppo_update=0.45, sac_update=0.1, forward_rows=0.1, search_selfplay=0.35, serial=1.0, parallel=0.3,
+SHARES = dict(ppo_update=0.15, sac_update=0.08, forward_rows=0.1, search_selfplay=0.32, ppo_update_compiled=0.35,
+              serial=1.0, parallel=0.3,
               forward_pass=0.3, cpu_load=0.2)
 CHILD_START_SECONDS = 25.0  # a child run's start-up and final evaluation, beyond its training budget
 
@@ -211,10 +215,10 @@ def _run_summary(result: dict) -> dict:
 PPO_BATCHES = dict(ready_config_4096=64, large_16384=256)  # envs of 64 steps each
 PPO_STEPS, PPO_EPOCHS, PPO_MINIBATCHES = 64, 4, 8
 # Variants measured on CUDA beside the ready update, cheapest first (compilation last: it takes longest).
-PPO_VARIANTS = ('ready', 'bfloat16', 'fused_adam', 'sync_free_step', 'minibatches_2', 'minibatches_1', 'cuda_graph',
-                'cuda_graph_minibatches_1', 'compile', 'compile_reduce_overhead')
-CUDA_ONLY = ('cuda_graph', 'cuda_graph_minibatches_1', 'compile_reduce_overhead')
-SLOW_TO_START = dict(compile=60.0, compile_reduce_overhead=60.0, cuda_graph=5.0, cuda_graph_minibatches_1=5.0)
+PPO_VARIANTS = ('ready', 'bfloat16', 'fused_adam', 'sync_free_step', 'minibatches_2', 'minibatches_1')
+# Captured or compiled on CUDA only, in a process of their own (``ppo_update_compiled``): a capture that fails can
+# leave the CUDA context unusable, and a compilation may take longer than its budget (the child is then stopped).
+PPO_COMPILED = ('cuda_graph', 'cuda_graph_minibatches_1', 'compile', 'compile_reduce_overhead')
 
 
 def _minibatches(variant: str) -> int:
@@ -343,29 +347,27 @@ def _ppo_update_call(variant: str, envs: int, steps: int, device: str):
     return lambda: policy.learn(chunk, progress=0.5)
 
 
-def ppo_update(devices, deadline: Deadline, smoke: bool) -> dict:
+def ppo_update(devices, deadline: Deadline, smoke: bool, variants=PPO_VARIANTS, cpu_base: bool = True) -> dict:
+    """The ready update on the CPU (all threads and one, where ``cpu_base``), then each of ``variants`` on CUDA (and,
+    in a smoke run, on the CPU), batch by batch."""
     import torch
     batches = dict(smoke_512=8) if smoke else PPO_BATCHES
     steps = 64
     repeats = 1 if smoke else 5
     out: dict = {}
-    cpu_threads = (os.cpu_count() or 1, 1)
-    plan = [(label, 'cpu', 'ready', threads) for label in batches for threads in cpu_threads]
-    # Every batch's quick variants before any compilation, which may spend the rest of the budget.
-    for compiled in (False, True):
-        for label in batches:
-            for device in devices:
-                if device == 'cpu' and not smoke:
-                    continue
-                for variant in PPO_VARIANTS:
-                    if variant.startswith('compile') != compiled or (variant == 'ready' and device == 'cpu'):
-                        continue
-                    if device == 'cpu' and (variant in CUDA_ONLY or compiled):
-                        continue  # CUDA graphs need CUDA; compiling on a CPU takes longer than a smoke run has
-                    plan.append((label, device, variant, 1))
+    cpu_threads = (1,) if smoke else (os.cpu_count() or 1, 1)  # a busy small machine's threads only spin
+    plan = [(label, 'cpu', 'ready', threads) for label in batches for threads in cpu_threads] if cpu_base else []
+    for label in batches:
+        for device in devices:
+            if device == 'cpu' and not smoke:
+                continue
+            for variant in variants:
+                if device == 'cpu' and (variant == 'ready' or variant in PPO_COMPILED):
+                    continue  # measured above; CUDA graphs need CUDA and compiling takes longer than a smoke run has
+                plan.append((label, device, variant, 1))
     for label, device, variant, threads in plan:
         name = f'{label}:{device}:{variant}' + (f':threads{threads}' if device == 'cpu' else '')
-        if not deadline.fits(SLOW_TO_START.get(variant, 1.0)):
+        if not deadline.fits(60.0 if variant.startswith('compile') else 2.0):
             out[name] = dict(skipped=f'the section budget had {deadline.left():.0f} s left')
             continue
         torch.set_num_threads(threads)
@@ -373,7 +375,7 @@ def ppo_update(devices, deadline: Deadline, smoke: bool) -> dict:
             figures = timed(_ppo_update_call(variant, batches[label], steps, device), device, deadline, repeats)
         except Exception as exc:  # noqa: BLE001 -- a variant that fails is recorded; the next one still runs
             out[name] = dict(error=f'{type(exc).__name__}: {exc}'[:600], traceback=traceback.format_exc()[-1500:])
-            print(f'ppo update {name}: {out[name]["error"][:300]}', flush=True)
+            print(f'ppo update {name}: {json.dumps(dict(error=out[name]["error"]))}', flush=True)
             continue
         finally:
             torch.set_num_threads(os.cpu_count() or 1)
@@ -381,11 +383,43 @@ def ppo_update(devices, deadline: Deadline, smoke: bool) -> dict:
         out[name] = dict(seconds_per_update=round(figures['seconds'], 4),
                          samples_per_second=round(samples / figures['seconds']),
                          warm_up_seconds=figures['warm_up_seconds'], repeats=figures['repeats'])
-        base = out.get(f'{label}:cpu:ready:threads{cpu_threads[0]}', {}).get('samples_per_second')
-        if base and device != 'cpu':
-            out[name]['vs_cpu_all_threads'] = round(out[name]['samples_per_second'] / base, 2)
         print(f'ppo update {name}: {json.dumps(out[name])}', flush=True)
     return out
+
+
+def with_cpu_ratios(figures: dict, cpu_figures: dict) -> dict:
+    """Each CUDA update's samples per second over the same batch's ready update on every CPU thread."""
+    for name, entry in figures.items():
+        if not isinstance(entry, dict) or name.count(':') < 2:
+            continue
+        label, device = name.split(':')[:2]
+        base = cpu_figures.get(f'{label}:cpu:ready:threads{os.cpu_count() or 1}', {}).get('samples_per_second')
+        if device != 'cpu' and base and 'samples_per_second' in entry:
+            entry['vs_cpu_all_threads'] = round(entry['samples_per_second'] / base, 2)
+    return figures
+
+
+def ppo_update_compiled(devices, deadline: Deadline, smoke: bool) -> dict:
+    """The captured and compiled variants, in a child process stopped when the section's budget is spent."""
+    cuda = [d for d in devices if d != 'cpu']
+    if not cuda and not smoke:
+        return dict(skipped='no CUDA device')
+    args = ['--section', 'ppo_update_compiled', ','.join(devices), str(deadline.left())] + (['--smoke'] if smoke else [])
+    try:
+        return _child(args, timeout=deadline.left() + 30)
+    except subprocess.TimeoutExpired as exc:  # what it measured before it was stopped, from its printed lines
+        text = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or '')
+        out = {line.split(': ', 1)[0][len('ppo update '):]: json.loads(line.split(': ', 1)[1])
+               for line in text.splitlines() if line.startswith('ppo update ')}
+        return dict(out, stopped=f'the child ran past the section budget ({exc.timeout:.0f} s)')
+
+
+def _section_main(argv) -> None:
+    name, devices, seconds, smoke = argv[0], argv[1].split(','), float(argv[2]), '--smoke' in argv
+    assert name == 'ppo_update_compiled', name
+    sys.path.insert(0, HERE)
+    out = ppo_update(devices, Deadline(seconds - 10.0), smoke, variants=PPO_COMPILED, cpu_base=False)
+    print('GPU_CHECK_RESULT ' + json.dumps(out, default=str), flush=True)
 
 
 # -- SAC's update --------------------------------------------------------------------------------------------------
@@ -417,7 +451,8 @@ def sac_update(devices, deadline: Deadline, smoke: bool) -> dict:
     import torch
     updates = 4 if smoke else SAC_UPDATES
     out: dict = {}
-    plan = [(shape, 'cpu', threads) for shape in SAC_SHAPES for threads in (os.cpu_count() or 1, 1)]
+    cpu_threads = (1,) if smoke else (os.cpu_count() or 1, 1)
+    plan = [(shape, 'cpu', threads) for shape in SAC_SHAPES for threads in cpu_threads]
     plan += [(shape, device, 1) for shape in SAC_SHAPES for device in devices if device != 'cpu']
     for shape, device, threads in plan:
         name = f'{shape}:{device}' + (f':threads{threads}' if device == 'cpu' else '')
@@ -659,6 +694,7 @@ def main() -> None:
         sac_update=lambda d: sac_update(devices, d, args.smoke),
         forward_rows=lambda d: forward_rows(devices, d, args.smoke),
         search_selfplay=lambda d: search_selfplay(devices, d, root, sampler, args.smoke),
+        ppo_update_compiled=lambda d: ppo_update_compiled(devices, d, args.smoke),
         serial=lambda d: serial(devices, args.seconds, root, sampler),
         parallel=lambda d: parallel(devices, args.seconds, root, sampler),
         forward_pass=lambda d: forward_pass(devices, args.seconds, root, sampler),
@@ -670,6 +706,8 @@ def main() -> None:
         section_started = time.perf_counter()
         try:
             report[name] = sections[name](deadline)
+            if name.startswith('ppo_update') and isinstance(report.get('ppo_update'), dict):
+                report[name] = with_cpu_ratios(report[name], report['ppo_update'])
         except Exception as exc:  # noqa: BLE001 -- one section's failure is reported, the next still runs
             report[name] = dict(error=f'{type(exc).__name__}: {exc}'[:1500], traceback=traceback.format_exc()[-3000:])
             print(f'section {name} failed: {report[name]["error"]}', flush=True)
@@ -686,6 +724,8 @@ def main() -> None:
 if __name__ == '__main__':
     if len(sys.argv) > 1 and sys.argv[1] == '--child':
         _child_main(sys.argv[2:])
+    elif len(sys.argv) > 1 and sys.argv[1] == '--section':
+        _section_main(sys.argv[2:])
     elif len(sys.argv) > 1 and sys.argv[1] == '--eval':
         _eval_main(sys.argv[2:])
     else:
