@@ -46,6 +46,7 @@ from sparring.framework.run_imports import make_importable
 from sparring.league.errors import LeagueError
 from sparring.worker.checkpoint import CheckpointError
 from sparring.worker.env.errors import EnvError
+from sparring.worker.run_files import StorageFailure
 from sparring.worker.state_file import StateFileError
 
 CONFIG_NAMES = ('config', 'main_config')
@@ -290,6 +291,9 @@ def _run(args: argparse.Namespace) -> int:
             # The run has saved its state by now (a parallel one has stopped its workers); say so, without a traceback.
             print(f'interrupted; continue with: {resume_command(args)}', file=sys.stderr)
             return exit_status(stopping_signal())
+        except StorageFailure as err:  # a full disk: the run stopped with what it acknowledged on the disk
+            print(f'sparring train: stopped: {err}: {resume_command(args)}', file=sys.stderr)
+            return 1
         printed = ('league_table', 'history', 'eval', 'exact')  # the run printed these as it went
         print(json.dumps({k: v for k, v in summary.items() if k not in printed}, indent=2, default=str))
     elif args.command == 'worker':

@@ -27,7 +27,7 @@ from sparring.framework.journal import (COMMITTED_FILE, JOURNAL_FILE, PREVIOUS_S
 from sparring.framework.league_ops import AbandonOp, GamesOp, JobsOp, LeagueOp
 from sparring.league.job_protocol import JobInfo
 from sparring.league.persistence import load_state, save_state
-from sparring.worker.run_files import sync_directory
+from sparring.worker.run_files import DISK_FULL, StorageFailure, storage_failure
 
 log = logging.getLogger(__name__)
 
@@ -131,14 +131,28 @@ class CommanderState:
                      outstanding={str(k): list(v) for k, v in self.outstanding.items()},
                      recent_chunks=list(self.recent_chunks))
         path = os.path.join(self.dir, STATE_FILE)
-        if self.snapshot_seq is not None:  # whole: it becomes the one before (else the one before stays)
-            os.replace(path, os.path.join(self.dir, PREVIOUS_STATE_FILE))
-            sync_directory(self.dir)
-            self.previous_seq = self.snapshot_seq
-        save_state(dict(league=self.coordinator.league.state_dict(), commander=to_plain(state)), path)
-        self.snapshot_seq = journal.seq
-        journal.compact(self.previous_seq)
+        try:
+            if self.snapshot_seq is not None:  # whole: it becomes the one before (else the one before stays)
+                self._keep_as_previous(path)
+                self.previous_seq = self.snapshot_seq
+            save_state(dict(league=self.coordinator.league.state_dict(), commander=to_plain(state)), path)
+            self.snapshot_seq = journal.seq
+            journal.compact(self.previous_seq)
+        except OSError as err:
+            if isinstance(err, StorageFailure) or err.errno not in DISK_FULL:
+                raise
+            raise storage_failure(path, err) from err
         return path
+
+    def _keep_as_previous(self, path: str) -> None:
+        """The snapshot at ``path`` also as the one before, by a second name (no copy): until the new one replaces
+        it, both names hold it, so a failed or interrupted save leaves the newest snapshot where it was."""
+        previous = os.path.join(self.dir, PREVIOUS_STATE_FILE)
+        link = previous + '.tmp'  # a kill leaves it to remove_partial_files
+        if os.path.lexists(link):
+            os.remove(link)
+        os.link(path, link)
+        os.replace(link, previous)
 
     def _load_snapshot(self) -> Tuple[Optional[dict], int]:
         """The newest snapshot that reads back whole (None if none does) and its journal position."""

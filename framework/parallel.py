@@ -19,6 +19,12 @@ trained as one player) and
    league state, prints the league table and returns a summary. Ctrl-C (or SIGTERM) takes the same
    way out, saving the state so that ``resume=True`` continues the run.
 
+A write that fails (a full disk: :class:`~sparring.worker.run_files.StorageFailure`, from the journal, the
+snapshot or a parameter file) stops the run as a database stops on a failed write of its log: no reply of the
+batch being answered goes out, nothing more is saved (the commander may hold what the disk could not take), the
+workers are stopped and the error names the disk and its free space. The journal and the last snapshot hold
+everything acknowledged, so ``resume=True`` continues once space is freed.
+
 Workers on other machines join with ``sparring worker --role collector --commander
 tcp://HOST:PORT`` (the address is printed at the start and written to
 ``<exp_name>/commander/address``); that needs ``parallel.host`` set to a reachable interface and a
@@ -51,7 +57,7 @@ from sparring.worker.remote.transport import Server, advertised_address
 from sparring.worker.remote.security import CurveGuard, check_bind, is_loopback
 from sparring.worker.remote.wire import SECRET_ENV, Signer, load_secret, new_secret
 from sparring.worker.run_kind import run_kind
-from sparring.worker.run_files import write_atomically
+from sparring.worker.run_files import StorageFailure, write_atomically
 from sparring.worker.runtime import seed_everything, set_torch_threads
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
 
@@ -138,6 +144,7 @@ class ParallelRun:
         self.logger.line(f'commander at {self.address} ({self.security.describe()}); join a worker from another '
                          f'machine with: sparring worker --role collector --commander {self.address}')
         self.closed = False
+        self.failed: Optional[StorageFailure] = None  # a write that failed: the run stops without saving
 
     # -- running ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -159,12 +166,16 @@ class ParallelRun:
 
     def step(self, seconds: float = SERVE_SLICE_SECONDS) -> None:
         """Serve requests for about ``seconds``, then look after the processes and the run's course."""
-        self.serve(seconds)
-        for worker_id, code in self.launcher.poll():
-            self._exited(worker_id, code)
-        self.commander.tick()
-        if self.commander.coordinator.phase == 'evaluate' and not self.cfg.parallel.evaluators:
-            self._evaluate_here()
+        try:
+            self.serve(seconds)
+            for worker_id, code in self.launcher.poll():
+                self._exited(worker_id, code)
+            self.commander.tick()
+            if self.commander.coordinator.phase == 'evaluate' and not self.cfg.parallel.evaluators:
+                self._evaluate_here()
+        except StorageFailure as err:
+            self.failed = err
+            raise
 
     def serve(self, seconds: float) -> None:
         """Answer requests for about ``seconds``. The requests waiting are handled as a batch; when one of them is
@@ -180,15 +191,21 @@ class ParallelRun:
             while len(batch) < SYNC_BATCH and got is not None:
                 got = self.server.recv(0.0)
                 batch += [got] if got is not None else []
-            replies = [(peer, message, self._answer(message)) for peer, message in batch]
-            if any(message.kind in ACKNOWLEDGES_RECORDS for _, message in batch):
-                self.commander.state.journal.sync()
+            try:
+                replies = [(peer, message, self._answer(message)) for peer, message in batch]
+                if any(message.kind in ACKNOWLEDGES_RECORDS for _, message in batch):
+                    self.commander.state.journal.sync()
+            except StorageFailure as err:  # fatal: no reply of the batch goes out (see the module)
+                self.failed = err
+                raise
             for peer, message, (kind, body, arrays) in replies:
                 self.server.reply(peer, message.id, kind, body, arrays)
 
     def _answer(self, message):
         try:
             return self.commander.handle(message)
+        except StorageFailure:  # what the request changed is not on the disk: the run stops, it does not answer
+            raise
         except Exception as err:  # noqa: BLE001 -- a bug must not take the run down with one worker's request
             self.logger.line(f'commander: {type(err).__name__} handling a {message.kind!r} from '
                              f'{message.sender}: {err}')
@@ -265,17 +282,26 @@ class ParallelRun:
         co = commander.coordinator
         if abort and co.phase != 'done':
             co.stop_reason = abort
-            self.logger.line(f'{abort}: stopping the workers and saving the run (resume=True continues it)')
+            saving = 'saving the run' if self.failed is None else 'saving nothing (a write failed)'
+            self.logger.line(f'{abort}: stopping the workers and {saving} (resume=True continues it)')
         co.phase = 'done'  # every heartbeat and request is now answered with "stop"
         try:
             deadline = time.monotonic() + self.cfg.parallel.shutdown_seconds
-            while self.launcher.processes and time.monotonic() < deadline:
-                self.serve(SERVE_SLICE_SECONDS)
+            while self.failed is None and self.launcher.processes and time.monotonic() < deadline:
+                try:
+                    self.serve(SERVE_SLICE_SECONDS)
+                except StorageFailure:
+                    break
                 self.launcher.poll()
             if self.launcher.processes:
                 self.logger.line(f'workers still running after {self.cfg.parallel.shutdown_seconds:.0f} s: '
                                  f'{sorted(self.launcher.processes)}; terminating them')
             self.launcher.stop(timeout=5.0)
+            if self.failed is not None:
+                # The commander may hold what the disk could not take: nothing of it is saved. The journal and the
+                # last snapshot hold everything acknowledged; a resume continues from them once space is freed.
+                self.logger.line(f'stopped, nothing saved: {self.failed}')
+                raise self.failed
             state_path = commander.save()
             co.league.save(os.path.join(commander.exp_dir, LEAGUE_STATE_FILE))  # where a serial run keeps it
             pictures = []

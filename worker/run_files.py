@@ -49,9 +49,11 @@ def storage_failure(path: str, err: OSError, doing: str = 'writing') -> StorageF
     except OSError:
         space = 'free space unknown'
     what = 'the disk is full' if err.errno in DISK_FULL else (err.strerror or type(err).__name__)
-    return StorageFailure(err.errno, f'{doing} {path} failed: {what} (disk of {_mount_point(directory)}: {space}). '
-                                     f'Nothing that was not on the disk was acknowledged; free space (or fix the '
-                                     f'disk), then continue with --resume')
+    failure = StorageFailure(f'{doing} {path} failed: {what} (the disk of {_mount_point(directory)}: {space}); '
+                             f'nothing that is not on the disk was acknowledged. Free space (or fix the disk), then '
+                             f'resume the run')
+    failure.errno = err.errno
+    return failure
 
 
 def _mount_point(path: str) -> str:
