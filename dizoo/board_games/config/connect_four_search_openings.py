@@ -10,15 +10,13 @@ in 32 minibatches instead of 8 (the same samples and epochs, four times the opti
 the policy's target, else where the other player could complete a line on exactly one cell, that cell, and
 those positions weigh 8 times an ordinary one in the policy's loss. Judged by perfect play
 (docs/guides/perfect-play.md), self-play alone keeps to the positions its own games lead to and errs often on
-those random play reaches; these three levers lowered that most. After 1,638,400 env steps (an hour of a
-2-core machine), on the guide's reported position set, the network alone errs on 3.8, 1.0 and 1.8 % of the
-end, middle and begin positions decided within 13 plies with seed 0 and on 2.8, 1.5 and 1.8 % with seed 100
-(seed 0 without the tactics weight: 5.5, 3.0 and 1.3 %), and with its search of 100 on 0.0-0.8 %.
+those random play reaches; these three levers lowered that most (docs/perfect-play-levers.md has the
+figures of each).
 
 ``battle.collect_search.exact_value_empty_cells`` = N (off here) fits the value to the solver's exact outcome
 in positions with at most N empty cells instead of to the game's result, and ``exact_policy_empty_cells`` = N
 (off here) the policy to the solver's outcome-best moves instead of to the search's visits (both need the
-``perfect`` extra); docs/guides/perfect-play.md has their probes.
+``perfect`` extra); docs/perfect-play-levers.md has their probes.
 """
 import copy
 
@@ -27,9 +25,9 @@ from sparring.dizoo.board_games.config.connect_four_search import config as sear
 config = copy.deepcopy(search_config)
 config['exp_name'] = 'runs/connect_four_search_openings'
 config['env'].update(random_opening_plies=[0, 30])
-# Minibatches of 256 positions instead of 1,024: at 205k env steps fewer errors on every easy group of the tuning
-# set and more wins from the empty board (docs/guides/perfect-play.md, lever i).
+# Minibatches of 256 positions instead of 1,024: fewer errors on every easy group of the tuning set and more wins
+# from the empty board (docs/perfect-play-levers.md, lever i).
 config['policy']['learn'].update(num_minibatches=32)
-# Wins in one and single blocks as the policy's target, weighed 8 times an ordinary position: at 819k and 1.64M env
-# steps fewer errors on the easy groups than without (docs/guides/perfect-play.md, levers g and i together).
+# Wins in one and single blocks as the policy's target, weighed 8 times an ordinary position: fewer errors on the
+# easy groups than without (docs/perfect-play-levers.md, levers g and i together).
 config['battle']['collect_search'].update(tactics_weight=8.0)

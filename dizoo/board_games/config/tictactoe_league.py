@@ -1,13 +1,10 @@
 """A PPO league on tic-tac-toe that learns: self-play, PFSP over its snapshots, and bots as sparring partners.
 
 PPO's general defaults (lr 3e-4 annealed to 0, self-play and snapshots only) let a tic-tac-toe
-league drift: measured, 59 % wins and 33 % losses against the random bot after 100k steps (greedy
-play, 200 games). What makes it learn is a constant lr of 1e-3 (no annealing) and the ``reference``
-branch, which plays the bots of :func:`sparring_partners` (random, the heuristic, and its tactical
-``blocker`` and ``punisher`` options) beside its own snapshots. Measured with this config on the
-2-core machine (one process, seed 0, greedy play, 200 games per opponent): after 60 s (372k env
-steps) 89 % wins and 6 % losses against the random bot; after 150 s (1.2M steps) 84 % wins and
-4 % losses, and 15.5 % losses against the MCTS bot (70 % draws).
+league drift: after 100k steps it still loses a third of its games to the random bot. What makes it learn
+is a constant lr of 1e-3 (no annealing) and the ``reference`` branch, which plays the bots of
+:func:`sparring_partners` (random, the heuristic, and its tactical ``blocker`` and ``punisher`` options)
+beside its own snapshots. The docs' example league run (docs/gen/example_run.py) is this config for 90 s.
 """
 from sparring.dizoo.board_games.config import sparring_partners
 

@@ -1,10 +1,8 @@
 """PPO on Pendulum-v1 (Gaussian policy, observation normalisation); aims at >= -250 within 200k steps.
 
-16 minibatches of 128 steps per epoch rather than 32 of 64: half the gradient steps, so 1.65 x the env
-steps per second (7.4-7.9k against 4.5-4.7k here), for about the same return by env step. Measured,
-evaluation after 100k steps, seeds 0-4: -113, -115, -99, -138, -226 (median -115) against -113, -97,
--82, -115, -152 (median -113) with 32; after 200k, seeds 0-2: -116, -164, -196 against -98, -148, -225.
-With 8 minibatches the return falls (-246, -133, -188 at 100k).
+16 minibatches of 128 steps per epoch rather than 32 of 64: half the gradient steps, so about 1.65 x the
+env steps per second, for about the same return by env step; with 8 the return falls (docs/results.md,
+"PPO on CartPole and Pendulum").
 """
 config = dict(
     exp_name='runs/pendulum_ppo',
