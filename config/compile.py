@@ -34,14 +34,25 @@ TYPED_SECTIONS: Dict[str, reg.Registry] = {
 }
 
 
+def ray_role_resources() -> dict:
+    """The Ray resources one worker of a role asks for (``parallel.ray_resources.<role>``)."""
+    return dict(
+        num_cpus=1.0,  # CPUs Ray reserves for the worker
+        num_gpus=0.0,  # GPUs Ray reserves for the worker (a fraction shares one)
+        resources={},  # custom Ray resources by name, e.g. {'env_machine': 1}, to place the worker on chosen nodes
+    )
+
+
 def base_config() -> dict:
     """Top-level keys every run has; sections are filled in from the classes they name."""
     return dict(
-        exp_name='experiment',
-        seed=0,
+        exp_name='experiment',  # the experiment directory: everything the run writes goes under it
+        seed=0,  # seeds the envs, the networks' initialisation and every random draw of the run
         # Modules to import before anything is looked up, so user code registers itself.
         import_names=[],
-        # Intra-op threads per process: small networks run far faster with one (see DESIGN).
+        # Intra-op threads per process: the small networks of RL run many times faster with one than with torch's
+        # default of one per core, above all on a busy machine; parallel workers use it too, so they never
+        # oversubscribe the cores.
         torch_threads=1,
         env=dict(type='gym'),
         policy=dict(type='ppo'),
@@ -63,15 +74,15 @@ def base_config() -> dict:
             collect_search=None,
         ),
         train=dict(
-            max_env_steps=1_000_000,
+            max_env_steps=1_000_000,  # the env-step budget: collection stops once the run has made this many
             max_wall_seconds=0.0,  # stop after this much training time (0: no limit)
             eval_every_iters=10,  # 0 disables periodic evaluation
             # serial mode: play each evaluation in a child process beside training, its result recorded
             # eval_every_iters rounds later (the same rounds on every machine, so a run stays reproducible)
             eval_in_background=False,
             checkpoint_every_iters=50,  # 0 keeps only the final checkpoint
-            progress_bar=True,
-            tensorboard=True,
+            progress_bar=True,  # a progress bar on a terminal (log lines only when off, or when not a terminal)
+            tensorboard=True,  # write TensorBoard event files under <exp_name>/tb/
         ),
         # Parallel mode (sparring.framework.parallel): a commander and worker processes over ZeroMQ.
         parallel=dict(
@@ -81,10 +92,9 @@ def base_config() -> dict:
             learner_replicas=1,  # learner processes per player, averaging gradients (torch.distributed)
             launcher='local',  # 'local': forked processes here; 'ray': Ray actors (placement, GPUs, restarts)
             ray_address=None,  # the Ray cluster to use (None: $RAY_ADDRESS, else one started for the run)
-            ray_resources=dict(learner=dict(num_cpus=1.0, num_gpus=0.0, resources={}),
-                               collector=dict(num_cpus=1.0, num_gpus=0.0, resources={}),
-                               evaluator=dict(num_cpus=1.0, num_gpus=0.0, resources={}),
-                               inference=dict(num_cpus=1.0, num_gpus=0.0, resources={})),  # per role; resources: custom
+            # what Ray reserves for one worker of each role (launcher='ray')
+            ray_resources=dict(learner=ray_role_resources(), collector=ray_role_resources(),
+                               evaluator=ray_role_resources(), inference=ray_role_resources()),
             chunk_len=None,  # env steps per chunk and env (None: policy.collect.n_steps)
             publish_every=1,  # a learner publishes its parameters every this many updates
             max_chunks_ahead=None,  # chunks a player's learner may have waiting before collectors wait (None: one per collector, at least 2 with forward-pass workers)
@@ -97,19 +107,19 @@ def base_config() -> dict:
             auth='hmac',  # 'hmac' (shared secret; a local run makes one up), 'curve', or 'none' (loopback only)
             key_file=None,  # file holding the shared secret when $SPARRING_SECRET is not set
             curve_dir=None,  # CURVE keys (messaging.create_curve_keys) when auth='curve'
-            heartbeat_seconds=1.0,
+            heartbeat_seconds=1.0,  # how often every worker tells the commander it is alive
             worker_timeout_seconds=20.0,  # a worker (or the commander) silent this long is gone
-            request_timeout_seconds=30.0,
+            request_timeout_seconds=30.0,  # how long a worker resends a request without an answer before it gives up
             collector_queue=2,  # chunks a collector may queue towards a learner before it blocks
             learner_queue=4,  # chunks waiting at a learner before its collectors block
             max_restarts=5,  # restarts of one local worker before the run gives up
             save_every_seconds=30.0,  # the commander's state snapshot (the journal is written at once)
             journal_segment_mb=16.0,  # the journal is sealed in segments of about this size, recycled after snapshots
             journal_audit_mb=64.0,  # sealed segments kept for audits once no snapshot needs them (0: none)
-            log_every_seconds=10.0,
+            log_every_seconds=10.0,  # the commander's progress line (and TensorBoard's run scalars) every this often
             drain_timeout_seconds=60.0,  # at the end, how long a learner waits for chunks still on their way
             shutdown_seconds=20.0,  # how long workers get to exit before they are killed
-            max_message_mb=1024,
+            max_message_mb=1024,  # the largest message a socket accepts; a larger one is refused unread
             audit_reports=False,  # collectors keep a line per chunk report in workers/<id>/reports.jsonl (audits)
             # Forward-pass workers (OpenAI Five's fourth machine): networks that act for many collectors, in batches.
             inference=dict(

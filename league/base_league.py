@@ -86,11 +86,25 @@ class BaseLeague(LeagueStateMixin):
             model={},  # model config recorded with each player
             initial_snapshots=True,  # freeze each player's initial parameters as its first snapshot
             episode_num=1,  # episodes per job, passed on in the job info
-            payoff=dict(decay=0.99, min_win_rate_games=8.0),
+            payoff=dict(
+                decay=0.99,  # every game of a pair multiplies the pair's earlier counts by this, so old games fade
+                min_win_rate_games=8.0,  # below this many (decayed) games a pair's win rate reads 0.5, unknown
+            ),
             rating=dict(
-                elo=dict(enabled=True, k=32.0, initial=1200.0, scale=400.0),
-                trueskill=dict(enabled=False, mu=25.0, sigma=25.0 / 3, beta=25.0 / 6, tau=25.0 / 300,
-                               draw_probability=0.1),  # needs the trueskill package
+                elo=dict(
+                    enabled=True,  # keep Elo ratings (the league table, ratings.svg, TensorBoard)
+                    k=32.0,  # the step of an update: R += k * (score - expected score)
+                    initial=1200.0,  # the rating a new player starts at (and a reset player returns to)
+                    scale=400.0,  # a rating difference of this many points means odds of 10 to 1
+                ),
+                trueskill=dict(  # needs the trueskill package
+                    enabled=False,  # keep TrueSkill ratings too (mu and sigma per player)
+                    mu=25.0,  # a new player's mean skill
+                    sigma=25.0 / 3,  # a new player's uncertainty (standard deviation of its skill)
+                    beta=25.0 / 6,  # the skill difference that gives about a 76 % chance of winning
+                    tau=25.0 / 300,  # uncertainty added before each game, so ratings keep following a learning player
+                    draw_probability=0.1,  # the prior chance of a draw between equal players
+                ),
                 history_interval=0,  # training steps between two points of a rating curve
                 history_points=1000,  # points kept per curve (thinned by half when full)
             ),

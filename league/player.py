@@ -120,9 +120,9 @@ class ReferencePlayer(Player):
     @classmethod
     def default_config(cls) -> dict:
         return dict(
-            player_id='',
+            player_id='',  # its name in the league table, payoff and ratings
             param_ref=None,  # a key the pipeline understands, e.g. 'bot:random'
-            model={},
+            model={},  # a model config recorded with the player, as league.model is with the learning ones
             elo=None,  # its fixed Elo; None = the league's initial Elo
             trueskill=None,  # its fixed (mu, sigma); None = the league's initial TrueSkill rating
             anchor=True,  # its ratings stay fixed (anchor the scale); False: rated like any player, from the above
@@ -161,11 +161,11 @@ class ActivePlayer(Player):
     @classmethod
     def default_config(cls) -> dict:
         return dict(
-            branch_probs=dict(sp=1.0),
+            branch_probs=dict(sp=1.0),  # opponent rule -> probability; each rule is a _<name>_branch method
             one_phase_step=20000,  # training steps (train_iteration units) in one phase
             strong_win_rate=0.7,  # beating every relevant opponent above this ends a phase early
-            pfsp_weighting='squared',
-            mutate_prob=0.0,
+            pfsp_weighting='squared',  # how the PFSP branches weigh opponents by win rate (see league.sampling)
+            mutate_prob=0.0,  # the chance of a reset to the initial parameters after each snapshot
         )
 
     config_constraints = {

@@ -139,8 +139,8 @@ class OpenAIFiveSelfPlayPlayer(PeriodicSelfPlayPlayer):
     def default_config(cls) -> dict:
         return dict(
             save_steps=10,  # OpenAI Five added a snapshot every 10 iterations
-            latest_prob=0.8,
-            quality_lr=0.01,
+            latest_prob=0.8,  # the share of games against the latest self; the rest against past snapshots
+            quality_lr=0.01,  # how far a win against a snapshot lowers its quality score (its chance to be drawn)
             # The floor of N p_i in the score update: a win lowers a score by at most quality_lr / this, so
             # scores stay finite however long a streak; the paper's update wherever p_i >= this / N.
             min_relative_prob=0.01,

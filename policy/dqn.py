@@ -66,25 +66,25 @@ class DQNPolicy(Policy):
             collect=dict(
                 n_steps=8,  # rollout length T per env per iteration
                 device='cpu',  # where collectors, evaluators and snapshots act (same choices)
-                eps_start=1.0,
-                eps_end=0.05,
+                eps_start=1.0,  # epsilon-greedy's exploration rate at the start
+                eps_end=0.05,  # epsilon-greedy's exploration rate after its decay
                 eps_decay_fraction=0.1,  # epsilon reaches eps_end after this fraction of the run ...
                 eps_decay_steps=None,  # ... or, when set, after this many of the policy's own steps
             ),
             learn=dict(
-                lr=1e-3,
+                lr=1e-3,  # Adam's learning rate
                 anneal_lr=False,  # linearly to 0 over the run
-                adam_eps=1e-8,
-                batch_size=64,
+                adam_eps=1e-8,  # Adam's epsilon
+                batch_size=64,  # transitions per gradient step, drawn from the replay buffer
                 updates_per_chunk=8,  # gradient steps per learned chunk
                 learning_starts=1000,  # transitions in the buffer before the first gradient step
-                gamma=0.99,
-                n_step=3,
+                gamma=0.99,  # the discount of future rewards
+                n_step=3,  # rewards summed before bootstrapping (n-step returns)
                 double=True,  # the online network picks the bootstrap action, the target values it
                 target_update_every=250,  # gradient steps between target-network updates
                 target_tau=1.0,  # 1: hard copy; < 1: Polyak averaging target += tau * (online - target)
                 loss='huber',  # or 'mse'
-                max_grad_norm=10.0,
+                max_grad_norm=10.0,  # clip the global gradient norm to this
             ),
             replay=replay_default_config(100_000),
         )

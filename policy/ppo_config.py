@@ -31,19 +31,19 @@ def ppo_default_config() -> dict:
             # 'clip': clipped surrogate; 'kl_penalty': adaptive KL penalty; 'mmd': magnetic mirror descent;
             # 'search': towards the visit counts of the search it collects by (battle.collect_search)
             objective='clip',
-            epochs=4,
+            epochs=4,  # passes over each chunk's samples per update
             num_minibatches=4,  # a recurrent model's minibatches are made of whole windows
-            lr=3e-4,
+            lr=3e-4,  # Adam's learning rate (the start of its schedule when anneal_lr)
             anneal_lr=True,  # linearly to 0 over the run
-            adam_eps=1e-5,
+            adam_eps=1e-5,  # Adam's epsilon (the term that keeps its step finite)
             clip_range=0.2,  # 'clip' only
             anneal_clip_range=False,  # linearly to 0 over the run
             value_clip_range=0.2,  # None: unclipped value loss
-            value_coef=0.5,
-            entropy_coef=0.0,
-            gamma=0.99,
-            gae_lambda=0.95,
-            normalize_advantage=True,
+            value_coef=0.5,  # the weight of the value loss beside the policy loss
+            entropy_coef=0.0,  # the weight of the entropy bonus, which keeps the policy exploring
+            gamma=0.99,  # the discount of future rewards
+            gae_lambda=0.95,  # GAE's lambda: 1 gives Monte-Carlo returns, 0 one-step TD errors
+            normalize_advantage=True,  # scale each minibatch's advantages to zero mean and unit variance
             max_grad_norm=0.5,  # clip the global gradient norm (None: no norm clip)
             grad_clip='none',  # 'five': also clip each element to +-grad_clip_sigmas * sqrt(v) first
             grad_clip_sigmas=5.0,  # 'five': the bound in running RMS of the unclipped gradient

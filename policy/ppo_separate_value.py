@@ -51,14 +51,14 @@ class SeparateValuePPOPolicy(PPOPolicy):
     @classmethod
     def default_config(cls) -> dict:
         cfg = copy.deepcopy(PPOPolicy.default_config())
-        cfg['learn'].update(
+        return dict(cfg, learn=dict(
+            cfg['learn'],
             lr_scale=None,  # 'hid2': lr and value_lr divided by sqrt of their network's second hidden width
             value_lr=1e-3,  # the value function's Adam learning rate (annealed with lr when anneal_lr)
-            value_epochs=10,
+            value_epochs=10,  # passes of the value fit over each chunk (after the policy's epochs)
             value_minibatch_size=256,  # steps per value minibatch (the last partial one joins the others)
             reward_scale=1.0,  # rewards are multiplied by this before GAE (the write-up: 1 - gamma)
-        )
-        return cfg
+        ))
 
     config_constraints = {
         **PPOPolicy.config_constraints,

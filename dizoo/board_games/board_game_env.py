@@ -64,7 +64,9 @@ class LineGameEnv(NativeVecBattleEnv):
     def default_config(cls) -> dict:
         return dict(
             super().default_config(),
-            **cls.default_board,
+            rows=cls.default_board['rows'],  # rows of the board
+            cols=cls.default_board['cols'],  # columns of the board
+            win_length=cls.default_board['win_length'],  # stones in a row (across, down or diagonal) that win
             random_opening_plies=None,  # [lo, hi]: a training game starts after k random plies, k drawn per game from lo..hi; None: from the empty board
             tactical_openings=0.0,  # the share of training games whose random opening is drawn again until the player to move has a win in one or one cell to block
         )

@@ -40,7 +40,9 @@ class LineGameBot(Bot):
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(win_length=3)
+        return dict(
+            win_length=3,  # stones in a row that win: the game's env.win_length
+        )
 
     def __init__(self, cfg, observation_space, action_space, seed: int = 0) -> None:
         super().__init__(cfg, observation_space, action_space, seed)
@@ -66,7 +68,11 @@ class LineGameHeuristicBot(LineGameBot):
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(super().default_config(), positional=True, block=True)
+        return dict(
+            super().default_config(),
+            positional=True,  # among the other moves, prefer the cell with the most lines through it (False: at random)
+            block=True,  # block the opponent's winning move when there is no win to take
+        )
 
     config_constraints = dict(LineGameBot.config_constraints, positional=of_type(bool),
                               block=of_type(bool))
@@ -100,7 +106,11 @@ class LineGameMCTSBot(LineGameBot):
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(super().default_config(), num_simulations=200, exploration=1.4)
+        return dict(
+            super().default_config(),
+            num_simulations=200,  # UCT simulations per move, each ending in a random rollout
+            exploration=1.4,  # UCT's exploration constant c in Q + c * sqrt(ln N / n)
+        )
 
     config_constraints = dict(LineGameBot.config_constraints, num_simulations=in_range(1, None),
                               exploration=in_range(0.0, None))

@@ -36,7 +36,7 @@ the same outcome no move is an error, and the search's visits (which still prefe
 target. With ``exact_policy_target='score'`` the best moves are those of the best exact score instead (the
 fastest win, the slowest loss), and a position is labelled wherever the scores differ: the network is then
 taught to take a win in one rather than any move that still wins, which is what it most often fails to do
-on positions of random play (docs/guides/perfect-play.md, "What the errors are"). Both labels of a position
+on positions of random play (docs/perfect-play-levers.md, "What the errors are"). Both labels of a position
 come from one solve.
 
 With ``tactics_weight`` = w > 0 (any line game; no solver), each position where the mover can complete a line
@@ -80,8 +80,12 @@ class SearchActing:
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(num_simulations=50, c_puct=1.5, sample_moves=12, root_noise=0.25, noise_alpha=1.0,
-                    random_moves=0.0,
+        return dict(num_simulations=50,  # PUCT simulations per move, guided by the network's priors and values
+                    c_puct=1.5,  # PUCT's exploration constant: how far the priors outweigh the values found
+                    sample_moves=12,  # below this many stones the move played is drawn from the visits, after it the most visited
+                    root_noise=0.25,  # the share of Dirichlet noise mixed into the root's priors (AlphaZero's epsilon)
+                    noise_alpha=1.0,  # the Dirichlet noise's concentration
+                    random_moves=0.0,  # the chance that an opening move (below sample_moves stones) is uniformly random
                     exact_value_empty_cells=0,  # value targets: the solver's outcome where at most this many cells are empty (connect four; 0: the game's result everywhere)
                     exact_policy_empty_cells=0,  # policy targets: the solver's best moves where at most this many cells are empty (connect four; 0: the search's visits everywhere)
                     exact_policy_target='outcome',  # which moves are best there: 'outcome' (every move of the best outcome) or 'score' (the best exact score: the fastest win, the slowest loss)
@@ -182,7 +186,7 @@ class SearchActing:
 
         Expert iteration's search already puts most of its visits there, but such a position is one in dozens of a
         game and the network, fitted to all of them alike, does not learn to take a win it sees
-        (docs/guides/perfect-play.md, "What the errors are"); the weight is what oversampling them would do. Two
+        (docs/perfect-play-levers.md, "What the errors are"); the weight is what oversampling them would do. Two
         or more cells to block: every move loses, nothing to teach."""
         g = self.geometry
         rows = np.flatnonzero(action_mask.any(axis=1))

@@ -28,9 +28,9 @@ class CueRecallEnv(gymnasium.Env):
         return dict(
             num_cues=4,  # cues to tell apart, and actions to answer with
             delay=8,  # blank steps between the cue and the query
-            collector_env_num=8,
-            evaluator_env_num=8,
-            n_evaluator_episodes=64,
+            collector_env_num=8,  # envs each collector steps side by side (one batch of the policy's forward pass)
+            evaluator_env_num=8,  # envs an evaluation steps side by side
+            n_evaluator_episodes=64,  # episodes (games, in a battle: per opponent) one evaluation plays
             stop_value=None,  # an evaluation mean return (success rate) at which training may stop
             manager=dict(type='base'),  # a few numpy operations per step: in process
         )

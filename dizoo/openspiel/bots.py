@@ -33,7 +33,13 @@ class OpenSpielMCTSBot(Bot):
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(num_simulations=1000, uct_c=2.0, rollouts=1, solve=True, max_memory_mb=1000)
+        return dict(
+            num_simulations=1000,  # MCTS simulations per move
+            uct_c=2.0,  # UCT's exploration constant
+            rollouts=1,  # random rollouts that evaluate each new leaf
+            solve=True,  # MCTS-Solver: back up proven wins and losses exactly
+            max_memory_mb=1000,  # the search tree's memory limit
+        )
 
     config_constraints = {
         'num_simulations': in_range(1, None),

@@ -50,7 +50,11 @@ class OpenSpielBattleEnv(NativeVecBattleEnv):
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(battle_env_defaults(), game='', game_params={})
+        return dict(
+            battle_env_defaults(),
+            game='',  # the OpenSpiel game's name, as pyspiel.load_game takes it ('kuhn_poker', 'leduc_poker', ...)
+            game_params={},  # the game's parameters, e.g. {'players': 2}
+        )
 
     config_constraints = dict(BATTLE_ENV_CONSTRAINTS, game=_game_name)
 

@@ -58,7 +58,12 @@ class PettingZooBattleEnv(BattleEnv):
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(battle_env_defaults(), env='', kwargs={}, api='auto')
+        return dict(
+            battle_env_defaults(),
+            env='',  # the PettingZoo env by module path, e.g. 'classic.connect_four_v3'
+            kwargs={},  # keyword arguments of the env's constructor
+            api='auto',  # 'aec' (turn by turn), 'parallel' (all agents at once) or 'auto' (whichever the env offers)
+        )
 
     config_constraints = dict(BATTLE_ENV_CONSTRAINTS, env=_env_name, api=one_of(*APIS))
 

@@ -46,7 +46,7 @@ MAX_SERVE_ANGLE = np.deg2rad(30.0)
 
 # The court every Pong game here shares (Pong duel, Team Pong): its options, their checks, its physics.
 COURT_DEFAULTS = dict(
-    points_to_win=5,
+    points_to_win=5,  # points that win a game
     max_steps=1000,  # then the game is truncated and the score decides
     paddle_half_height=0.1,  # court height 1
     paddle_speed=0.04,  # per step

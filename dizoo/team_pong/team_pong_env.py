@@ -42,12 +42,14 @@ class TeamPongEnv(PongCourt, TeamVecBattleEnv):
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(
-            super().default_config(),
-            **dict(COURT_DEFAULTS, points_to_win=3, max_steps=600,
-                   paddle_half_height=0.08),  # a lane is 1 / team_size of the court's height
-            hit_reward=0.0,  # individual reward for returning the ball
-        )
+        return {
+            **super().default_config(),
+            **COURT_DEFAULTS,
+            'points_to_win': 3,  # points that win a game
+            'max_steps': 600,  # then the game is truncated and the score decides
+            'paddle_half_height': 0.08,  # court height 1; a lane is 1 / team_size of the court's height
+            'hit_reward': 0.0,  # individual reward for returning the ball
+        }
 
     config_constraints = dict(TeamVecBattleEnv.config_constraints, **COURT_CONSTRAINTS, hit_reward=in_range(0.0, None))
 

@@ -6,8 +6,9 @@ Every key comes from a ``default_config()`` that the config compiler merges: the
 reference players, ``battle.collect_search`` and the bots' options. For each key it shows the default
 (by calling ``default_config()``), the type the compiler checks (inferred from the default, as
 ``compile_config`` does), the constraint from ``config_constraints`` and the meaning, read from the
-comment beside the key in the source (:mod:`source_comments`). A key without such a comment is marked
-*undocumented*; nothing is made up.
+comment beside the key in the source (:mod:`source_comments`). Nothing is made up: a key without such a
+comment fails the build (:class:`UndocumentedKeys`, naming each key and the class whose ``default_config``
+sets it), so a new key arrives with its meaning.
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from source_comments import key_comments
 
-UNDOCUMENTED = '*undocumented*'
+class UndocumentedKeys(RuntimeError):
+    """Config keys with no comment where their default is set."""
 # Keys whose dict value is one setting, not a section (a player's ``branch_probs``, replaced whole; a
 # league's ``active_players``, a count per player type), so its entries are not separate keys.
 WHOLE_VALUE_KEYS = {'branch_probs', 'active_players'}
@@ -209,6 +211,8 @@ def _groups(registry, path: str, left_out: List[Tuple[str, str]]) -> List[Tuple[
     kind = path.split('.')[-1]
     names = []
     for name in registry.names():
+        if not _ours(registry.get(name)):
+            continue
         reason = NOT_FOR_CONFIGS.get((kind, name))
         if reason:
             left_out.append((f'{path}.type={name!r}', reason))
@@ -226,6 +230,12 @@ def _groups(registry, path: str, left_out: List[Tuple[str, str]]) -> List[Tuple[
     return list(by_function.values())
 
 
+def _ours(cls) -> bool:
+    """Whether sparring defines the class: the reference documents sparring, not what a user's module (or a
+    test) registered in the same process."""
+    return cls.__module__.split('.')[0] == 'sparring'
+
+
 def _shape(cls) -> Tuple[str, ...]:
     return tuple(path for path, _ in flatten(cls.default_config(), ''))
 
@@ -234,7 +244,8 @@ def _grouped_classes(registry, names: Sequence[str]) -> List[Tuple[List[str], ty
     """One entry per class (a class registered under several names is listed once)."""
     seen: Dict[type, List[str]] = {}
     for name in names:
-        seen.setdefault(registry.get(name), []).append(name)
+        if _ours(registry.get(name)):
+            seen.setdefault(registry.get(name), []).append(name)
     return [(names, cls) for cls, names in seen.items()]
 
 
@@ -272,13 +283,22 @@ class _PerName:
 
 # -- markdown -------------------------------------------------------------------------------------
 
+def undocumented(sections: List[Section]) -> List[str]:
+    """``'key (class)'`` for each key without a meaning."""
+    return [f'{row.path} ({", ".join(f"{c.__module__}.{c.__qualname__}" for c in _unique(s.classes)) or "base_config"})'
+            for s in sections for row in s.rows if row.meaning is None and not row.see]
+
+
 def render(sections: Optional[List[Section]] = None, left_out: Optional[List[Tuple[str, str]]] = None) -> str:
     if sections is None:
         sections, left_out = collect_sections()
+    missing = undocumented(sections)
+    if missing:
+        raise UndocumentedKeys(f'{len(missing)} config keys have no comment where their default is set (write one '
+                               f'beside the key in default_config(): `key=value,  # what it means`): '
+                               + '; '.join(missing))
     rows = [r for s in sections for r in s.rows]
-    missing = sum(1 for r in rows if r.meaning is None and not r.see)
-    out = [(f'{len(rows)} keys in {len(sections)} tables; {missing} of them have no comment in the source yet '
-            f'and are marked {UNDOCUMENTED}.'), '']
+    out = [f'{len(rows)} keys in {len(sections)} tables.', '']
     order = [('Top level', 'top-level', lambda s: s.prefix == '' and not s.names),
              ('Environments (`env`)', _section_anchor('env'), lambda s: s.prefix == 'env'),
              ('Environment managers (`env.manager`)', _section_anchor('env.manager'),
@@ -326,15 +346,20 @@ def _section_lines(section: Section) -> List[str]:
         return lines + ['No options.', '']
     lines += ['| key | default | type and allowed values | meaning |', '|---|---|---|---|']
     for row in section.rows:
-        meaning = _escape(row.meaning) if row.meaning else ('' if row.see else UNDOCUMENTED)
+        meaning = _escape(row.meaning) if row.meaning else ''
         if row.see:
             joint = ' ' if meaning.endswith('.') else '; ' if meaning else ''
             meaning += f'{joint}{"I" if joint == " " else "i"}ts keys depend on its `type`: see {row.see}'
         kind = _escape(row.type_name)
         if row.allowed and row.allowed != row.type_name:
             kind += f': {_escape(row.allowed)}'
-        lines.append(f'| `{_cell(row.path)}` | {_default(row.default)} | {kind} | {meaning} |')
+        lines.append(f'| {key_cell(row.path)} | {_default(row.default)} | {kind} | {meaning} |')
     return lines + ['']
+
+
+def key_cell(path: str) -> str:
+    """A key as code that a narrow table may break after its dots (``<wbr>``: nothing is added to copied text)."""
+    return '<code>' + html.escape(path).replace('.', '.<wbr>') + '</code>'
 
 
 def _unique(items):

@@ -43,9 +43,9 @@ def key_comments(func: Callable) -> Dict[str, str]:
 
 def _collect_function(func: Callable, prefix: str, out: Dict[str, str], seen: set) -> None:
     func = inspect.unwrap(getattr(func, '__func__', func))
-    if not inspect.isfunction(func) or func in seen:
+    if not inspect.isfunction(func) or (func, prefix) in seen:
         return
-    seen.add(func)
+    seen.add((func, prefix))  # a helper called for several sections (one per role) documents each of them
     try:
         lines, _ = inspect.getsourcelines(func)
     except (OSError, TypeError):

@@ -45,7 +45,7 @@ class NatureCNNActorCritic(nn.Module):
     def default_config(cls) -> dict:
         return dict(
             conv_layers=[[32, 8, 4], [64, 4, 2], [64, 3, 1]],  # [out_channels, kernel_size, stride] each
-            hidden_size=512,
+            hidden_size=512,  # units of the fully connected layer after the convolutions
             init_log_std=0.0,  # Box actions only
             policy_head_gain=0.01,  # small: the initial policy is near uniform / near zero mean
             trunk_precision='float32',  # or 'bfloat16': the trunk under autocast (see the module docstring)

@@ -33,7 +33,7 @@ class LSTMActorCritic(nn.Module):
         return dict(
             encoder_sizes=[64],  # MLP layers before the core; [] feeds the observation straight in
             hidden_size=64,  # LSTM units
-            activation='tanh',
+            activation='tanh',  # the encoder layers' activation: 'tanh', 'relu', 'elu' or 'gelu'
             bptt_len=16,  # truncated-BPTT window: steps a gradient flows back through the core
             init_log_std=0.0,  # Box actions only
             policy_head_gain=0.01,  # small: the initial policy is near uniform / near zero mean

@@ -67,9 +67,9 @@ class MLPActorCritic(nn.Module):
     @classmethod
     def default_config(cls) -> dict:
         return dict(
-            hidden_sizes=[64, 64],
-            activation='tanh',
-            shared_trunk=False,
+            hidden_sizes=[64, 64],  # units of each hidden layer, in order
+            activation='tanh',  # the hidden layers' activation: 'tanh', 'relu', 'elu' or 'gelu'
+            shared_trunk=False,  # one trunk for the policy and value heads (False: two networks of these sizes)
             init_log_std=0.0,  # Box actions only
             policy_head_gain=0.01,  # small: the initial policy is near uniform / near zero mean
         )

@@ -23,9 +23,9 @@ class QMLP(nn.Module):
     @classmethod
     def default_config(cls) -> dict:
         return dict(
-            hidden_sizes=[128, 128],
-            activation='relu',
-            dueling=False,
+            hidden_sizes=[128, 128],  # units of each hidden layer, in order
+            activation='relu',  # the hidden layers' activation: 'tanh', 'relu', 'elu' or 'gelu'
+            dueling=False,  # a dueling head: Q = V + A - mean(A), the state's value and each action's advantage
         )
 
     config_constraints = {

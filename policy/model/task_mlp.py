@@ -31,7 +31,7 @@ class TaskSizedMLP(MLPActorCritic):
     @classmethod
     def default_config(cls) -> dict:
         return dict(
-            activation='tanh',
+            activation='tanh',  # the hidden layers' activation: 'tanh', 'relu', 'elu' or 'gelu'
             width_per_dim=10,  # first width: observation dimensions x this; policy's last: action dimensions x this
             value_last_width=5,  # the value function's last hidden width
             init_log_std=0.0,  # Box actions only (the write-up starts at log-variance -1, i.e. -0.5)

@@ -89,15 +89,32 @@ def reference_page():
 def test_every_compiled_key_is_on_the_reference_page(config, reference_page):
     from sparring.config import compile_config
     compiled = compile_config(config, save=False)
-    missing = [path for path in _leaves(compiled) if f'`{path}`' not in reference_page]
+    missing = [path for path in _leaves(compiled) if config_reference.key_cell(path) not in reference_page]
     assert not missing, f'keys of a compiled config missing from the reference: {missing}'
 
 
-def test_the_reference_counts_its_undocumented_keys(reference_page):
+def test_the_reference_counts_its_keys_and_every_key_has_a_meaning(reference_page):
     first = reference_page.splitlines()[0]
-    rows = [line for line in reference_page.splitlines() if line.startswith('| `')]
-    undocumented = sum(line.endswith(f'| {config_reference.UNDOCUMENTED} |') for line in rows)
-    assert first.startswith(f'{len(rows)} keys in ') and f'; {undocumented} of them' in first
+    rows = [line for line in reference_page.splitlines() if line.startswith('| <code>')]
+    assert first.startswith(f'{len(rows)} keys in ')
+    assert not any(line.endswith('|  |') for line in rows)  # an empty meaning cell
+
+
+class _NewPlayer:
+    @classmethod
+    def default_config(cls):
+        return dict(
+            documented=1,  # what it means
+            forgotten=2,
+        )
+
+
+def test_a_key_without_a_comment_fails_the_build_naming_it_and_its_class():
+    section = config_reference.Section('Player: new', 'player-new', 'league.players.new', ['new'], [_NewPlayer])
+    section.rows = config_reference.class_rows(_NewPlayer, section.prefix, config_reference.comments_of(_NewPlayer), {})
+    with pytest.raises(config_reference.UndocumentedKeys, match=r'^1 config keys .*: league\.players\.new\.forgotten '
+                       r'\([\w.]*_NewPlayer\)$'):
+        config_reference.render([section], [])
 
 
 def test_the_cli_reference_lists_every_subcommand_and_option():

@@ -121,9 +121,9 @@ class BattleStep(NamedTuple):
 def battle_env_defaults() -> dict:
     """The ``env`` config keys every battle env has; a game adds its own options to them."""
     return dict(
-        collector_env_num=8,
-        evaluator_env_num=8,
-        n_evaluator_episodes=8,
+        collector_env_num=8,  # envs each collector steps side by side (one batch of the policy's forward pass)
+        evaluator_env_num=8,  # envs an evaluation steps side by side
+        n_evaluator_episodes=8,  # episodes (games, in a battle: per opponent) one evaluation plays
         stop_value=None,  # an evaluation measure at which training may stop (the pipeline defines it)
         # Battle envs are stepped in process by the battle collector; the key keeps the env section
         # the same shape as a single-agent one for the config compiler.

@@ -124,9 +124,9 @@ class GymEnv(gymnasium.Wrapper):
             id=cls.default_id,  # a Gymnasium id; 'package:Id' first imports the package registering it
             kwargs={},  # free-form keyword arguments of gymnasium.make
             max_episode_steps=None,  # None keeps the id's own time limit
-            collector_env_num=8,
-            evaluator_env_num=8,
-            n_evaluator_episodes=8,
+            collector_env_num=8,  # envs each collector steps side by side (one batch of the policy's forward pass)
+            evaluator_env_num=8,  # envs an evaluation steps side by side
+            n_evaluator_episodes=8,  # episodes (games, in a battle: per opponent) one evaluation plays
             stop_value=None,  # an evaluation mean return at which training may stop
             # Divide training rewards by the running std of the discounted return (the MuJoCo
             # recipe); evaluation envs always report raw rewards (see ``evaluator_config``).

@@ -64,7 +64,11 @@ class TeamVecBattleEnv(NativeVecBattleEnv):
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(super().default_config(), team_size=2, team_spirit=0.5)
+        return dict(
+            super().default_config(),
+            team_size=2,  # agents per team, all played by the team's one shared policy
+            team_spirit=0.5,  # OpenAI Five's team spirit: 0 each agent's own reward, 1 the team's mean for all
+        )
 
     config_constraints = dict(NativeVecBattleEnv.config_constraints, **TEAM_ENV_CONSTRAINTS)
 
