@@ -45,6 +45,7 @@ Subclasses customise ``_get_job_info``, ``_mutate_player`` and ``_update_player`
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Mapping
 from typing import Dict, List, Optional, Sequence, Type, cast
 
@@ -66,6 +67,25 @@ from sparring.league.rating import LeagueRatings
 from sparring.league.roster import Roster
 
 SNAPSHOT_REF_FIELDS = dict(player_id='p_h1', parent_id='p', step=0, index=1)
+
+
+def resolve_anchors(references: List[dict], path: str) -> None:
+    """Settle each reference player's ``anchor`` in place: one left at None anchors the scale when it comes first
+    and no other is set True; every other None is rated. Several anchors at the same starting Elo pin players
+    of different strength to one number, which skews every rating fitted against them: a warning says so."""
+    explicit = any(r['anchor'] is True for r in references)
+    for i, reference in enumerate(references):
+        if reference['anchor'] is None:
+            reference['anchor'] = i == 0 and not explicit
+    anchors = [r for r in references if r['anchor']]
+    starts: Dict[object, List[str]] = {}
+    for reference in anchors:
+        starts.setdefault(reference['elo'], []).append(reference['player_id'])
+    shared = [ids for ids in starts.values() if len(ids) > 1]
+    if shared:
+        warnings.warn(f'{path}: {", ".join(shared[0])} are all anchors at the same Elo, so a strong and a weak bot '
+                      f'count as equals and the players rated against them are skewed; set anchor=False on all but '
+                      f'one (rated from the games), or give each its known elo=', stacklevel=2)
 
 
 class BaseLeague(LeagueStateMixin):
@@ -165,6 +185,7 @@ class BaseLeague(LeagueStateMixin):
         references = section.get('reference_players') or []
         section['reference_players'] = [ReferencePlayer.resolve_config(entry, f'{path}.reference_players.{i}')
                                         for i, entry in enumerate(references)]
+        resolve_anchors(section['reference_players'], f'{path}.reference_players')
         ids = [f'{name}_{i}' for name, count in roster.items() for i in range(count)]
         ids += [r['player_id'] for r in section['reference_players']]
         duplicates = sorted({i for i in ids if ids.count(i) > 1})

@@ -113,7 +113,11 @@ class HistoricalPlayer(Player):
 
 
 class ReferencePlayer(Player):
-    """A fixed opponent (e.g. a bot) for evaluation and the ``reference`` branch; by default its ratings anchor the scale."""
+    """A fixed opponent (e.g. a bot) for evaluation and the ``reference`` branch.
+
+    By default the league's first reference player anchors the rating scale (its ratings never move) and
+    the others are rated like any player from their starting ratings (``anchor`` in the config).
+    """
 
     kind = 'reference'
 
@@ -125,14 +129,15 @@ class ReferencePlayer(Player):
             model={},  # a model config recorded with the player, as league.model is with the learning ones
             elo=None,  # its fixed Elo; None = the league's initial Elo
             trueskill=None,  # its fixed (mu, sigma); None = the league's initial TrueSkill rating
-            anchor=True,  # its ratings stay fixed (anchor the scale); False: rated like any player, from the above
+            anchor=None,  # True: its ratings stay fixed (anchor the scale); False: rated like any player, from
+            # the above; None: the league's first reference player anchors, unless another one is set True
         )
 
-    # Checked where the defaults cannot tell the type (None) or the value matters; ``anchor``'s bool default
-    # is type-checked by the merge itself.
+    # Checked where the defaults cannot tell the type (None) or the value matters.
     config_constraints = {
         'player_id': non_empty_text(),
         'param_ref': of_type(str, allow_none=True),
+        'anchor': of_type(bool, allow_none=True),
         'elo': of_type(int, float, allow_none=True),
         'trueskill': mean_and_spread(allow_none=True),
     }

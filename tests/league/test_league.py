@@ -149,7 +149,8 @@ def test_reference_players_for_evaluation_anchor_the_ratings():
         league.record_eval_result('naive_sp_0', 'random_bot', ['win', 'win'])
     summary = league.ratings.summary('random_bot')
     assert (summary['elo'], summary['trueskill_mu'], summary['trueskill_sigma']) == (0.0, 0.0, 1.0)
-    assert league.ratings.summary('scripted_bot')['elo'] == 1200.0  # None: the initial rating, still fixed
+    assert league.ratings.summary('scripted_bot')['elo'] == 1200.0  # the initial rating: it has played no game
+    assert not league.ratings.elo.is_fixed('scripted_bot')  # only the first reference player anchors by default
     assert league.ratings.elo['naive_sp_0'] > 1200
     # Reference players are training opponents only through the reference branch.
     assert all(o.kind != 'reference' for o, _ in (league.get_player('naive_sp_0').get_opponent() for _ in range(200)))
@@ -165,6 +166,29 @@ def test_a_reference_player_that_is_not_an_anchor_is_rated():
     assert league.ratings.elo['random_bot'] == 1200.0 and league.ratings.elo['heuristic'] < 1200.0
     with pytest.raises(ConfigError, match='anchor'):
         OneVsOneLeague(dict(reference_players=[dict(player_id='b', param_ref='bot:random', anchor='yes')]))
+
+
+def test_with_two_reference_bots_one_anchors_and_the_other_is_fitted():
+    """A player that beats the random bot 93 % of the time rates above it, and a bot that beats the player 99 %
+    of the time rates above the player: only the first bot anchors the scale."""
+    league = OneVsOneLeague(dict(reference_players=[dict(player_id='random', param_ref='bot:random'),
+                                                    dict(player_id='strong', param_ref='bot:strong')]))
+    assert [league.ratings.elo.is_fixed(b) for b in ('random', 'strong')] == [True, False]
+    for game in range(100):
+        league.record_eval_result('naive_sp_0', 'random', ['win' if game % 100 < 93 else 'loss'])
+        league.record_eval_result('naive_sp_0', 'strong', ['win' if game == 50 else 'loss'])
+    elo = league.ratings.elo
+    assert elo['random'] == 1200.0 < elo['naive_sp_0'] < elo['strong']
+
+
+def test_an_explicit_anchor_replaces_the_default_one_and_equal_anchors_are_warned_about():
+    league = OneVsOneLeague(dict(reference_players=[dict(player_id='random', param_ref='bot:random'),
+                                                    dict(player_id='strong', param_ref='bot:strong', anchor=True,
+                                                         elo=2000.0)]))
+    assert [league.ratings.elo.is_fixed(b) for b in ('random', 'strong')] == [False, True]
+    with pytest.warns(UserWarning, match='random, strong are all anchors at the same Elo'):
+        OneVsOneLeague(dict(reference_players=[dict(player_id='random', param_ref='bot:random', anchor=True),
+                                               dict(player_id='strong', param_ref='bot:strong', anchor=True)]))
 
 
 def test_eval_without_reference_players_says_what_to_add():
