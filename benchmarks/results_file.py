@@ -1,9 +1,12 @@
 """Shared by the benchmark scripts: merge a run's figures into ``benchmarks/results/<name>.json``."""
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import platform
+import subprocess
+import sys
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results')
 
@@ -15,6 +18,19 @@ def cpu_model() -> str:
             return next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
     except (OSError, StopIteration):
         return platform.processor() or 'unknown'
+
+
+def stamp() -> dict:
+    """What a record says about where and when its figures were measured: the commit of the checkout, the UTC
+    date, the CPU model, the load average at the time and the command that ran."""
+    try:
+        commit = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=os.path.dirname(os.path.abspath(__file__)),
+                                capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    return dict(commit=commit, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
+                cpu_model=cpu_model(), load_average=list(os.getloadavg()),
+                command=' '.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]))
 
 
 def merge_results(name: str, results: dict) -> str:

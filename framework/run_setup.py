@@ -23,7 +23,6 @@ from sparring.config.compile import CONFIG_FILENAME, to_plain
 from sparring.config.registry import ENV_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.framework.journal import COMMANDER_DIR, JOURNAL_FILE, STATE_FILE
-from sparring.framework.report_page import write_final_report
 from sparring.framework.run_imports import record_import_folders
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.policy_pool import BOT_PREFIX
@@ -185,6 +184,7 @@ def closing_report(league, last_eval: Dict[str, dict], exp_dir: str, line: Calla
     """Save the league state, write the report page, draw the payoff and rating pictures, then print the
     league table, the last evaluation and the pages' and pictures' paths; returns the pictures (SVG files; none
     without a payoff)."""
+    from sparring.framework.report_page import write_final_report  # here: loading a player needs no page
     league.save(os.path.join(exp_dir, LEAGUE_STATE_FILE))
     page = write_final_report(exp_dir, league, {'phase': 'done'})
     pictures = [league.plot_payoff(os.path.join(exp_dir, 'payoff.svg')),

@@ -76,6 +76,29 @@ class Policy:
     def reset_optimizer(self) -> None:
         """Forget optimiser state (moments), e.g. after the parameters were reset by the league."""
 
+    def _make_optimizer(self) -> torch.optim.Optimizer:
+        """The optimiser of a policy that learns (a subclass's), built by :attr:`optimizer` on first use."""
+        raise NotImplementedError(f'{type(self).__name__} has no optimiser; it does not learn')
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        """The optimiser, built on first use: building one imports torch's compiler (seconds), which a policy
+        loaded only to act (``load_player``, a bot's opponent, an evaluator) never needs."""
+        optimizer = self.__dict__.get('_optimizer')
+        if optimizer is None:
+            optimizer = self._optimizer = self._make_optimizer()
+        return optimizer
+
+    @optimizer.setter
+    def optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        self._optimizer = optimizer
+
+    def _place_optimizer(self, placement: Placement) -> None:
+        """Move the optimiser's state with the parameters, if it was built (one not built yet starts where they are)."""
+        optimizer = self.__dict__.get('_optimizer')
+        if optimizer is not None:
+            placement.optimizer(optimizer)
+
     # -- device -------------------------------------------------------------------------------
     @property
     def device(self) -> torch.device:

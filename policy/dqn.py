@@ -130,7 +130,6 @@ class DQNPolicy(Policy):
         self.target_net = copy.deepcopy(self.net).requires_grad_(False)
         self.num_actions = int(action_space.n)
         learn = cfg['learn']
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=learn['lr'], eps=learn['adam_eps'])
         self.lr_schedule = F.LinearSchedule(learn['lr'], 0.0 if learn['anneal_lr'] else learn['lr'])
         self.beta_schedule = F.LinearSchedule(cfg['replay']['beta_start'], cfg['replay']['beta_end'])
         self.generator = torch.Generator().manual_seed(seed)
@@ -274,7 +273,11 @@ class DQNPolicy(Policy):
     def _move_to(self, placement: Placement) -> None:
         placement.module(self.net)
         placement.module(self.target_net)
-        placement.optimizer(self.optimizer)
+        self._place_optimizer(placement)
+
+    def _make_optimizer(self) -> torch.optim.Optimizer:
+        learn = self.cfg['learn']
+        return torch.optim.Adam(self.net.parameters(), lr=learn['lr'], eps=learn['adam_eps'])
 
     def get_params(self) -> Dict[str, torch.Tensor]:
         return self.placement.host_copy(dict(self.net.state_dict()))

@@ -43,6 +43,8 @@ from sparring.policy.ppo_config import PPO_CONSTRAINTS, ppo_default_config, vali
 from sparring.policy.threads import torch_threads
 from sparring.policy.train_batch import TrainBatch, step_batch, window_batch
 
+ADAM_BETAS = (0.9, 0.999)  # torch's defaults, named: the gradient clipper reads the second one
+
 
 def step_means(rows: list, updates: int) -> list:
     """Each ``STEP_STATS`` figure of an update's minibatch rows, summed in step order and divided by
@@ -103,7 +105,6 @@ class PPOPolicy(Policy):
         self.mirror = learn['mirror']
         n_actions = None if self.continuous else int(cast(gym.spaces.Discrete, action_space).n)
         check_mirror_fits(self.mirror, observation_space.shape, n_actions, self.recurrent)
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=learn['lr'], eps=learn['adam_eps'])
         self.lr_schedule = F.LinearSchedule(learn['lr'], 0.0 if learn['anneal_lr'] else learn['lr'])
         self.clip_schedule = F.LinearSchedule(learn['clip_range'],
                                               0.0 if learn['anneal_clip_range'] else learn['clip_range'])
@@ -111,7 +112,7 @@ class PPOPolicy(Policy):
         self.skipped_updates = 0  # steps refused because the loss or a gradient was not finite
         if learn['grad_clip'] == 'five':
             self.grad_clipper = SecondMomentClipper(self.net.parameters(), learn['grad_clip_sigmas'],
-                                                    beta2=self.optimizer.defaults['betas'][1])
+                                                    beta2=ADAM_BETAS[1])
         self.objective = make_objective(PolicyParts(learn=learn, net=self.net, model=model, forward=self._forward,
                                                      continuous=self.continuous, recurrent=self.recurrent))
         replay = learn['value_replay']
@@ -407,6 +408,10 @@ class PPOPolicy(Policy):
             targets = torch.cat([targets, replay.steps('ret')])
         return F.value_loss(values, old_values, targets, self.cfg['learn']['value_clip_range'])
 
+    def _make_optimizer(self) -> torch.optim.Optimizer:
+        learn = self.cfg['learn']
+        return torch.optim.Adam(self.net.parameters(), lr=learn['lr'], betas=ADAM_BETAS, eps=learn['adam_eps'])
+
     def reset_optimizer(self) -> None:
         self.optimizer.state.clear()
         if self.grad_clipper is not None:
@@ -419,7 +424,7 @@ class PPOPolicy(Policy):
         placement.module(self.net)
         self.average.to(placement)
         self.objective.to(placement)
-        placement.optimizer(self.optimizer)
+        self._place_optimizer(placement)
         if self.grad_clipper is not None:
             self.grad_clipper.second_moments = placement.move(self.grad_clipper.second_moments)
         self.value_replay_batch = placement.move(self.value_replay_batch)

@@ -176,7 +176,6 @@ class SACPolicy(Policy):
         self.replay = make_replay_buffer(cfg['replay'], seed=seed)  # arrays allocated on the first push
         self.opponents = OpponentLedger()  # the player ids behind the buffer's ``opponent`` codes (battle chunks)
         self.beta_schedule = F.LinearSchedule(cfg['replay']['beta_start'], cfg['replay']['beta_end'])
-        self.optimizer = self._make_optimizer()
         self.gradient_steps = 0
         self._hand_gradients = G.supports(model)
         self.agent_steps = 0  # decisions of this policy that reached ``learn``
@@ -387,7 +386,7 @@ class SACPolicy(Policy):
         self._skipped = self._skipped.to(placement.device)
         if self.continuous:
             self._low, self._half_range = self._low.to(placement.device), self._half_range.to(placement.device)
-        placement.optimizer(self.optimizer)
+        self._place_optimizer(placement)
 
     def get_params(self) -> Dict[str, torch.Tensor]:
         """What acting needs: the actor and the observation normaliser."""
