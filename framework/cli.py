@@ -9,7 +9,7 @@ two-player env and check that it keeps the battle env protocol).
 Using what a run trained: ``sparring eval RUN --against bot:random RUN2:player_id ...`` (win / draw /
 loss with standard errors and an Elo difference, and how many distinct games were played; a single-agent
 run: ``sparring eval RUN``, greedy and sampled returns with standard errors), ``sparring play RUN [--seat first|second]`` (a person
-against the trained player in the terminal), ``sparring export RUN --format onnx|torchscript --out FILE``,
+against the trained player in the terminal; exit 0 also when quit with ``q``), ``sparring export RUN --format onnx|torchscript --out FILE``,
 ``sparring report RUN`` (write ``RUN/report.html`` again: a league's page, or a single agent's return curve) and ``sparring exploit RUN --budget-steps N``
 (train a fresh exploiter against a frozen player: approximate exploitability). These commands and surgery
 import a run's own modules only from this environment and from recorded folders outside the run directory;
@@ -41,24 +41,31 @@ from typing import List, Optional, Tuple
 from sparring.config.registry import RegistryError
 from sparring.config.compile import apply_overrides, parse_override
 from sparring.config.schema import ConfigError
-from sparring.framework.journal import JournalDamaged
 from sparring.framework.run_imports import make_importable
-from sparring.league.errors import LeagueError
-from sparring.worker.checkpoint import CheckpointError
-from sparring.worker.env.errors import EnvError
 from sparring.worker.run_files import StorageFailure
-from sparring.worker.state_file import StateFileError
 
 CONFIG_NAMES = ('config', 'main_config')
 USAGE_ERROR = 2  # the exit code of argparse's usage errors: the command was given something it cannot use
-# What a user's input can cause, reported in one line (SurgeryError is a ConfigError). ImportError covers
-# import_names and the optional extras, whose messages name the module or the extra to install. A damaged
-# checkpoint or parameter file of a run a command reads is named by StateFileError / CheckpointError.
 # A run directory may come from someone else: its own modules are imported only when the user says so.
 TRUST_HELP = ('import the run\'s own modules even from inside its directory (its author\'s code runs); by default '
               'only modules of this environment and recorded folders outside the run')
-USER_ERRORS = (ConfigError, LeagueError, EnvError, RegistryError, FileExistsError, FileNotFoundError, ImportError,
-               StateFileError, CheckpointError, JournalDamaged)
+
+
+def user_errors() -> tuple:
+    """What a user's input can cause, reported in one line (SurgeryError is a ConfigError). ImportError covers
+    import_names and the optional extras, whose messages name the module or the extra to install. A damaged
+    checkpoint or parameter file of a run a command reads is named by StateFileError / CheckpointError.
+
+    Imported when an error is caught, not with this module: ``sparring --version`` and ``--help`` never import
+    torch, which the modules of most of these classes need.
+    """
+    from sparring.framework.journal import JournalDamaged
+    from sparring.league.errors import LeagueError
+    from sparring.worker.checkpoint import CheckpointError
+    from sparring.worker.env.errors import EnvError
+    from sparring.worker.state_file import StateFileError
+    return (ConfigError, LeagueError, EnvError, RegistryError, FileExistsError, FileNotFoundError, ImportError,
+            StateFileError, CheckpointError, JournalDamaged, StorageFailure, ConfigFileError)
 
 
 class ConfigFileError(ValueError):
@@ -163,7 +170,7 @@ def _build_parser() -> argparse.ArgumentParser:
     train.add_argument('--mode', choices=('serial', 'parallel'), default='serial',
                        help='serial: one process; parallel: a commander and worker processes over ZeroMQ')
     worker = sub.add_parser('worker', help='join a parallel run (started elsewhere) as a worker', parents=[debug])
-    from sparring.framework.workers import add_worker_arguments
+    from sparring.framework.worker_arguments import add_worker_arguments
     add_worker_arguments(worker)
     surgery = sub.add_parser('surgery', help='turn a checkpoint into one for a new config (wider network, '
                                              'more observation features or actions), keeping what it computes',
@@ -233,8 +240,9 @@ def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
     export = sub.add_parser('export', help='write a trained player\'s network as ONNX or TorchScript',
                             parents=[debug])
     _add_player_arguments(export)
-    export.add_argument('--format', choices=('onnx', 'torchscript'), default='onnx')
-    export.add_argument('--out', required=True, help='the file to write')
+    export.add_argument('--format', choices=('onnx', 'torchscript'), default='onnx',
+                        help='the file format (default: onnx)')
+    export.add_argument('--out', required=True, help='the file to write, with its extension (.onnx, .pt)')
     report = sub.add_parser('report', help='write RUN/report.html from the run\'s saved state (a league\'s table, '
                                            'payoff, ratings and lineage; a single agent\'s return curve)',
                             parents=[debug])
@@ -262,7 +270,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             warnings.showwarning = lambda message, category, *rest: print(
                 f'sparring {args.command}: warning: {message}', file=sys.stderr)
             return _run(args)
-    except USER_ERRORS + (ConfigFileError,) as err:
+    except Exception as err:
+        if not isinstance(err, user_errors()):
+            raise
+        from sparring.league.errors import LeagueError
         if getattr(args, 'debug', False):
             traceback.print_exc()
         text = err.args[0] if isinstance(err, KeyError) and err.args else str(err)  # a KeyError's str is a repr
@@ -363,9 +374,9 @@ def _use_run(args: argparse.Namespace) -> int:
             print(f'report: {args.out}')
     elif args.command == 'play':
         from sparring.framework.play import play_game
-        outcome = play_game(args.run, seat=args.seat, player=args.player, snapshot=args.snapshot, seed=args.seed,
-                            trust_code=args.trust_run_code)
-        return 0 if outcome != 'quit' else 1
+        # A game played to its end and one quit with q both did what the person asked for: exit 0.
+        play_game(args.run, seat=args.seat, player=args.player, snapshot=args.snapshot, seed=args.seed,
+                  trust_code=args.trust_run_code)
     elif args.command == 'export':
         from sparring.framework.export import export_player
         info = export_player(args.run, args.out, fmt=args.format, player=args.player, snapshot=args.snapshot,

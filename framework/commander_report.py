@@ -22,7 +22,8 @@ class ProgressReport:
                  started: float) -> None:
         self.coordinator, self.sessions, self.logger = coordinator, sessions, logger
         self.clock, self.say, self.every_seconds, self.exp_dir = clock, say, every_seconds, exp_dir
-        self.last_line_at, self.last_line_steps = started, 0
+        # From where the run (re)starts: a resumed run's first line counts only the steps it made itself.
+        self.last_line_at, self.last_line_steps = started, coordinator.env_steps
         self.stale_noted = 0
         # Messages the transport dropped, by reason (the wiring that owns the socket sets it).
         self.transport_rejects: Callable[[], Dict[str, int]] = dict

@@ -35,6 +35,7 @@ from sparring.policy import distributions as D
 from sparring.policy.base import Policy
 
 FORMATS = ('onnx', 'torchscript')
+EXTENSIONS = dict(onnx='.onnx', torchscript='.pt')  # what each format's files are usually called
 ONNX_OPSET = 17
 
 
@@ -110,6 +111,9 @@ def export_policy(policy: Policy, path: str, fmt: str = 'onnx') -> dict:
     """Write ``policy``'s network to ``path`` in format ``fmt``; returns what was written (names, shapes)."""
     if fmt not in FORMATS:
         raise ConfigError(f'export: --format must be one of {", ".join(FORMATS)}, got {fmt!r}')
+    if not os.path.splitext(path)[1]:
+        raise ConfigError(f'export: --out {path!r} has no extension; expected a file name such as '
+                          f'{path.rstrip(os.sep) or "player"}{EXTENSIONS[fmt]} for --format {fmt}')
     module = ExportedPolicy(policy)
     module.eval()
     inputs = module.example_inputs()

@@ -1,4 +1,6 @@
 """``sparring export``: the policy network as ONNX or TorchScript agrees with the policy on recorded observations."""
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -99,3 +101,18 @@ def test_onnx_without_the_extra_names_it(tmp_path, monkeypatch, trained_tictacto
     with pytest.raises(ImportError, match=r'pip install sparring\[export\]'):
         export_policy(load_player(run_dir), str(tmp_path / 'x.onnx'), 'onnx')
     assert main(['export', run_dir, '--out', str(tmp_path / 'x.onnx')]) == 2
+
+
+def test_an_out_path_without_an_extension_is_refused_in_one_line(trained_tictactoe, tmp_path, capsys):
+    run_dir, _ = trained_tictactoe
+    assert main(['export', run_dir, '--format', 'torchscript', '--out', str(tmp_path / 'player')]) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and 'has no extension; expected a file name such as' in err
+    assert f'{tmp_path / "player"}.pt for --format torchscript' in err
+    assert not os.listdir(tmp_path)
+
+
+def test_the_format_option_shows_its_default(capsys):
+    with pytest.raises(SystemExit):
+        main(['export', '--help'])
+    assert '(default: onnx)' in ' '.join(capsys.readouterr().out.split())

@@ -1,4 +1,5 @@
 """``sparring play`` through a pseudo-terminal: a person plays tic-tac-toe against a trained player."""
+import functools
 import os
 import re
 import sys
@@ -63,7 +64,7 @@ def test_q_quits(trained_tictactoe):
     child.expect('you quit the game')
     child.expect(pexpect.EOF)
     child.close()
-    assert child.exitstatus == 1
+    assert child.exitstatus == 0
 
 
 def test_play_through_callables_draws_the_board_after_every_move(trained_tictactoe, one_torch_thread):
@@ -80,3 +81,12 @@ def test_play_through_callables_draws_the_board_after_every_move(trained_tictact
     moves = [w for w in written if ' plays ' in w]
     assert len(boards) >= 2 * len(moves) - 1  # drawn before every move and at the end
     assert written[-1].startswith(('you win', 'you lose', 'a draw'))
+
+
+def test_quitting_with_q_exits_0(trained_tictactoe, monkeypatch, capsys, one_torch_thread):
+    from sparring.framework.cli import main
+    run_dir, _ = trained_tictactoe
+    from sparring.framework import play
+    monkeypatch.setattr(play, 'play_game', functools.partial(play.play_game, read=lambda prompt: 'q'))
+    assert main(['play', run_dir]) == 0
+    assert 'you quit the game' in capsys.readouterr().out

@@ -144,6 +144,30 @@ def test_a_game_that_never_ends_is_stopped_at_the_bound():
     assert any('the game has not ended after 30 steps' in p for p in report.problems), report.format()
 
 
+def test_a_game_that_never_ends_is_played_to_the_bound_once_not_in_every_form():
+    steps = []
+    name = _variant('check_nim_endless_counted', stones_taken=0,
+                    step=lambda self, actions: steps.append(1) or _Nim.step(self, actions))
+    report = check_env(name, games=2, max_game_steps=30)
+    assert [p for p in report.problems if 'has not ended after 30 steps' in p] and len(report.problems) == 1
+    assert len(steps) == 31  # the single game's, to one past the bound; not again vectorised nor replayed
+    assert 'the vectorised form and the replays were not played: a game did not end' in report.notes
+
+
+@pytest.mark.parametrize('switches', [
+    dict(result_key='outcome'),
+    dict(observation_space=lambda self, agent: spaces.Box(0.0, 1.0, (3,), np.float32)),
+    dict(action_space=lambda self, agent: spaces.Box(-1.0, 1.0, (1,), np.float32)),  # turn-based with a Box
+    dict(reset=lambda self, seed=None, options=None: ({}, {})),
+])
+def test_problems_name_the_users_class_not_the_checkers_wrappers(switches):
+    name = _variant('check_nim_named_' + '_'.join(switches), **switches)
+    text = check_env(name, games=2).format()
+    assert 'failed' in text and name in text
+    for internal in ('DictBattleVecEnv', '_Watched', 'SingleGameView', 'Traceback'):
+        assert internal not in text
+
+
 def test_render_without_text_warns_but_passes():
     report = check_env(_variant('check_nim_mute', render_text=False), games=2)
     assert report.passed

@@ -44,7 +44,9 @@ class DictBattleVecEnv(VecBattleEnv):
     and move simultaneously (see :mod:`~sparring.worker.env.battle_api`).
     """
 
-    def __init__(self, make_env: Callable[[], Any], num_envs: int, seed: Optional[int] = None) -> None:
+    def __init__(self, make_env: Callable[[], Any], num_envs: int, seed: Optional[int] = None,
+                 label: Optional[str] = None) -> None:
+        """``label`` starts every message about the games (default: this class and the games' class)."""
         if not callable(make_env):
             raise EnvError(f'DictBattleVecEnv: make_env must be a callable returning a game, got {make_env!r}')
         super().__init__(num_envs, seed, label='DictBattleVecEnv')
@@ -52,7 +54,7 @@ class DictBattleVecEnv(VecBattleEnv):
         try:
             for _ in range(self.num_envs):
                 self.envs.append(make_env())
-            self.label = f'DictBattleVecEnv({type(self.envs[0]).__name__})'
+            self.label = label or f'DictBattleVecEnv({type(self.envs[0]).__name__})'
             self._check_agents_and_spaces()
         except BaseException:
             self._close()

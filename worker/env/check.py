@@ -138,6 +138,9 @@ class _Checker:
         try:
             if self._check_single_game():
                 self._play('single game', self._single_form, games)
+                if 'endless' in self.problems:  # every further form and replay would play to the bound again
+                    self.report.notes.append('the vectorised form and the replays were not played: a game did not end')
+                    return
                 self._play(f'vectorised ({VEC_GAMES} games)', self._vec_form, games)
                 self._check_seeds()
                 self._check_who_acts()
@@ -152,16 +155,13 @@ class _Checker:
         return self.cls(self.section)
 
     def _single_form(self) -> DictBattleVecEnv:
-        vec = DictBattleVecEnv(lambda: _Watched(self._single()), 1, self.seed)
-        vec.label = f'DictBattleVecEnv({self.cls.__name__})'
-        return vec
+        return DictBattleVecEnv(lambda: _Watched(self._single()), 1, self.seed,
+                                label=self.cls.__name__)  # the user's class, not the wrappers around it
 
     def _vec_form(self):
         if self.cls.is_vectorised:
             return self.cls(self.section, VEC_GAMES, self.seed)
-        vec = DictBattleVecEnv(lambda: _Watched(self.cls(self.section)), VEC_GAMES, self.seed)
-        vec.label = f'DictBattleVecEnv({self.cls.__name__})'
-        return vec
+        return DictBattleVecEnv(lambda: _Watched(self.cls(self.section)), VEC_GAMES, self.seed, label=self.cls.__name__)
 
     # -- spaces and render ---------------------------------------------------------------------
     def _check_single_game(self) -> bool:
@@ -318,7 +318,13 @@ class _Checker:
         try:
             if getattr(game, 'turn_based', False) and isinstance(game.action_space(game.possible_agents[0]),
                                                                    spaces.Discrete):
-                for kind, line in who_acts(game, self.seed):
+                try:
+                    found = who_acts(game, self.seed)
+                except Exception as err:  # noqa: BLE001 -- a malformed game the games above have named
+                    if not self.problems.first:
+                        self.problems.add('who acts', f'who acts: replaying positions raised {_said(err)}')
+                    return
+                for kind, line in found:
                     self.problems.add(kind, line)
         finally:
             _close(game)
