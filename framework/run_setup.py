@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import numbers
 import os
 import warnings
@@ -24,6 +25,7 @@ from sparring.config.registry import ENV_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.framework.journal import COMMANDER_DIR, JOURNAL_FILE, STATE_FILE
 from sparring.framework.run_imports import record_import_folders
+from sparring.policy.bot import parse_bot_ref
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.policy_pool import BOT_PREFIX
 from sparring.worker.run_files import refuse_linked_dirs
@@ -165,19 +167,39 @@ def complete_league_config(cfg) -> bool:
         changed = True
     if not cfg.battle.eval_opponents:
         # The game's other bots are evaluation opponents too (reported, not rated).
-        anchors = {r['player_id'] for r in cfg.league.reference_players}
-        cfg.battle.eval_opponents = [BOT_PREFIX + b for b in bots if b not in anchors]
+        references = {same_opponent(r['param_ref']) for r in cfg.league.reference_players if r['param_ref']}
+        cfg.battle.eval_opponents = [BOT_PREFIX + b for b in bots if same_opponent(BOT_PREFIX + b) not in references]
         changed = changed or bool(cfg.battle.eval_opponents)
     return changed
 
 
 def evaluation_opponents(league, cfg) -> List[Tuple[str, str]]:
     """``(opponent_id, param_ref)`` of every evaluation opponent: the league's reference players,
-    then the config's extra ``battle.eval_opponents`` (none in a single-agent run)."""
+    then the config's extra ``battle.eval_opponents`` (none in a single-agent run).
+
+    An opponent named twice (a reference player's bot again in ``battle.eval_opponents``, with its options in
+    any order) is evaluated once, under its first name, with a warning: two names would give two different
+    figures for the same bot at every evaluation."""
     opponents = [(p['player_id'], p['param_ref']) for p in league.eval_opponents()]
-    opponents += [(ref[len(BOT_PREFIX):] if ref.startswith(BOT_PREFIX) else ref, ref)
-                  for ref in cfg.battle.eval_opponents]
+    named = {same_opponent(ref): oid for oid, ref in opponents if ref}
+    for ref in cfg.battle.eval_opponents:
+        oid = ref[len(BOT_PREFIX):] if ref.startswith(BOT_PREFIX) else ref
+        if same_opponent(ref) in named:
+            first = named[same_opponent(ref)]
+            warnings.warn(f'battle.eval_opponents: {ref!r} is the opponent {first!r} again; it is evaluated once, as '
+                          f'{first!r} (remove one of the two)', stacklevel=2)
+            continue
+        named[same_opponent(ref)] = oid
+        opponents.append((oid, ref))
     return opponents
+
+
+def same_opponent(ref: str) -> str:
+    """A key equal for two references to the same opponent: a bot's name and its options in a fixed order."""
+    if not ref.startswith(BOT_PREFIX):
+        return ref
+    name, options = parse_bot_ref(ref[len(BOT_PREFIX):])
+    return BOT_PREFIX + name + '?' + json.dumps(options, sort_keys=True)
 
 
 def closing_report(league, last_eval: Dict[str, dict], exp_dir: str, line: Callable[[str], None]) -> List[str]:
