@@ -7,8 +7,10 @@ analysis (:meth:`exact`). It then
 
 * writes TensorBoard scalars under ``league/``: each active player's Elo and TrueSkill mu / sigma
   (when on), its win rate against each evaluation opponent, the games it played through each
-  opponent branch, its snapshot and reset counts; and the payoff matrix as an image
-  (``league/payoff``: red 0, white 0.5, blue 1, grey unknown). They go to their own event file in
+  opponent branch, its snapshot and reset counts; and the payoff matrix as a labelled image
+  (``league/payoff``: red 0, white 0.5, blue 1, grey unknown). An evaluation's figures are stamped with
+  the env steps of the parameters it evaluated, which a delayed one (in the background, on an evaluator
+  worker) passes in. They go to their own event file in
   ``<exp>/tb`` (TensorBoard shows them with the run's other figures), only when the run logs to
   TensorBoard (``train.tensorboard``);
 * keeps the run's course (evaluations with every active player's ratings, snapshots and resets,
@@ -31,7 +33,11 @@ from sparring.framework.report_page import empty_course, load_course, ratings_no
 from sparring.league.report_page import heatmap_players
 from sparring.league.svg_chart import win_rate_rgb
 
-CELL_PIXELS = 8  # the side of one player pair in the payoff image
+CELL_PIXELS = 8  # the least side of one player pair in the payoff image (a big league's)
+MAX_CELL_PIXELS = 40  # and the most (a small league's, with its win rates written in)
+LABEL_PIXELS = 11  # the size of the image's words
+INK = (34, 34, 34)
+PAYOFF_TITLE = 'win rate, row vs column: red 0, white 0.5, blue 1, grey too few games'
 
 
 class LeagueWatch:
@@ -81,7 +87,7 @@ class LeagueWatch:
         self.course['evaluations'].append(dict(env_steps=env_steps, seconds=round(co.wall_seconds, 2), player=pid,
                                                results=report, ratings=ratings_now(self.league)))
         if self.logging:
-            self._log_league(pid, report)
+            self._log_league(pid, report, env_steps)
         self.write_report()
 
     def snapshot(self, verdict: dict) -> None:
@@ -92,7 +98,7 @@ class LeagueWatch:
         if self.logging:
             player = self.league.get_player(pid)
             self._scalars({f'league/{pid}/snapshots': player.snapshot_count,
-                           f'league/{pid}/resets': player.reset_count})
+                           f'league/{pid}/resets': player.reset_count}, self.co.env_steps)
 
     def exact(self, report: dict) -> None:
         self.course['exact'].append(dict(env_steps=self.co.env_steps, meta_exploitability=report['meta_exploitability'],
@@ -100,7 +106,9 @@ class LeagueWatch:
         self.write_report()
 
     # -- TensorBoard --------------------------------------------------------------------------------
-    def _log_league(self, pid: str, report: dict) -> None:
+    def _log_league(self, pid: str, report: dict, env_steps: int) -> None:
+        """The league's figures at ``env_steps``, those of the evaluated parameters: a delayed evaluation (in the
+        background, or on an evaluator worker) is drawn where its parameters were, not where the run is now."""
         figures = {}
         for player in self.league.active_players:
             rating = self.league.ratings.summary(player.player_id)
@@ -111,14 +119,14 @@ class LeagueWatch:
             figures[f'league/{pid}/win_rate/{oid}'] = s['win']
         for branch, games in self.branch_games[pid].items():
             figures[f'league/{pid}/branch_games/{branch}'] = games
-        self._scalars(figures)
-        self.writer().add_image('league/payoff', payoff_image(self.league), self.co.env_steps, dataformats='HWC')
+        self._scalars(figures, env_steps)
+        self.writer().add_image('league/payoff', payoff_image(self.league), env_steps, dataformats='HWC')
         self.writer().flush()
 
-    def _scalars(self, figures: Dict[str, float]) -> None:
+    def _scalars(self, figures: Dict[str, float], env_steps: int) -> None:
         writer = self.writer()
         for tag, value in figures.items():
-            writer.add_scalar(tag, float(value), self.co.env_steps)
+            writer.add_scalar(tag, float(value), env_steps)
         writer.flush()
 
     def writer(self):
@@ -171,10 +179,33 @@ def watch_for(coordinator):
 
 def payoff_image(league, max_pixels: int = 800) -> np.ndarray:
     """``[H, W, 3]`` uint8: each pair's win rate as a coloured square (row player vs column player), red 0,
-    white 0.5, blue 1, grey where too few games were played; the players of the report's heatmap."""
+    white 0.5, blue 1, grey where too few games were played; the players of the report's heatmap, each row
+    labelled with a number and the player's id, each column with the number, and the rate written in a cell
+    that has room for it. Drawn with Pillow, which TensorBoard's images need anyway."""
+    from PIL import Image, ImageDraw, ImageFont
     ids = heatmap_players(league)
     rates, games = league.payoff.matrix(ids, ids)
     known = (games > 0) & (games >= league.payoff.min_win_rate_games)
-    image = win_rate_rgb(np.where(known, rates, np.nan))
-    cell = max(1, min(CELL_PIXELS, max_pixels // max(len(ids), 1)))
-    return np.kron(np.rint(image).astype(np.uint8), np.ones((cell, cell, 1), np.uint8))
+    colours = np.rint(win_rate_rgb(np.where(known, rates, np.nan))).astype(np.uint8)
+    font = ImageFont.load_default(size=LABEL_PIXELS)
+    measure = ImageDraw.Draw(Image.new('RGB', (1, 1)))
+    labels = [f'{i}: {pid}' for i, pid in enumerate(ids)]
+    left = 8 + max((int(measure.textlength(label, font=font)) for label in labels), default=0)
+    top = 2 * (LABEL_PIXELS + 4)  # the title, then the column numbers
+    cell = max(CELL_PIXELS, min(MAX_CELL_PIXELS, (max_pixels - left) // max(len(ids), 1)))
+    width = max(left + cell * len(ids), left + int(measure.textlength(PAYOFF_TITLE, font=font))) + 4
+    image = Image.new('RGB', (width, top + cell * len(ids) + 4), 'white')
+    draw = ImageDraw.Draw(image)
+    draw.text((4, 2), PAYOFF_TITLE, fill=INK, font=font)
+    annotate = cell >= 2.5 * LABEL_PIXELS
+    for i, label in enumerate(labels):
+        y = top + cell * i
+        draw.text((4, y + (cell - LABEL_PIXELS) / 2), label, fill=INK, font=font)
+        draw.text((left + cell * i + cell / 2, top - 2), str(i), fill=INK, font=font, anchor='md')
+        for j in range(len(ids)):
+            x = left + cell * j
+            draw.rectangle((x, y, x + cell - 1, y + cell - 1), fill=tuple(int(c) for c in colours[i, j]))
+            if annotate and known[i, j]:
+                ink = 'white' if abs(rates[i, j] - 0.5) > 0.3 else INK
+                draw.text((x + cell / 2, y + cell / 2), f'{rates[i, j]:.2f}', fill=ink, font=font, anchor='mm')
+    return np.asarray(image, np.uint8)

@@ -10,8 +10,8 @@
 * rating curves against env steps: Elo, and TrueSkill mu with its sigma band when it is on;
 * the snapshot lineage: each active player's snapshots and resets along the env steps;
 * exploitability curves where the run computes them exactly;
-* results against each evaluation opponent (bots): the curves of win rates and the last evaluation, with how
-  many distinct games it played (a note names the pairs whose games repeated).
+* results against each evaluation opponent (bots): the curves of win rates with their 95 % intervals and
+  the last evaluation, with how many distinct games it played (a note names the pairs whose games repeated).
 
 ``course`` is a dict of lists recorded as the run goes (see :class:`sparring.framework.league_watch.LeagueWatch`):
 ``evaluations`` (env_steps, player, results per opponent, ratings per player), ``snapshots``
@@ -23,7 +23,8 @@ exploitability per player).
 from __future__ import annotations
 
 import html
-from typing import Any, Dict, List
+import math
+from typing import Any, Dict, List, Tuple
 
 from sparring.league.report import HEADERS, filled_columns, league_rows
 from sparring.league.svg_chart import CHART_CSS, heatmap, line_chart, timeline
@@ -207,13 +208,17 @@ def _opponents(course: Dict[str, list]) -> str:
     if not evaluations:
         return '<p class="note">No evaluation yet.</p>'
     series: Dict[str, list] = {}
+    bands: Dict[str, list] = {}
     last: Dict[str, dict] = {}
     for entry in evaluations:
         last[entry['player']] = entry
         for oid, s in entry['results'].items():
-            series.setdefault(f'{entry["player"]} vs {oid}', []).append((entry['env_steps'], s['win']))
-    chart = line_chart(series, 'Win rate against each evaluation opponent', 'env steps', 'win rate',
-                       y_range=(0.0, 1.0), width=760, x_from_zero=True)
+            name = f'{entry["player"]} vs {oid}'
+            series.setdefault(name, []).append((entry['env_steps'], s['win']))
+            bands.setdefault(name, []).append(win_rate_interval(s['win'], s['games']))
+    chart = line_chart(series, 'Win rate against each evaluation opponent (shaded: its 95 % interval over the games '
+                       'played)', 'env steps', 'win rate', y_range=(0.0, 1.0), width=760, x_from_zero=True,
+                       bands=bands)
     shown = [(pid, entry, oid, s) for pid, entry in last.items() for oid, s in entry['results'].items()]
     counted = any(s.get('distinct_games') is not None for *_, s in shown)  # evaluations of older runs did not count
     head = ('<tr><th>player</th><th>opponent</th><th>win</th><th>draw</th><th>loss</th><th>games</th>'
@@ -231,6 +236,13 @@ REPEATED_NOTE = ('<p class="note"><b>distinct games</b>: how many of the games d
                  'step by step). Greedy players in a game without chance repeat the same few games, so these rates '
                  'rest on fewer games than they count: {repeated}. <code>sparring eval RUN --sampled</code> plays '
                  'varied games.</p>')
+
+
+def win_rate_interval(rate: float, games: float) -> Tuple[float, float]:
+    """The 95 % interval of a win rate over ``games`` games (normal approximation: ``rate +- 1.96`` standard
+    errors, within [0, 1]); 100 games at a rate of one half span about +- 0.1."""
+    spread = 1.96 * math.sqrt(rate * (1.0 - rate) / games) if games > 0 else 0.5
+    return max(0.0, rate - spread), min(1.0, rate + spread)
 
 
 def _repeated_note(shown) -> str:

@@ -14,6 +14,9 @@ import numpy as np
 
 PALETTE = ('#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22',
            '#17becf')
+# Flat reference levels (the bots' ratings): a colour and a dash pattern each, unlike the players' solid lines.
+LEVEL_STYLES = (('#555555', '6 3'), ('#8c564b', '2 3'), ('#bcbd22', '10 3 2 3'), ('#17becf', '12 5'),
+                ('#e377c2', '1 3'), ('#7f7f7f', '6 2 1 2 1 2'))
 Point = Tuple[float, float]
 Mark = Tuple[float, float, str, str]  # (x, y, label, name): a dot with its label above, its name in the tooltip
 MAX_DOTS = 200  # a series with more points is drawn as a line only: its dots would hide it
@@ -113,11 +116,13 @@ class Frame:
                      f'transform="rotate(-90 12 {(self.top + bottom) / 2:.0f})">{html.escape(y_label)}</text>')
         return parts
 
-    def legend_entry(self, index: int, name: str, swatch: str) -> List[str]:
-        """The ``index``-th line of the legend, right of the plot: a swatch (its SVG attributes) and the name."""
+    def legend_entry(self, index: int, name: str, swatch: str, line: bool = False) -> List[str]:
+        """The ``index``-th line of the legend, right of the plot: a swatch (its SVG attributes: a square, or with
+        ``line`` a short stroke, as the chart draws it) and the name."""
         x, y = self.width - self.right + 10, self.top + 14 * index
-        return [f'<rect x="{x}" y="{y}" width="10" height="10" {swatch}/>',
-                f'<text x="{x + 14}" y="{y + 9}" class="tick">{html.escape(name)}</text>']
+        mark = (f'<line x1="{x - 4}" y1="{y + 5}" x2="{x + 11}" y2="{y + 5}" stroke-width="2" {swatch}/>' if line
+                else f'<rect x="{x}" y="{y}" width="10" height="10" {swatch}/>')
+        return [mark, f'<text x="{x + 14}" y="{y + 9}" class="tick">{html.escape(name)}</text>']
 
     def svg(self, parts: Sequence[str]) -> str:
         return _svg(self.width, self.height, parts)
@@ -130,7 +135,8 @@ def line_chart(series: Mapping[str, Sequence[Point]], title: str, x_label: str, 
                levels: Optional[Mapping[str, float]] = None) -> str:
     """One line per named series of ``(x, y)`` points; ``bands[name]`` (``(low, high)`` per point of the
     series) shades a spread around a line, ``marks[name]`` adds labelled dots in its colour and ``levels`` draws
-    named flat dashed lines (e.g. the reference players' ratings). Empty series are left out; no series at all:
+    named flat lines (e.g. the reference players' ratings), each in its own colour and dash pattern
+    (``LEVEL_STYLES``), its legend swatch drawn alike. Empty series are left out; no series at all:
     a note. ``x_from_zero``: the x axis starts at 0 (env steps: a run's course is read from its start)."""
     series = {name: list(points) for name, points in series.items() if points}
     if not series:
@@ -168,9 +174,11 @@ def line_chart(series: Mapping[str, Sequence[Point]], title: str, x_label: str, 
         parts += frame.legend_entry(index, name, f'fill="{stroke}"')
     for offset, (name, level) in enumerate(levels.items()):
         y = frame.y(level)
+        ink, dashes = LEVEL_STYLES[offset % len(LEVEL_STYLES)]
+        style = f'stroke="{ink}" stroke-dasharray="{dashes}"'
         parts.append(f'<line x1="{frame.left}" y1="{y:.1f}" x2="{frame.width - frame.right}" y2="{y:.1f}" '
-                     f'stroke="#888" stroke-dasharray="5 3"><title>{html.escape(name)}: {level:.4g}</title></line>')
-        parts += frame.legend_entry(len(series) + offset, name, 'fill="none" stroke="#888" stroke-dasharray="3 2"')
+                     f'stroke-width="1.5" {style}><title>{html.escape(name)}: {level:.4g}</title></line>')
+        parts += frame.legend_entry(len(series) + offset, name, style, line=True)
     return frame.svg(parts)
 
 

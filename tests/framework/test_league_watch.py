@@ -69,9 +69,7 @@ def test_payoff_image_colours_known_and_unknown_pairs(watched_run):
     from sparring.framework.player_loader import TrainedRun
     league = TrainedRun(watched_run[0]).league
     image = payoff_image(league)
-    n = len(league.roster)
-    assert image.dtype == np.uint8 and image.shape[2] == 3 and image.shape[0] == image.shape[1]
-    assert image.shape[0] % n == 0
+    assert image.dtype == np.uint8 and image.shape[2] == 3
     assert (image == 224).all(axis=-1).any()  # grey: pairs that never played
 
 

@@ -68,3 +68,19 @@ def test_pictures_are_svg_files_drawn_without_a_plotting_library(tmp_path, monke
         OneVsOneLeague().plot_ratings(str(tmp_path / 'x.svg'), system='trueskill')
     empty = ElementTree.parse(OneVsOneLeague().plot_ratings(str(tmp_path / 'empty.svg'))).getroot()
     assert 'nothing recorded yet' in ''.join(empty.itertext())
+
+
+def test_each_reference_player_has_its_own_line_style_and_legend_swatch_in_the_ratings_picture(tmp_path):
+    league = OneVsOneLeague(dict(reference_players=[dict(player_id='random', param_ref='bot:random'),
+                                                    dict(player_id='heuristic', param_ref='bot:heuristic'),
+                                                    dict(player_id='mcts', param_ref='bot:mcts')]))
+    league.update_active_player(dict(player_id='naive_sp_0', train_iteration=1))
+    league.record_eval_result('naive_sp_0', 'heuristic', ['loss'])
+    svg = '{http://www.w3.org/2000/svg}'
+    root = ElementTree.parse(league.plot_ratings(str(tmp_path / 'elo.svg'))).getroot()
+    styles = {}
+    for line in root.iter(f'{svg}line'):
+        if line.get('stroke-dasharray'):
+            styles.setdefault((line.get('stroke'), line.get('stroke-dasharray')), []).append(line.findtext(f'{svg}title'))
+    assert len(styles) == 3  # three bots, three styles
+    assert all(len(drawn) == 2 for drawn in styles.values())  # each: its level line and its legend swatch alike

@@ -40,3 +40,12 @@ def test_a_course_without_counts_shows_no_column_and_no_note():
 def test_no_note_where_every_game_differed():
     section = _page({'random': dict(win=0.5, draw=0.25, loss=0.25, games=4, distinct_games=4)})
     assert 'distinct games' in _rows(section)[0] and 'distinct of' not in section
+
+
+def test_the_win_rate_curves_carry_their_95_percent_interval():
+    from sparring.league.report_page import win_rate_interval
+    section = _page({'random': dict(win=0.5, draw=0.0, loss=0.5, games=100)})
+    assert '<polygon' in section and '95 % interval' in section
+    low, high = win_rate_interval(0.5, 100)
+    assert (round(low, 3), round(high, 3)) == (0.402, 0.598)  # 100 games: about +- 10 points
+    assert win_rate_interval(1.0, 20) == (1.0, 1.0) and win_rate_interval(0.9, 4)[1] == 1.0
