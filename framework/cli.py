@@ -29,6 +29,7 @@ the line to continue it is printed.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import runpy
@@ -192,12 +193,16 @@ def _build_parser() -> argparse.ArgumentParser:
                          help='JSON list: the old index of each new action (-1: new)')
     surgery.add_argument('--record-steps', type=int, default=64, help='env steps recorded for the report')
     surgery.add_argument('--trust-run-code', action='store_true', help=TRUST_HELP)
-    _add_use_commands(sub, debug)
+    reading = argparse.ArgumentParser(add_help=False, parents=[debug])  # the commands that look things up by name
+    reading.add_argument('--import', dest='imports', action='append', default=None, metavar='MODULE',
+                         help='import this module first (from the current folder or the import path), so that '
+                              'the envs, bots and other classes it registers can be named (repeatable)')
+    _add_use_commands(sub, reading)
     listing = sub.add_parser('list', help='what can be named in a config: registered envs, policies, models, '
-                                          'players, leagues and bots, and the ready configs', parents=[debug])
+                                          'players, leagues and bots, and the ready configs', parents=[reading])
     from sparring.framework.listing import SECTIONS
     listing.add_argument('what', nargs='?', choices=SECTIONS, default=None, help='one section (default: all)')
-    _add_check_env(sub, debug)
+    _add_check_env(sub, reading)
     return parser
 
 
@@ -278,6 +283,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             traceback.print_exc()
         text = err.args[0] if isinstance(err, KeyError) and err.args else str(err)  # a KeyError's str is a repr
         message = ' '.join(str(text).split()) or type(err).__name__
+        if 'unknown ' in message and ' Registered ' in message:  # a registry's (or the config's) unknown name
+            message += f' {_registration_hint(args.command)}'
         if not isinstance(err, (ConfigError, LeagueError, ConfigFileError)):
             message = f'{type(err).__name__}: {message}'
         hint = '' if getattr(args, 'debug', False) else ' (--debug shows the traceback)'
@@ -285,7 +292,33 @@ def main(argv: Optional[List[str]] = None) -> int:
         return USAGE_ERROR
 
 
+def _registration_hint(command: str) -> str:
+    """What to do about a name no registry knows: a user's class is registered when its module is imported."""
+    if command in ('train', 'surgery', 'worker'):
+        return ('A class of your own is registered when its module is imported: name the module in the config\'s '
+                'import_names.')
+    return ('A class of your own is registered when its module is imported: pass --import MODULE (a run records '
+            'the modules of its config\'s import_names, not those a training script imported itself).')
+
+
+def import_user_modules(names: List[str]) -> None:
+    """``--import``: the current folder made importable, then each module imported, registering its classes."""
+    if not names:
+        return
+    folder = os.getcwd()
+    make_importable(folder)
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name is None or not (name == err.name or name.startswith(err.name + '.')):
+                raise  # the module is there but imports something missing: its own message says what
+            raise ModuleNotFoundError(f'--import {name}: no module named {name!r} in the current folder ({folder}) '
+                                      f'or on the import path', name=name) from None
+
+
 def _run(args: argparse.Namespace) -> int:
+    import_user_modules(getattr(args, 'imports', None) or [])
     if args.command in ('train', 'surgery'):
         make_importable(os.path.dirname(os.path.abspath(args.config)))
     if args.command == 'train':

@@ -2,7 +2,8 @@
 bots, each with the first line of its docstring) and the ready configs under ``dizoo/*/config/``.
 
 Registries fill by import, so the built-in modules are imported first; a user's own modules appear once
-something imports them (a config's ``import_names``), which is why the listing says so at its end.
+something imports them (``sparring list --import MODULE``, a config's ``import_names``), which is why the
+listing says so at its end.
 """
 from __future__ import annotations
 
@@ -74,5 +75,6 @@ def listing(section: Optional[str] = None) -> str:
         lines = [f'{name}:'] + [f'  {key.ljust(width)}  {summary}'.rstrip() for key, summary in entries]
         blocks.append('\n'.join(lines))
     if section != 'configs':
-        blocks.append('(your own classes appear once their module is imported: list it in a config\'s import_names)')
+        blocks.append('(your own classes appear once their module is imported: sparring list --import MODULE; a '
+                      'run imports the modules of its config\'s import_names)')
     return '\n\n'.join(blocks)

@@ -20,8 +20,8 @@ from typing import Dict, List, Optional, Type, Union
 from sparring.config.schema import ConfigError
 from sparring.framework.messaging import make_security
 from sparring.framework.worker_arguments import add_worker_arguments
-from sparring.worker.remote.base import (EXIT_COMMANDER_LOST, EXIT_ID_HELD, EXIT_ORPHANED, CommanderLost, IdHeld,
-                                         SessionExpired, process_gone)
+from sparring.worker.remote.base import (EXIT_CANNOT_JOIN, EXIT_COMMANDER_LOST, EXIT_ID_HELD, EXIT_ORPHANED, CannotJoin,
+                                         CommanderLost, IdHeld, SessionExpired, process_gone)
 from sparring.worker.remote.collector import CollectorWorker
 from sparring.worker.remote.evaluator import EvaluatorWorker
 from sparring.worker.remote.inference import InferenceWorker
@@ -85,6 +85,9 @@ def run_worker(args: argparse.Namespace) -> int:
         except IdHeld as err:  # not this worker's fault: its launcher starts it again without counting a failure
             log.error('%s', err)
             return EXIT_ID_HELD
+        except CannotJoin as err:
+            log.error('%s', err)
+            return EXIT_CANNOT_JOIN
         except (CommanderLost, SessionExpired) as err:
             if time.monotonic() >= give_up:
                 log.error('%s', err)

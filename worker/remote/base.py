@@ -34,11 +34,17 @@ log = logging.getLogger('sparring.worker')
 EXIT_COMMANDER_LOST = 3
 EXIT_ORPHANED = 4
 EXIT_ID_HELD = 5  # another live worker held this worker's id for as long as it tried to register
+EXIT_CANNOT_JOIN = 6  # the worker lacks what the run needs (a module of its import_names) and left
 FIRST_ATTEMPT_SECONDS = 2.0  # a request's first wait for its reply; replies come within milliseconds
 
 
 class CommanderLost(RuntimeError):
     """The commander did not answer within the worker timeout."""
+
+
+class CannotJoin(RuntimeError):
+    """The worker cannot take part in the run it registered with (a module of the run's ``import_names`` does not
+    import where it runs); it has said goodbye, so the commander frees its place at once."""
 
 
 class SessionExpired(RuntimeError):
@@ -107,7 +113,13 @@ class Worker:
         self.index = info['index']
         self.player_ids = info['player_ids']
         registry.ensure_builtins()
-        registry.import_modules(self.cfg.import_names)
+        try:
+            registry.import_modules(self.cfg.import_names)
+        except ImportError as err:
+            self.goodbye()  # leave now: the commander would otherwise wait out the worker timeout
+            raise CannotJoin(f'{self.worker_id}: {err}; a worker imports the run\'s import_names, so each must be '
+                             f'importable where the worker runs (on its PYTHONPATH, as where the run started); this '
+                             f'worker left the run') from None
         set_torch_threads(self.cfg.torch_threads)
         # Global RNGs differ per worker (and from the commander's); the envs and policies get their own seeds.
         seed_everything(worker_rng_seed(self.cfg.seed, self.index))
@@ -299,7 +311,8 @@ class PlayerPolicies:
     def __init__(self, worker: Worker, seed: int) -> None:
         self.worker = worker
         self.seed = seed
-        self.pool = PolicyPool(RemoteParamStore(worker), worker.observation_space, worker.action_space, seed=seed)
+        self.pool = PolicyPool(RemoteParamStore(worker), worker.observation_space, worker.action_space, seed=seed,
+                               env_cfg=worker.cfg.env)
         self.policies = {}
 
     def get(self, player_id: str, refresh: bool = False):
