@@ -18,7 +18,7 @@ class LivePolicies:
         self.commander = commander
         cfg = commander.cfg
         self.pool = PolicyPool(commander.coordinator.store, commander.observation_space, commander.action_space,
-                               seed=cfg.seed if pool_seed is None else pool_seed)
+                               seed=cfg.seed if pool_seed is None else pool_seed, env_cfg=cfg.env)
         self._live: Dict[str, Tuple[int, Policy]] = {}  # player -> (version, policy)
 
     def get(self, ref: str):

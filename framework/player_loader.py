@@ -86,7 +86,8 @@ class TrainedRun:
         """A policy pool over the run's store (bots seeded from ``seed``, the run's seed by default)."""
         if self._pool is None or (seed is not None and seed != self._pool.seed):
             obs_space, act_space = self.spaces()
-            self._pool = PolicyPool(self.store, obs_space, act_space, seed=self.cfg.seed if seed is None else seed)
+            self._pool = PolicyPool(self.store, obs_space, act_space, seed=self.cfg.seed if seed is None else seed,
+                                    env_cfg=self.cfg.env)
         return self._pool
 
     # -- one player's policy --------------------------------------------------------------------

@@ -56,7 +56,7 @@ class SerialRun:
         self.store = self.coordinator.store
         self.player_ids: List[str] = self.coordinator.player_ids
         obs_space, act_space = self.kind.spaces()
-        self.pool = PolicyPool(self.store, obs_space, act_space, seed=cfg.seed)
+        self.pool = PolicyPool(self.store, obs_space, act_space, seed=cfg.seed, env_cfg=cfg.env)
         per_player_budget = max(1, cfg.train.max_env_steps // len(self.player_ids))
         # A resumed run's envs start new episodes, seeded by how far the run got: they neither replay
         # the first episodes nor depend on anything but the seed and the checkpoint.

@@ -1,8 +1,9 @@
 """Fixed, non-learning opponents ("bots") behind the ``Policy`` interface, and the generic random bot.
 
-A bot is built like a policy, ``Bot(cfg, observation_space, action_space, seed=0)``, where
-``cfg`` holds keys of its ``default_config()`` (missing ones take the defaults). ``act`` returns
-the chosen actions with zero log-probabilities and values; bots have no parameters
+A bot is built like a policy, ``Bot(cfg, observation_space, action_space, seed=0, env=None)``, where
+``cfg`` holds keys of its ``default_config()`` (missing ones take the defaults) and ``env`` is the
+run's ``env`` config section (the game's options, e.g. a board's ``rows``), kept as ``self.env_cfg``.
+``act`` returns the chosen actions with zero log-probabilities and values; bots have no parameters
 (``get_params() == {}``, ``version == 0``) and do not learn.
 
 Conventions shared by every bot:
@@ -18,12 +19,15 @@ Conventions shared by every bot:
   env clips to the box.
 
 Subclasses implement ``_choose(obs, action_mask) -> actions`` for rows with a legal action and
-register under ``BOT_REGISTRY``.
+register under ``BOT_REGISTRY`` (``@BOT_REGISTRY.register('name')``); a config then names them
+``'bot:name'``, with options in query form, ``'bot:name?depth=2&greedy=true'`` (:func:`parse_bot_ref`).
+A subclass that overrides ``__init__`` takes and passes on the same arguments, and raises
+``ValueError`` with one line naming what it expected where the game is not one it plays.
 """
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional, Tuple, cast
+from typing import Any, Dict, Mapping, Optional, Tuple, cast
 
 import gymnasium as gym
 import numpy as np
@@ -54,7 +58,23 @@ def action_kind(space: gym.Space) -> Optional[str]:
 
 
 class Bot(Policy):
-    """Base class of fixed opponents (module docstring); ``Discrete`` action spaces unless ``action_kinds`` says more."""
+    """Base class of fixed opponents: a subclass chooses actions in :meth:`_choose`.
+
+    Parameters:
+        cfg: the bot's options, keys of :meth:`default_config` (from a reference's ``?key=value`` part);
+            missing keys take the defaults, unknown ones and wrong types raise :class:`ConfigError`.
+        observation_space: one seat's observations, a ``Box``.
+        action_space: ``Discrete(n)`` from 0, or a ``Box`` when ``action_kinds`` includes ``'continuous'``;
+            another raises ``ValueError``.
+        seed: the seed of the bot's own random generator, ``self.rng`` (random play, tie-breaks).
+        env: the run's ``env`` config section, the game's options as configured (``--set env.rows=4``
+            included), kept as ``self.env_cfg`` (``{}`` when the bot is built outside a run).
+
+    Class attributes: ``action_kinds`` (the action spaces it plays, of ``ACTION_KINDS``; ``('discrete',)``
+    by default) and ``config_constraints`` (checks of its options, as a config section's).
+    After construction: ``name`` (its registered name), ``cfg``, ``env_cfg``, ``rng``, ``continuous``,
+    ``num_actions`` (``Discrete``) or ``action_shape`` (``Box``), ``obs_shape``.
+    """
 
     config_constraints: dict = {}
     #: the action spaces this bot plays (ACTION_KINDS)
@@ -62,12 +82,14 @@ class Bot(Policy):
 
     @classmethod
     def default_config(cls) -> dict:
+        """The bot's options and their defaults (none for the base class)."""
         return {}
 
     def __init__(self, cfg: Optional[dict], observation_space: gym.Space, action_space: gym.Space,
-                 seed: int = 0) -> None:
+                 seed: int = 0, env: Optional[Mapping[str, Any]] = None) -> None:
         name = getattr(type(self), 'registry_name', type(self).__name__)
         self.name = name
+        self.env_cfg: Dict[str, Any] = dict(env or {})
         super().__init__(self._complete_config(cfg), observation_space, action_space, seed)
         kind = action_kind(action_space)
         if kind not in self.action_kinds:
@@ -121,8 +143,17 @@ class Bot(Policy):
         return ActOutput(actions, zeros, zeros.copy(), None)
 
     def _choose(self, obs: np.ndarray, action_mask: Optional[np.ndarray]) -> np.ndarray:
-        """Actions ``[N]`` for observations whose mask rows each allow at least one action; in a continuous
-        game (``action_mask`` None) actions ``[N, *action_shape]``."""
+        """The actions of a batch: what a subclass implements.
+
+        Parameters:
+            obs: ``[N, *obs_shape]``, the observations of seats that are to move (each from its own
+                perspective); :meth:`act` leaves out the rows of seats that are not.
+            action_mask: ``[N, A]`` bool, each row allowing at least one action (``Discrete`` games);
+                None in a continuous game.
+
+        Returns ``[N]`` action indices (``Discrete``), or ``[N, *action_shape]`` floats (``Box``, clipped by
+        the env).
+        """
         raise NotImplementedError
 
     def value(self, obs: np.ndarray, state: Any = None) -> np.ndarray:
@@ -151,12 +182,22 @@ class Bot(Policy):
 
 @BOT_REGISTRY.register('random')
 class RandomBot(Bot):
-    """Uniform over the legal actions of a ``Discrete`` space, or over a ``Box`` with finite bounds."""
+    """Uniform over the legal actions of a ``Discrete`` space, or over a ``Box`` with finite bounds.
+
+    Parameters (those of :class:`Bot`):
+        cfg: no options; ``{}`` or None.
+        observation_space: one seat's observations (a ``Box``; not read).
+        action_space: ``Discrete(n)`` from 0, or a ``Box`` whose ``low`` and ``high`` are finite (an unbounded
+            one raises ``ValueError``).
+        seed: the seed of its draws: the same seed plays the same moves in the same positions.
+        env: the run's ``env`` section (not needed: any game's legal moves are its mask's).
+    """
 
     action_kinds = ACTION_KINDS
 
-    def __init__(self, cfg, observation_space: gym.Space, action_space: gym.Space, seed: int = 0) -> None:
-        super().__init__(cfg, observation_space, action_space, seed)
+    def __init__(self, cfg, observation_space: gym.Space, action_space: gym.Space, seed: int = 0,
+                 env: Optional[Mapping[str, Any]] = None) -> None:
+        super().__init__(cfg, observation_space, action_space, seed, env)
         if self.continuous:
             box = cast(gym.spaces.Box, action_space)
             if not (np.isfinite(box.low).all() and np.isfinite(box.high).all()):

@@ -179,7 +179,8 @@ def _build(cfg_dict: dict, player_ids: list, seed_shift: int):
     observation_space, action_space = kind.spaces()
     # Seeded as the parallel mode's evaluator worker is, so both modes evaluate alike.
     seed = cfg.seed + LEAGUE_EVAL_SEED_OFFSET
-    pool = PolicyPool(ParamStore(os.path.join(cfg.exp_name, 'params')), observation_space, action_space, seed=seed)
+    pool = PolicyPool(ParamStore(os.path.join(cfg.exp_name, 'params')), observation_space, action_space, seed=seed,
+                      env_cfg=cfg.env)
     evaluation = kind.evaluation(seed_shift=seed_shift)
     policies: Dict[str, object] = {}
     policy_cls = POLICY_REGISTRY.get(cfg.policy.type)

@@ -282,7 +282,8 @@ class RemotePlayerPolicies:
         self.shell_cfg = copy.deepcopy(worker.cfg.policy)
         self.shell_cfg.collect.device = 'cpu'
         self.pool = RemotePolicyPool(lambda: self._shell(seed), client, RemoteParamStore(worker),
-                                     worker.observation_space, worker.action_space, seed=seed)
+                                     worker.observation_space, worker.action_space, seed=seed,
+                                     env_cfg=worker.cfg.env)
         self.policies: Dict[str, RemoteActingPolicy] = {}
 
     def get(self, player_id: str, refresh: bool = False) -> RemoteActingPolicy:

@@ -10,7 +10,10 @@ it (so a snapshot stays playable after its parent's network changes shape), in m
 * a *live* reference (an active player's own, registered with :meth:`PolicyPool.add_live`) is
   the learner's policy itself, so self-play always uses the newest parameters;
 * ``'bot:<name>'`` is a bot from ``BOT_REGISTRY`` (fixed opponents and reference players), options
-  in query form: ``'bot:connect_four_mcts?num_simulations=1000'``;
+  in query form: ``'bot:connect_four_mcts?num_simulations=1000'``, built with the run's ``env`` section
+  (``env_cfg``) so that it plays the game as configured; a bot that refuses the game or its options (a
+  ``ValueError`` from its constructor, ``ConfigError`` included) raises a one-line :class:`ConfigError`
+  naming the reference;
 * anything else is a frozen policy built from the store, cached; one stored before a surgery
   changed the env's observations or actions plays through its adapter. Like every policy that only
   acts, it is built on ``policy.collect.device`` (the CPU by default), never on the learner's device.
@@ -29,6 +32,7 @@ from easydict import EasyDict
 
 from sparring.config.compile import to_plain
 from sparring.config.registry import BOT_REGISTRY, POLICY_REGISTRY
+from sparring.config.schema import ConfigError
 from sparring.policy.base import Policy
 from sparring.policy.bot import parse_bot_ref
 from sparring.worker.state_file import StateFileError, load_state_file, save_state_file
@@ -85,8 +89,9 @@ class ParamStore:
 
 class PolicyPool:
     def __init__(self, store: ParamStore, observation_space: gym.Space, action_space: gym.Space,
-                 seed: int = 0, max_cached: int = 64) -> None:
+                 seed: int = 0, max_cached: int = 64, env_cfg: Optional[dict] = None) -> None:
         self.store = store
+        self.env_cfg = env_cfg  # the run's env section, passed to every bot
         self.observation_space = observation_space
         self.action_space = action_space
         self.seed = seed
@@ -106,7 +111,11 @@ class PolicyPool:
                 # Each bot gets its own seeded RNG, derived from the run's seed and its name.
                 seed = (self.seed + zlib.crc32(ref.encode())) % 2 ** 31
                 name, options = parse_bot_ref(ref[len(BOT_PREFIX):])
-                self._bots[ref] = BOT_REGISTRY.get(name)(options, self.observation_space, self.action_space, seed=seed)
+                try:
+                    self._bots[ref] = BOT_REGISTRY.get(name)(options, self.observation_space, self.action_space,
+                                                             seed=seed, env=self.env_cfg)
+                except ValueError as err:  # ConfigError included: the bot refuses this game or its options
+                    raise ConfigError(f'{ref}: {" ".join(str(err).split())}') from err
             return self._bots[ref]
         if ref in self._frozen:
             self._frozen.move_to_end(ref)

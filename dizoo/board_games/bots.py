@@ -2,7 +2,7 @@
 
 Both read the env's own-perspective observation (own stones, opponent stones, to-move plane)
 back into bitboards, so they play either seat and any board size the env is configured with
-(``win_length`` is a bot option, since an observation does not show it).
+(``win_length``, the line that wins, comes from the run's env section, or from a bot option, since an observation does not show it).
 
 * Heuristic (vectorised over the batch): win now if possible, else block the opponent's
   immediate win, else prefer the cell with most winning lines through it (the centre); seeded
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparring.config.schema import in_range, of_type
+from sparring.config.schema import all_of, in_range, of_type
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.mcts import LockstepUCT
 from sparring.dizoo.board_games.mcts_reference import SequentialUCT
@@ -33,19 +33,23 @@ from sparring.policy.bot import Bot, choose_best
 
 
 class LineGameBot(Bot):
-    """A bot for a k-in-a-row game; the board geometry comes from the spaces and ``win_length``."""
+    """A bot for a k-in-a-row game; the board geometry comes from the spaces and the line length from the
+    ``win_length`` option, else the env's ``win_length``, else the game's usual one (``usual_win_length``)."""
 
     gravity = False
-    config_constraints = {'win_length': in_range(2, None)}
+    usual_win_length = 3
+    config_constraints = {'win_length': all_of(of_type(int, allow_none=True), in_range(2, None, allow_none=True))}
 
     @classmethod
     def default_config(cls) -> dict:
         return dict(
-            win_length=3,  # stones in a row that win: the game's env.win_length
+            win_length=None,  # stones in a row that win; None: the env's win_length, as the run configured it
         )
 
-    def __init__(self, cfg, observation_space, action_space, seed: int = 0) -> None:
-        super().__init__(cfg, observation_space, action_space, seed)
+    def __init__(self, cfg, observation_space, action_space, seed: int = 0, env=None) -> None:
+        super().__init__(cfg, observation_space, action_space, seed, env)
+        if self.cfg['win_length'] is None:
+            self.cfg['win_length'] = int(self.env_cfg.get('win_length') or self.usual_win_length)
         if len(self.obs_shape) != 3 or self.obs_shape[0] != 3:
             raise ValueError(f'bot {self.name!r}: observation shape {self.obs_shape}; expected (3, rows, cols) '
                              f'planes of a board game')
@@ -115,8 +119,8 @@ class LineGameMCTSBot(LineGameBot):
     config_constraints = dict(LineGameBot.config_constraints, num_simulations=in_range(1, None),
                               exploration=in_range(0.0, None))
 
-    def __init__(self, cfg, observation_space, action_space, seed: int = 0) -> None:
-        super().__init__(cfg, observation_space, action_space, seed)
+    def __init__(self, cfg, observation_space, action_space, seed: int = 0, env=None) -> None:
+        super().__init__(cfg, observation_space, action_space, seed, env)
         search_args = (self.geometry, self.cfg['num_simulations'], self.cfg['exploration'], self.rng)
         self.lockstep_search, self.sequential_search = LockstepUCT(*search_args), SequentialUCT(*search_args)
 
@@ -134,10 +138,7 @@ class TicTacToeHeuristicBot(LineGameHeuristicBot):
 @BOT_REGISTRY.register('connect_four_heuristic')
 class ConnectFourHeuristicBot(LineGameHeuristicBot):
     gravity = True
-
-    @classmethod
-    def default_config(cls) -> dict:
-        return dict(super().default_config(), win_length=4)
+    usual_win_length = 4
 
 
 @BOT_REGISTRY.register('tictactoe_mcts')
@@ -148,10 +149,7 @@ class TicTacToeMCTSBot(LineGameMCTSBot):
 @BOT_REGISTRY.register('connect_four_mcts')
 class ConnectFourMCTSBot(LineGameMCTSBot):
     gravity = True
-
-    @classmethod
-    def default_config(cls) -> dict:
-        return dict(super().default_config(), win_length=4)
+    usual_win_length = 4
 
 
 @BOT_REGISTRY.register('connect_four_perfect')
@@ -177,8 +175,8 @@ class ConnectFourPerfectBot(LineGameBot):
                               max_nodes=in_range(0, None), fallback_depth=in_range(0, None),
                               table_bits=in_range(18, 31))
 
-    def __init__(self, cfg, observation_space, action_space, seed: int = 0) -> None:
-        super().__init__(cfg, observation_space, action_space, seed)
+    def __init__(self, cfg, observation_space, action_space, seed: int = 0, env=None) -> None:
+        super().__init__(cfg, observation_space, action_space, seed, env)
         cfg = self.cfg
         # The depth-limited search reads no table: the graded bot keeps the smallest one, not 42 MB.
         self.solver = Solver(self.geometry.cols, self.geometry.rows,

@@ -195,9 +195,10 @@ class GuidedSearchPlayer(LineGameBot):
     config_constraints = dict(LineGameBot.config_constraints, num_simulations=in_range(1, None),
                               c_puct=in_range(0.0, None, open_lo=True))
 
-    def __init__(self, cfg, observation_space, action_space, guide, gravity: bool, seed: int = 0) -> None:
+    def __init__(self, cfg, observation_space, action_space, guide, gravity: bool, seed: int = 0, env=None) -> None:
         self.gravity = gravity
-        super().__init__(cfg, observation_space, action_space, seed)
+        self.usual_win_length = 4 if gravity else 3
+        super().__init__(cfg, observation_space, action_space, seed, env)
         for method in ('action_probabilities', 'value'):
             if not callable(getattr(guide, method, None)):
                 raise TypeError(f'guided search: the player {type(guide).__name__} has no {method}(); expected a '

@@ -48,8 +48,8 @@ class OpenSpielMCTSBot(Bot):
         'max_memory_mb': in_range(1, None),
     }
 
-    def __init__(self, cfg, observation_space, action_space, seed: int = 0) -> None:
-        super().__init__(cfg, observation_space, action_space, seed)
+    def __init__(self, cfg, observation_space, action_space, seed: int = 0, env=None) -> None:
+        super().__init__(cfg, observation_space, action_space, seed, env)
         self.pyspiel = require_pyspiel()
         self._movers_states: Optional[list] = None  # the states of the rows ``_choose`` is given
 

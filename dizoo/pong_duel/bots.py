@@ -36,8 +36,8 @@ class PongTrackerBot(Bot):
     config_constraints = {'reaction': in_range(0.0, 1.0), 'dead_zone': in_range(0.0, None),
                           'gain': in_range(0.0, None, open_lo=True)}
 
-    def __init__(self, cfg, observation_space, action_space, seed: int = 0) -> None:
-        super().__init__(cfg, observation_space, action_space, seed)
+    def __init__(self, cfg, observation_space, action_space, seed: int = 0, env=None) -> None:
+        super().__init__(cfg, observation_space, action_space, seed, env)
         # Extra features (``extra_features=True``) come after OBS_FIELDS, which the bot reads.
         actions_fit = self.action_shape == (1,) if self.continuous else self.num_actions == 3
         if len(self.obs_shape) != 1 or self.obs_shape[0] < len(OBS_FIELDS) or not actions_fit:

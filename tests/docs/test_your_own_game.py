@@ -26,7 +26,7 @@ CONFIG = '''config = dict(
     policy=dict(type='ppo', model=dict(hidden_sizes=[32]), collect=dict(n_steps=8),
                 learn=dict(epochs=2, num_minibatches=2, lr=1e-2)),
     league=dict(type='one_vs_one'),
-    battle=dict(eval_opponents=['bot:random'], eval_deterministic=True),
+    battle=dict(eval_deterministic=True),  # evaluated against the random bot, the default reference player
     train=dict(max_env_steps=640, eval_every_iters=0, progress_bar=False, tensorboard=False),
 )
 '''
