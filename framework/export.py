@@ -14,7 +14,9 @@ and returns
   ``[N, D]`` (Box actions: the Gaussian policy; a SAC player's is squashed by tanh into the action
   bounds, ``low + (tanh(u) + 1) (high - low) / 2``),
 * ``value`` ``[N]`` (a DQN player: the best legal action's Q value; a SAC player: its critics' value),
-* ``state_h_out``, ``state_c_out`` (LSTM players: the state for the next step).
+* ``state_h_out``, ``state_c_out`` (LSTM players: the state for the next step),
+* ``action`` ``[N, D]`` (Box actions, last): the greedy action as the env takes it, inside the bounds: a PPO
+  player's mean clipped to them (the env clips what it is given), a SAC player's mean squashed into them.
 
 The observation normaliser, when the policy has one, is inside the network. ONNX needs the
 ``onnx`` package (``pip install sparring[export]``); TorchScript needs only torch.
@@ -42,6 +44,9 @@ ONNX_OPSET = 17
 class ExportedPolicy(torch.nn.Module):
     """A policy's network with plain tensors in and out (see the module docstring for the names)."""
 
+    low: torch.Tensor  # a Box player's action bounds (buffers)
+    high: torch.Tensor
+
     def __init__(self, policy: Policy) -> None:
         super().__init__()
         if not hasattr(policy, 'net'):
@@ -56,6 +61,10 @@ class ExportedPolicy(torch.nn.Module):
         self.continuous = isinstance(policy.action_space, gym.spaces.Box)
         self.observation_space = policy.observation_space
         self.num_actions = 0 if self.continuous else int(cast(gym.spaces.Discrete, policy.action_space).n)
+        if self.continuous:  # the bounds, for the greedy action as the env takes it
+            box = cast(gym.spaces.Box, policy.action_space)
+            self.register_buffer('low', torch.as_tensor(box.low.reshape(-1), dtype=torch.float32))
+            self.register_buffer('high', torch.as_tensor(box.high.reshape(-1), dtype=torch.float32))
 
     def input_names(self) -> List[str]:
         names = ['obs'] + ([] if self.continuous else ['action_mask'])
@@ -63,9 +72,21 @@ class ExportedPolicy(torch.nn.Module):
 
     def output_names(self) -> List[str]:
         names = ['action_mean', 'action_log_std'] if self.continuous else ['action_probs']
-        return names + ['value'] + (['state_h_out', 'state_c_out'] if self.recurrent else [])
+        return (names + ['value'] + (['state_h_out', 'state_c_out'] if self.recurrent else [])
+                + (['action'] if self.continuous else []))
 
     def forward(self, obs: torch.Tensor, *rest: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        outputs = self._outputs(obs, *rest)
+        if not self.continuous:
+            return outputs
+        mean = outputs[0]
+        if self.own_outputs:  # a SAC player's mean is before its tanh squash into the bounds
+            action = self.low + (torch.tanh(mean) + 1.0) * (self.high - self.low) / 2.0
+        else:  # a PPO player's Gaussian lives on the whole line; the env clips its draws to the bounds
+            action = torch.minimum(torch.maximum(mean, self.low), self.high)
+        return outputs + (action,)
+
+    def _outputs(self, obs: torch.Tensor, *rest: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         mask = None if self.continuous else rest[0]
         state = tuple(rest[-2:]) if self.recurrent else None
         if self.own_outputs:

@@ -117,10 +117,11 @@ def _exported_gaussian_agrees(policy, path):
     obs = env.reset().obs[:, 0]
     module = torch.jit.load(str(path))
     with torch.no_grad():
-        mean, log_std, value = (t.numpy() for t in module(torch.as_tensor(obs)))
+        mean, log_std, value, action = (t.numpy() for t in module(torch.as_tensor(obs)))
     np.testing.assert_allclose(mean, policy.act(obs, deterministic=True).action, atol=1e-5)
     np.testing.assert_allclose(log_std, np.broadcast_to(policy.model.log_std.detach().numpy(), (6, 1)), atol=1e-6)
     np.testing.assert_allclose(value, policy.value(obs), atol=1e-5)
+    np.testing.assert_allclose(action, np.clip(mean, -1.0, 1.0), atol=1e-6)  # what the env takes
 
 
 def test_a_box_player_exports_its_gaussian(tmp_path):
@@ -130,8 +131,21 @@ def test_a_box_player_exports_its_gaussian(tmp_path):
     policy.net.normalizer.update(torch.randn(64, 7) * 0.3 + 0.2)  # the normaliser goes into the file too
     out = tmp_path / 'player.pt'
     info = export_policy(policy, str(out), 'torchscript')
-    assert info['inputs'] == ['obs'] and info['outputs'] == ['action_mean', 'action_log_std', 'value']
+    assert info['inputs'] == ['obs'] and info['outputs'] == ['action_mean', 'action_log_std', 'value', 'action']
     _exported_gaussian_agrees(policy, out)
+
+
+def test_a_box_players_exported_action_is_inside_the_bounds_its_mean_is_not(tmp_path):
+    env = make_battle_env(dict(type='pong_duel', continuous=True), 1, 0)
+    cfg = compile_section('policy', dict(type='ppo', model=dict(hidden_sizes=[16])))
+    policy = POLICY_REGISTRY.get('ppo')(cfg, env.observation_space, env.action_space, seed=0)
+    with torch.no_grad():
+        policy.model.policy_head.bias.fill_(4.46)  # a trained mean beyond the paddle's top speed
+    info = export_policy(policy, str(tmp_path / 'player.pt'), 'torchscript')
+    obs = torch.zeros(3, 7)
+    with torch.no_grad():
+        outputs = dict(zip(info['outputs'], torch.jit.load(info['path'])(obs)))
+    assert (outputs['action_mean'] > 1.0).all() and (outputs['action'] == 1.0).all()
 
 
 @pytest.mark.slow
@@ -139,7 +153,7 @@ def test_the_trained_box_player_of_a_league_run_exports(continuous_run, tmp_path
     exp, _ = continuous_run
     out = tmp_path / 'player.pt'
     info = export_player(str(exp), str(out), 'torchscript')
-    assert info['player'] == 'naive_sp_0' and info['outputs'] == ['action_mean', 'action_log_std', 'value']
+    assert info['player'] == 'naive_sp_0' and info['outputs'] == ['action_mean', 'action_log_std', 'value', 'action']
     _exported_gaussian_agrees(TrainedRun(str(exp)).policy(info['player']), out)
 
 

@@ -20,14 +20,15 @@ def test_exported_sac_player_gives_its_gaussian_or_its_masked_probabilities(tmp_
     obs = np.random.default_rng(0).standard_normal((6, 3)).astype(np.float32)
     box = _policy(gym.spaces.Box(-2.0, 2.0, (2,), np.float32))
     info = export_policy(box, str(tmp_path / 'box.pt'), 'torchscript')
-    assert info['outputs'] == ['action_mean', 'action_log_std', 'value']
+    assert info['outputs'] == ['action_mean', 'action_log_std', 'value', 'action']
     with torch.no_grad():
-        mean, log_std, value = torch.jit.load(info['path'])(torch.as_tensor(obs))
+        mean, log_std, value, action = torch.jit.load(info['path'])(torch.as_tensor(obs))
         want_mean, want_log_std = box.model.gaussian(box.net.features(torch.as_tensor(obs)))
     torch.testing.assert_close(mean, want_mean)
     torch.testing.assert_close(log_std, want_log_std)
     deterministic = box.act(obs, deterministic=True).action  # the mean squashed into the bounds
     np.testing.assert_allclose(deterministic, 2.0 * np.tanh(mean.numpy()), atol=1e-6)
+    np.testing.assert_allclose(action.numpy(), deterministic, atol=1e-6)  # the greedy action, as the env takes it
     assert value.shape == (6,)
 
     discrete = _policy(gym.spaces.Discrete(4))
