@@ -1,8 +1,9 @@
 """Reference bots for tic-tac-toe and connect four: a one-ply heuristic and UCT Monte-Carlo tree search.
 
 Both read the env's own-perspective observation (own stones, opponent stones, to-move plane)
-back into bitboards, so they play either seat and any board size the env is configured with
-(``win_length``, the line that wins, comes from the run's env section, or from a bot option, since an observation does not show it).
+back into bitboards, so they play either seat and any board size the env is configured with; the line
+that wins (``win_length``), which an observation does not show, comes from the run's env section or a
+bot option.
 
 * Heuristic (vectorised over the batch): win now if possible, else block the opponent's
   immediate win, else prefer the cell with most winning lines through it (the centre); seeded
