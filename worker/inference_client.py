@@ -14,6 +14,13 @@ fetch parameters) asks the newest version, and every forward pass of the chunk n
 forward-pass worker no longer hold it (it was restarted), the policy syncs again and goes on with the newer
 version; the chunk keeps the version it started with, so its staleness is overstated, never understated.
 
+A request the forward-pass worker refuses for another reason (an error reply: its checks found the request
+wrong, or its pass failed) is that request's failure, not the collector's: it is sent once more (another
+sender's request may have failed the pass it was in), and refused again, the policy acts locally, with a network
+holding the reference's parameters (``local``: the collector's own copy, fetched from the commander on first
+need) and its own draws as ever, until its next :meth:`RemoteActingPolicy.sync`. Without ``local`` the refusal is
+raised.
+
 :class:`ForwardClient` sends requests to the run's forward-pass workers: one at a time, to the first that
 answers; a worker that does not answer within ``attempt_seconds`` is left for the next (a killed one is
 restarted at a new address, re-read from the address files: a failed address is tried again only when no
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import logging
 import time
 from collections import OrderedDict
@@ -32,10 +40,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from sparring.config.registry import POLICY_REGISTRY
-from sparring.worker.inference_forward import (ForwardOut, act_from_forward, forwards_remotely,
+from sparring.worker.inference_forward import (ForwardOut, act_from_forward, forward_rows, forwards_remotely,
                                                probabilities_from_forward)
 from sparring.worker.policy_pool import BOT_PREFIX, PolicyPool
-from sparring.worker.remote.base import RemoteParamStore
+from sparring.worker.remote.base import PlayerPolicies, RemoteParamStore
 from sparring.worker.remote.inference_protocol import (INFERENCE_PROTOCOL, MAX_ROWS, MAX_SEGMENTS, STATE_NAMES,
                                                        segment_array, segment_obs)
 from sparring.worker.remote.transport import RequestClient
@@ -120,18 +128,30 @@ class ForwardClient:
             self.client = None
 
 
+def refused(err: MessageError) -> bool:
+    """Whether an error raised by a request is the forward-pass worker refusing that request (retried, then acted
+    on locally), rather than a version it no longer holds (synced again) or keys it does not share (raised)."""
+    return err.reason not in ('version', 'unauthenticated')
+
+
 class RemoteActingPolicy:
     """A policy for collectors whose forward pass runs on a forward-pass worker (see the module).
 
     Anything else a collector asks of a policy (``recurrent``, ``initial_state``, ``needs_next_obs``, its
-    config) is the shell's."""
+    config) is the shell's. ``local`` (optional) returns a network holding this reference's parameters, to act
+    with when the forward-pass worker refuses a request twice."""
 
-    def __init__(self, shell, ref: str, client: ForwardClient) -> None:
+    def __init__(self, shell, ref: str, client: ForwardClient, local: Optional[Callable[[], object]] = None) -> None:
         self.shell = shell
         self.ref = ref
         self.client = client
+        self.local = local
         self._version: Optional[int] = None
         self.resyncs = 0
+        self.refusals = 0  # requests the forward-pass worker refused (not for their version)
+        self.local_forwards = 0  # forward passes made here after a refusal
+        self.acting_locally = False  # until the next sync: the forward-pass worker refused this reference twice
+        self._local_network = None  # what acts meanwhile, asked of ``local`` once per chunk
 
     def __getattr__(self, name):
         return getattr(self.shell, name)
@@ -144,17 +164,61 @@ class RemoteActingPolicy:
 
     def sync(self) -> int:
         """Pin the newest version for what follows (the next chunk)."""
-        self._version = int(self.client.request('sync', dict(ref=self.ref)).body['version'])
+        self.acting_locally, self._local_network = False, None
+        for attempt in range(2):
+            try:
+                self._version = int(self.client.request('sync', dict(ref=self.ref)).body['version'])
+                return self._version
+            except MessageError as err:
+                if not refused(err):
+                    raise
+                self._refused(err, attempt)
+        self.acting_locally = True  # refused twice (and acting locally is possible): this chunk acts here
+        self._version = int(self._local().version)
         return self._version
 
+    def _refused(self, err: MessageError, attempt: int) -> None:
+        """Count a refusal; the second of one request is raised unless this policy can act locally."""
+        self.refusals += 1
+        if attempt and self.local is None:
+            raise err
+        log.warning('%s: the forward-pass worker refused a request for %r%s: %s', self.client.sender, self.ref,
+                    ' again; acting locally until the next chunk' if attempt else '; sending it once more', err)
+
+    def _local(self):
+        if self._local_network is None:
+            if self.local is None:
+                raise RuntimeError(f'{self.ref!r}: no local network to act with after the forward-pass worker '
+                                   f'refused it')
+            network = self.local()
+            if not forwards_remotely(network):
+                raise RuntimeError(f'{self.ref!r}: its local network {type(network).__name__} has no forward pass '
+                                   f'to act with after the forward-pass worker refused it')
+            self._local_network = network
+        return self._local_network
+
     def forward(self, obs: np.ndarray, state=None) -> ForwardOut:
+        if self.acting_locally:
+            self.local_forwards += 1
+            return forward_rows(self._local(), obs, state)
         arrays = dict(obs=np.ascontiguousarray(obs))
         for i, part in enumerate(state or ()):
             arrays[STATE_NAMES[i]] = np.ascontiguousarray(part, dtype=np.float32)
-        for _ in range(3):
+        refusals = 0
+        for _ in range(4):
+            version = self.version
+            if self.acting_locally:  # its sync was refused twice
+                return self.forward(obs, state)
             try:
-                reply = self.client.request('forward', dict(ref=self.ref, version=self.version, rows=len(obs)), arrays)
+                reply = self.client.request('forward', dict(ref=self.ref, version=version, rows=len(obs)), arrays)
             except MessageError as err:
+                if refused(err):
+                    self._refused(err, refusals)
+                    refusals += 1
+                    if refusals == 2:
+                        self.acting_locally = True
+                        return self.forward(obs, state)
+                    continue
                 if err.reason != 'version':
                     raise
                 self.resyncs += 1  # the worker restarted, or moved past this version: go on with the newest
@@ -220,12 +284,25 @@ class ForwardWave:
             arrays[segment_obs(s)] = np.ascontiguousarray(obs)
             for i, state_part in enumerate(state or ()):
                 arrays[segment_array(STATE_NAMES[i], s)] = np.ascontiguousarray(state_part, dtype=np.float32)
-        for _ in range(3):
+        if any(p.acting_locally for p, _, _ in items):
+            return [p.forward(obs, state) for p, obs, state in items]
+        refusals = 0
+        for _ in range(4):
             body = dict(refs=[p.ref for p, _, _ in items], versions=[p.version for p, _, _ in items],
                         rows=[len(obs) for _, obs, _ in items])
+            if any(p.acting_locally for p, _, _ in items):  # a sync was refused twice
+                return [p.forward(obs, state) for p, obs, state in items]
             try:
                 reply = self.client.request('forward_wave', body, arrays)
             except MessageError as err:
+                if refused(err):
+                    refusals += 1
+                    log.warning('%s: the forward-pass worker refused a wave of %s%s: %s', self.client.sender,
+                                [p.ref for p, _, _ in items], ' again; asking for each network alone'
+                                if refusals == 2 else '; sending it once more', err)
+                    if refusals == 2:  # each network's own request, retried or acted on locally as it needs
+                        return [p.forward(obs, state) for p, obs, state in items]
+                    continue
                 if err.reason != 'version':
                     raise
                 for policy, _, _ in items:  # the worker restarted, or moved past a version: go on with the newest
@@ -247,17 +324,20 @@ class RemotePolicyPool(PolicyPool):
     """A :class:`~sparring.worker.policy_pool.PolicyPool` whose stored snapshots act through forward-pass workers
     (bots and learning players as before: the latter are registered as remote policies by the caller)."""
 
-    def __init__(self, make_shell: Callable[[], object], client: ForwardClient, *args, **kwargs) -> None:
+    def __init__(self, make_shell: Callable[[], object], client: ForwardClient, *args,
+                 local: Optional[Callable[[str], object]] = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.make_shell = make_shell
         self.client = client
+        self.local = local  # reference -> a network of its parameters here, for requests refused twice
         self._remote: 'OrderedDict[str, RemoteActingPolicy]' = OrderedDict()
 
     def get(self, ref: str):
         if ref in self._live or ref.startswith(BOT_PREFIX):
             return super().get(ref)
         if ref not in self._remote:
-            self._remote[ref] = RemoteActingPolicy(self.make_shell(), ref, self.client)
+            local = None if self.local is None else functools.partial(self.local, ref)
+            self._remote[ref] = RemoteActingPolicy(self.make_shell(), ref, self.client, local)
             if len(self._remote) > self.max_cached:
                 self._remote.popitem(last=False)
         self._remote.move_to_end(ref)
@@ -266,6 +346,9 @@ class RemotePolicyPool(PolicyPool):
     def forget(self, ref: str) -> None:
         super().forget(ref)
         self._remote.pop(ref, None)
+
+    def remote_policies(self) -> List[RemoteActingPolicy]:
+        return list(self._remote.values())
 
 
 class RemotePlayerPolicies:
@@ -283,8 +366,18 @@ class RemotePlayerPolicies:
         self.shell_cfg.collect.device = 'cpu'
         self.pool = RemotePolicyPool(lambda: self._shell(seed), client, RemoteParamStore(worker),
                                      worker.observation_space, worker.action_space, seed=seed,
-                                     env_cfg=worker.cfg.env)
+                                     env_cfg=worker.cfg.env, local=self.local)
         self.policies: Dict[str, RemoteActingPolicy] = {}
+        self._local: Optional[PlayerPolicies] = None  # networks here, built on a refusal's first need
+
+    def local(self, ref: str):
+        """A network of ``ref``'s parameters in this process (a learning player's newest, fetched from the
+        commander), for a request the forward-pass workers refused twice."""
+        if self._local is None:
+            self._local = PlayerPolicies(self.worker, self.seed)
+        if ref in self.worker.player_ids:
+            return self._local.get(ref, refresh=True)
+        return self._local.pool.get(ref)
 
     def get(self, player_id: str, refresh: bool = False) -> RemoteActingPolicy:
         policy = self.policies.get(player_id)
@@ -293,7 +386,8 @@ class RemotePlayerPolicies:
             if not forwards_remotely(shell):
                 raise ValueError(f'parallel.inference: {type(shell).__name__} acts whole (no separate forward pass '
                                  f'and draw); set parallel.inference.workers=0 for it')
-            policy = self.policies[player_id] = RemoteActingPolicy(shell, player_id, self.client)
+            policy = self.policies[player_id] = RemoteActingPolicy(shell, player_id, self.client,
+                                                                   functools.partial(self.local, player_id))
             self.pool.add_live(player_id, policy)
             policy.sync()
         elif refresh:
@@ -303,6 +397,12 @@ class RemotePlayerPolicies:
     def refresh(self) -> None:
         for policy in self.policies.values():
             policy.sync()
+
+    def refusal_counts(self) -> Dict[str, float]:
+        """Requests of this collector's policies the forward-pass workers refused, and the passes made here since."""
+        policies = [*self.policies.values(), *self.pool.remote_policies()]
+        return dict(forward_refusals=float(sum(p.refusals for p in policies)),
+                    local_forwards=float(sum(p.local_forwards for p in policies)))
 
     def _shell(self, seed: int):
         return POLICY_REGISTRY.get(self.shell_cfg.type)(self.shell_cfg, self.worker.observation_space,

@@ -8,6 +8,9 @@ own RNG, so a chunk means exactly what it means when the policy acts in the coll
   distribution parameters (``head``: logits, or a Gaussian's mean), values and next recurrent state for a batch.
 * :func:`act_from_forward` -- the draw, on the rollout worker: the same computation as ``PPOPolicy.act``
   after its network, from the forward half's output, with the acting policy's own generator.
+* :class:`ForwardSpec` -- what one network's forward request must carry (observations of the env's shape, the
+  recurrent state of that network's width, finite values), checked request by request before a request joins a
+  batch, so one sender's mistake is its own error reply and never its batch-mates'.
 * :class:`Batcher` -- dynamic batching: requests wait until ``max_batch`` rows are pending or the oldest has
   waited ``max_wait_ms``; it takes no more than ``max_batch`` rows in (a request of more is its own batch),
   so what a forward-pass worker holds is bounded and the rest waits in the sockets' bounded queues.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -27,6 +30,62 @@ from sparring.policy.ppo import NetworkOutput, PPOPolicy
 
 
 ForwardOut = NetworkOutput  # what a forward pass answers: the policy's own type, so both ends read one shape
+
+
+class RequestRefused(ValueError):
+    """A forward request (or one segment of a wave) that its network cannot take; ``why`` names the check for the
+    counters (``dropped/<why>``)."""
+
+    def __init__(self, why: str, message: str) -> None:
+        super().__init__(message)
+        self.why = why
+
+
+@dataclasses.dataclass(frozen=True)
+class ForwardSpec:
+    """What a forward request for one network carries: ``rows`` observations of ``observation_shape`` (numbers:
+    a float, integer or bool dtype of at most 8 bytes, finite), and for a recurrent network exactly its state's
+    arrays, each ``rows`` float32 rows of the per-row shape in ``state_shapes`` (finite); a feed-forward network
+    (``state_shapes`` None) takes no state. No action mask travels: the mask is applied where the action is drawn,
+    in the collector. Built from the network itself (:meth:`of`), so a snapshot of another width is checked
+    against its own."""
+    observation_shape: Tuple[int, ...]
+    state_shapes: Optional[Tuple[Tuple[int, ...], ...]] = None
+
+    @classmethod
+    def of(cls, policy, observation_shape: Tuple[int, ...]) -> 'ForwardSpec':
+        state = policy.initial_state(1)
+        shapes = None if state is None else tuple(tuple(np.shape(part))[1:] for part in state)
+        return cls(tuple(observation_shape), shapes)
+
+    def row_bytes(self) -> int:
+        """The most bytes one row of a request for this network may hold: observations of up to 8 bytes an element
+        (a float64 sender is served), the state's float32 arrays."""
+        state = sum(int(np.prod(shape)) for shape in self.state_shapes or ())
+        return 8 * int(np.prod(self.observation_shape)) + 4 * state
+
+    def check(self, name: str, obs: np.ndarray, state: Optional[Sequence[np.ndarray]], rows: int) -> None:
+        """Raise :class:`RequestRefused` naming what is wrong with ``obs`` and ``state`` (the arrays of a request
+        or of a wave's segment ``name``) for ``rows`` rows of this network."""
+        if obs.shape != (rows, *self.observation_shape) or obs.dtype.kind not in 'fiub' or obs.dtype.itemsize > 8:
+            raise RequestRefused('observation', f'{name} must be {rows} rows of shape {self.observation_shape} '
+                                                f'(numbers), got {obs.dtype}{list(obs.shape)}')
+        if obs.dtype.kind == 'f' and not np.isfinite(obs).all():
+            raise RequestRefused('non_finite', f'{name} holds NaN or infinite values')
+        parts = tuple(state or ())
+        if self.state_shapes is None:
+            if parts:
+                raise RequestRefused('state', f'{name}: this network is feed-forward; a request carries no '
+                                              f'recurrent state, got {len(parts)} state arrays')
+            return
+        wanted = [(rows, *shape) for shape in self.state_shapes]
+        got = [p.shape for p in parts]
+        if len(parts) != len(wanted) or any(p.dtype != np.float32 for p in parts) or \
+                any(tuple(g) != w for g, w in zip(got, wanted)):
+            raise RequestRefused('state', f'{name}: this recurrent network\'s state is {len(wanted)} float32 '
+                                          f'arrays of shapes {wanted}, got {[f"{p.dtype}{list(p.shape)}" for p in parts]}')
+        if not all(np.isfinite(p).all() for p in parts):
+            raise RequestRefused('non_finite', f'{name}: the recurrent state holds NaN or infinite values')
 
 
 def forwards_remotely(policy) -> bool:

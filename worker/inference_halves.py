@@ -6,7 +6,9 @@ ordinary collector of the run's kind over half the envs, with policies of its ow
 forward-pass workers and its own RNG draws) and its own job feed; the two run in two threads, and a half
 waiting on its socket holds no interpreter lock, so the other steps meanwhile. The interpreter's switch interval
 is cut to :data:`SWITCH_SECONDS` in such a process: a reply that came in would otherwise wait up to 5 ms for
-the stepping half to let go.
+the stepping half to let go. The second half's thread takes the process's torch threads: OpenMP counts threads per
+thread, and a thread left at its default draws and steps with a team of every core, whose members wait for each
+other behind busy neighbours (tens of milliseconds a call on a loaded machine).
 
 :func:`join_chunks` makes one chunk of the two: columns side by side (the first half's, then the second's),
 results and episode figures in the same order, and the older of the two versions (staleness overstated, never
@@ -21,8 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Dict
 
 import numpy as np
+import torch
 
 from sparring.worker.chunk import Chunk
+from sparring.worker.runtime import set_torch_threads
 
 SWITCH_SECONDS = 0.0002
 
@@ -43,7 +47,8 @@ class Halves:
 
     def __init__(self, first, second) -> None:
         self.halves = (first, second)
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix='second-half')
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix='second-half', initializer=set_torch_threads,
+                                       initargs=(torch.get_num_threads(),))
         self.collect_seconds = 0.0  # wall seconds: the halves' own seconds overlap
         if sys.getswitchinterval() > SWITCH_SECONDS:
             sys.setswitchinterval(SWITCH_SECONDS)

@@ -13,7 +13,8 @@ it (so a snapshot stays playable after its parent's network changes shape), in m
   in query form: ``'bot:connect_four_mcts?num_simulations=1000'``, built with the run's ``env`` section
   (``env_cfg``) so that it plays the game as configured; a bot that refuses the game or its options (a
   ``ValueError`` from its constructor, ``ConfigError`` included) raises a one-line :class:`ConfigError`
-  naming the reference;
+  naming the reference; the last :data:`MAX_BOTS` references used are kept (a peer naming ever new
+  options cannot grow the cache);
 * anything else is a frozen policy built from the store, cached; one stored before a surgery
   changed the env's observations or actions plays through its adapter. Like every policy that only
   acts, it is built on ``policy.collect.device`` (the CPU by default), never on the learner's device.
@@ -38,6 +39,7 @@ from sparring.policy.bot import parse_bot_ref
 from sparring.worker.state_file import StateFileError, load_state_file, save_state_file
 
 BOT_PREFIX = 'bot:'
+MAX_BOTS = 32  # bots kept, by reference (a league uses a handful; one evicted is built again, its RNG afresh)
 
 
 class ParamStore:
@@ -98,7 +100,7 @@ class PolicyPool:
         self.max_cached = max_cached
         self._live: Dict[str, Policy] = {}
         self._frozen: 'OrderedDict[str, Policy]' = OrderedDict()
-        self._bots: Dict[str, Policy] = {}
+        self._bots: 'OrderedDict[str, Policy]' = OrderedDict()
 
     def add_live(self, ref: str, policy: Policy) -> None:
         self._live[ref] = policy
@@ -116,6 +118,9 @@ class PolicyPool:
                                                              seed=seed, env=self.env_cfg)
                 except ValueError as err:  # ConfigError included: the bot refuses this game or its options
                     raise ConfigError(f'{ref}: {" ".join(str(err).split())}') from err
+                if len(self._bots) > MAX_BOTS:
+                    self._bots.popitem(last=False)
+            self._bots.move_to_end(ref)
             return self._bots[ref]
         if ref in self._frozen:
             self._frozen.move_to_end(ref)

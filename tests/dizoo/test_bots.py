@@ -129,3 +129,18 @@ def test_policy_pool_builds_bots_with_their_options(tmp_path):
     assert pool.get('bot:connect_four_mcts').cfg['num_simulations'] == 200
     with pytest.raises(ConfigError, match='num_simulations'):
         pool.get('bot:connect_four_mcts?num_simulations=0')
+
+
+def test_policy_pool_keeps_the_last_bots_used_and_no_more(tmp_path):
+    """Every distinct reference built a bot kept for good: a peer naming ever new options grew the cache without end."""
+    from sparring.dizoo.board_games.board_game_env import ConnectFourEnv
+    from sparring.worker.policy_pool import MAX_BOTS, ParamStore, PolicyPool
+    env = ConnectFourEnv({}, 1)
+    pool = PolicyPool(ParamStore(str(tmp_path)), env.observation_space, env.action_space)
+    kept = pool.get('bot:connect_four_mcts?num_simulations=1')
+    for n in range(2, 3 * MAX_BOTS):
+        pool.get(f'bot:connect_four_mcts?num_simulations={n}')
+        assert pool.get('bot:connect_four_mcts?num_simulations=1') is kept  # used all along: kept
+    assert len(pool._bots) == MAX_BOTS
+    assert 'bot:connect_four_mcts?num_simulations=2' not in pool._bots  # the least recently used went first
+    assert f'bot:connect_four_mcts?num_simulations={3 * MAX_BOTS - 1}' in pool._bots

@@ -170,7 +170,9 @@ def test_malformed_and_unknown_requests_are_dropped_counted_and_the_worker_goes_
         np.testing.assert_allclose(good.arrays['value'], policy.value(obs), atol=1e-5)
         stats = server.stats()
         assert stats['malformed'] == 2 and stats['version_gone'] == 1 and stats['rejected'] >= 3
-        assert stats['requests'] == 2 and stats['rows'] == 3
+        # the version not held is refused before it joins a batch: only the good request was taken
+        assert stats['requests'] == 1 and stats['rows'] == 3
+        assert stats['dropped/observation'] == 1 and stats['dropped/schema'] == 1
     finally:
         raw.close()
 
@@ -396,8 +398,9 @@ def test_malformed_wave_requests_are_dropped_counted_and_the_worker_goes_on(serv
         assert good.body['versions'] == [7, 7]
         stats = server.stats()
         assert stats['malformed'] == 3 and stats['version_gone'] == 1 and stats['rejected'] >= 4
-        # the refused wave's held segment ran before the other's version was found gone: 2 rows, then 3
-        assert stats['requests'] == 2 and stats['rows'] == 5
+        # the wave with a segment whose version is gone was refused before it joined a batch: only the good one ran
+        assert stats['requests'] == 1 and stats['rows'] == 3
+        assert stats['dropped/wave'] == 2 and stats['dropped/observation'] == 1
     finally:
         raw.close()
 
@@ -425,4 +428,325 @@ def test_a_battle_step_against_a_remote_snapshot_is_one_round_trip(serving):
         assert server.stats()['forward_passes'] >= 6 + 3  # the snapshot moves every other step
     finally:
         env.close()
+        client.close()
+
+
+# -- one request's mistake is its own: checked before it joins a batch ------------------------------------------
+
+LSTM_TICTACTOE = dict(TICTACTOE, policy=dict(type='ppo', model=dict(type='lstm', hidden_size=8, encoder_sizes=[8],
+                                                                      bptt_len=4)))
+
+
+def _in_one_batch(server, calls):
+    """Each of ``calls`` (a request, made in a thread of its own) taken in by ``server`` before one batch runs: what
+    each call returned or raised, in order. The server is driven here, not by its loop, so the batch is certain."""
+    results = [None] * len(calls)
+
+    def run(i, call):
+        try:
+            results[i] = call()
+        except Exception as err:  # noqa: BLE001  (what the request got is what the test looks at)
+            results[i] = err
+    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for _ in calls:
+        got = server.server.recv(10.0)
+        assert got is not None
+        server.handle(*got)
+    server.run_batch()
+    for thread in threads:
+        thread.join(10.0)
+    return results
+
+
+@pytest.fixture
+def driven():
+    """``start(networks, shape) -> server``: forward-pass servers with no loop of their own, closed at the end."""
+    context = zmq.Context()
+    servers = []
+
+    def start(networks, shape):
+        servers.append(InferenceServer(context, Security(SECRET), '127.0.0.1', networks, 64, 1000.0, shape))
+        return servers[-1]
+    yield context, start
+    for server in servers:
+        server.close()
+    context.destroy(linger=0)
+
+
+def test_a_state_of_the_wrong_width_is_refused_alone_and_its_batch_mates_are_answered(driven):
+    """A recurrent player's request whose state is too wide fails no one else's: before, the whole group's pass
+    failed and every requester (the honest collector too, which then exited) got an error."""
+    context, start = driven
+    _, policy = _policy(LSTM_TICTACTOE)
+    server = start(Networks(p=policy), policy.observation_space.shape)
+    honest_client = ForwardClient(context, Security(SECRET), 'honest', lambda: [server.address])
+    honest = RemoteActingPolicy(policy, 'p', honest_client)
+    raw = _raw_client(context, server)
+    obs, _ = _observations(policy, 4)
+    state = policy.initial_state(4)
+    wide = tuple(np.zeros((4, part.shape[1] + 3), np.float32) for part in state)
+    try:
+        assert _in_one_batch(server, [honest.sync]) == [7]
+        got = _in_one_batch(server, [
+            lambda: raw.request('forward', dict(ref='p', version=7, rows=4),
+                                dict(obs=obs, state_0=wide[0], state_1=wide[1])),
+            lambda: honest.forward(obs, state)])
+        assert isinstance(got[0], MessageError) and 'state is 2 float32 arrays of shapes [(4, 8), (4, 8)]' in str(
+            got[0])
+        np.testing.assert_allclose(got[1].value, policy.network_output(obs, state).value, atol=1e-5)
+        stats = server.stats()
+        assert stats['dropped/state'] == 1 and stats['requests'] == 1 and stats['rows'] == 4
+        assert honest.refusals == 0
+    finally:
+        honest_client.close()
+        raw.close()
+
+
+class _StubWorker:
+    """What :class:`CommanderNetworks` asks of its worker: the run's players, spaces and the commander's
+    parameters (player ``p``'s, version 7; nothing else is stored)."""
+
+    def __init__(self, cfg, policy):
+        self.cfg, self.policy = cfg, policy
+        self.player_ids = ['p']
+        self.observation_space, self.action_space = policy.observation_space, policy.action_space
+
+    def fetch_params(self, ref, have_version=None):
+        from types import SimpleNamespace
+        from sparring.worker.remote.wire import params_to_arrays
+        if ref != 'p':
+            raise MessageError('schema', f'parameter store: no parameters under {ref!r}')
+        return SimpleNamespace(body=dict(unchanged=have_version == 7, version=7),
+                               arrays=params_to_arrays(self.policy.get_params()))
+
+    def new_policy(self, seed):
+        return POLICY_REGISTRY.get('ppo')(self.cfg.policy, self.observation_space, self.action_space, seed=seed)
+
+
+def test_unknown_references_mixed_waves_and_bad_values_are_refused_alone_and_the_worker_stays_up(driven):
+    """Each of these stopped the forward-pass worker, or failed the honest requests of its batch: a bot's reference
+    (the bot registry's error escaped the batch loop), a reference nothing stores, a wave with two segments of
+    one recurrent network of which only one carries its state (the stacking raised), NaN observations."""
+    from sparring.worker.remote.inference import CommanderNetworks
+    context, start = driven
+    cfg, policy = _policy(LSTM_TICTACTOE)
+    server = start(CommanderNetworks(_StubWorker(cfg, policy), seed=0), policy.observation_space.shape)
+    honest_client = ForwardClient(context, Security(SECRET), 'honest', lambda: [server.address])
+    honest = RemoteActingPolicy(policy, 'p', honest_client)
+    raws = [_raw_client(context, server) for _ in range(4)]
+    obs, _ = _observations(policy, 3)
+    state = policy.initial_state(3)
+    nan = obs.astype(np.float32)
+    nan[1, 0, 0, 0] = np.nan
+    try:
+        assert _in_one_batch(server, [honest.sync]) == [7]
+        got = _in_one_batch(server, [
+            lambda: raws[0].request('forward', dict(ref='bot:no_such_bot', version=0, rows=3), dict(obs=obs)),
+            lambda: raws[1].request('forward', dict(ref='nobody_stored_this', version=0, rows=3), dict(obs=obs)),
+            lambda: raws[2].request('forward_wave', dict(refs=['p', 'p'], versions=[7, 7], rows=[2, 1]),
+                                    dict(obs_0=obs[:2], state_0_0=state[0][:2], state_1_0=state[1][:2],
+                                         obs_1=obs[2:])),
+            lambda: raws[3].request('forward', dict(ref='p', version=7, rows=3),
+                                    dict(obs=nan, state_0=state[0], state_1=state[1])),
+            lambda: honest.forward(obs, state)])
+        assert all(isinstance(err, MessageError) and err.reason == 'schema' for err in got[:4]), got
+        assert 'is a bot' in str(got[0]) and 'names no network' in str(got[1])
+        assert 'obs_1: this recurrent network' in str(got[2]) and 'NaN' in str(got[3])
+        np.testing.assert_allclose(got[4].value, policy.network_output(obs, state).value, atol=1e-5)
+        stats = server.stats()
+        assert (stats['dropped/bot'], stats['dropped/unknown_ref'], stats['dropped/state'],
+                stats['dropped/non_finite']) == (1, 1, 1, 1)
+        assert stats['requests'] == 1 and stats['malformed'] == 4
+        # and the worker serves on: the next batch answers the honest collector again
+        again = _in_one_batch(server, [lambda: honest.forward(obs, state)])
+        np.testing.assert_allclose(again[0].value, got[4].value, atol=1e-6)
+    finally:
+        honest_client.close()
+        for raw in raws:
+            raw.close()
+
+
+def test_a_forward_pass_that_fails_is_run_again_request_by_request(driven):
+    """Should a pass over a group raise anyway (a value no check foresaw), each request is run alone: only the
+    one that fails it hears an error."""
+    context, start = driven
+    _, policy = _policy(TICTACTOE)
+    network_output = policy.network_output
+
+    def fussy(obs, state=None):
+        if (obs == 7).any():
+            raise RuntimeError('a value no check foresaw')
+        return network_output(obs, state)
+    policy.network_output = fussy
+    server = start(Networks(p=policy), policy.observation_space.shape)
+    clients = [ForwardClient(context, Security(SECRET), f'c{i}', lambda: [server.address]) for i in range(2)]
+    remotes = [RemoteActingPolicy(policy, 'p', client) for client in clients]
+    raw = _raw_client(context, server)
+    obs, _ = _observations(policy, 2)
+    poisoned = obs.copy()
+    poisoned[0, 0, 0, 0] = 7
+    try:
+        assert _in_one_batch(server, [remote.sync for remote in remotes]) == [7, 7]
+        got = _in_one_batch(server, [lambda: remotes[0].forward(obs),
+                                     lambda: raw.request('forward', dict(ref='p', version=7, rows=2),
+                                                         dict(obs=poisoned)),
+                                     lambda: remotes[1].forward(obs[:1])])
+        np.testing.assert_allclose(got[0].value, network_output(obs).value, atol=1e-5)
+        np.testing.assert_allclose(got[2].value, network_output(obs[:1]).value, atol=1e-5)
+        assert isinstance(got[1], MessageError) and got[1].reason == 'failed' and 'no check foresaw' in str(got[1])
+        assert server.stats()['dropped/failed'] == 1 and server.stats()['forward_passes'] == 2  # the two alone
+    finally:
+        raw.close()
+        for client in clients:
+            client.close()
+
+
+class _Refusing(Networks):
+    """Networks whose forward requests for ``p`` are refused ``times`` times (as when another sender's request
+    failed the batch they were in), then served."""
+
+    def __init__(self, times, **policies):
+        super().__init__(**policies)
+        self.times = times
+
+    def get(self, ref, version):
+        if self.times:
+            self.times -= 1
+            raise RuntimeError('this batch failed')
+        return super().get(ref, version)
+
+
+@pytest.mark.parametrize('refusals', [1, 1000], ids=['refused_once_retried', 'refused_always_acts_locally'])
+def test_a_collector_whose_requests_are_refused_keeps_collecting(serving, refusals):
+    """An error reply about a collector's own request is that request's failure: sent again once, and refused
+    again, acted on locally (with the collector's own copy of the network, its own draws) until the next chunk;
+    before, any error but 'version' ended the collector."""
+    context, start = serving
+    cfg, policy = _policy(TICTACTOE)
+    server = start(_Refusing(refusals, p=policy), policy.observation_space.shape)
+    client = ForwardClient(context, Security(SECRET), 'c', lambda: [server.address])
+    shell = POLICY_REGISTRY.get('ppo')(cfg.policy, policy.observation_space, policy.action_space, seed=11)
+    remote = RemoteActingPolicy(shell, 'p', client, local=lambda: policy)
+    collector = run_kind(cfg).collector(remote, 8, 0, 'p', 0, lambda slot: ('p', remote))
+    try:
+        remote.sync()
+        chunk = collector.collect()
+        assert chunk.env_steps == 8 * 4 and chunk.version == 7
+        if refusals == 1:
+            assert remote.refusals == 1 and remote.local_forwards == 0
+        else:
+            assert remote.refusals == 2 and remote.local_forwards > 0 and remote.acting_locally
+            remote.sync()  # the next chunk asks the forward-pass worker again
+            assert not remote.acting_locally
+    finally:
+        collector.close()
+        client.close()
+
+
+def _openmp_threads_here():
+    """OpenMP's thread count for the calling thread (torch's own getter answers the process's setting)."""
+    import ctypes
+    import os
+    path = os.path.join(os.path.dirname(torch.__file__), 'lib', 'libgomp.so.1')
+    if not os.path.exists(path) or (os.cpu_count() or 1) < 2:
+        pytest.skip('needs torch built with libgomp and two cores (a new thread defaults to every core)')
+    return ctypes.CDLL(path).omp_get_max_threads()
+
+
+def test_threads_that_run_forward_passes_or_a_half_use_the_process_torch_threads(serving):
+    """OpenMP counts threads per thread: a thread left at its default runs each op with a team of every core, whose
+    members wait for each other behind busy neighbours (a one-row pass took 48 ms instead of 0.15 ms under load)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from sparring.worker.inference_halves import Halves
+    assert torch.get_num_threads() == 1 and _openmp_threads_here() == 1
+
+    class Half:
+        def close(self):
+            pass
+    halves = Halves(Half(), Half())
+    try:
+        assert halves.pool.submit(_openmp_threads_here).result() == 1
+    finally:
+        halves.close()
+    context, _ = serving
+    _, policy = _policy(TICTACTOE)
+    server = InferenceServer(context, Security(SECRET), '127.0.0.1', Networks(p=policy), 8, 1.0,
+                             policy.observation_space.shape)
+
+    def serve_then_count():
+        server.serve(0.0)
+        return _openmp_threads_here()
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            assert pool.submit(_openmp_threads_here).result() > 1  # what a thread gets by default: every core
+            assert pool.submit(serve_then_count).result() == 1
+    finally:
+        server.close()
+
+
+def test_the_socket_bound_follows_the_run_and_a_request_beyond_it_is_dropped_unread(serving):
+    """The bound was 64 MB whatever the run: eight signed connections held half a GB. It is now what this run's
+    requests can hold (observations x rows of a step of every env, with a margin), and larger ones are let go
+    of frame by frame, unanswered and counted."""
+    from sparring.worker.inference_forward import ForwardSpec
+    from sparring.worker.remote.inference import ROWS_MARGIN, request_bytes_limit
+    from sparring.worker.remote.inference_protocol import MAX_ROWS
+    cfg, policy = _policy(CONNECT_FOUR)
+    spec = ForwardSpec.of(policy, policy.observation_space.shape)
+    assert spec.row_bytes() == 8 * 3 * 6 * 7
+    rows = ROWS_MARGIN * 4 * 2  # four envs, two seats
+    assert request_bytes_limit(cfg, spec) == rows * spec.row_bytes() + (1 << 20) < 2 << 20
+    more_envs = compile_config(dict(CONNECT_FOUR, env=dict(CONNECT_FOUR['env'], collector_env_num=4096),
+                                    league=dict(type='one_vs_one')), save=False)
+    assert request_bytes_limit(more_envs, spec) == MAX_ROWS * spec.row_bytes() + (1 << 20)  # the protocol's rows
+    capped = compile_config(dict(more_envs, parallel=dict(max_message_mb=2)), save=False)
+    assert request_bytes_limit(capped, spec) == 2 << 20
+    _, lstm = _policy(LSTM_TICTACTOE)
+    assert ForwardSpec.of(lstm, lstm.observation_space.shape).row_bytes() == 8 * 27 + 4 * (8 + 8)
+
+    context, _ = serving
+    server = InferenceServer(context, Security(SECRET), '127.0.0.1', Networks(p=policy), 8, 1.0,
+                             policy.observation_space.shape, max_message_bytes=request_bytes_limit(cfg, spec))
+    stop = threading.Event()
+    thread = threading.Thread(target=lambda: [server.serve(0.02) for _ in iter(stop.is_set, True)], daemon=True)
+    thread.start()
+    raw = RequestClient(context, server.address, Security(SECRET, protocol=INFERENCE_PROTOCOL), 'x', timeout=1.0)
+    try:
+        from sparring.worker.remote.wire import RequestTimeout
+        obs, _ = _observations(policy, 4)
+        half = np.zeros((1024, *policy.observation_space.shape), np.float64)  # 1 MB a frame, 2 MB in all
+        with pytest.raises(RequestTimeout):  # frames within the bound, the message beyond it
+            raw.request('forward_wave', dict(refs=['p', 'p'], versions=[7, 7], rows=[1024, 1024]),
+                        dict(obs_0=half, obs_1=half))
+        assert server.server.rejected.counts.get('oversized') == 1
+        huge = np.zeros((2048, *policy.observation_space.shape), np.float64)
+        with pytest.raises(RequestTimeout):  # one frame beyond it: ZeroMQ itself drops the connection
+            raw.request('forward', dict(ref='p', version=7, rows=len(huge)), dict(obs=huge))
+        good = raw.request('forward', dict(ref='p', version=7, rows=4), dict(obs=obs))
+        np.testing.assert_allclose(good.arrays['value'], policy.value(obs), atol=1e-5)
+    finally:
+        stop.set()
+        thread.join(5.0)
+        raw.close()
+        server.close()
+
+
+def test_a_collectors_remote_policies_act_locally_with_the_commanders_parameters_when_refused(serving):
+    """The collector's wiring: its remote policies' local networks hold the commander's parameters (a learning
+    player's newest), fetched once a refused chunk needs them."""
+    from sparring.worker.inference_client import RemotePlayerPolicies
+    context, start = serving
+    cfg, policy = _policy(TICTACTOE)
+    server = start(_Refusing(1000, p=policy), policy.observation_space.shape)
+    client = ForwardClient(context, Security(SECRET), 'c', lambda: [server.address])
+    worker = _StubWorker(cfg, policy)
+    players = RemotePlayerPolicies(worker, 5, client)
+    try:
+        remote = players.get('p')
+        obs, _ = _observations(policy, 3)
+        np.testing.assert_allclose(remote.value(obs), policy.value(obs), atol=1e-5)
+        assert remote.acting_locally and players.refusal_counts() == dict(forward_refusals=2.0, local_forwards=1.0)
+    finally:
         client.close()

@@ -234,8 +234,11 @@ class CollectorWorker(Worker):
         stats['collect_seconds'] = float(sum(collector.collect_seconds for collector, _ in list(games.values())))
         clients = [p.client for p in getattr(self, 'halves_players', None) or [getattr(self, 'players', None)]
                    if hasattr(p, 'client')]
-        if clients:  # where the time goes with remote forward passes
+        if clients:  # where the time goes with remote forward passes, and the requests refused
             stats.update(forward_round_trips=float(sum(c.round_trips for c in clients)),
                          forward_seconds=sum(c.round_trip_seconds for c in clients),
                          forward_resends=float(sum(c.resends for c in clients)))
+            for players in getattr(self, 'halves_players', None) or [self.players]:
+                for key, value in players.refusal_counts().items():
+                    stats[key] = stats.get(key, 0.0) + value
         return stats

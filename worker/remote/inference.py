@@ -14,8 +14,11 @@ gather nothing). The collector draws the actions (:mod:`sparring.worker.inferenc
 
 A collector first asks ``sync`` for the version of a reference it will act with for a chunk; the worker keeps
 the last :data:`KEEP_VERSIONS` versions of each learning player, so a chunk started on one version ends on
-it. Messages are signed and schema-checked as every role's (:data:`INFERENCE_PROTOCOL`); a request that fails
-its schema or names rows the network cannot take is dropped and counted, never fatal. The worker takes in
+it. Messages are signed and schema-checked as every role's (:data:`INFERENCE_PROTOCOL`), no larger than the run's
+requests can be (:func:`request_bytes_limit`); each request is then checked against its network's
+:class:`~sparring.worker.inference_forward.ForwardSpec` before it joins a batch, and one that fails (or names no
+network this worker can load, or fails in any other way) is an error reply to its sender alone, counted under
+``dropped/<why>``, never fatal and never its batch-mates' failure. The worker takes in
 no more than ``max_batch`` rows at a time; the rest waits in the socket's bounded queues, and the senders
 wait for their replies: a slow forward-pass worker slows its collectors down. It binds a free port and
 writes its address to ``<exp_name>/inference/<worker id>.address`` (atomically, never through a link),
@@ -28,29 +31,44 @@ import logging
 import math
 import os
 import re
+import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import Dict, List, Optional
 
 import numpy as np
+import torch
 
-from sparring.worker.inference_forward import (Batcher, ForwardOut, Pending, forward_rows, forwards_remotely,
-                                               split_out, stack_group)
+from sparring.worker.inference_forward import (Batcher, ForwardOut, ForwardSpec, Pending, RequestRefused,
+                                               forward_rows, forwards_remotely, split_out, stack_group)
 from sparring.worker.policy_pool import BOT_PREFIX
-from sparring.worker.remote.base import PlayerPolicies, Worker
-from sparring.worker.remote.inference_protocol import (INFERENCE_PROTOCOL, STATE_NAMES, WAVE_NAMES, segment_array,
-                                                       segment_obs)
-from sparring.worker.remote.transport import Server
+from sparring.worker.remote.base import CommanderLost, PlayerPolicies, SessionExpired, Worker
+from sparring.worker.remote.inference_protocol import (INFERENCE_PROTOCOL, MAX_ROWS, STATE_NAMES, WAVE_NAMES,
+                                                       segment_array, segment_obs)
+from sparring.worker.remote.transport import SMALL_HEADER_BYTES, Server
 from sparring.worker.remote.wire import MessageError, arrays_to_params, short
 from sparring.worker.run_files import write_atomically
+from sparring.worker.runtime import set_torch_threads
 from sparring.worker.seeds import collector_seed
 
 log = logging.getLogger('sparring.worker')
 
 KEEP_VERSIONS = 4  # versions of each learning player kept: a chunk started on one still finds it
 ACTIVE_PEER_SECONDS = 1.0  # a peer that asked this recently is waited for (up to max_wait_ms) before a batch runs
-MAX_MESSAGE_BYTES = 64 << 20  # a request of MAX_ROWS Atari frames stacked four deep is ~116 MB; ours are far smaller
+MAX_MESSAGE_BYTES = 64 << 20  # a server built without a run's bound (tests, benchmarks): a run derives its own
+ROWS_MARGIN = 4  # a request of a run may hold this many times the rows of a battle step of all its envs
 ADDRESS_DIR = 'inference'
+
+
+def request_bytes_limit(cfg, spec: ForwardSpec) -> int:
+    """The largest request a forward-pass worker of this run takes: :data:`ROWS_MARGIN` times the rows of one step
+    of a collector's envs (every seat and team agent, the home player and its opponents in one wave; a search
+    evaluates one row per game), at most the protocol's ``MAX_ROWS``, each row as large as the run's network
+    allows (:meth:`~sparring.worker.inference_forward.ForwardSpec.row_bytes`), plus 1 MB of headers; never more
+    than ``parallel.max_message_mb``."""
+    step_rows = cfg.env.collector_env_num * 2 * int(cfg.env.get('team_size', 1))
+    rows = min(MAX_ROWS, ROWS_MARGIN * step_rows)
+    return min(cfg.parallel.max_message_mb << 20, rows * spec.row_bytes() + (1 << 20))
 
 
 def inference_dir(exp_name: str) -> str:
@@ -139,20 +157,34 @@ class CommanderNetworks:
 
 class InferenceServer:
     """The socket and the batching loop of a forward-pass worker; ``networks`` has ``sync(ref)`` and
-    ``get(ref, version)`` (socket-free tests give it policies directly)."""
+    ``get(ref, version)`` (socket-free tests give it policies directly).
+
+    Each request is checked against its network's :class:`~sparring.worker.inference_forward.ForwardSpec` before it
+    joins a batch; whatever goes wrong with one request (a reference naming no network, a state of the wrong
+    width, a wave whose segments disagree, NaNs, an exception of this worker's own while handling it) is an error
+    reply to its sender alone, counted under ``dropped/<why>``; the loop goes on and the other requests of the
+    batch are answered. A forward pass that fails for a group of requests is run again request by request, so
+    the one that failed it is the only one refused."""
 
     def __init__(self, context, security, host: str, networks, max_batch: int, max_wait_ms: float,
-                 observation_shape: tuple, name: str = 'inference') -> None:
+                 observation_shape: tuple, name: str = 'inference',
+                 max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
         self.networks = networks
         self.observation_shape = tuple(observation_shape)
         self.batcher = Batcher(max_batch, max_wait_ms)
         # Per peer, two requests queue at most (a collector has one in flight per half of its envs).
         self.server = Server(context, host, 0, dataclasses.replace(security, protocol=INFERENCE_PROTOCOL), name=name,
-                             max_message_bytes=MAX_MESSAGE_BYTES, queue=2)
+                             max_message_bytes=max_message_bytes, queue=2, max_header_bytes=SMALL_HEADER_BYTES)
         self.address = self.server.address
         self.counters = dict(requests=0, rows=0, batches=0, forward_passes=0, malformed=0, version_gone=0)
+        self.dropped: Counter = Counter()  # requests refused (not version_gone), by what was wrong: dropped/<why>
         self.seconds = dict(batching_delay_seconds=0.0, forward_seconds=0.0)  # summed over requests / passes
         self.last_asked: Dict[bytes, float] = {}  # peer -> when it last asked for a forward pass
+        # OpenMP's thread count is the calling thread's: a thread serving here would otherwise run each pass with
+        # a team of every core, whose barrier waits for a member the scheduler parked behind busy neighbours
+        # (measured: 48 ms a one-row pass under load, 0.15 ms with the process's one thread).
+        self.torch_threads = torch.get_num_threads()
+        self._serving_thread: Optional[int] = None
 
     def _everyone_asked(self) -> bool:
         """Whether every peer that asked within :data:`ACTIVE_PEER_SECONDS` has a request in the batch: a peer has
@@ -164,6 +196,9 @@ class InferenceServer:
 
     def serve(self, seconds: float) -> None:
         """Take requests and answer them for about ``seconds``."""
+        if self._serving_thread != threading.get_ident():
+            set_torch_threads(self.torch_threads)
+            self._serving_thread = threading.get_ident()
         deadline = time.monotonic() + seconds
         while True:
             due = self.batcher.due_in()
@@ -185,8 +220,12 @@ class InferenceServer:
                     self.handle(*got)
 
     def handle(self, peer: bytes, message) -> None:
+        """Take one request into the batch, or answer it with an error: nothing about one request stops the loop."""
         try:
             if message.kind == 'sync':
+                if message.body['ref'].startswith(BOT_PREFIX):
+                    raise RequestRefused('bot', f'{short(message.body["ref"])} is a bot; a collector plays bots '
+                                                f'itself')
                 version = self.networks.sync(message.body['ref'])
                 self.server.reply(peer, message.id, 'synced', dict(ref=message.body['ref'], version=int(version)))
             elif message.kind == 'forward':
@@ -195,14 +234,45 @@ class InferenceServer:
                 self._take_wave(peer, message)
             else:
                 raise MessageError('schema', f'{message.kind!r} is not a request a forward-pass worker serves')
+        except VersionGone as err:
+            self.counters['version_gone'] += 1
+            self._refuse(peer, message.id, MessageError('version', str(err)), None)
+        except RequestRefused as err:
+            self._refuse(peer, message.id, MessageError('schema', str(err)), err.why)
         except MessageError as err:
+            self._refuse(peer, message.id, err, 'schema')
+        except (CommanderLost, SessionExpired):
+            raise  # this worker's own end, not the request's
+        except Exception as err:  # noqa: BLE001  (one request's failure is its sender's error reply, never fatal)
+            self._refuse(peer, message.id, MessageError('failed', f'{type(err).__name__}: {short(str(err), 200)}'),
+                         'failed')
+
+    def _refuse(self, peer: bytes, message_id: str, err: MessageError, why: Optional[str]) -> None:
+        if why is not None:
             self.counters['malformed'] += 1
-            self.server.rejected.add(err, peer.hex())
-            self.server.reply(peer, message.id, 'error', dict(error=str(err), reason=err.reason))
+            self.dropped[why] += 1
+        self.server.rejected.add(err, peer.hex())
+        self.server.reply(peer, message_id, 'error', dict(error=str(err), reason=err.reason))
+
+    def _network(self, ref: str, version: int):
+        """The network a request names, able to forward remotely; :class:`RequestRefused` if there is none."""
+        if ref.startswith(BOT_PREFIX):
+            raise RequestRefused('bot', f'{short(ref)} is a bot; a collector plays bots itself')
+        try:
+            policy = self.networks.get(ref, version)
+        except (VersionGone, CommanderLost, SessionExpired):
+            raise
+        except Exception as err:  # noqa: BLE001  (whatever the lookup raised: no such network here)
+            raise RequestRefused('unknown_ref', f'{short(ref)} names no network this worker holds or can load '
+                                                f'({type(err).__name__}: {short(str(err), 160)})') from None
+        if not forwards_remotely(policy):
+            raise RequestRefused('acts_whole', f'{short(ref)} acts whole (a bot or DQN); its collector plays it')
+        return policy
 
     def _take_forward(self, peer: bytes, message) -> None:
         body, arrays = message.body, message.arrays
-        obs, state = self._rows(arrays, body['rows'], 'obs', STATE_NAMES)
+        spec = ForwardSpec.of(self._network(body['ref'], body['version']), self.observation_shape)
+        obs, state = self._rows(arrays, body['rows'], 'obs', STATE_NAMES, spec)
         self.counters['requests'] += 1
         self.last_asked[peer] = time.monotonic()
         self.batcher.add(Pending((peer, message.id), (body['ref'], body['version']), obs, state))
@@ -213,35 +283,34 @@ class InferenceServer:
         body, arrays = message.body, message.arrays
         refs, versions, rows = body['refs'], body['versions'], body['rows']
         if not len(refs) == len(versions) == len(rows):
-            raise MessageError('schema', f'forward_wave: refs, versions and rows must be as long as each other, got '
+            raise RequestRefused('wave', f'forward_wave: refs, versions and rows must be as long as each other, got '
                                          f'{len(refs)}, {len(versions)} and {len(rows)}')
         if any(name not in WAVE_NAMES[len(refs)] for name in arrays):
-            raise MessageError('schema', f'forward_wave: arrays {sorted(set(arrays) - WAVE_NAMES[len(refs)])} '
+            raise RequestRefused('wave', f'forward_wave: arrays {sorted(set(arrays) - WAVE_NAMES[len(refs)])} '
                                          f'belong to no segment of {len(refs)}')
         wave = Wave(peer, message.id, len(refs))
         segments = []
         for s, (ref, version, n) in enumerate(zip(refs, versions, rows)):
-            obs, state = self._rows(arrays, n, segment_obs(s), tuple(segment_array(p, s) for p in STATE_NAMES))
+            spec = ForwardSpec.of(self._network(ref, version), self.observation_shape)
+            obs, state = self._rows(arrays, n, segment_obs(s), tuple(segment_array(p, s) for p in STATE_NAMES), spec)
             segments.append(Pending((peer, message.id), (ref, version), obs, state, wave=wave, segment=s))
         self.counters['requests'] += 1
         self.last_asked[peer] = time.monotonic()
         self.batcher.add(*segments)
 
-    def _rows(self, arrays, rows: int, obs_name: str, state_names) -> tuple:
-        """``(obs, state)`` of one request or segment, checked: ``rows`` observations of this run's shape, and
-        recurrent state arrays named in order, each with ``rows`` float rows."""
+    @staticmethod
+    def _rows(arrays, rows: int, obs_name: str, state_names, spec: ForwardSpec) -> tuple:
+        """``(obs, state)`` of one request or segment, checked against its network's spec: the state arrays named
+        in order (``state_0``, ``state_1``, ...), none missing in between."""
         if obs_name not in arrays:
-            raise MessageError('schema', f'forward: missing array {obs_name!r}')
-        obs = arrays[obs_name]
-        if obs.shape != (rows, *self.observation_shape) or obs.dtype.kind not in 'fiub':
-            raise MessageError('schema', f'forward: {obs_name} must be {rows} rows of shape {self.observation_shape}, '
-                                         f'got {obs.dtype}{list(obs.shape)}')
+            raise RequestRefused('observation', f'forward: missing array {obs_name!r}')
         names = [n for n in state_names if n in arrays]
-        parts = [arrays[n] for n in names]
-        if names != list(state_names[:len(parts)]) or any(p.shape[:1] != (rows,) or p.dtype.kind != 'f' for p in parts):
-            raise MessageError('schema', f'forward: state arrays must be {state_names[0]}.. with {rows} float rows '
-                                         f'each')
-        return obs, tuple(parts) if parts else None
+        if names != list(state_names[:len(names)]):
+            raise RequestRefused('state', f'forward: state arrays must be {state_names[0]}, {state_names[1]}, .. in '
+                                          f'order, got {names}')
+        parts = tuple(arrays[n] for n in names)
+        spec.check(obs_name, arrays[obs_name], parts, rows)
+        return arrays[obs_name], parts or None
 
     def run_batch(self) -> None:
         """One forward pass per network over the pending requests, each answered with its rows (a wave request
@@ -251,31 +320,14 @@ class InferenceServer:
         waves: Dict[int, Wave] = {}
         for group in self.batcher.take():
             self.seconds['batching_delay_seconds'] += sum(started - r.arrived for r in group)
-            ref, version = group[0].key
             try:
-                policy = self.networks.get(ref, version)
-                if not forwards_remotely(policy):
-                    raise MessageError('schema', f'{short(ref)} acts whole (a bot or DQN); its collector plays it')
-                obs, state = stack_group(group)
-                began = time.monotonic()
-                out = forward_rows(policy, obs, state)
-                self.seconds['forward_seconds'] += time.monotonic() - began
-            except VersionGone as err:
-                self.counters['version_gone'] += len(group)
-                self._fail(group, MessageError('version', str(err)), waves)
-                continue
-            except (MessageError, ValueError, RuntimeError) as err:  # rows the network cannot take: theirs to hear
-                self.counters['malformed'] += len(group)
-                self._fail(group, err if isinstance(err, MessageError) else MessageError('schema', str(err)), waves)
-                continue
-            self.counters['forward_passes'] += 1
-            self.counters['rows'] += len(obs)
-            for request, part in zip(group, split_out(out, group)):
-                if request.wave is None:
-                    self.server.reply(*request.reply_to, 'forwarded', dict(version=int(version)), _arrays(part))
+                self._forward_group(group, waves)
+            except Exception:  # noqa: BLE001  (a pass over several requests failed: find whose, one at a time)
+                if len(group) == 1:
+                    self._forward_alone(group[0], waves)
                 else:
-                    request.wave.outs[request.segment] = (int(version), part)
-                    waves[id(request.wave)] = request.wave
+                    for request in group:
+                        self._forward_alone(request, waves)
         for wave in waves.values():
             if wave.error is not None:
                 self.server.reply(wave.peer, wave.message_id, 'error', dict(error=str(wave.error),
@@ -286,6 +338,43 @@ class InferenceServer:
                 arrays.update({segment_array(name, s): a for name, a in _arrays(part).items()})
             self.server.reply(wave.peer, wave.message_id, 'forwarded_wave',
                               dict(versions=[version for version, _ in wave.outs]), arrays)
+
+    def _forward_group(self, group: List[Pending], waves: Dict[int, 'Wave']) -> None:
+        """One forward pass for ``group`` (requests for one network), each request answered (or its wave's share
+        kept); a version no longer held is every request's ``version`` error, anything else raises."""
+        ref, version = group[0].key
+        try:
+            policy = self.networks.get(ref, version)
+        except VersionGone as err:
+            self.counters['version_gone'] += len(group)
+            self._fail(group, MessageError('version', str(err)), waves)
+            return
+        obs, state = stack_group(group)
+        began = time.monotonic()
+        out = forward_rows(policy, obs, state)
+        self.seconds['forward_seconds'] += time.monotonic() - began
+        parts = split_out(out, group)
+        self.counters['forward_passes'] += 1
+        self.counters['rows'] += len(obs)
+        for request, part in zip(group, parts):
+            if request.wave is None:
+                self.server.reply(*request.reply_to, 'forwarded', dict(version=int(version)), _arrays(part))
+            else:
+                request.wave.outs[request.segment] = (int(version), part)
+                waves[id(request.wave)] = request.wave
+
+    def _forward_alone(self, request: Pending, waves: Dict[int, 'Wave']) -> None:
+        try:
+            self._forward_group([request], waves)
+        except (CommanderLost, SessionExpired):
+            raise
+        except Exception as err:  # noqa: BLE001  (this request's own failure: its error reply, the loop goes on)
+            refused = MessageError('failed', f'the forward pass of {short(request.key[0])} failed: '
+                                             f'{type(err).__name__}: {short(str(err), 200)}')
+            self.counters['malformed'] += 1
+            self.dropped['failed'] += 1
+            self.server.rejected.add(refused, request.reply_to[0].hex())  # logged for the first few
+            self._fail([request], refused, waves)
 
     def _fail(self, group: List[Pending], err: MessageError, waves: Dict[int, 'Wave']) -> None:
         for request in group:
@@ -299,7 +388,8 @@ class InferenceServer:
         rejected = sum(self.server.rejected.counts.values())
         mean = self.counters['rows'] / max(1, self.counters['forward_passes'])
         return dict({k: float(v) for k, v in self.counters.items()}, **self.seconds, rejected=float(rejected),
-                    mean_batch=mean, most_rows_held=float(self.batcher.most_rows))
+                    mean_batch=mean, most_rows_held=float(self.batcher.most_rows),
+                    **{f'dropped/{why}': float(n) for why, n in sorted(self.dropped.items())})
 
     def close(self) -> None:
         self.server.close()
@@ -323,9 +413,11 @@ class InferenceWorker(Worker):
         self.observation_space, self.action_space = self.spaces()
         networks = CommanderNetworks(self, collector_seed(self.cfg.seed, self.index))
         inf = self.par.inference
+        # What a holder of the secret can make this socket hold: requests of this run's size, no more.
+        limit = request_bytes_limit(self.cfg, ForwardSpec.of(self.new_policy(0), self.observation_space.shape))
         self.inference = InferenceServer(self.context, self.security, self.bind_host or self.par.host, networks,
                                          inf.max_batch, inf.max_wait_ms, self.observation_space.shape,
-                                         name=self.worker_id)
+                                         name=self.worker_id, max_message_bytes=limit)
         directory = inference_dir(self.cfg.exp_name)
         os.makedirs(directory, exist_ok=True)
         write_atomically(os.path.join(directory, f'{self.worker_id}.address'), self.inference.address + '\n')
