@@ -14,6 +14,7 @@ import pytest
 import zmq
 
 from sparring.config import compile_config
+from sparring.framework.journal import JOURNAL_FILE, Journal
 from sparring.framework.messaging import Security
 from sparring.framework.parallel import ParallelRun, parallel_pipeline
 from sparring.framework.run_setup import complete_league_config
@@ -54,8 +55,8 @@ def _wait(condition, what, timeout=PATIENCE, step=None):
 
 
 def _journal(exp):
-    with open(os.path.join(exp, 'commander', 'journal.jsonl')) as f:
-        return [json.loads(line) for line in f][1:]  # the entries, after the format-version line
+    """Every journal entry on the disk (the file being written and the sealed segments kept)."""
+    return Journal(os.path.join(exp, 'commander', JOURNAL_FILE)).read()
 
 
 def _check_games_counted_once(exp, league):
