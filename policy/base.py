@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from sparring.policy.chunk_spec import ChunkSpaces, ChunkSpec, base_fields
 from sparring.policy.device import Placement, learner_device
 
 
@@ -31,9 +32,6 @@ class Policy:
 
     #: feed-forward policies ignore ``state``; recurrent ones return it in ``ActOutput.state``
     recurrent = False
-    #: off-policy learners that bootstrap from the next observation themselves (DQN) set this, and
-    #: collectors then add ``next_obs`` to their chunks (a finished episode's final observation)
-    needs_next_obs = False
 
     @classmethod
     def default_config(cls) -> dict:
@@ -69,6 +67,12 @@ class Policy:
         return self.action_probabilities(obs, action_mask=action_mask), self.value(obs)
 
     # -- learning -----------------------------------------------------------------------------
+    def chunk_spec(self, spaces: ChunkSpaces) -> ChunkSpec:
+        """The arrays :meth:`learn` reads from a chunk collected in ``spaces`` (:mod:`sparring.policy.chunk_spec`):
+        the one place a policy declares them. Collectors record what it names, and learners refuse the rest.
+        A subclass adds its own fields to its parent's."""
+        return ChunkSpec(base_fields(spaces))
+
     def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
         """One update on a ``[T, B, ...]`` chunk; ``progress`` in [0, 1] drives annealing."""
         raise NotImplementedError

@@ -9,7 +9,7 @@ uniform or prioritised replay buffer.
 policy's own decisions (``train_mask`` rows in battle chunks; every row in single-agent ones),
 pushes them into the replay buffer and takes ``learn.updates_per_chunk`` gradient steps. A
 truncated episode is bootstrapped from its final observation, which the collectors put into
-``next_obs`` because the policy sets ``needs_next_obs``. Epsilon is a buffer of the network, so
+``next_obs`` because the policy's chunk spec names it. Epsilon is a buffer of the network, so
 it travels with ``get_params`` to whoever acts (collectors, league snapshots). The replay buffer
 is part of ``state_dict`` (so a resumed run keeps its memory) unless ``replay.in_checkpoint`` is
 off.
@@ -28,6 +28,7 @@ from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.base import ActOutput, Policy
+from sparring.policy.chunk_spec import ChunkSpaces, ChunkSpec, next_obs_field
 from sparring.policy.device import Placement, acting_device, check_device_spec
 from sparring.policy.finite_step import finite_update
 from sparring.policy.replay_buffer import (REPLAY_CONSTRAINTS, check_batch_fits_replay, chunk_transitions,
@@ -54,9 +55,9 @@ class _QNetwork(torch.nn.Module):
 
 @POLICY_REGISTRY.register('dqn')
 class DQNPolicy(Policy):
-    #: collectors add ``next_obs`` (the observation after each step, a finished episode's final
-    #: one) to the chunks this policy learns from
-    needs_next_obs = True
+    def chunk_spec(self, spaces: ChunkSpaces) -> ChunkSpec:
+        """A chunk adds ``next_obs`` (the observation after each step, a finished episode's final one)."""
+        return super().chunk_spec(spaces).plus(next_obs_field(spaces))
 
     @classmethod
     def default_config(cls) -> dict:

@@ -32,6 +32,7 @@ from sparring.policy import functional as F
 from sparring.policy.average_policy import make_average
 from sparring.policy.augment import check_mirror_fits, with_mirror
 from sparring.policy.base import ActOutput, Policy
+from sparring.policy.chunk_spec import ChunkSpaces, ChunkSpec, state_fields
 from sparring.policy.device import Placement, acting_device
 from sparring.policy.grad_clip import SecondMomentClipper
 from sparring.policy.gradient_step import GradientStep, read_rows
@@ -129,6 +130,14 @@ class PPOPolicy(Policy):
     def learns_from_search(self) -> bool:
         """Whether chunks must carry a search's visits: the collector then searches (worker/run_kind.py asks)."""
         return self.objective.learns_from_search
+
+    def chunk_spec(self, spaces: ChunkSpaces) -> ChunkSpec:
+        """Every policy's fields, the objective's own (the search's visits and labels), and a recurrent model's
+        state at the start of each BPTT window."""
+        spec = super().chunk_spec(spaces).plus(*self.objective.chunk_fields(spaces))
+        if not self.recurrent:
+            return spec
+        return spec.plus(*state_fields(self.initial_state(1)), window_len=self.bptt_len)
 
     # -- acting -------------------------------------------------------------------------------
     def initial_state(self, batch_size: int) -> Any:

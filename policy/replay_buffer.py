@@ -297,11 +297,11 @@ def chunk_transitions(chunk: Dict[str, np.ndarray], gamma: float, n_step: int, w
 
     Transitions run between the policy's own decisions (``train_mask`` rows in battle chunks, every row in
     single-agent ones; see ``functional.nstep_transitions``). A truncated episode bootstraps from its final
-    observation, which collectors put into ``next_obs`` for policies that set ``needs_next_obs``.
+    observation, which collectors put into ``next_obs`` for policies whose chunk spec names it.
     """
     if 'next_obs' not in chunk:
-        raise ValueError(f'{who}.learn: the chunk has no "next_obs" array; collectors add it for policies with '
-                         f'needs_next_obs = True (the observation after each step, bootstrapped from)')
+        raise ValueError(f'{who}.learn: the chunk has no "next_obs" array; collectors add it for policies whose '
+                         f'chunk spec names it (the observation after each step, bootstrapped from)')
     decision = chunk.get('train_mask')
     # Past a single-agent chunk's end the next state is a decision of the policy again; in a
     # battle chunk it may be the opponent's turn, so the transition waits for an own move.

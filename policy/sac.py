@@ -38,6 +38,7 @@ from sparring.policy import functional as F
 from sparring.policy import sac_grad as G
 from sparring.policy import sac_loss as L
 from sparring.policy.base import ActOutput, Policy
+from sparring.policy.chunk_spec import ChunkField, ChunkSpaces, ChunkSpec, next_obs_field
 from sparring.policy.device import Placement, acting_device, check_device_spec
 from sparring.policy.normalizer import RunningNormalizer, observation_normalizer
 from sparring.policy.replay_buffer import (OPPONENT_KEYS, REPLAY_CONSTRAINTS, check_batch_fits_replay, chunk_transitions,
@@ -85,11 +86,14 @@ CRITIC_PREFIX = 'model.critics.'  # state-dict keys that stay with the learner (
 
 @POLICY_REGISTRY.register('sac')
 class SACPolicy(Policy):
-    #: collectors add ``next_obs`` (the observation after each step, a finished episode's final one)
-    needs_next_obs = True
-    #: battle collectors may add ``opponent`` and ``opponent_version`` ``[T, B]`` int64 arrays (whom each move
-    #: was against), stored with each transition (see :mod:`sparring.policy.replay_opponents`)
-    records_opponents = True
+    def chunk_spec(self, spaces: ChunkSpaces) -> ChunkSpec:
+        """A chunk adds ``next_obs`` (the observation after each step, a finished episode's final one), and a battle
+        chunk ``opponent`` and ``opponent_version`` (whom each move was against), stored with each transition (see
+        :mod:`sparring.policy.replay_opponents`)."""
+        spec = super().chunk_spec(spaces).plus(next_obs_field(spaces))
+        if spaces.battle:
+            spec = spec.plus(ChunkField('opponent', np.int64), ChunkField('opponent_version', np.int64))
+        return spec
 
     @classmethod
     def default_config(cls) -> dict:

@@ -16,10 +16,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import torch
 
-
-# Chunk arrays under this prefix have one row per BPTT window (recurrent state) instead of one per time step.
-WINDOW_PREFIX = 'window_'
-STATE_PREFIX = WINDOW_PREFIX + 'state_'
+from sparring.policy.chunk_spec import STATE_PREFIX
 
 
 class TrainBatch:

@@ -105,6 +105,13 @@ class Arena:
     def num_envs(self) -> int:
         return self.env.num_envs
 
+    @property
+    def current(self) -> BattleStep:
+        """The step the games are at: the last ``reset`` or ``step``."""
+        if self.step_result is None:
+            raise RuntimeError('battle arena: no games yet; call reset() first')
+        return self.step_result
+
     def set_opponent(self, slot: int, opponent_id: str, policy: Policy) -> None:
         self.opponent_ids[slot] = opponent_id
         self.opponents[slot] = policy

@@ -7,7 +7,9 @@ ends, so opponents differ per slot and per game. Chunks are columnar ``[T, 2B, .
 where it had to move, plus, in self-play games when ``train_both_sides`` is on, the other
 seat too. Steps where a seat did not move (turn-based games) stay in the time line, so GAE
 carries the reward back to that seat's previous move; they train the value (``value_mask``)
-but not the policy. Every
+but not the policy. The arrays a chunk holds are those the home policy's chunk spec names
+(:mod:`sparring.policy.chunk_spec`): its buffers are allocated from the spec, and an optional field
+(``next_obs``, whom each move was against, the search's records) is recorded exactly when the spec names it. Every
 finished game is reported once in ``chunk.results``. A recurrent home policy's state (kept by the
 arena per slot and seat, zeroed when a game ends) is recorded at the start of every BPTT window
 as ``window_state_<i>`` arrays ``[W, 2B, ...]``, column for column like the rest of the chunk.
@@ -22,11 +24,12 @@ has no ``action_mask``: every action is legal, and a placeholder would only cost
 from __future__ import annotations
 
 import time
-from typing import Callable, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from sparring.policy.base import Policy
+from sparring.policy.chunk_spec import PER_STEP, ChunkSpaces
 from sparring.policy.replay_opponents import opponent_code
 from sparring.worker.battle_arena import Arena
 from sparring.worker.chunk import Chunk
@@ -35,10 +38,17 @@ from sparring.worker.recurrent_state import WindowStates, take_rows
 
 OpponentSampler = Callable[[int], Tuple[str, Policy]]
 
+# Per-step arrays this collector fills from the games themselves, whatever plays them.
+GAME_FIELDS = ('obs', 'action_mask', 'reward', 'terminated', 'truncated', 'next_obs', 'train_mask', 'value_mask',
+               'next_value', 'opponent', 'opponent_version')
+# The home policy's outputs at each step (``Arena.act``), recorded under their own names; a search adds its own.
+HOME_OUTPUTS = ('action', 'log_prob', 'value')
+SEARCH_OUTPUTS = ('search_policy', 'search_value')
+
 
 class BattleCollector(CollectorCounters):
     def __init__(self, env, policy: Policy, n_steps: int, sample_opponent: OpponentSampler,
-                 player_id: str = None, train_both_sides: bool = True, search=None) -> None:
+                 player_id: Optional[str] = None, train_both_sides: bool = True, search=None) -> None:
         super().__init__(n_steps)
         self.arena = Arena(env, policy, search=search)
         self.policy = policy
@@ -46,6 +56,15 @@ class BattleCollector(CollectorCounters):
         self.player_id = player_id
         self.train_both_sides = train_both_sides
         self._started = False
+        self.spec = policy.chunk_spec(ChunkSpaces(env.observation_space, env.action_space, battle=True))
+        searched = () if search is None else SEARCH_OUTPUTS + tuple(getattr(search, 'label_columns', None) or ())
+        self._home_outputs = [name for name in HOME_OUTPUTS + searched if name in self.spec]
+        can_fill = set(GAME_FIELDS + HOME_OUTPUTS + searched)
+        missing = [f.name for f in self.spec if f.per == PER_STEP and f.required and f.name not in can_fill]
+        if missing:
+            raise ValueError(f'battle collector: the policy learns from {missing}, which this collection does not '
+                             f'record{"" if search else " (a search records its visits: battle.collect_search)"}')
+        self._fields = [f.name for f in self.spec if f.per == PER_STEP and f.name in can_fill]
 
     def close(self) -> None:
         """Close the collector's envs."""
@@ -55,95 +74,84 @@ class BattleCollector(CollectorCounters):
         opponent_id, policy = self.sample_opponent(slot)
         self.arena.set_opponent(slot, opponent_id, policy)
 
+    def _start(self) -> None:
+        """The first games, and an opponent for every slot (later ones come as games end)."""
+        self.arena.reset()
+        for slot in range(self.arena.num_envs):
+            self._assign(slot)
+        self._started = True
+
     def collect(self) -> Chunk:
-        arena = self.arena
         if not self._started:
-            arena.reset()
-            for slot in range(arena.num_envs):
-                self._assign(slot)
-            self._started = True
+            self._start()
         started = time.perf_counter()
+        arena = self.arena
         T, B = self.n_steps, arena.num_envs
-        obs0 = arena.step_result.obs
-        obs_shape = obs0.shape[2 + len(arena.agent_shape):]
-        shape2 = (T, B, 2, *arena.agent_shape)
-        buf = dict(
-            obs=np.empty((*shape2, *obs_shape), dtype=obs0.dtype),
-            action=np.empty((*shape2, *arena.action_shape), dtype=arena.action_dtype), log_prob=np.empty(shape2, dtype=np.float32),
-            value=np.empty(shape2, dtype=np.float32), reward=np.empty(shape2, dtype=np.float32),
-            terminated=np.empty(shape2, dtype=bool), truncated=np.empty(shape2, dtype=bool),
-            train_mask=np.empty(shape2, dtype=bool), value_mask=np.empty(shape2, dtype=bool),
-        )
-        if not arena.continuous:
-            buf['action_mask'] = np.empty((*shape2, arena.step_result.action_mask.shape[-1]), dtype=bool)
-        if getattr(self.policy, 'needs_next_obs', False):  # it bootstraps from these itself (DQN)
-            buf['next_obs'] = np.empty_like(buf['obs'])
-        if getattr(self.policy, 'records_opponents', False):  # whom each move was against (a replay forgets by it)
-            buf['opponent'] = np.empty(shape2, dtype=np.int64)
-            buf['opponent_version'] = np.empty(shape2, dtype=np.int64)
-        if arena.search is not None:
-            buf['search_policy'] = np.empty((*shape2, buf['action_mask'].shape[-1]), dtype=np.float32)
-            buf['search_value'] = np.empty(shape2, dtype=np.float32)
-        label_columns = getattr(arena.search, 'label_columns', None) or {}  # the solver's targets near the end
-        for name, (shape, dtype) in label_columns.items():
-            buf[name] = np.empty((*shape2, *shape), dtype)
-        bootstrap = np.zeros(shape2, dtype=np.float32)
-        results = []
+        lead = (T, B, 2, *arena.agent_shape)
+        buf = self.spec.allocate(lead, self._fields)
+        bootstrap = np.zeros(lead, dtype=np.float32)
+        results: List[Tuple[str, str]] = []
         version = self.policy.version
-        windows = WindowStates(self.policy, T)
+        windows = WindowStates(self.spec.window_len, T)
         for t in range(T):
-            step = arena.step_result
             windows.record(t, arena.columns(arena.home_state))
-            actions, home = arena.act()
-            learnable = home['home_controlled'].copy()
-            if not self.train_both_sides:
-                learnable[:] = False
-                learnable[np.arange(B), arena.home_seat] = True
-            buf['obs'][t] = step.obs
-            if 'action_mask' in buf:
-                buf['action_mask'][t] = step.action_mask
-            buf['action'][t] = home['action']
-            buf['log_prob'][t] = home['log_prob']
-            buf['value'][t] = home['value']
-            if 'search_policy' in buf:
-                buf['search_policy'][t] = home['search_policy']
-                buf['search_value'][t] = home['search_value']
-            for name in label_columns:
-                buf[name][t] = home[name]
-            buf['value_mask'][t] = learnable
-            if 'opponent' in buf:
-                per_slot = (B,) + (1,) * (len(shape2) - 2)
-                buf['opponent'][t] = np.array([opponent_code(o) for o in arena.opponent_ids]).reshape(per_slot)
-                buf['opponent_version'][t] = np.array([int(getattr(o, 'version', 0)) for o in arena.opponents]
-                                                      ).reshape(per_slot)
-            buf['train_mask'][t] = learnable & arena.per_agent(step.to_move)
-            nxt = arena.step(actions)
-            buf['reward'][t] = nxt.reward
-            buf['terminated'][t] = arena.per_agent(nxt.terminated[:, None])
-            buf['truncated'][t] = arena.per_agent(nxt.truncated[:, None])
-            if 'next_obs' in buf:
-                buf['next_obs'][t] = nxt.final_obs  # equal to nxt.obs where the game goes on
-            cut = nxt.truncated & ~nxt.terminated
-            if cut.any():
-                # A game cut by a step limit is bootstrapped from its last observation.
-                rows = np.flatnonzero(cut)
-                bootstrap[t, rows] = self.policy.value(nxt.final_obs[rows].reshape(-1, *obs_shape),
-                                                       arena.columns(take_rows(arena.home_state, rows))) \
-                    .reshape(len(rows), *shape2[2:])
+            nxt = arena.step(self._record_move(buf, t))
+            self._record_outcome(buf, bootstrap, t)
             for slot, opponent_id, outcome in arena.finished(nxt):
                 results.append((opponent_id, outcome))
                 self._assign(slot)
-        last_obs = arena.step_result.obs
-        next_value = np.empty(shape2, dtype=np.float32)
-        next_value[:-1] = buf['value'][1:]
-        next_value[-1] = self.policy.value(last_obs.reshape(-1, *obs_shape),
-                                           arena.columns(arena.home_state)).reshape(B, *shape2[2:])
-        done = buf['terminated'] | buf['truncated']
-        next_value[done] = bootstrap[done]
-        buf['next_value'] = next_value
-        data = {k: v.reshape(T, -1, *v.shape[len(shape2):]) for k, v in buf.items()}
+        self._record_next_values(buf, bootstrap)
+        data = {k: v.reshape(T, -1, *v.shape[len(lead):]) for k, v in buf.items()}
         data.update(windows.arrays())
         self.env_steps += T * B
         self.episodes += len(results)
         self.collect_seconds += time.perf_counter() - started
         return Chunk(data=data, version=version, player_id=self.player_id, results=results, env_steps=T * B)
+
+    def _record_move(self, buf: Dict[str, np.ndarray], t: int) -> np.ndarray:
+        """Step ``t``'s observations, the home policy's moves and what to learn from them; returns every seat's action."""
+        arena, step = self.arena, self.arena.current
+        actions, home = arena.act()
+        learnable = home['home_controlled'].copy()
+        if not self.train_both_sides:
+            learnable[:] = False
+            learnable[np.arange(arena.num_envs), arena.home_seat] = True
+        buf['obs'][t] = step.obs
+        if 'action_mask' in buf:
+            buf['action_mask'][t] = step.action_mask
+        for name in self._home_outputs:
+            buf[name][t] = home[name]
+        buf['value_mask'][t] = learnable
+        buf['train_mask'][t] = learnable & arena.per_agent(step.to_move)
+        if 'opponent' in buf:  # whom each move was against (a replay forgets by it)
+            per_slot = (arena.num_envs,) + (1,) * (buf['opponent'].ndim - 2)
+            buf['opponent'][t] = np.array([opponent_code(o) for o in arena.opponent_ids]).reshape(per_slot)
+            buf['opponent_version'][t] = np.array([int(getattr(o, 'version', 0)) for o in arena.opponents]
+                                                  ).reshape(per_slot)
+        return actions
+
+    def _record_outcome(self, buf: Dict[str, np.ndarray], bootstrap: np.ndarray, t: int) -> None:
+        """Step ``t``'s rewards and endings; a game cut by a step limit is valued at its last observation."""
+        arena, nxt = self.arena, self.arena.current
+        buf['reward'][t] = nxt.reward
+        buf['terminated'][t] = arena.per_agent(nxt.terminated[:, None])
+        buf['truncated'][t] = arena.per_agent(nxt.truncated[:, None])
+        if 'next_obs' in buf:
+            buf['next_obs'][t] = nxt.final_obs  # equal to nxt.obs where the game goes on
+        rows = np.flatnonzero(nxt.truncated & ~nxt.terminated)
+        if len(rows):
+            bootstrap[t, rows] = self._values(nxt.final_obs[rows], take_rows(arena.home_state, rows))
+
+    def _record_next_values(self, buf: Dict[str, np.ndarray], bootstrap: np.ndarray) -> None:
+        """The value after each step: the next step's, the last observation's after the last, a cut game's own."""
+        next_value = buf['next_value']
+        next_value[:-1] = buf['value'][1:]
+        next_value[-1] = self._values(self.arena.current.obs, self.arena.home_state)
+        done = buf['terminated'] | buf['truncated']
+        next_value[done] = bootstrap[done]
+
+    def _values(self, obs: np.ndarray, state) -> np.ndarray:
+        """The home policy's values of games' observations ``[n, 2, *agents, ...]`` (and states), in that layout."""
+        obs_shape = self.spec['obs'].shape
+        values = self.policy.value(obs.reshape(-1, *obs_shape), self.arena.columns(state))
+        return values.reshape(obs.shape[:obs.ndim - len(obs_shape)])

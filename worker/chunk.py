@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from sparring.policy.train_batch import WINDOW_PREFIX
+from sparring.policy.chunk_spec import WINDOW_PREFIX
 
 REQUIRED_KEYS = ('obs', 'action', 'log_prob', 'value', 'reward', 'terminated', 'truncated', 'next_value')
 

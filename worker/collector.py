@@ -9,13 +9,14 @@ every BPTT window into the chunk (``window_state_<i>``) for the learner to recom
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Optional, cast
 
 import numpy as np
 
 from sparring.policy.base import Policy
+from sparring.policy.chunk_spec import ChunkSpaces
 from sparring.worker.chunk import Chunk
-from sparring.worker.recurrent_state import WindowStates, initial_state, take_rows, zero_rows
+from sparring.worker.recurrent_state import State, WindowStates, initial_state, take_rows, zero_rows
 
 
 class CollectorCounters:
@@ -44,8 +45,10 @@ class SampleCollector(CollectorCounters):
         self.env = env_manager
         self.policy = policy
         self.player_id = player_id
+        # What the policy learns from: the buffers a chunk is collected into (``next_obs`` only if it names it).
+        self.spec = policy.chunk_spec(ChunkSpaces(env_manager.observation_space, env_manager.action_space))
         self._obs: Optional[np.ndarray] = None
-        self._state = None  # the recurrent policy's state per env, carried across chunks
+        self._state: State = None  # the recurrent policy's state per env, carried across chunks
         self.last_steps_per_second = 0.0
 
     def close(self) -> None:
@@ -62,19 +65,10 @@ class SampleCollector(CollectorCounters):
             self.reset()
         started = time.perf_counter()
         T, B = self.n_steps, self.env.num_envs
-        obs, state = self._obs, self._state
-        windows = WindowStates(self.policy, T)
-        buf = {
-            'obs': np.empty((T, B, *obs.shape[1:]), dtype=obs.dtype),
-            'reward': np.empty((T, B), dtype=np.float32),
-            'terminated': np.empty((T, B), dtype=bool),
-            'truncated': np.empty((T, B), dtype=bool),
-            'value': np.empty((T, B), dtype=np.float32),
-            'log_prob': np.empty((T, B), dtype=np.float32),
-        }
-        if getattr(self.policy, 'needs_next_obs', False):  # it bootstraps from these itself (DQN)
-            buf['next_obs'] = np.empty_like(buf['obs'])
-        actions = None
+        obs, state = cast(np.ndarray, self._obs), self._state  # set by reset()
+        windows = WindowStates(self.spec.window_len, T)
+        buf = self.spec.allocate((T, B), ('obs', 'action', 'reward', 'terminated', 'truncated', 'value', 'log_prob',
+                                          'next_value', 'next_obs'))
         bootstrap = np.zeros((T, B), dtype=np.float32)
         returns, lengths = [], []
         version = self.policy.version
@@ -82,10 +76,8 @@ class SampleCollector(CollectorCounters):
             windows.record(t, state)
             out = self.policy.act(obs, state)
             state = out.state
-            if actions is None:
-                actions = np.empty((T, *out.action.shape), dtype=out.action.dtype)
             buf['obs'][t] = obs
-            actions[t] = out.action
+            buf['action'][t] = out.action
             buf['value'][t] = out.value
             buf['log_prob'][t] = out.log_prob
             step = self.env.step(out.action)
@@ -105,13 +97,11 @@ class SampleCollector(CollectorCounters):
                 lengths.extend(step.episode_length[done].tolist())
             obs = step.obs
         self._obs, self._state = obs, state
-        next_value = np.empty((T, B), dtype=np.float32)
+        next_value = buf['next_value']
         next_value[:-1] = buf['value'][1:]
         next_value[-1] = self.policy.value(obs, state)
         done = buf['terminated'] | buf['truncated']
         next_value[done] = bootstrap[done]
-        buf['next_value'] = next_value
-        buf['action'] = actions
         buf.update(windows.arrays())
         self.env_steps += T * B
         self.episodes += len(returns)

@@ -11,7 +11,7 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from sparring.policy.train_batch import WINDOW_PREFIX
+from sparring.policy.chunk_spec import STATE_PREFIX
 
 State = Optional[Tuple[np.ndarray, ...]]
 
@@ -48,14 +48,15 @@ def zero_rows(state: State, rows) -> None:
 
 
 class WindowStates:
-    """Records the state at the start of every ``bptt_len``-step window while a chunk is collected.
+    """Records the state at the start of every window while a chunk is collected.
 
     The learner recomputes each window from its recorded state, so the chunk carries them as
-    ``window_state_<i>`` arrays ``[W, B, ...]``.
+    ``window_state_<i>`` arrays ``[W, B, ...]``; ``window_len`` is the policy's chunk spec's (its
+    ``bptt_len``), None for a feed-forward policy, which records nothing.
     """
 
-    def __init__(self, policy, n_steps: int) -> None:
-        self.bptt_len = int(getattr(policy, 'bptt_len', n_steps))
+    def __init__(self, window_len: Optional[int], n_steps: int) -> None:
+        self.bptt_len = window_len or n_steps
         if n_steps % self.bptt_len:
             raise ValueError(f'recurrent collection: n_steps = {n_steps} is not a multiple of the policy\'s '
                              f'bptt_len = {self.bptt_len}; every window must be whole')
@@ -73,4 +74,4 @@ class WindowStates:
 
     def arrays(self) -> Dict[str, np.ndarray]:
         """The chunk's ``window_state_<i>`` arrays (empty for a feed-forward policy)."""
-        return {f'{WINDOW_PREFIX}state_{i}': part for i, part in enumerate(self._parts or [])}
+        return {f'{STATE_PREFIX}{i}': part for i, part in enumerate(self._parts or [])}

@@ -3,6 +3,7 @@
 :class:`~sparring.policy.ppo.PPOPolicy` owns one :class:`Objective`, chosen once from ``learn.objective``
 (:mod:`sparring.policy.objectives`), and calls it at fixed points of its update loop:
 
+    chunk_fields(spaces)              the chunk's fields the objective reads beyond PPO's own (its spec's share)
     returns(chunk, returns)           the value targets of a chunk (expert iteration blends the search's in)
     policy_targets(chunk)             the chunk whose policy targets the batch carries (expert iteration: the
                                       solver's moves where labelled)
@@ -28,6 +29,7 @@ import numpy as np
 import torch
 
 from sparring.policy import distributions as D
+from sparring.policy.chunk_spec import ChunkField, ChunkSpaces
 from sparring.policy.device import Placement
 from sparring.policy.gradient_step import read_rows
 from sparring.policy.objectives.stats import STEP_STATS
@@ -85,6 +87,10 @@ class Objective:
         is chosen (so an objective can refuse its own keys under another one)."""
 
     # -- the update --------------------------------------------------------------------------------
+    def chunk_fields(self, spaces: ChunkSpaces) -> Tuple[ChunkField, ...]:
+        """The chunk's fields this objective reads beyond those of every PPO chunk (none for a plain one)."""
+        return ()
+
     def returns(self, chunk: Dict[str, np.ndarray], returns: np.ndarray) -> np.ndarray:
         return returns
 

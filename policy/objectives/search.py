@@ -21,13 +21,14 @@ and moves with the policy between devices. Discrete actions and a feed-forward m
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Deque, Dict
+from typing import Any, Deque, Dict, Tuple
 
 import numpy as np
 
 from sparring.config.schema import ConfigError, in_range
 from sparring.policy import distributions as D
 from sparring.policy import functional as F
+from sparring.policy.chunk_spec import ChunkField, ChunkSpaces
 from sparring.policy.device import Placement
 from sparring.policy.objectives.base import Minibatch, Objective, PolicyLoss, PolicyParts
 from sparring.policy.train_batch import TrainBatch
@@ -66,6 +67,18 @@ class SearchObjective(Objective):
             raise ConfigError(f'config key "policy.learn.search_value_weight": {learn["search_value_weight"]} blends '
                               f'the value of the search a player collected its moves by, for objective=\'search\'; '
                               f'objective {learn["objective"]!r} has no search: set 0')
+
+    def chunk_fields(self, spaces: ChunkSpaces) -> Tuple[ChunkField, ...]:
+        """The search's visits and values at every step; the solver's labels where the collection options ask for them
+        (optional: the search's ``label_columns`` say which a chunk carries)."""
+        actions = (spaces.num_actions,)
+        return (ChunkField('search_policy', np.float32, actions, finite=True),
+                ChunkField('search_value', np.float32, finite=True),
+                ChunkField('value_target', np.float32, finite=True, required=False),
+                ChunkField('value_labelled', np.bool_, required=False),
+                ChunkField('policy_target', np.float32, actions, finite=True, required=False),
+                ChunkField('policy_labelled', np.bool_, required=False),
+                ChunkField('policy_weight', np.float32, finite=True, required=False))
 
     def returns(self, chunk: Dict[str, np.ndarray], returns: np.ndarray) -> np.ndarray:
         """The value targets of a chunk, the search's value blended in; refuses a chunk without the search's records."""

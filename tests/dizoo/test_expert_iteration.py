@@ -101,7 +101,7 @@ def test_random_moves_leave_the_visits_for_a_uniform_legal_move_in_the_opening_o
 
 def test_a_collector_with_the_search_records_the_visits_where_the_player_moved():
     env = make_battle_env(dict(type='connect_four'), 4, 0)
-    policy = small_ppo(env)
+    policy = small_ppo(env, objective='search')
     acting = SearchActing(dict(num_simulations=4), C4, seed=0)
     collector = BattleCollector(env, policy, 6, lambda slot: ('me', policy), player_id='me', search=acting)
     chunk = collector.collect()
@@ -118,6 +118,16 @@ def test_a_collector_with_the_search_records_the_visits_where_the_player_moved()
     # the search's value of each position it ran from, for the player to move: a mean of game values
     assert d['search_value'].shape == (6, 8) and (d['search_value'][~moved] == 0).all()
     assert (np.abs(d['search_value'][moved]) <= 1.0).all() and (d['search_value'][moved] != 0).any()
+
+
+def test_a_player_that_does_not_learn_from_the_search_gets_chunks_without_its_records():
+    env = make_battle_env(dict(type='connect_four'), 4, 0)
+    policy = small_ppo(env)  # the clip objective: its chunk spec names no search field
+    acting = SearchActing(dict(num_simulations=4), C4, seed=0)
+    collector = BattleCollector(env, policy, 2, lambda slot: ('me', policy), player_id='me', search=acting)
+    chunk = collector.collect()
+    chunk.validate()
+    assert not {'search_policy', 'search_value'} & set(chunk.data)
 
 
 @pytest.mark.slow

@@ -142,3 +142,15 @@ def test_the_evaluator_records_each_games_seat():
     assert [o for o, s in zip(result.outcomes, result.seats) if s == 0] == ['win'] * 4
     assert [o for o, s in zip(result.outcomes, result.seats) if s == 1] == ['loss'] * 3
     assert [len(result.outcomes), len(result.returns)] == [7, 7]
+
+
+def test_a_policy_that_learns_from_a_field_no_collection_records_is_refused_when_the_collector_is_built():
+    from sparring.policy.chunk_spec import ChunkField
+    env = make_battle_env(dict(type='tictactoe'), 2, 0)
+    policy = POLICY_REGISTRY.get('ppo')(compile_section('policy', dict(type='ppo')), env.observation_space,
+                                        env.action_space)
+    policy.chunk_spec = lambda spaces: type(policy).chunk_spec(policy, spaces).plus(ChunkField('gaze', np.float32))
+    with pytest.raises(ValueError, match=r"battle collector: the policy learns from \['gaze'\], which this "
+                                         r"collection does not record"):
+        BattleCollector(env, policy, 4, lambda slot: ('me', policy))
+    env.close()
