@@ -28,7 +28,7 @@ from sparring.config.registry import BOT_REGISTRY
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.env.lockstep_match import first_game_results
 
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results
 
 BATCH = 50
 
@@ -74,16 +74,16 @@ def time_moves(bots: dict, obs, mask, rounds: int = 5) -> dict:
     return {name: float(np.median(t)) / len(obs) * 1e3 for name, t in times.items()}
 
 
-def speed() -> dict:
+def speed(simulation_counts=(100, 1000), rounds: int = 5) -> dict:
     out = dict(load_average=os.getloadavg(), batch=BATCH, unit='ms per move')
     for game, mid_game in (('connect_four', 10), ('tictactoe', 3)):
         classes = bot_classes(game)
         for label, moves in (('empty', 0), ('mid_game', mid_game)):
             obs, mask, env = positions(game, moves)
-            for simulations in (100, 1000):
+            for simulations in simulation_counts:
                 bots = {name: cls({'num_simulations': simulations}, env.observation_space, env.action_space, seed=0)
                         for name, cls in classes.items()}
-                row = {name: round(ms, 3) for name, ms in time_moves(bots, obs, mask).items()}
+                row = {name: round(ms, 3) for name, ms in time_moves(bots, obs, mask, rounds).items()}
                 row['speedup'] = round(row['sequential'] / row['lockstep'], 1)
                 row['load_average'] = round(os.getloadavg()[0], 2)
                 out[f'{game}/{label}/{simulations}'] = row
@@ -120,9 +120,9 @@ def score(game: str, first: tuple, second: tuple, num_games: int, seed: int) -> 
                 score_as_second=round(float((as_second + 1).mean() / 2), 4))
 
 
-def parity(num_games: int) -> dict:
+def parity(num_games: int, simulations: int = 100) -> dict:
     out = dict(load_average=os.getloadavg())
-    for game, simulations in (('connect_four', 100), ('tictactoe', 100)):
+    for game in ('connect_four', 'tictactoe'):
         classes = bot_classes(game)
         cfg = {'num_simulations': simulations}
         heuristic = (BOT_REGISTRY.get(f'{game}_heuristic'), {})
@@ -147,16 +147,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--only', nargs='+', choices=('speed', 'parity'), default=('speed', 'parity'))
     parser.add_argument('--games', type=int, default=1000, help='games per pairing in the parity section')
+    parser.add_argument('--simulations', type=int, nargs='+', default=[100, 1000],
+                        help='simulations per move of the bots the speed section times')
+    parser.add_argument('--rounds', type=int, default=5, help='batches timed per bot (the median is kept)')
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, games=4, simulations=[4], rounds=1)
     torch.set_num_threads(1)
     machine = dict(python=platform.python_version(), numpy=np.__version__, cpus=os.cpu_count(),
                    load_average_at_start=os.getloadavg())
     print(f'load average at start: {machine["load_average_at_start"]}')
     results = {'machine': machine}
     if 'speed' in args.only:
-        results['speed'] = speed()
+        results['speed'] = speed(args.simulations, args.rounds)
     if 'parity' in args.only:
-        results['parity'] = parity(args.games)
+        results['parity'] = parity(args.games, 4 if args.smoke else 100)
     merge_results('bots_speed', results)
 
 

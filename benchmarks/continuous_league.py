@@ -25,6 +25,7 @@ import tempfile
 import time
 
 from league_eval import evaluate_checkpoint, outcome_text, save_results, start_results
+from results_file import add_smoke, apply_smoke
 from sparring.dizoo.pong_duel.config.pong_duel_continuous_league import config as continuous_config
 from sparring.dizoo.pong_duel.config.pong_duel_league import config as discrete_config
 from sparring.framework import serial_pipeline
@@ -79,7 +80,9 @@ def main() -> None:
     parser.add_argument('--variants', nargs='+', choices=sorted(VARIANTS), default=['continuous', 'discrete'])
     parser.add_argument('--games', type=int, default=400, help='evaluation games against each bot')
     parser.add_argument('--label', default='report', help='the key the results go under in the JSON file')
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, steps=2048, seeds=[100], games=4)
     results = start_results(args)
     results['variants'] = {}
     with tempfile.TemporaryDirectory() as workdir:

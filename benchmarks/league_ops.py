@@ -32,6 +32,8 @@ import numpy as np
 
 from sparring.league import AlphaStarLeague, BaseLeague
 
+from results_file import add_smoke, apply_smoke, merge_results
+
 OUTCOMES = ('win', 'draw', 'loss')
 
 
@@ -87,9 +89,11 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--historical', type=int, default=1000)
     parser.add_argument('--calls', type=int, default=200_000, help='finish_job calls per timing (at least)')
-    parser.add_argument('--out', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results',
-                                                      'league_ops.json'))
+    parser.add_argument('--out', default=None, help='write the report to this file instead of '
+                                                    'benchmarks/results/league_ops.json')
+    add_smoke(parser)
     args = parser.parse_args(argv)
+    apply_smoke(args, historical=50, calls=2000)
 
     load_at_start = os.getloadavg()  # other processes share the cores: read the figures with it
     tracemalloc.start()
@@ -139,10 +143,13 @@ def main(argv=None) -> dict:
                          file_kb=round(size / 1024, 1)),
         target=dict(finish_job_per_second=100_000, met=finish_1['best'] >= 100_000),
     )
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, 'w') as f:
-        json.dump(report, f, indent=2)
-        f.write('\n')
+    if args.out is None:
+        merge_results('league_ops', report)
+    else:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, 'w') as f:
+            json.dump(report, f, indent=2)
+            f.write('\n')
     print(json.dumps(report, indent=2))
     return report
 

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results
 
 VARIANTS = dict(ready={}, inline=dict(eval_in_background=False), no_eval=dict(eval_every_iters=0))
 
@@ -50,7 +50,9 @@ def main() -> None:
     parser.add_argument('--seconds', type=float, default=90.0)
     parser.add_argument('--only', nargs='+', choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument('--child', nargs=3, metavar=('VARIANT', 'SECONDS', 'WORKDIR'), help=argparse.SUPPRESS)
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, seconds=3.0, only=['ready'])
     if args.child:
         variant, seconds, workdir = args.child
         print(json.dumps(one_run(variant, float(seconds), workdir)))

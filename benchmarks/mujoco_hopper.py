@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import platform
 import statistics
@@ -23,7 +22,8 @@ import torch
 from sparring.dizoo.mujoco.config.hopper_ppo import config as hopper_config
 from sparring.framework import serial_pipeline
 
-RESULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results', 'mujoco_hopper.json')
+from results_file import merge_results
+
 OBJECTIVES = ('clip', 'kl_penalty')
 
 
@@ -58,12 +58,7 @@ def main() -> None:
                       f'{r["env_steps"]} steps, {r["wall_seconds"]:.0f} s, collect {r["collect_steps_per_second"]:.0f} '
                       f'steps/s')
             print(f'Hopper-v5 {objective}: mean over seeds {results[objective]["mean_return"]:.0f}')
-    os.makedirs(os.path.dirname(RESULT), exist_ok=True)
-    previous = json.load(open(RESULT)) if os.path.exists(RESULT) else {}
-    previous.update(results)  # --only keeps the other objective's last figures
-    with open(RESULT, 'w') as f:
-        json.dump(previous, f, indent=2)
-    print(f'wrote {RESULT}')
+    merge_results('mujoco_hopper', results)  # --only keeps the other objective's last figures
 
 
 if __name__ == '__main__':

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import copy
-import json
 import os
 import platform
 import tempfile
@@ -35,7 +34,8 @@ from sparring.dizoo.memory.config.cue_recall_mlp import config as mlp_config
 from sparring.framework import serial_pipeline
 from sparring.worker.checkpoint import CheckpointManager
 
-RESULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results', 'ppo_variants.json')
+from results_file import merge_results
+
 SUMMARY_KEYS = ('env_steps', 'wall_seconds', 'eval_mean', 'eval_std', 'reached_stop_value', 'stop_env_steps',
                 'stop_seconds', 'collect_steps_per_second')
 
@@ -114,12 +114,7 @@ def main() -> None:
                 started, load = time.strftime('%Y-%m-%d %H:%M:%S'), os.getloadavg()
                 results[name] = dict(measure(workdir), started=started, jobs=args.jobs,
                                      load_average_at_start=load, load_average_at_end=os.getloadavg())
-    os.makedirs(os.path.dirname(RESULT), exist_ok=True)
-    previous = json.load(open(RESULT)) if os.path.exists(RESULT) else {}
-    previous.update(results)  # --only keeps the other sections' last figures
-    with open(RESULT, 'w') as f:
-        json.dump(previous, f, indent=2)
-    print(f'wrote {RESULT}')
+    merge_results('ppo_variants', results)  # --only keeps the other sections' last figures
 
 
 if __name__ == '__main__':

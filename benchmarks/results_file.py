@@ -1,14 +1,35 @@
-"""Shared by the benchmark scripts: merge a run's figures into ``benchmarks/results/<name>.json``."""
+"""Shared by the benchmark scripts: merge a run's figures into ``benchmarks/results/<name>.json``, stamped.
+
+Every entry a script writes is stamped with what makes the figure checkable later: the commit it was measured
+at (and whether the work tree had changes beside it), the date, the CPU model, the load average when it was
+written and the command that produced it. The stamps live beside the entries, under ``"_stamps"``
+(``{entry: stamp}``), so an entry keeps the shape its script gives it. The results page of the docs is
+generated from these files, stamps included.
+
+``SPARRING_RESULTS_DIR`` sends the files elsewhere: the benchmarks' ``--smoke`` runs (which CI makes) write
+there, never over the committed records.
+"""
 from __future__ import annotations
 
 import datetime
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
+from typing import Optional
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results')
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STAMPS = '_stamps'
+STAMP_FIELDS = ('commit', 'date', 'cpu_model', 'load_average', 'command')
+UNKNOWN = 'unknown'
+
+
+def results_dir() -> str:
+    """Where the records go: ``$SPARRING_RESULTS_DIR`` if set (a smoke run), else ``benchmarks/results``."""
+    return os.environ.get('SPARRING_RESULTS_DIR') or RESULTS_DIR
 
 
 def cpu_model() -> str:
@@ -17,35 +38,75 @@ def cpu_model() -> str:
         with open('/proc/cpuinfo') as f:
             return next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
     except (OSError, StopIteration):
-        return platform.processor() or 'unknown'
+        return platform.processor() or UNKNOWN
 
 
-def stamp() -> dict:
-    """What a record says about where and when its figures were measured: the commit of the checkout, the UTC
-    date, the CPU model, the load average at the time and the command that ran."""
+def current_commit() -> str:
+    """The checkout's commit, with ``+changes`` when tracked files differ from it; ``unknown`` outside git."""
     try:
-        commit = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=os.path.dirname(os.path.abspath(__file__)),
-                                capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
-    return dict(commit=commit, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
-                cpu_model=cpu_model(), load_average=list(os.getloadavg()),
-                command=' '.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]))
+        head = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=REPO_DIR, capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'], cwd=REPO_DIR,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return UNKNOWN
+    return head + ('+changes' if dirty else '')
 
 
-def merge_results(name: str, results: dict) -> str:
-    """Write ``results`` over the file's previous top-level entries (a partial run keeps the others' figures)."""
-    path = os.path.join(RESULTS_DIR, f'{name}.json')
-    os.makedirs(RESULTS_DIR, exist_ok=True)
+def stamp(command: Optional[str] = None) -> dict:
+    """The stamp of a figure written now: commit, date (UTC), CPU model, load average, command."""
+    if command is None:
+        command = ' '.join(shlex.quote(a) for a in [os.path.basename(sys.executable)] + sys.argv)
+    return dict(commit=current_commit(),
+                date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
+                cpu_model=cpu_model(), load_average=[round(x, 2) for x in os.getloadavg()], command=command)
+
+
+def merge_results(name: str, results: dict, command: Optional[str] = None) -> str:
+    """Write ``results`` over the file's previous top-level entries (a partial run keeps the others' figures),
+    each entry written stamped (:func:`stamp`)."""
+    folder = results_dir()
+    path = os.path.join(folder, f'{name}.json')
+    os.makedirs(folder, exist_ok=True)
     previous = {}
     if os.path.exists(path):
         with open(path) as f:
             previous = json.load(f)
+    now = stamp(command)
+    stamps = dict(previous.pop(STAMPS, {}))
     previous.update(results)
+    stamps.update({key: now for key in results})
+    previous[STAMPS] = stamps
     with open(path, 'w') as f:
         json.dump(previous, f, indent=2)
     print(f'wrote {path}')
     return path
+
+
+def add_smoke(parser) -> None:
+    """The ``--smoke`` option every benchmark script has: a run of seconds that checks the script still works."""
+    parser.add_argument('--smoke', action='store_true',
+                        help='a run of seconds that checks the script works: tiny budgets, its figures written to '
+                             '$SPARRING_RESULTS_DIR or a temporary folder, never over benchmarks/results')
+
+
+def apply_smoke(args, **small):
+    """With ``--smoke``: ``small`` (argument name -> value) over the parsed arguments, and the records sent to a
+    temporary folder unless ``$SPARRING_RESULTS_DIR`` names one. Returns ``args``."""
+    if getattr(args, 'smoke', False):
+        for name, value in small.items():
+            if not hasattr(args, name):
+                raise AttributeError(f'apply_smoke: the script has no argument {name!r}')
+            setattr(args, name, value)
+        if not os.environ.get('SPARRING_RESULTS_DIR'):
+            import tempfile
+            os.environ['SPARRING_RESULTS_DIR'] = tempfile.mkdtemp(prefix='sparring-smoke-')
+    return args
+
+
+def entries(record: dict) -> dict:
+    """A record's entries, without the stamps."""
+    return {key: value for key, value in record.items() if key != STAMPS}
 
 
 def print_exploitability_curve(curve: list, points: int) -> None:

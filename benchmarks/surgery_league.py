@@ -23,6 +23,7 @@ import tempfile
 import time
 
 from league_eval import evaluate_checkpoint, outcome_text, save_results, start_results
+from results_file import add_smoke, apply_smoke
 from sparring.dizoo.pong_duel.config.pong_duel_league import config as league_config
 from sparring.framework import serial_pipeline
 from sparring.worker.checkpoint import CheckpointManager
@@ -47,7 +48,9 @@ def main() -> None:
     parser.add_argument('--steps-after', type=int, default=120 * 2048)
     parser.add_argument('--games', type=int, default=1000)
     parser.add_argument('--seed', type=int, default=0)
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, steps_before=2048, steps_after=2048, games=4)
     results = start_results(args)
     with tempfile.TemporaryDirectory() as workdir:
         before_dir, after_dir = os.path.join(workdir, 'before'), os.path.join(workdir, 'after')

@@ -16,6 +16,7 @@ import tempfile
 import time
 
 from league_eval import evaluate_checkpoint, outcome_text, save_results, start_results
+from results_file import add_smoke, apply_smoke
 from sparring.config import load_config
 from sparring.dizoo.team_pong.config.team_pong_league import config as team_config
 from sparring.framework import serial_pipeline
@@ -30,7 +31,9 @@ def main() -> None:
     parser.add_argument('--seconds', type=float, default=1200.0, help='wall-time budget of the training run')
     parser.add_argument('--games', type=int, default=400)
     parser.add_argument('--seed', type=int, default=0)
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, steps=2048, seconds=20.0, games=4)
     results = start_results(args)
     config = copy.deepcopy(team_config)
     config['train'].update(max_env_steps=args.steps, max_wall_seconds=args.seconds, progress_bar=False,

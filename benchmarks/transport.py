@@ -31,7 +31,7 @@ import time
 import numpy as np
 import zmq
 
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results
 from sparring.framework.messaging import Security
 from sparring.worker.remote.transport import DataPuller, DataPusher
 from sparring.worker.remote.security import CurveGuard, create_curve_keys
@@ -136,7 +136,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seconds', type=float, default=2.0, help='about how long each measurement runs')
     parser.add_argument('--repeats', type=int, default=5)
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, seconds=0.2, repeats=1)
     modes = ['bare', 'framed', 'framed+hmac'] + (['framed+hmac+curve', 'framed+curve'] if zmq.has('curve') else [])
     results = dict(machine=dict(cpus=os.cpu_count(), python=platform.python_version(), zmq=zmq.zmq_version(),
                                 pyzmq=zmq.pyzmq_version(), load_average_at_start=os.getloadavg()),

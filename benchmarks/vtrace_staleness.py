@@ -29,7 +29,7 @@ from sparring.dizoo.classic_control.config.cartpole_ppo import config as cartpol
 from sparring.worker.collector import SampleCollector
 from sparring.worker.env.manager import make_env_manager
 
-from results_file import cpu_model, merge_results
+from results_file import add_smoke, apply_smoke, cpu_model, merge_results
 
 
 def train(seed: int, staleness: int, arm: str, env_steps: int, eval_steps: int) -> dict:
@@ -70,7 +70,9 @@ def main() -> None:
     parser.add_argument('--eval-steps', type=int, default=1_000)
     parser.add_argument('--results-key', default='cartpole',
                         help='the key of benchmarks/results/vtrace_staleness.json the run is stored under')
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, seeds=[100], staleness=[0, 4], env_steps=512, eval_steps=200)
     torch.set_num_threads(1)
     load_before = os.getloadavg()
     runs = []

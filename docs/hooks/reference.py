@@ -1,8 +1,9 @@
 """mkdocs hook: make this checkout importable as ``sparring`` and fill in the generated reference pages.
 
-A page holding the line ``<!-- generated: config-reference -->`` or ``<!-- generated: cli-reference -->``
-gets that line replaced, at build time, by the tables :mod:`config_reference` and :mod:`cli_reference`
-(in ``docs/gen/``) make from the code. Nothing generated is written into the repository, so the
+A page holding the line ``<!-- generated: config-reference -->``, ``<!-- generated: cli-reference -->`` or
+``<!-- generated: results-records -->`` gets that line replaced, at build time, by the tables
+:mod:`config_reference`, :mod:`cli_reference` and :mod:`results_records` (in ``docs/gen/``) make from the code
+and the benchmark records. Nothing generated is written into the repository, so the
 reference cannot fall behind the code.
 
 The repository root is the package itself, so the hook builds ``build/docs-pkg/sparring`` out of links to
@@ -24,6 +25,7 @@ GEN_DIR = os.path.join(ROOT, 'docs', 'gen')
 MARKERS = {
     '<!-- generated: config-reference -->': ('config_reference', 'render'),
     '<!-- generated: cli-reference -->': ('cli_reference', 'render'),
+    '<!-- generated: results-records -->': ('results_records', 'render'),
 }
 
 
