@@ -154,6 +154,16 @@ class ActivePlayer(Player):
     ``strong_win_rate`` for AlphaStar's snapshot rule (:meth:`is_trained_enough`);
     ``pfsp_weighting`` for the PFSP branches; ``mutate_prob``, the chance of a reset after each
     snapshot.
+
+    A new opponent rule is a method ``_<name>_branch(self) -> Player`` of a subclass, chosen with the
+    probability ``branch_probs[name]`` (the module docstring has the recipe).
+
+    Args:
+        player_id: the player's name in the league.
+        cfg: the player's config, over :meth:`default_config` (checked, unknown keys refused).
+        player_type: its registered type name (default: the class's).
+        param_ref: where its parameters live (default: ``player_id``).
+        model: the model config recorded with it.
     """
 
     kind = 'active'

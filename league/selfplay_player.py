@@ -35,8 +35,24 @@ from sparring.league.sampling import sample_weighted, softmax
 
 
 class PeriodicSelfPlayPlayer(ActivePlayer):
-    """Snapshots every ``save_steps``; branch ``latest`` with probability ``cfg[latest_key]``,
-    else the branch named by ``past_branch``."""
+    """Self-play with a snapshot every ``save_steps``: the base of ML-Agents' and OpenAI Five's players.
+
+    Its opponent is the latest self (branch ``latest``) with probability ``cfg[latest_key]``, else a past
+    snapshot drawn by the branch ``past_branch`` names. A subclass names both and implements that branch; the
+    config keys are those of :meth:`default_config` (the config reference lists them under Players).
+
+    Class attributes a subclass sets:
+
+    * ``latest_key``: the config key holding the probability of playing the latest self;
+    * ``past_branch``: the branch (a ``_<name>_branch`` method) that draws a past snapshot.
+
+    Args:
+        player_id: the player's name in the league.
+        cfg: the player's config, over :meth:`default_config`.
+        player_type: its registered type name (default: the class's).
+        param_ref: where its parameters live (default: ``player_id``).
+        model: the model config recorded with it.
+    """
 
     latest_key = ''
     past_branch = ''

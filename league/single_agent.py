@@ -24,7 +24,15 @@ class SingleAgentPlayer:
 
 @LEAGUE_REGISTRY.register('single_agent')
 class SingleAgentLeague:
-    """One player, ``player_id``; the league interface the run coordinator uses."""
+    """The league of a single-agent run: one player, ``player_id``, and the league interface the run
+    coordinator uses (no jobs to draw, no games to record, never a snapshot or a reset).
+
+    Built by the coordinator for a config without a battle env; a config never names it.
+
+    Args:
+        cfg: unused (the interface of every league's constructor).
+        player_id: the one player's name.
+    """
 
     def __init__(self, cfg=None, player_id: str = 'agent') -> None:
         self.player = SingleAgentPlayer(player_id)

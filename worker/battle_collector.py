@@ -47,6 +47,19 @@ SEARCH_OUTPUTS = ('search_policy', 'search_value')
 
 
 class BattleCollector(CollectorCounters):
+    """Collects the home player's ``[T, 2B, ...]`` chunks from two-seat games (see the module docstring).
+
+    Args:
+        env: the vectorised battle env (B games).
+        policy: the home player's policy.
+        n_steps: vector steps per chunk (T).
+        sample_opponent: ``sample_opponent(slot) -> (opponent_id, policy)``, called whenever a slot's game ends.
+        player_id: the home player's name, which its chunks carry.
+        train_both_sides: in self-play games, learn from both seats' moves.
+        search: the expert-iteration search that chooses the home player's moves (``battle.collect_search``),
+            or None to act with the policy.
+    """
+
     def __init__(self, env, policy: Policy, n_steps: int, sample_opponent: OpponentSampler,
                  player_id: Optional[str] = None, train_both_sides: bool = True, search=None) -> None:
         super().__init__(n_steps)

@@ -56,8 +56,15 @@ class BattleEvalResult:
 
 
 class BattleEvaluator:
+    """Plays a policy against fixed opponents and reports win, draw and loss rates (see the module docstring).
+
+    Args:
+        make_env: ``make_env()`` returns a fresh VecBattleEnv (the evaluator's own envs).
+        n_episodes: games per opponent, the home seat alternating.
+        deterministic: greedy actions (False: sampled).
+    """
+
     def __init__(self, make_env, n_episodes: int, deterministic: bool = False) -> None:
-        """``make_env()`` returns a fresh VecBattleEnv (the evaluator's own envs)."""
         if n_episodes < 1:
             raise ValueError(f'BattleEvaluator: n_episodes must be >= 1, got {n_episodes}')
         self.make_env = make_env

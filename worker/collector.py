@@ -40,6 +40,15 @@ class CollectorCounters:
 
 
 class SampleCollector(CollectorCounters):
+    """Collects ``[T, B, ...]`` chunks of a single-agent policy (see the module docstring).
+
+    Args:
+        env_manager: the vectorised envs it steps (B of them).
+        policy: the policy that acts.
+        n_steps: vector steps per chunk (T).
+        player_id: the name its chunks carry (a single-agent run's one player).
+    """
+
     def __init__(self, env_manager, policy: Policy, n_steps: int, player_id: Optional[str] = None) -> None:
         super().__init__(n_steps)
         self.env = env_manager

@@ -27,6 +27,15 @@ class EvalResult:
 
 
 class Evaluator:
+    """Plays deterministic episodes of a single-agent policy and says when the run may stop.
+
+    Args:
+        env_manager: the evaluator's own vectorised envs.
+        policy: the policy evaluated.
+        n_episodes: episodes per evaluation, spread evenly over the envs.
+        stop_value: the mean return at which the run may stop (None: never).
+    """
+
     def __init__(self, env_manager, policy: Policy, n_episodes: int, stop_value: Optional[float] = None) -> None:
         if n_episodes < 1:
             raise ValueError(f'Evaluator: n_episodes must be >= 1, got {n_episodes}')

@@ -17,6 +17,13 @@ from sparring.worker.chunk import Chunk
 
 
 class Learner:
+    """Trains one policy on the chunks it is given (see the module docstring).
+
+    Args:
+        policy: the policy to train; moved to its ``policy.device``.
+        max_env_steps: the run's env-step budget, against which annealed schedules (lr, clip range) progress.
+    """
+
     def __init__(self, policy: Policy, max_env_steps: int) -> None:
         self.policy = policy.to_learner_device()
         self.max_env_steps = max_env_steps

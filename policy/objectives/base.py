@@ -68,7 +68,15 @@ class PolicyLoss(NamedTuple):
 
 
 class Objective:
-    """The plain update around an abstract policy loss; see the module docstring for the call order."""
+    """The plain update around an abstract policy loss; see the module docstring for the call order.
+
+    A new objective subclasses this, overrides :meth:`policy_loss` and whatever else it changes, and is
+    registered by its module in :mod:`sparring.policy.objectives` under the name ``learn.objective`` takes
+    (with its own config keys and constraints beside it).
+
+    Args:
+        parts: what the objective may use of the policy it trains (:class:`PolicyParts`).
+    """
 
     #: chunks must carry a search's visit distribution: the player collects its moves by a search
     learns_from_search = False
@@ -92,18 +100,50 @@ class Objective:
         return ()
 
     def returns(self, chunk: Dict[str, np.ndarray], returns: np.ndarray) -> np.ndarray:
+        """The value targets of a chunk.
+
+        Args:
+            chunk: the chunk's fields by name (``[T, B, ...]`` arrays).
+            returns: the targets from GAE (or V-trace), ``[T, B]``.
+
+        Returns:
+            The targets the value is fitted to (the default: ``returns`` unchanged).
+        """
         return returns
 
     def policy_targets(self, chunk: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        """The chunk whose policy targets the training batch carries (the default: ``chunk`` unchanged).
+
+        Args:
+            chunk: the chunk's fields by name.
+        """
         return chunk
 
     def training_batch(self, fresh: TrainBatch) -> TrainBatch:
+        """What the update trains on (the default: the fresh chunk's batch alone).
+
+        Args:
+            fresh: the batch of the chunk just collected.
+        """
         return fresh
 
     def before_update(self, batch: TrainBatch, progress: float) -> None:
-        pass
+        """Called once before the epochs of an update (e.g. to keep the policy the update starts from).
+
+        Args:
+            batch: what the update trains on.
+            progress: the fraction of the run's env-step budget spent, 0 to 1.
+        """
 
     def policy_loss(self, mb: Minibatch) -> PolicyLoss:
+        """The policy loss of one minibatch, with two figures for the logs.
+
+        Args:
+            mb: the minibatch's heads, log-probabilities and advantages (:class:`Minibatch`).
+
+        Returns:
+            ``(loss, approx_kl, clip_fraction)``; only ``loss`` carries gradient.
+        """
         raise NotImplementedError
 
     def stops_early(self, batch: TrainBatch, epoch_rows: list) -> bool:
@@ -116,10 +156,19 @@ class Objective:
         return epoch_kl / max(len(epoch_rows), 1) > target
 
     def after_update(self, batch: TrainBatch, fresh: TrainBatch) -> Dict[str, float]:
+        """Called once after the epochs of an update (e.g. to adapt the KL penalty's beta, or move the magnet).
+
+        Args:
+            batch: what the update trained on.
+            fresh: the batch of the chunk just collected.
+
+        Returns:
+            The objective's own figures for the logs (``train/<name>``).
+        """
         return {}
 
     def reset(self) -> None:
-        pass
+        """Forget the objective's adaptive state: the league reset the player's optimiser."""
 
     # -- checkpoints and devices ---------------------------------------------------------------------
     def state_dict(self, placement: Placement) -> Dict[str, Any]:

@@ -144,8 +144,21 @@ BATTLE_ENV_CONSTRAINTS = {
 class BattleEnv:
     """Base class of single two-player games in the PettingZoo parallel shape.
 
-    A registered subclass is built as ``Cls(cfg)`` and implements ``observation_space``,
-    ``action_space``, ``reset`` and ``step`` as the module docstring describes.
+    A registered subclass (``@ENV_REGISTRY.register('name')``) is built as ``Cls(cfg)`` and implements
+    ``observation_space``, ``action_space``, ``reset`` and ``step``; sparring steps several instances side by
+    side (:class:`~sparring.worker.env.battle.DictBattleVecEnv`). The rules a game must keep are in
+    this module's docstring, and ``sparring check-env NAME`` checks them one by one.
+
+    Class attributes a subclass may set:
+
+    * ``turn_based``: True when one seat moves at a time (the other's action mask is all False);
+    * ``possible_agents``: the two agents' names (default ``['player_0', 'player_1']``);
+    * ``reference_bots``: names in ``BOT_REGISTRY`` of the bots that play this game (evaluation opponents);
+    * ``config_constraints``: checks of the game's own config keys, beside ``default_config()``.
+
+    Args:
+        cfg: the run's ``env`` section (the game's keys over :meth:`default_config`), completed from the
+            registered class's defaults; None for a game built by hand without a config.
     """
 
     is_vectorised = False
@@ -165,15 +178,44 @@ class BattleEnv:
         self.agents: List[str] = []
 
     def observation_space(self, agent: str) -> spaces.Space:
+        """The ``Box`` an agent observes, from its own perspective (both agents' must be equal).
+
+        Args:
+            agent: one of ``possible_agents``.
+        """
         raise NotImplementedError
 
     def action_space(self, agent: str) -> spaces.Space:
+        """``Discrete(n)`` (actions 0..n-1, with an action mask) or a ``Box`` (continuous, no mask).
+
+        Args:
+            agent: one of ``possible_agents``.
+        """
         raise NotImplementedError
 
     def reset(self, seed: Optional[int] = None, options: Optional[dict] = None) -> Tuple[dict, dict]:
+        """Start a game.
+
+        Args:
+            seed: reseeds the game's random generator; None continues it.
+            options: unused by sparring (the PettingZoo signature).
+
+        Returns:
+            ``(obs, infos)``: dicts keyed by agent; ``infos[agent]['action_mask']`` for ``Discrete`` actions.
+        """
         raise NotImplementedError
 
     def step(self, actions: Dict[str, Any]) -> Tuple[dict, dict, dict, dict, dict]:
+        """Play one move (turn-based: the mover's action counts) or one simultaneous round.
+
+        Args:
+            actions: an action per agent still playing.
+
+        Returns:
+            ``(obs, rewards, terminations, truncations, infos)``, dicts keyed by agent; at the game's end both
+            terminations (or truncations) are True and ``infos[agent]['result']`` is ``'win'``, ``'draw'`` or
+            ``'loss'``.
+        """
         raise NotImplementedError
 
     def close(self) -> None:
@@ -211,7 +253,18 @@ class VecBattleEnv(Closeable):
         self._seat_index = np.arange(NUM_SEATS)[None, :]
 
     def reset(self, seed: Optional[int] = None) -> BattleStep:
-        """Start a new game in every env (see the module docstring for how ``seed`` is used)."""
+        """Start a new game in every env.
+
+        Args:
+            seed: reseeds the env's numpy Generator; None on the first reset uses the constructor's seed, and
+                on later resets continues the Generator (as the automatic resets do).
+
+        Returns:
+            The first :class:`BattleStep` of the new games.
+
+        Raises:
+            EnvError: the env is closed, or ``seed`` is not an int >= 0 or None.
+        """
         self._check_open()
         _check_seed(seed, self.label, 'reset(seed)')
         reseed = seed is not None or not self._seeded
@@ -225,7 +278,20 @@ class VecBattleEnv(Closeable):
         return step
 
     def step(self, actions: np.ndarray) -> BattleStep:
-        """Play one move (or one simultaneous round) in every game; finished games restart."""
+        """Play one move (or one simultaneous round) in every game; finished games restart.
+
+        Args:
+            actions: ``[num_envs, 2]`` integers (column = seat; send 0 for a seat not to move), or for ``Box``
+                actions floats ``[num_envs, 2, *action_shape]``, clipped to the box.
+
+        Returns:
+            The :class:`BattleStep` after the move: a finished game's ``final_obs`` and ``result``, and the
+            next game's first ``obs``.
+
+        Raises:
+            EnvError: an illegal action of a seat to move, a wrong shape or dtype (before any game changes),
+                or no successful :meth:`reset` since the env was built or a step failed.
+        """
         self._check_open()
         if self._reset_needed_because is not None:
             raise EnvError(f'{self!r}: call reset() before step(): {self._reset_needed_because}')
@@ -319,12 +385,22 @@ class VecBattleEnv(Closeable):
 class NativeVecBattleEnv(VecBattleEnv):
     """Base of games vectorised in numpy: the game state lives in arrays with one row per game.
 
-    A registered subclass is built as ``Cls(cfg, num_envs, seed)``, keeps its randomness in
-    ``self.np_random`` and implements three array functions:
+    The fast path for a game of your own: no Python loop over games. A registered subclass sets
+    ``observation_space``, ``action_space`` and ``turn_based`` in its constructor, keeps its randomness in
+    ``self.np_random`` and implements three array functions (the base class does the checks, the seeding and
+    the automatic restart of finished games):
 
     * ``_reset_games(rows)``: a new game in the games ``rows`` (an int array);
-    * ``_advance(actions) -> (reward, terminated, truncated, result)``: one step of every game;
-    * ``_observe(rows) -> (obs, action_mask, to_move)`` of the games ``rows``.
+    * ``_advance(actions) -> (reward, terminated, truncated, result)``: one step of every game, with
+      ``actions`` already checked (``[B, 2]`` int64, or float32 ``[B, 2, *shape]`` for a ``Box``), and
+      ``reward`` ``[B, 2]`` float32, ``terminated`` and ``truncated`` ``[B]`` bool, ``result`` ``[B, 2]`` int8;
+    * ``_observe(rows) -> (obs, action_mask, to_move)`` of the games ``rows``: ``[R, 2, *obs_shape]``,
+      ``[R, 2, A]`` bool and ``[R, 2]`` bool.
+
+    Args:
+        cfg: the run's ``env`` section, completed from the registered class's :meth:`default_config`.
+        num_envs: games played side by side (B).
+        seed: the seed of ``self.np_random`` at the first :meth:`reset` (None: fresh entropy).
     """
 
     #: BOT_REGISTRY names of the bots that play this game (e.g. evaluation opponents)
