@@ -72,7 +72,7 @@ class ProgressReport:
             duplicate_reports=counters['duplicate_reports'], snapshots_quarantined=counters['snapshots_quarantined'],
             results_quarantined=counters['results_quarantined'],
             **{f'learner_{k}': sum(w.stats.get(k, 0.0) for w in learners)
-               for k in ('dropped_invalid', 'dropped_stale', 'dropped_duplicate')},
+               for k in ('dropped_invalid', 'dropped_failed', 'dropped_stale', 'dropped_duplicate')},
             **{f'rejected_{k}': v for k, v in self.transport_rejects().items()})
         figures['dropped'] = sum(drops.values()) or None
         run: Dict[str, Any] = dict(env_steps_per_second=rate, jobs_abandoned=counters['jobs_abandoned'],

@@ -74,7 +74,7 @@ class SerialRun:
                 self.coordinator.store_initial(policy.get_params())
                 policy.set_params(self.store.get(INIT_REF)['params'], 0)
             self.pool.add_live(pid, policy)
-            self.learners[pid] = Learner(policy, per_player_budget)
+            self.learners[pid] = Learner(policy, per_player_budget, battle=self.kind.is_league)
             self.collectors[pid] = self.kind.collector(policy, cfg.policy.collect.n_steps, cfg.seed + resumed_steps,
                                                        pid, index, self._opponent_sampler(pid))
         self.evaluation = self.kind.evaluation(seed_shift=resumed_steps)
@@ -144,8 +144,10 @@ class SerialRun:
             self.coordinator.report_games(pid, chunk.results, cast(int, chunk.env_steps),  # set on creation
                                           chunk.episode_returns)
             learner = self.learners[pid]
-            stats[pid] = learner.train(chunk)
-            stats[pid]['games'] = len(chunk.results)
+            trained = learner.train(chunk)
+            if trained is None:  # dropped (counted by the learner): the player goes on without this update
+                self._log_dropped(learner)
+            stats[pid] = dict(trained or {}, games=len(chunk.results))
             policy = learner.policy
             verdict = self.coordinator.progress(pid, learner.train_iter, policy.version, params=policy.get_params())
             if verdict['historical_player'] is not None:  # a snapshot
@@ -158,6 +160,14 @@ class SerialRun:
                 policy.reset_optimizer()
         self.rounds += 1
         return stats
+
+    def _log_dropped(self, learner: Learner) -> None:
+        """The learners' dropped chunks by reason, as the parallel run's ``run/dropped/learner_dropped_<reason>``."""
+        logger = self.coordinator.logger
+        if logger is not None:
+            totals = {f'learner_dropped_{reason}': float(sum(lr.dropped[reason] for lr in self.learners.values()))
+                      for reason in learner.dropped}
+            logger.scalars(totals, self.env_steps, prefix='run/dropped/')
 
     def _forget_stale_opponents(self) -> None:
         """A snapshot ages the others: replays that forget by opponent (SAC's ``replay.max_opponent_age``) drop

@@ -105,7 +105,7 @@ def test_a_collector_with_the_search_records_the_visits_where_the_player_moved()
     acting = SearchActing(dict(num_simulations=4), C4, seed=0)
     collector = BattleCollector(env, policy, 6, lambda slot: ('me', policy), player_id='me', search=acting)
     chunk = collector.collect()
-    chunk.validate()
+    chunk.validate(collector.spec)
     d = chunk.data
     assert d['search_policy'].shape == (6, 8, 7)
     moved = d['train_mask']
@@ -126,7 +126,7 @@ def test_a_player_that_does_not_learn_from_the_search_gets_chunks_without_its_re
     acting = SearchActing(dict(num_simulations=4), C4, seed=0)
     collector = BattleCollector(env, policy, 2, lambda slot: ('me', policy), player_id='me', search=acting)
     chunk = collector.collect()
-    chunk.validate()
+    chunk.validate(collector.spec)
     assert not {'search_policy', 'search_value'} & set(chunk.data)
 
 

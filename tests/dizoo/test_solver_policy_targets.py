@@ -8,6 +8,7 @@ from sparring.config.schema import ConfigError
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.search_acting import SearchActing
 from sparring.dizoo.board_games.solver.testset import random_position
+from sparring.policy.chunk_spec import ChunkSpaces
 from tests.dizoo.connect_four_positions import C4, collect_labelled
 from tests.dizoo.connect_four_positions import after as _after
 from tests.dizoo.connect_four_positions import seat_view as _seat_view
@@ -116,7 +117,7 @@ def test_the_option_is_for_connect_four_only():
 
 def test_the_collector_records_policy_labels_and_the_learner_trains_towards_them():
     policy, chunk = collect_labelled(exact_policy_empty_cells=16)
-    chunk.validate()
+    chunk.validate(policy.chunk_spec(ChunkSpaces.of(policy, battle=True)))
     d = chunk.data
     moved, labelled, target = d['train_mask'], d['policy_labelled'], d['policy_target']
     assert labelled.any() and not (labelled & ~moved).any() and (target[~labelled] == 0).all()

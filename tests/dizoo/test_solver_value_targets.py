@@ -13,6 +13,7 @@ from sparring.dizoo.board_games.config.connect_four_search_openings import confi
 from sparring.dizoo.board_games.search_acting import SearchActing
 from sparring.dizoo.board_games.solver import ILLEGAL
 from sparring.dizoo.board_games.solver.testset import random_position
+from sparring.policy.chunk_spec import ChunkSpaces
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.evaluation import GameEvaluation
 from sparring.worker.run_kind import LeagueKind
@@ -73,7 +74,7 @@ def test_the_option_is_for_connect_four_only():
 
 def test_the_collector_records_the_labels_where_the_player_moved_and_the_learner_fits_them():
     policy, chunk = collect_labelled(exact_value_empty_cells=16)
-    chunk.validate()
+    chunk.validate(policy.chunk_spec(ChunkSpaces.of(policy, battle=True)))
     d = chunk.data
     moved, labelled = d['train_mask'], d['value_labelled']
     assert labelled.any() and not (labelled & ~moved).any() and (d['value_target'][~labelled] == 0).all()

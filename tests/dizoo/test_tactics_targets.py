@@ -12,6 +12,7 @@ from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.search_acting import SearchActing
 from sparring.framework import serial_pipeline
 from sparring.policy import functional as F
+from sparring.policy.chunk_spec import ChunkSpaces
 from sparring.policy.train_batch import TrainBatch
 from sparring.worker.env.battle import make_battle_env
 from tests.configs import tiny_league_config
@@ -95,7 +96,7 @@ def test_a_weight_counts_a_step_as_if_it_were_drawn_that_many_times():
 
 def test_the_collector_records_tactics_and_the_learner_weighs_them():
     policy, chunk = collect_labelled(tactics_weight=4.0)
-    chunk.validate()
+    chunk.validate(policy.chunk_spec(ChunkSpaces.of(policy, battle=True)))
     d = chunk.data
     moved, labelled, weight = d['train_mask'], d['policy_labelled'], d['policy_weight']
     assert labelled.any() and not (labelled & ~moved).any()

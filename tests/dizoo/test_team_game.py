@@ -115,7 +115,7 @@ def test_the_collector_stores_one_column_per_agent_and_the_policy_learns_from_th
     data = chunk.data
     columns = 2 * 3 * 2  # slots x seats x agents
     assert data['obs'].shape == (8, columns, len(env.observation_names)) and data['action'].shape == (8, columns)
-    chunk.validate()
+    chunk.validate(collector.spec)
     by_seat = data['value_mask'].reshape(8, 3, 2, 2)
     assert by_seat[:, 0].all()  # self-play slot: both teams, every agent
     for slot in (1, 2):  # against the bot: all agents of the home team, none of the bot's

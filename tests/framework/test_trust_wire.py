@@ -153,9 +153,10 @@ def test_defect8_a_learners_chunk_socket_takes_no_message_larger_than_a_chunk_of
     cfg = helpers._cfg(tmp_path)
     from sparring.worker.run_kind import run_kind
     from sparring.config.registry import POLICY_REGISTRY
+    from sparring.policy.chunk_spec import ChunkSpaces
     observation_space, action_space = run_kind(cfg).spaces()
     policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, observation_space, action_space, seed=0)
-    limit = chunk_bytes_limit(cfg, observation_space, action_space, policy)
+    limit = chunk_bytes_limit(cfg, policy.chunk_spec(ChunkSpaces(observation_space, action_space, battle=True)))
     assert limit < 8 << 20  # a few MB for this small game, not the 1 GB of parallel.max_message_mb
     context = zmq.Context()
     puller = DataPuller(context, '127.0.0.1', _security(), 'learner', max_message_bytes=limit)

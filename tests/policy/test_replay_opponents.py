@@ -82,9 +82,11 @@ def test_the_learner_logs_the_buffer_mix_by_the_names_of_finished_games_opponent
     from sparring.worker.chunk import Chunk
     from sparring.worker.learner import Learner
     cfg = compile_section('policy', dict(type='sac', model=dict(hidden_sizes=[8]), learn=dict(learning_starts=10_000)))
-    learner = Learner(SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3)), 1000)
+    learner = Learner(SACPolicy(cfg, gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3)), 1000,
+                      battle=True)
     data = battle_chunk(['main_h1', 'bot:random'])
-    data.update({k: np.zeros(data['reward'].shape, np.float32) for k in ('log_prob', 'value', 'next_value')})
+    data.update({k: np.zeros(data['reward'].shape, np.float32) for k in ('log_prob', 'value', 'next_value')},
+                value_mask=data['train_mask'])
     stats = learner.train(Chunk(data=data, version=0, results=[('main_h1', 'win'), ('bot:random', 'loss')]))
     assert stats['replay_opponents/main_h1'] == stats['replay_opponents/bot:random'] == 0.5
 

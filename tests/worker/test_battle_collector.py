@@ -36,7 +36,7 @@ def _collector(game, num_envs, opponent='bot', n_steps=16, seed=0, both_sides=Tr
 def test_chunk_layout_masks_and_legal_actions():
     collector, _ = _collector('connect_four', num_envs=4)
     chunk = collector.collect()
-    chunk.validate()
+    chunk.validate(collector.spec)
     d = chunk.data
     assert d['obs'].shape == (16, 8, 3, 6, 7) and d['reward'].shape == (16, 8)
     assert chunk.env_steps == 16 * 4  # a column per seat, but one env step moves both seats' game

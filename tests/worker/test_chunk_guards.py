@@ -1,4 +1,4 @@
-"""What reaches a learner is checked against the player's spaces, and a non-finite update is never applied."""
+"""What reaches a learner is checked against the player's chunk spec, and a non-finite update is never applied."""
 import time
 import uuid
 from collections import deque
@@ -9,6 +9,7 @@ import torch
 
 from sparring.config import compile_section
 from sparring.policy.ppo import PPOPolicy
+from sparring.worker.learner import Learner
 from sparring.worker.remote.learner import LearnerWorker
 from sparring.worker.remote.wire import Message
 
@@ -37,8 +38,10 @@ def _learner_receiving(messages):
     worker = LearnerWorker.__new__(LearnerWorker)
     worker.par = type('P', (), dict(learner_queue=16))()
     worker.worker_id, worker.player_id = 'learner-test', 'p0'
-    worker.policy = type('Policy', (), dict(version=3))()
-    worker.observation_space, worker.action_space = OBS, ACT
+    cfg = compile_section('policy', dict(type='ppo', model=dict(hidden_sizes=[8])))
+    worker.policy = PPOPolicy(cfg, OBS, ACT, seed=0)
+    worker.policy.set_params(worker.policy.get_params(), 3)
+    worker.learner = Learner(worker.policy, 1000)
     worker.puller = FakePuller(messages)
     worker.queue, worker.seen, worker.seen_set, worker.receipts = deque(), deque(maxlen=100), set(), deque()
     worker.counts = dict(chunks_received=0, dropped_invalid=0, dropped_duplicate=0)
@@ -51,14 +54,14 @@ def _message(data, chunk_id=None):
     return Message('chunk', body, data, uuid.uuid4().hex, 'collector-0', time.time())
 
 
-def test_chunks_that_do_not_fit_the_players_spaces_are_dropped_and_counted():
+def test_chunks_that_do_not_fit_the_players_spec_are_dropped_and_counted():
     good = _message(_data(), 'good')
     bad = [_message(_data(obs_shape=(5,))), _message(_data(obs_dtype=np.float64)), _message(_data(reward=1e30)),
-           _message(dict(_data(), action=np.full((8, 2), 7)))]
+           _message(dict(_data(), action=np.full((8, 2), 7))), _message(dict(_data(), value=np.zeros((8, 2, 2))))]
     worker = _learner_receiving(bad + [good])
     assert worker._receive(timeout=0.0)
-    assert [c.chunk_id for c in worker.queue] == ['good'] and worker.counts['dropped_invalid'] == 4
-    assert len(worker.receipts) == 5  # every arrival is acknowledged: none of them is lost in flight
+    assert [c.chunk_id for c in worker.queue] == ['good'] and worker.counts['dropped_invalid'] == 5
+    assert len(worker.receipts) == 6  # every arrival is acknowledged: none of them is lost in flight
 
 
 def test_an_update_whose_loss_is_not_finite_is_skipped_and_counted():

@@ -198,7 +198,7 @@ def test_the_collector_stores_sampled_float_actions_and_no_mask_and_ppo_learns_f
     bot = _bot(env)
     collector = BattleCollector(env, policy, 16, lambda slot: ('random', bot), player_id='me')
     chunk = collector.collect()
-    chunk.validate()
+    chunk.validate(collector.spec)
     d = chunk.data
     assert 'action_mask' not in d
     assert d['action'].shape == (16, 8, 1) and d['action'].dtype == np.float32

@@ -75,7 +75,7 @@ def test_recomputed_windows_reproduce_the_acting_log_probs_across_chunks_and_res
     collector = SampleCollector(env, policy, 12)
     for _ in range(3):
         chunk = collector.collect()
-        chunk.validate()
+        chunk.validate(collector.spec)
         data = chunk.data
         assert data['window_state_0'].shape == (3, 3, 8) and data['window_state_1'].shape == (3, 3, 8)
         log_prob, value = _recomputed(policy, data)
@@ -122,16 +122,19 @@ def test_collector_reset_starts_from_zero_state_and_feed_forward_chunks_have_no_
     assert not any(k.startswith('window_') for k in data)
 
 
-def test_chunk_validates_window_arrays():
-    data = dict(obs=np.zeros((8, 2, 3)), **{k: np.zeros((8, 2)) for k in
-                                             ('action', 'log_prob', 'value', 'reward', 'terminated', 'truncated',
-                                              'next_value')})
-    Chunk(dict(data, window_state_0=np.zeros((2, 2, 5))), version=0).validate()
-    with pytest.raises(ValueError, match="window array 'window_state_0' must be \\[W, B, ...\\]"):
-        Chunk(dict(data, window_state_0=np.zeros((3, 2, 5))), version=0).validate()
-    with pytest.raises(ValueError, match='disagree'):
-        Chunk(dict(data, window_state_0=np.zeros((2, 2, 5)), window_state_1=np.zeros((4, 2, 5))),
-              version=0).validate()
+def test_chunk_validates_window_arrays_against_the_spec():
+    env = make_env_manager(dict(type='cartpole'), 2, seed=0)
+    collector = SampleCollector(env, _lstm_policy(env, n_steps=8), 8)
+    data = collector.collect().data
+    windows, columns, width = data['window_state_0'].shape
+    Chunk(data, version=0).validate(collector.spec)
+    with pytest.raises(ValueError, match=f"field 'window_state_0' must be float32 \\[{windows}, {columns}, {width}\\]"):
+        Chunk(dict(data, window_state_0=np.zeros((windows + 1, columns, width), np.float32)),
+              version=0).validate(collector.spec)
+    with pytest.raises(ValueError, match="missing field 'window_state_1'"):
+        Chunk({k: v for k, v in data.items() if k != 'window_state_1'}, version=0).validate(collector.spec)
+    with pytest.raises(ValueError, match="unexpected field 'window_state_2'"):
+        Chunk(dict(data, window_state_2=data['window_state_0']), version=0).validate(collector.spec)
 
 
 def test_evaluator_carries_and_resets_the_state():
@@ -158,7 +161,7 @@ def test_battle_windows_reproduce_the_home_policy_log_probs(opponent):
     collector, policy, other = _battle(opponent=opponent)
     for _ in range(3):
         chunk = collector.collect()
-        chunk.validate()
+        chunk.validate(collector.spec)
         data = chunk.data
         assert data['window_state_0'].shape == (2, 6, 8)
         log_prob, value = _recomputed(policy, data)

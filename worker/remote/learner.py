@@ -1,7 +1,8 @@
 """A learner process of the parallel mode: one player's :class:`~sparring.worker.learner.Learner`.
 
-It receives chunks for its player straight from the collectors, drops repeated, invalid and too
-stale ones (counted), trains, optionally re-trains recent chunks while it waits for data up to a
+It receives chunks for its player straight from the collectors, drops repeated, invalid (not fitting
+the policy's chunk spec, or with values beyond any sane magnitude) and too stale ones (counted), drops and
+counts a chunk whose update raises (``dropped_failed``: the learner goes on), trains, optionally re-trains recent chunks while it waits for data up to a
 target sample reuse, publishes parameters every ``publish_every`` updates (the commander answers
 with the league's verdict: a reset reloads the parameters it names; with ``replay.max_opponent_age`` set,
 the reply also carries the league's opponent ages, and the replay forgets by them as a serial run's does)
@@ -15,9 +16,9 @@ import time
 from collections import deque
 from typing import Deque, Dict, List, Optional, Tuple
 
-import gymnasium as gym
 import numpy as np
 
+from sparring.policy.chunk_spec import ChunkSpec
 from sparring.policy.replay_opponents import forget_stale_opponents
 from sparring.worker.checkpoint import CheckpointError, CheckpointManager
 from sparring.worker.chunk import Chunk
@@ -29,6 +30,7 @@ from sparring.worker.remote.schema import MAX_ABS_VALUE
 from sparring.worker.remote.transport import DataPuller, SMALL_HEADER_BYTES, advertised_address
 from sparring.worker.remote.security import check_bind
 from sparring.worker.remote.wire import arrays_to_params, params_to_arrays
+from sparring.worker.run_kind import is_league_run
 
 log = logging.getLogger('sparring.worker')
 
@@ -46,21 +48,22 @@ class LearnerWorker(Worker):
         check_bind(host, self.security.secured)
         self.observation_space, self.action_space = self.spaces()
         self.policy = self.new_policy(self.cfg.seed + self.index)
+        self.learner = Learner(self.policy, max(1, self.cfg.train.max_env_steps // len(self.player_ids)),
+                               battle=is_league_run(self.cfg))
         # What a peer without the secret can make this socket hold: a few chunks of this run's size, no more.
         self.puller = DataPuller(self.context, host, self.security, name=f'{self.worker_id} data',
                                  queue=self.par.learner_queue, max_header_bytes=SMALL_HEADER_BYTES,
-                                 max_message_bytes=min(self.par.max_message_mb << 20, chunk_bytes_limit(
-                                     self.cfg, self.observation_space, self.action_space, self.policy)))
+                                 max_message_bytes=min(self.par.max_message_mb << 20,
+                                                       chunk_bytes_limit(self.cfg, self.learner.spec)))
         self.endpoint = advertised_address(self.puller.address, self.par.advertise_host)
-        self.learner = Learner(self.policy, max(1, self.cfg.train.max_env_steps // len(self.player_ids)))
         self.ckpt = CheckpointManager(self.workdir)
         self.seen: Deque[str] = deque(maxlen=10_000)
         self.seen_set = set()
         self.queue: Deque = deque()
         self.replay: Deque = deque(maxlen=self.par.replay_chunks)
         self.staleness_window: List[float] = []
-        self.counts = dict(chunks_received=0, dropped_stale=0, dropped_duplicate=0, dropped_invalid=0, replayed=0,
-                           replay_transitions_forgotten=0)
+        self.counts = dict(chunks_received=0, dropped_stale=0, dropped_duplicate=0, dropped_invalid=0, dropped_failed=0,
+                           replayed=0, replay_transitions_forgotten=0)
         self.roster: Optional[Dict[str, int]] = None  # the league's opponent ages last forgotten by
         self.wait_seconds = 0.0
         self.arrived = 0  # chunks this process took in (the commander's credit counts per learner process)
@@ -211,14 +214,11 @@ class LearnerWorker(Worker):
                 if body['player_id'] != self.player_id:
                     raise ValueError(f'a chunk of player {body["player_id"]!r} reached the learner of '
                                      f'{self.player_id!r}')
-                if body['version'] > self.policy.version:
-                    raise ValueError(f'it claims parameter version {body["version"]}, newer than the learner\'s '
-                                     f'{self.policy.version}')
                 data = {name: np.array(a) for name, a in message.arrays.items()}  # owned, writable copies
-                check_chunk_values(data, self.action_space, self.observation_space)
                 chunk = Chunk(data=data, version=body['version'], player_id=self.player_id,
                               chunk_id=body['chunk_id'], env_steps=body['env_steps'])
-                chunk.validate()
+                self.learner.check(chunk)  # the policy's chunk spec, and a version it has had
+                check_magnitudes(data)
             except ValueError as err:
                 self.counts['dropped_invalid'] += 1
                 log.warning('%s: dropped chunk %s: %s', self.worker_id, body.get('chunk_id'), err)
@@ -259,6 +259,9 @@ class LearnerWorker(Worker):
 
     def _train(self, chunk, fresh: bool) -> None:
         stats = self.learner.train(chunk, fresh=fresh)
+        if stats is None:  # its update raised: dropped (logged by the learner), and the learner goes on
+            self.counts['dropped_failed'] += 1
+            return
         if fresh:
             self.replay.append(chunk)
         self.staleness_window.append(stats['staleness'])
@@ -361,62 +364,21 @@ def restarted_version(own: int, published: int) -> int:
     return max(own, published + 1) if published else own
 
 
-def chunk_bytes_limit(cfg, observation_space, action_space, policy) -> int:
+def chunk_bytes_limit(cfg, spec: ChunkSpec) -> int:
     """The largest chunk message a learner of this run takes: four times what the arrays of a chunk can hold.
 
     A chunk is ``[T, C, ...]``: T steps (``parallel.chunk_len`` or ``policy.collect.n_steps``) of C columns (an
-    env each; a battle env's seats and team agents each get one). A column step holds the observation (twice,
-    for policies that keep the next one), the action, per-action arrays (mask, search policy), a recurrent
-    policy's state and a dozen scalars. Anything larger is no chunk of this run.
+    env each; a battle env's seats and team agents each get one), and a column step holds the fields of the
+    policy's chunk spec (a window's recurrent state counted at every step). Anything larger is no chunk of this run.
     """
     steps = cfg.parallel.chunk_len or cfg.policy.collect.n_steps
     columns = cfg.env.collector_env_num * 2 * int(cfg.env.get('team_size', 1))
-    actions = action_space.n if isinstance(action_space, gym.spaces.Discrete) else 0
-    column_step = (2 * _space_bytes(observation_space) + 2 * _space_bytes(action_space) + 2 * 8 * actions
-                   + _state_bytes(policy.initial_state(1)) + 16 * 8)
-    return int(4 * steps * columns * column_step) + (1 << 20)
+    return int(4 * steps * columns * spec.column_step_bytes()) + (1 << 20)
 
 
-def _space_bytes(space) -> int:
-    if isinstance(space, gym.spaces.Box):
-        return int(np.prod(space.shape)) * space.dtype.itemsize
-    return int(gym.spaces.flatdim(space)) * 8
-
-
-def _state_bytes(state) -> int:
-    """Bytes of one column of a recurrent state (arrays or tensors, possibly nested); 0 without one."""
-    if state is None:
-        return 0
-    if isinstance(state, dict):
-        return sum(_state_bytes(v) for v in state.values())
-    if isinstance(state, (tuple, list)):
-        return sum(_state_bytes(v) for v in state)
-    return int(np.prod(getattr(state, 'shape', ()))) * 8
-
-
-def check_chunk_values(data: Dict[str, np.ndarray], action_space, observation_space=None) -> None:
-    """Raise ValueError if a chunk could poison training or crash the update: observations of another shape
-    or dtype than the player's, actions outside its space, numbers that are not finite or absurdly large."""
-    obs = data.get('obs')
-    if obs is not None and isinstance(observation_space, gym.spaces.Box):
-        if obs.ndim < 2 or obs.shape[2:] != observation_space.shape or obs.dtype != observation_space.dtype:
-            raise ValueError(f'observations must be [T, B, {", ".join(map(str, observation_space.shape))}] '
-                             f'{observation_space.dtype}, got {list(obs.shape)} {obs.dtype}')
+def check_magnitudes(data: Dict[str, np.ndarray]) -> None:
+    """Raise ValueError if a float array holds a number beyond any sane magnitude (the spec has refused the
+    non-finite ones): it would poison training without failing a check of shape or dtype."""
     for name, array in data.items():
-        if array.dtype.kind == 'f' and array.size:
-            if not np.isfinite(array).all():
-                raise ValueError(f'array {name!r} holds NaN or infinite values')
-            if np.abs(array).max() > MAX_ABS_VALUE:
-                raise ValueError(f'array {name!r} holds {np.abs(array).max():.3g}, beyond any sane {MAX_ABS_VALUE:g}')
-    action = data.get('action')
-    if isinstance(action_space, gym.spaces.Discrete) and action is not None:
-        if action.dtype.kind not in 'iu' or (action.size and (action.min() < action_space.start
-                                                               or action.max() >= action_space.start + action_space.n)):
-            raise ValueError(f'actions must be integers in [{action_space.start}, '
-                             f'{action_space.start + action_space.n}), got {action.dtype} '
-                             f'{action.min() if action.size else ""}..{action.max() if action.size else ""}')
-    if isinstance(action_space, gym.spaces.Box) and action is not None and action.shape[2:] != action_space.shape:
-        raise ValueError(f'actions must be [T, B, {", ".join(map(str, action_space.shape))}], got {list(action.shape)}')
-    mask = data.get('action_mask')
-    if mask is not None and isinstance(action_space, gym.spaces.Discrete) and mask.shape[-1] != action_space.n:
-        raise ValueError(f'action_mask must end with {action_space.n} actions, got shape {mask.shape}')
+        if array.dtype.kind == 'f' and array.size and np.abs(array).max() > MAX_ABS_VALUE:
+            raise ValueError(f'field {name!r} holds {np.abs(array).max():.3g}, beyond any sane {MAX_ABS_VALUE:g}')
