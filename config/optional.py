@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Optional
 
 
-def require(module: str, feature: str, extra: str, package: str = None) -> ModuleType:
+def require(module: str, feature: str, extra: str, package: Optional[str] = None) -> ModuleType:
     """``module`` imported, or ImportError: "<feature> need(s) the <package> package ... pip install sparring[<extra>]"."""
     try:
         return importlib.import_module(module)

@@ -43,7 +43,7 @@ class Registry:
                         f'{self.kind} registry: name {name!r} is already taken by '
                         f'{existing.__module__}.{existing.__qualname__}; pass force=True to replace it')
             self._entries[name] = target
-            target.registry_name = name  # lets an instance report the name it was built from
+            setattr(target, 'registry_name', name)  # noqa: B010 -- lets an instance report the name it was built from
             return target
 
         return _add if obj is None else _add(obj)

@@ -13,6 +13,14 @@ class ConfigError(ValueError):
     """A config key or value that is unknown, of the wrong type or out of range."""
 
 
+def described(check: Callable[[Any], None], description: str, allow_none: Optional[bool] = None) -> Callable[[Any], None]:
+    """``check`` carrying what the config reference says of it: ``description``, and ``allow_none`` where None passes."""
+    setattr(check, 'description', description)  # noqa: B010 -- a function's attribute, read by the reference
+    if allow_none is not None:
+        setattr(check, 'allow_none', allow_none)  # noqa: B010
+    return check
+
+
 def in_range(lo: Optional[float] = None, hi: Optional[float] = None, *, open_lo: bool = False,
              open_hi: bool = False, allow_none: bool = False) -> Callable[[Any], None]:
     """Numbers in [lo, hi]; ``open_lo`` / ``open_hi`` exclude an end; ``None`` means no bound."""
@@ -30,9 +38,7 @@ def in_range(lo: Optional[float] = None, hi: Optional[float] = None, *, open_lo:
         if too_low or too_high or value != value:
             raise ConfigError(f'expected {text}, got {value!r}')
 
-    check.description = text
-    check.allow_none = allow_none
-    return check
+    return described(check, text, allow_none)
 
 
 def one_of(*choices: Any) -> Callable[[Any], None]:
@@ -40,8 +46,7 @@ def one_of(*choices: Any) -> Callable[[Any], None]:
         if value not in choices:
             raise ConfigError(f'expected one of {", ".join(repr(c) for c in choices)}, got {value!r}')
 
-    check.description = f'one of {choices}'
-    return check
+    return described(check, f'one of {choices}')
 
 
 def of_type(*types: type, allow_none: bool = False) -> Callable[[Any], None]:
@@ -56,9 +61,7 @@ def of_type(*types: type, allow_none: bool = False) -> Callable[[Any], None]:
         if not isinstance(value, types):
             raise ConfigError(f'expected {names}, got {type(value).__name__} {value!r}')
 
-    check.description = names
-    check.allow_none = allow_none
-    return check
+    return described(check, names, allow_none)
 
 
 def non_empty_text() -> Callable[[Any], None]:
@@ -67,8 +70,7 @@ def non_empty_text() -> Callable[[Any], None]:
         if not isinstance(value, str) or not value:
             raise ConfigError(f'expected a non-empty string, got {value!r}')
 
-    check.description = 'a non-empty string'
-    return check
+    return described(check, 'a non-empty string')
 
 
 def mean_and_spread(allow_none: bool = False) -> Callable[[Any], None]:
@@ -81,9 +83,7 @@ def mean_and_spread(allow_none: bool = False) -> Callable[[Any], None]:
         if not numbers or not value[1] > 0:
             raise ConfigError(f'expected [mu, sigma] with sigma > 0{" or None" if allow_none else ""}, got {value!r}')
 
-    check.description = '[mu, sigma] with sigma > 0' + (' or None' if allow_none else '')
-    check.allow_none = allow_none
-    return check
+    return described(check, '[mu, sigma] with sigma > 0' + (' or None' if allow_none else ''), allow_none)
 
 
 def sequence_of(item_check: Callable[[Any], None], min_len: int = 0) -> Callable[[Any], None]:
