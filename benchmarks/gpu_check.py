@@ -6,14 +6,14 @@ the rest. Nothing optional is imported at the top: the script starts wherever Py
 
 * ``ppo_update``: the connect-four CNN's PPO update (the ready league config's: 4 epochs of 8 minibatches
   of 4,096 samples, and a batch four times as large), samples per second on the CPU (all cores and one
-  thread) and on CUDA. On CUDA beside the ready update, each variant that gives the GPU fewer, larger
-  kernels, measured separately: the bfloat16 trunk, torch's fused Adam, larger minibatches (2 and 1 an
-  epoch), the network under ``torch.compile`` (default and ``reduce-overhead``), and the whole minibatch
-  step (gather, forward, losses, backward, clip, Adam) captured once as a CUDA graph and replayed,
-  alone and with one minibatch an epoch. Each CUDA figure carries its speed-up over the 16-thread CPU.
-  The captured and compiled variants run last (``ppo_update_compiled``), in a process of their own that is
-  stopped when its budget is spent: a capture that fails can leave the CUDA context unusable, and compiling
-  takes tens of seconds.
+  thread) and on CUDA. On CUDA the ready update replays its minibatch step as a CUDA graph
+  (``policy.learn.cuda_graph``, :mod:`sparring.policy.graphed_steps`); beside it, each variant measured
+  separately: the steps one by one (``one_by_one``, as before the graph path), the bfloat16 trunk, torch's
+  fused Adam (one by one), larger minibatches (2 and 1 an epoch, graphed; 1 also one by one) and, last, the
+  network under ``torch.compile`` (default and ``reduce-overhead``, steps one by one:
+  ``ppo_update_compiled``). Each CUDA figure carries its speed-up over the 16-thread CPU. Both run in a
+  process of their own, stopped when its budget is spent: a capture that fails can leave a process's CUDA
+  context unusable, and compiling takes seconds to minutes.
 * ``sac_update``: SAC's batched gradient steps (the ready Pendulum config's 128-128 networks, and
   256-256 at Hopper's shapes), steps per second on the CPU and on CUDA.
 * ``forward_rows``: the forward-pass worker's network (the ready league's CNN), rows per second by batch
@@ -59,7 +59,7 @@ SEARCH_SELFPLAY_CONFIG = 'sparring.dizoo.board_games.config.connect_four_search_
 DEFAULT_SECTIONS = ['ppo_update', 'sac_update', 'forward_rows', 'search_selfplay', 'ppo_update_compiled']
 # Each section's share of --budget (a section that finishes early leaves its rest to the next).
 SHARES = dict(ppo_update=0.15, sac_update=0.08, forward_rows=0.1, search_selfplay=0.32, ppo_update_compiled=0.35,
-              serial=1.0, parallel=0.3,
+              serial=0.5, parallel=0.3,
               forward_pass=0.3, cpu_load=0.2)
 CHILD_START_SECONDS = 25.0  # a child run's start-up and final evaluation, beyond its training budget
 
@@ -215,10 +215,12 @@ def _run_summary(result: dict) -> dict:
 PPO_BATCHES = dict(ready_config_4096=64, large_16384=256)  # envs of 64 steps each
 PPO_STEPS, PPO_EPOCHS, PPO_MINIBATCHES = 64, 4, 8
 # Variants measured on CUDA beside the ready update, cheapest first (compilation last: it takes longest).
-PPO_VARIANTS = ('ready', 'bfloat16', 'fused_adam', 'sync_free_step', 'minibatches_2', 'minibatches_1')
-# Captured or compiled on CUDA only, in a process of their own (``ppo_update_compiled``): a capture that fails can
-# leave the CUDA context unusable, and a compilation may take longer than its budget (the child is then stopped).
-PPO_COMPILED = ('cuda_graph', 'cuda_graph_minibatches_1', 'compile', 'compile_reduce_overhead')
+# 'ready' is the policy as configured: on CUDA its minibatch steps replay as a CUDA graph (learn.cuda_graph);
+# 'one_by_one' variants switch that off (the path before it, and the one the CPU takes).
+PPO_VARIANTS = ('ready', 'one_by_one', 'bfloat16', 'fused_adam', 'minibatches_2', 'minibatches_1',
+                'one_by_one_minibatches_1')
+# Compiled on CUDA only, in a process of their own (``ppo_update_compiled``) stopped at its budget.
+PPO_COMPILED = ('compile', 'compile_reduce_overhead')
 
 
 def _minibatches(variant: str) -> int:
@@ -233,8 +235,9 @@ def _ppo_policy(envs: int, steps: int, variant: str, device: str):
     from sparring.config import compile_section
     from sparring.config.registry import POLICY_REGISTRY
     import sparring.policy.ppo  # noqa: F401  registers 'ppo'
+    one_by_one = variant.startswith(('one_by_one', 'fused_adam', 'compile'))
     learn = dict(epochs=PPO_EPOCHS, num_minibatches=_minibatches(variant), lr=1e-3, gamma=0.99, gae_lambda=0.95,
-                 entropy_coef=0.01, value_clip_range=None)
+                 entropy_coef=0.01, value_clip_range=None, cuda_graph=not one_by_one)
     model = dict(type='cnn', conv_layers=[[64, 4, 1]], hidden_size=256,
                  trunk_precision='bfloat16' if variant == 'bfloat16' else 'float32')
     cfg = compile_section('policy', dict(type='ppo', model=model, collect=dict(n_steps=steps), learn=learn))
@@ -243,104 +246,13 @@ def _ppo_policy(envs: int, steps: int, variant: str, device: str):
     return policy.to_device(torch.device(device)), chunk
 
 
-class SyncFreeStep:
-    """A PPO gradient step that never waits for the device: a loss or gradient that is not finite sets a flag the
-    fused Adam reads (as SAC's step does) instead of a host read deciding whether to step. What the PPO policy's
-    ``_gradient_step()`` returns (it keeps a step built for its current optimiser)."""
-    last_grad_clip_fraction = 0.0
-
-    def __init__(self, policy, capturable: bool = False) -> None:
-        import torch
-        learn = policy.cfg['learn']
-        self.params = list(policy.net.parameters())
-        self.optimizer = torch.optim.Adam(self.params, lr=learn['lr'], eps=learn['adam_eps'], fused=True,
-                                          capturable=capturable)
-        self.max_grad_norm = learn['max_grad_norm']
-        self.one = torch.ones((), device=self.params[0].device)
-        policy.optimizer = self.optimizer
-        policy._gradient_step_cache = self
-
-    def step(self, loss) -> bool:
-        import torch
-        for p in self.params:
-            p.grad = None
-        loss.backward()
-        found_inf = (~torch.isfinite(loss)).float()
-        grads = [p.grad for p in self.params if p.grad is not None]
-        torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, self.one)
-        if self.max_grad_norm is not None:
-            torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm, foreach=True)
-        self.optimizer.found_inf = found_inf  # type: ignore[attr-defined]  # what GradScaler gives the fused step
-        self.optimizer.step()
-        return True
-
-
-class GraphedPPOUpdate:
-    """PPO's update with the minibatch step (gather, forward, losses, backward, clip, Adam) captured once as a CUDA
-    graph: each minibatch is then one index copy and one graph replay, the update one host read at its end.
-
-    It replays the policy's own ``_update`` on a static batch (the chunk's fields copied in place each update) and
-    a static index; the learning rate and clip range are fixed at capture (the benchmark's ``progress`` is)."""
-
-    def __init__(self, policy, chunk, epochs: int, num_minibatches: int) -> None:
-        import torch
-        self.policy, self.chunk, self.epochs = policy, chunk, epochs
-        SyncFreeStep(policy, capturable=True)
-        self.clip_range = max(policy.clip_schedule(0.5), 1e-8)
-        for group in policy.optimizer.param_groups:
-            group['lr'] = policy.lr_schedule(0.5)
-        self.batch = self._fresh_batch()
-        self.units = self.batch.num_units
-        self.size = max(1, self.units // num_minibatches)
-        self.starts = range(0, self.units - self.size + 1, self.size)
-        device = policy.placement.device
-        self.index = torch.arange(self.size, device=device)
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):  # warm-up: the optimiser's state and autograd's workspaces, outside the graph
-            for _ in range(3):
-                self._step()
-        torch.cuda.current_stream().wait_stream(stream)
-        for p in policy.net.parameters():
-            p.grad = None
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.row = self._step()
-
-    def _fresh_batch(self):
-        policy = self.policy
-        return policy.objective.training_batch(policy.placement.move(policy._train_batch(self.chunk)))
-
-    def _step(self):
-        row, _ = self.policy._update(self.batch.take(self.index), None, self.clip_range)
-        return row
-
-    def update(self) -> list:
-        import torch
-        fresh = self._fresh_batch()
-        for name, field in fresh.fields.items():
-            self.batch.fields[name].copy_(field)
-        rows = []
-        for _ in range(self.epochs):
-            order = torch.randperm(self.units, generator=self.policy.generator).to(self.index.device)
-            for start in self.starts:
-                self.index.copy_(order[start:start + self.size])
-                self.graph.replay()
-                rows.append(self.row.clone())
-        return torch.stack(rows).mean(0).tolist()
-
-
 def _ppo_update_call(variant: str, envs: int, steps: int, device: str):
     """The update to time for ``variant``: a callable."""
     import torch
     policy, chunk = _ppo_policy(envs, steps, variant, device)
-    if variant.startswith('cuda_graph'):
-        return GraphedPPOUpdate(policy, chunk, PPO_EPOCHS, _minibatches(variant)).update
     if variant == 'fused_adam':
         learn = policy.cfg['learn']
         policy.optimizer = torch.optim.Adam(policy.net.parameters(), lr=learn['lr'], eps=learn['adam_eps'], fused=True)
-    elif variant == 'sync_free_step':
-        SyncFreeStep(policy)
     elif variant.startswith('compile'):
         mode = 'reduce-overhead' if variant == 'compile_reduce_overhead' else None
         policy.model = torch.compile(policy.model, mode=mode)
@@ -363,7 +275,7 @@ def ppo_update(devices, deadline: Deadline, smoke: bool, variants=PPO_VARIANTS, 
                 continue
             for variant in variants:
                 if device == 'cpu' and (variant == 'ready' or variant in PPO_COMPILED):
-                    continue  # measured above; CUDA graphs need CUDA and compiling takes longer than a smoke run has
+                    continue  # measured above; compiling takes longer than a smoke run has
                 plan.append((label, device, variant, 1))
     for label, device, variant, threads in plan:
         name = f'{label}:{device}:{variant}' + (f':threads{threads}' if device == 'cpu' else '')
@@ -399,12 +311,12 @@ def with_cpu_ratios(figures: dict, cpu_figures: dict) -> dict:
     return figures
 
 
-def ppo_update_compiled(devices, deadline: Deadline, smoke: bool) -> dict:
-    """The captured and compiled variants, in a child process stopped when the section's budget is spent."""
-    cuda = [d for d in devices if d != 'cpu']
-    if not cuda and not smoke:
+def ppo_in_child(section: str, devices, deadline: Deadline, smoke: bool) -> dict:
+    """``ppo_update`` or ``ppo_update_compiled`` in a child process stopped when the section's budget is spent: a
+    CUDA graph capture that fails can leave the process's CUDA context unusable, and compiling may overrun."""
+    if section == 'ppo_update_compiled' and 'cuda' not in devices and not smoke:
         return dict(skipped='no CUDA device')
-    args = ['--section', 'ppo_update_compiled', ','.join(devices), str(deadline.left())] + (['--smoke'] if smoke else [])
+    args = ['--section', section, ','.join(devices), str(deadline.left())] + (['--smoke'] if smoke else [])
     try:
         return _child(args, timeout=deadline.left() + 30)
     except subprocess.TimeoutExpired as exc:  # what it measured before it was stopped, from its printed lines
@@ -416,9 +328,10 @@ def ppo_update_compiled(devices, deadline: Deadline, smoke: bool) -> dict:
 
 def _section_main(argv) -> None:
     name, devices, seconds, smoke = argv[0], argv[1].split(','), float(argv[2]), '--smoke' in argv
-    assert name == 'ppo_update_compiled', name
     sys.path.insert(0, HERE)
-    out = ppo_update(devices, Deadline(seconds - 10.0), smoke, variants=PPO_COMPILED, cpu_base=False)
+    compiled = name == 'ppo_update_compiled'
+    out = ppo_update(devices, Deadline(seconds - 10.0), smoke, variants=PPO_COMPILED if compiled else PPO_VARIANTS,
+                     cpu_base=not compiled)
     print('GPU_CHECK_RESULT ' + json.dumps(out, default=str), flush=True)
 
 
@@ -690,11 +603,11 @@ def main() -> None:
     root = args.keep or tempfile.mkdtemp(prefix='gpu_check_')
     sampler = GpuSampler()
     sections = dict(
-        ppo_update=lambda d: ppo_update(devices, d, args.smoke),
+        ppo_update=lambda d: ppo_in_child('ppo_update', devices, d, args.smoke),
         sac_update=lambda d: sac_update(devices, d, args.smoke),
         forward_rows=lambda d: forward_rows(devices, d, args.smoke),
         search_selfplay=lambda d: search_selfplay(devices, d, root, sampler, args.smoke),
-        ppo_update_compiled=lambda d: ppo_update_compiled(devices, d, args.smoke),
+        ppo_update_compiled=lambda d: ppo_in_child('ppo_update_compiled', devices, d, args.smoke),
         serial=lambda d: serial(devices, args.seconds, root, sampler),
         parallel=lambda d: parallel(devices, args.seconds, root, sampler),
         forward_pass=lambda d: forward_pass(devices, args.seconds, root, sampler),

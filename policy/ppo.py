@@ -36,6 +36,7 @@ from sparring.policy.chunk_spec import ChunkSpaces, ChunkSpec, state_fields
 from sparring.policy.device import Placement, acting_device
 from sparring.policy.grad_clip import SecondMomentClipper
 from sparring.policy.gradient_step import GradientStep, read_rows
+from sparring.policy import graphed_steps
 from sparring.policy.normalizer import RunningNormalizer, observation_normalizer
 from sparring.policy.objectives import make_objective
 from sparring.policy.objectives.base import Minibatch, PolicyParts
@@ -320,6 +321,7 @@ class PPOPolicy(Policy):
         units = batch.num_units
         size = max(1, units // learn['num_minibatches'])
         starts = range(0, units - size + 1, size)
+        graphed = self._graphed_minibatches(batch, replay, size, lr, clip_range)
         # Each minibatch's figures stay tensors (None: a refused step) and are read back once, at the end.
         rows: list = []
         clip_fractions: list = []
@@ -329,7 +331,9 @@ class PPOPolicy(Policy):
             replays = self._replay_minibatches(replay, len(starts)) if replay is not None else [None] * len(starts)
             epoch_rows = []
             for start, replay_part in zip(starts, replays):
-                row, steps = self._update(batch.take(order[start:start + size]), replay_part, clip_range)
+                part = order[start:start + size]
+                row, steps = (graphed.step(part) if graphed is not None
+                              else self._update(batch.take(part), replay_part, clip_range))
                 epoch_rows.append(row)
                 clip_fractions.append(self._gradient_step().last_grad_clip_fraction if row is not None else 0.0)
                 consumed += steps
@@ -338,6 +342,8 @@ class PPOPolicy(Policy):
                 stopped_early = True
                 break
 
+        if graphed is not None:
+            self.skipped_updates += graphed.end()
         value_fit = self._after_policy_epochs(batch, progress)
         if self.net.normalizer is not None:
             # After the update, so the chunk's log-probs were computed with the statistics it used.
@@ -380,9 +386,24 @@ class PPOPolicy(Policy):
                                                               self.cfg['learn']['max_grad_norm'], self.grad_clipper)
         return cached
 
+    def _graphed_minibatches(self, batch: TrainBatch, replay: Optional[TrainBatch], size: int, lr: float,
+                             clip_range: float) -> Optional[graphed_steps.GraphedMinibatches]:
+        """What replays this update's minibatch steps as a CUDA graph (``learn.cuda_graph``), ready for ``batch``;
+        None where they are taken one by one: off CUDA, and for steps a graph cannot hold."""
+        on = self.cfg['learn']['cuda_graph'] and graphed_steps.capturable(self.placement.device)
+        if (not on or replay is not None or batch.windowed or 'acts' in batch.fields or self.net.normalizer is not None
+                or self.grad_clipper is not None or not self.objective.graph_safe
+                or graphed_steps.hooked(self._gradient_step().params)):
+            return None
+        runner = getattr(self, '_graph_runner', None)
+        if runner is None or runner.gradient_step is not self._gradient_step():
+            runner = self._graph_runner = graphed_steps.GraphedMinibatches(self._gradient_step(), self._update)
+        runner.begin(batch, size, lr, clip_range)
+        return runner
+
     def _update(self, part: TrainBatch, replay: Optional[TrainBatch], clip_range: float):
         """One gradient step on a minibatch; returns (its ``STEP_STATS`` as one tensor, or None if the step
-        was refused as not finite; steps it trained on)."""
+        was refused as not finite; steps it trained on). ``clip_range`` is a 0-d tensor in a captured step."""
         learn = self.cfg['learn']
         head, value = self._forward(part)
         head, value = part.flatten_kept(head), part.flatten_kept(value)

@@ -57,6 +57,7 @@ def ppo_default_config() -> dict:
             vtrace_c_bar=1.0,  # 'vtrace': the clip on the weights that carry later TD errors back (trace cutting)
             **OBJECTIVE_DEFAULTS,  # each objective's own keys, from its file in policy/objectives/
             threads=None,  # torch threads during the update (None: the process's torch_threads)
+            cuda_graph=True,  # on CUDA, capture the minibatch step as a graph and replay it (policy/graphed_steps.py)
             mirror=None,  # dict(obs_axis, actions): also train on each step's mirror image (policy/augment.py)
         ),
     )

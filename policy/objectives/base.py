@@ -57,7 +57,7 @@ class Minibatch:
     log_prob: torch.Tensor  # [acting steps] now
     old_log_prob: torch.Tensor  # [acting steps] when collected
     adv: torch.Tensor  # [acting steps], normalised when learn.normalize_advantage
-    clip_range: float
+    clip_range: float  # a 0-d tensor where the step is captured as a CUDA graph: the arithmetic takes both
 
 
 class PolicyLoss(NamedTuple):
@@ -84,6 +84,9 @@ class Objective:
     replays_value = False
     #: a factor on the learning rate (the KL penalty adapts it; a plain objective keeps 1)
     lr_multiplier = 1.0
+    #: its policy loss is tensor arithmetic alone (no host reads, no shapes that depend on values), so a
+    #: minibatch step on CUDA can be captured as a graph (policy/graphed_steps.py)
+    graph_safe = False
 
     def __init__(self, parts: PolicyParts) -> None:
         self.parts = parts

@@ -47,6 +47,7 @@ SEARCH_CONSTRAINTS = {
 
 class SearchObjective(Objective):
     learns_from_search = True
+    graph_safe = True
 
     def __init__(self, parts: PolicyParts) -> None:
         super().__init__(parts)

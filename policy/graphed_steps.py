@@ -1,0 +1,180 @@
+"""A PPO update's minibatch steps on CUDA as one captured graph replayed per minibatch, instead of ~200 launches.
+
+On a GPU the ready connect-four update waited on kernel launches, not arithmetic: 32 minibatch steps of a few
+hundred small kernels each, every one launched from Python. :class:`GraphedMinibatches` runs the policy's own
+minibatch step (gather, forward, losses, backward, finite guard, norm clip, Adam) once as a CUDA graph capture
+and then replays it: per minibatch one index copy and one replay, per update one host read. Measured on an
+H200 beside 16 CPU threads, the ready update (4 epochs x 8 minibatches of 4,096 samples) ran 9 x faster than
+the CPU where the same update launched one kernel at a time ran at the CPU's pace.
+
+What the graph holds is fixed when it is captured, so the runner keeps it honest:
+
+* The batch lives in static tensors the chunk is copied into at each update; the minibatch is a static index.
+  A batch of another layout (field names, shapes, dtypes) is a new capture.
+* The learning rate and clip range are 0-d device tensors filled before the replays, so annealing works.
+* The step never reads the device: a loss or gradient that is not finite sets a flag the fused Adam obeys
+  (it skips the step) and the figures of that step are zeros, as a refused step's are; the refusals are
+  counted on the device and read once per update (:meth:`GradientStep.deferred`).
+* The first steps of a new layout run one by one on a side stream (CUDA needs its lazily made state before
+  a capture); they are ordinary steps of the update, not extra ones.
+* Parameters and optimiser state must stay where the graph captured them: a device move, ``load_state_dict``
+  of the optimiser or ``reset_optimizer`` is noticed (their storage changes) and the graph made again.
+
+Where the step cannot be captured (the caller decides: recurrent windows, steps that do not all act, a
+replayed value batch, a running normaliser, per-element gradient clipping, an objective that reads the host,
+gradient hooks such as learner replicas' averaging)
+the policy takes its steps one by one as before. The backend is injected so the CPU test suite drives the same
+logic with a stand-in that calls the step again instead of replaying it (:class:`EagerBackend`).
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Tuple
+
+import torch
+
+from sparring.policy.gradient_step import GradientStep
+from sparring.policy.train_batch import TrainBatch
+
+WARM_UP_STEPS = 2  # steps of a new layout taken one by one (on a side stream) before it is captured
+
+
+class CudaBackend:
+    """CUDA graphs: warm-up on a side stream, capture, replay."""
+
+    def __init__(self) -> None:
+        self.stream = torch.cuda.Stream()
+
+    def run_aside(self, fn: Callable[[], torch.Tensor]) -> torch.Tensor:
+        self.stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(self.stream):
+            out = fn()
+        torch.cuda.current_stream().wait_stream(self.stream)
+        return out
+
+    def capture(self, fn: Callable[[], torch.Tensor]) -> Tuple[Callable[[], None], torch.Tensor]:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = fn()
+        return graph.replay, out
+
+
+class EagerBackend:
+    """The same protocol without a GPU: "capturing" keeps the step, "replaying" takes it again and copies its
+    output where the captured one was. The CPU tests drive :class:`GraphedMinibatches` through it."""
+
+    captures = 0
+
+    def run_aside(self, fn: Callable[[], torch.Tensor]) -> torch.Tensor:
+        return fn()
+
+    def capture(self, fn: Callable[[], torch.Tensor]) -> Tuple[Callable[[], None], torch.Tensor]:
+        self.captures += 1
+        out = torch.zeros(0)
+        holder = [out]
+
+        def replay() -> None:
+            result = fn()
+            if holder[0].shape != result.shape:
+                holder[0].resize_(result.shape)
+            holder[0].copy_(result)
+        return replay, out
+
+
+def capturable(device: torch.device) -> bool:
+    """Whether a policy's steps on ``device`` are captured (CUDA; the tests replace this to walk the path on a CPU)."""
+    return device.type == 'cuda'
+
+
+def hooked(params) -> bool:
+    """Whether a gradient hook runs in backward (learner replicas average gradients so): it stays out of graphs."""
+    return any(getattr(p, '_backward_hooks', None) for p in params)
+
+
+def default_backend(device: torch.device):
+    return CudaBackend() if device.type == 'cuda' else EagerBackend()
+
+
+class GraphedMinibatches:
+    """Replays ``update(part, replay, clip_range) -> (row, steps)`` (the policy's minibatch step) on minibatches of
+    one batch, captured once per layout. ``row`` is the step's figures as one tensor."""
+
+    def __init__(self, gradient_step: GradientStep, update: Callable, backend=None) -> None:
+        self.gradient_step = gradient_step
+        self.update = update
+        params = gradient_step.params
+        self.device = params[0].device
+        self.backend = backend if backend is not None else default_backend(self.device)
+        self.lr = torch.zeros((), device=self.device)
+        self.clip_range = torch.zeros((), device=self.device)
+        self.refused = torch.zeros((), device=self.device)
+        self.layout: Optional[tuple] = None
+        self.static: Optional[TrainBatch] = None
+        self.index = torch.zeros(0, dtype=torch.long, device=self.device)
+        self.replay: Optional[Callable[[], None]] = None
+        self.row: Optional[torch.Tensor] = None
+        self.warm_steps = 0
+        self._storage: tuple = ()
+
+    # -- one update ---------------------------------------------------------------------------------------------
+    def begin(self, batch: TrainBatch, size: int, lr: float, clip_range: float) -> None:
+        """Before an update's steps: the batch into the static tensors (a new layout is captured anew), the
+        learning rate and clip range into theirs."""
+        layout = (size,) + tuple((name, tuple(t.shape), t.dtype) for name, t in sorted(batch.fields.items()))
+        storage = self._current_storage()
+        if layout != self.layout or storage != self._storage:
+            self.layout, self._storage = layout, storage
+            self.static = TrainBatch({name: t.clone() for name, t in batch.fields.items()})
+            self.index = torch.zeros(size, dtype=torch.long, device=self.device)
+            self.replay, self.row, self.warm_steps = None, None, 0
+        else:
+            assert self.static is not None  # set with the layout
+            for name, t in batch.fields.items():
+                self.static.fields[name].copy_(t)
+        self.lr.fill_(lr)
+        self.clip_range.fill_(clip_range)
+
+    def step(self, units: torch.Tensor) -> Tuple[torch.Tensor, int]:
+        """One minibatch step on the batch's ``units``: its figures (zeros if it was refused) and its size."""
+        self.index.copy_(units)
+        if self.replay is not None:
+            self.replay()
+            assert self.row is not None  # captured with the replay
+            return self.row.clone(), len(self.index)
+        if self.warm_steps < WARM_UP_STEPS:
+            self.warm_steps += 1
+            return self.backend.run_aside(self._captured_step), len(self.index)
+        self.replay, self.row = self.backend.capture(self._captured_step)
+        self._storage = self._current_storage()  # the capture's first step may have made the optimiser's state
+        return self.step(units)
+
+    def end(self) -> int:
+        """After an update's steps: how many were refused (the one host read of the update)."""
+        refused = int(self.refused.item())
+        self.refused.zero_()
+        return refused
+
+    # -- what the graph holds -----------------------------------------------------------------------------------
+    def _captured_step(self) -> torch.Tensor:
+        assert self.static is not None  # begin() came first
+        optimizer = self.gradient_step.optimizer
+        lrs = [group['lr'] for group in optimizer.param_groups]
+        for group in optimizer.param_groups:
+            group['lr'] = self.lr  # read from the device at each replay
+        try:
+            with self.gradient_step.deferred():
+                row, _ = self.update(self.static.take(self.index), None, self.clip_range)
+                refused = self.gradient_step.last_refused
+                assert refused is not None  # every deferred step sets it
+        finally:
+            for group, lr in zip(optimizer.param_groups, lrs):
+                group['lr'] = lr
+        self.refused.add_(refused)
+        return torch.where(refused > 0, torch.zeros_like(row), row)
+
+    def _current_storage(self) -> tuple:
+        """Where the parameters and the optimiser's state live now: a graph holds these addresses."""
+        state = self.gradient_step.optimizer.state
+        moments = tuple(state[p]['exp_avg'].data_ptr() if p in state and 'exp_avg' in state[p] else 0
+                        for p in self.gradient_step.params)
+        return tuple(p.data_ptr() for p in self.gradient_step.params) + moments
+
