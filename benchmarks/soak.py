@@ -159,6 +159,16 @@ def worker_rss(run) -> Dict[str, float]:
     return {wid: mb for wid, mb in found.items() if mb == mb}  # gone meanwhile: NaN
 
 
+def _summed(stats, prefix: str) -> Dict[str, float]:
+    """The figures whose names start with ``prefix``, added up over several processes' statistics."""
+    total: Dict[str, float] = {}
+    for figures in stats:
+        for key, value in figures.items():
+            if key.startswith(prefix):
+                total[key] = total.get(key, 0.0) + value
+    return total
+
+
 def learner_pids(run) -> List[int]:
     return [process.pid for wid, process in list(run.launcher.processes.items())
             if wid.startswith('learner') and process.exitcode is None]
@@ -570,6 +580,10 @@ def soak(workdir: str, seconds: float, kill_every: float = 4.0, flooders: int = 
         reportless_steps_claimed=liar.reportless_steps if liar else 0,
         env_steps_refused=commander.coordinator.counters['env_steps_refused'],
         forward_liar_replies=forward_replies, recurrent=recurrent,
+        # what the forward-pass workers refused, by why (all their processes), and what the collectors saw
+        inference_dropped=_summed([st for wid, st in stats.items() if wid.startswith('inference')], 'dropped/'),
+        collector_forward_refusals=sum(int(st.get('forward_refusals', 0)) for wid, st in stats.items()
+                                       if wid.startswith('collector')),
         # a worker that exits 0 was told to stop; one SIGKILLed was the chaos thread's: any other exit is a failure
         worker_exits=len(exits), exits_not_by_kill=[e for e in exits if e[1] not in (0, -signal.SIGKILL)],
         stop_reason=summary.get('stop_reason'),  # the budget's, not an abort (which would have raised here)
@@ -798,6 +812,7 @@ def main(argv=None) -> int:
     parser.add_argument('--child-run', default=None, help=argparse.SUPPRESS)
     parser.add_argument('--forward-liar', default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    commit = _commit()  # the code this run starts with (its children too)
     if args.child_run:
         child_run(args.child_run, args.seconds)
         return 0
@@ -814,7 +829,7 @@ def main(argv=None) -> int:
                   hostile=bool(args.hostile), kill_commander_seconds=args.kill_commander_seconds, cut=args.cut,
                   inference=args.inference, recurrent=args.recurrent, disk_full_seconds=args.disk_full_seconds)
     result['targets'] = targets_met(result)
-    result.update(commit=_commit(), date=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), cpu_model=cpu_model(),
+    result.update(commit=commit, date=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), cpu_model=cpu_model(),
                   command=' '.join(['python', 'benchmarks/soak.py', *(sys.argv[1:] if argv is None else argv)]))
     for key, value in result.items():
         print(f'{key}: {value}')
