@@ -34,7 +34,7 @@ of S seconds, in a process of its own, has its experiment directory on a 64 MB t
 it collects; once it has stopped the space is freed and the run resumed here to its end and audited (a
 machine where a tmpfs cannot be mounted skips this, and the result says why).
 
-It prints and writes ``benchmarks/results/soak.json`` (with the commit, date, CPU model, load and command):
+It prints and writes ``benchmarks/results/soak.json`` (stamped with the commit, date, CPU model, load and command):
 games played and abandoned, lost and doubled, chunks reported / trained / reclaimed, kills, restarts and every
 worker exit that was not a kill or a requested stop (with its last line), the commander's and every worker's
 idle and peak RSS, the probe's p50/p95 latency, the longest time collection stood still, what the hostile peers
@@ -65,7 +65,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import cpu_model, merge_results
+from results_file import merge_results
 
 RECURRENT_WIDTH = 32  # the hidden size of --recurrent's LSTM
 OVERSIZED_EVERY = 5.0  # seconds between the forward-pass liar's oversized requests
@@ -777,14 +777,6 @@ def targets_met(result: dict) -> Dict[str, bool]:
         no_process_exited_because_of_a_message=not result['exits_not_by_kill'])
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True, timeout=10,
-                              cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or 'unknown'
-    except (OSError, subprocess.SubprocessError):
-        return 'unknown'
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--seconds', type=float, default=600.0)
@@ -812,7 +804,6 @@ def main(argv=None) -> int:
     parser.add_argument('--child-run', default=None, help=argparse.SUPPRESS)
     parser.add_argument('--forward-liar', default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    commit = _commit()  # the code this run starts with (its children too)
     if args.child_run:
         child_run(args.child_run, args.seconds)
         return 0
@@ -829,8 +820,6 @@ def main(argv=None) -> int:
                   hostile=bool(args.hostile), kill_commander_seconds=args.kill_commander_seconds, cut=args.cut,
                   inference=args.inference, recurrent=args.recurrent, disk_full_seconds=args.disk_full_seconds)
     result['targets'] = targets_met(result)
-    result.update(commit=commit, date=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), cpu_model=cpu_model(),
-                  command=' '.join(['python', 'benchmarks/soak.py', *(sys.argv[1:] if argv is None else argv)]))
     for key, value in result.items():
         print(f'{key}: {value}')
     ok = all(result['targets'].values())
