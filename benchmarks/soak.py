@@ -41,7 +41,7 @@ idle and peak RSS, the probe's p50/p95 latency, the longest time collection stoo
 got through, and the targets: 0 lost, 0 doubled, no stall longer than the worker timeout, every process's RSS
 under 1.5x its idle figure, probe p95 under 100 ms, nothing hostile accepted, no live id taken, no env step
 spent by a refused report, no process exited because of a message (a run that aborts raises). ``--smoke``
-runs every attack for 40 s on a small scale, with one forward-pass worker, and records nothing.
+runs every attack for 40 s on a small scale, with one forward-pass worker, its record in a temporary folder.
 
     flock /tmp/bench.lock nice -n 10 python benchmarks/soak.py --seconds 600 --inference 1 --recurrent
 """
@@ -65,7 +65,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results
 
 RECURRENT_WIDTH = 32  # the hidden size of --recurrent's LSTM
 OVERSIZED_EVERY = 5.0  # seconds between the forward-pass liar's oversized requests
@@ -798,8 +798,7 @@ def main(argv=None) -> int:
                              'run resumed and audited (0: none; needs the right to mount)')
     parser.add_argument('--recurrent', action='store_true',
                         help='an LSTM network (the forward-pass workers\' recurrent-state checks are attacked too)')
-    parser.add_argument('--smoke', action='store_true',
-                        help='a short soak with every attack on a small scale (a minute or two), results not recorded')
+    add_smoke(parser)  # every attack on a small scale, for 40 s
     parser.add_argument('--workdir', default=None)
     parser.add_argument('--child-run', default=None, help=argparse.SUPPRESS)
     parser.add_argument('--forward-liar', default=None, help=argparse.SUPPRESS)
@@ -810,10 +809,9 @@ def main(argv=None) -> int:
     if args.forward_liar:
         forward_liar(json.loads(args.forward_liar))
         return 0
-    if args.smoke:
-        args.seconds, args.kill_every, args.flooders, args.flood_mb, args.flood_frames = 40.0, 3.0, 2, 4.0, 4
-        args.learner_flooders, args.kill_commander_seconds, args.disk_full_seconds = 1, 0.0, 30.0
-        args.inference = 1 if args.inference is None else args.inference
+    apply_smoke(args, seconds=40.0, kill_every=3.0, flooders=2, flood_mb=4.0, flood_frames=4, learner_flooders=1,
+                kill_commander_seconds=0.0, disk_full_seconds=30.0,
+                inference=1 if args.inference is None else args.inference)
     args.inference = args.inference or 0
     result = soak(args.workdir or tempfile.mkdtemp(prefix='soak_'), args.seconds, args.kill_every, args.flooders,
                   args.flood_mb, flood_frames=args.flood_frames, learner_flooders=args.learner_flooders,
@@ -824,10 +822,9 @@ def main(argv=None) -> int:
         print(f'{key}: {value}')
     ok = all(result['targets'].values())
     print('targets met' if ok else 'targets NOT met: ' + ', '.join(k for k, v in result['targets'].items() if not v))
-    if not args.smoke:
-        key = f'{int(args.seconds)}s' + (f'_inference{args.inference}' if args.inference else '') + \
-            ('_recurrent' if args.recurrent else '')
-        merge_results('soak', {key: result})
+    key = f'{int(args.seconds)}s' + (f'_inference{args.inference}' if args.inference else '') + \
+        ('_recurrent' if args.recurrent else '')
+    merge_results('soak', {key: result})  # a smoke run's go to a temporary folder
     return 0 if ok else 1
 
 

@@ -21,7 +21,7 @@ WITHOUT_SMOKE_YET = {
     'atari_breakout', 'connect_four_seats', 'connect_four_strength', 'dqn', 'forward_pass', 'golden',
     'guided_search', 'journal_sync', 'league_games', 'long_run', 'mujoco_hopper', 'mujoco_recipe',
     'parallel_league', 'perfect_play', 'ppo_cartpole', 'ppo_variants', 'sac_league', 'sac_tuning', 'sac_vs_sb3',
-    'scale', 'soak', 'strength', 'update_throughput', 'vs_sb3',
+    'scale', 'strength', 'update_throughput', 'vs_sb3',
 }
 
 
