@@ -28,6 +28,7 @@ logic with a stand-in that calls the step again instead of replaying it (:class:
 """
 from __future__ import annotations
 
+import warnings
 from typing import Callable, Optional, Tuple
 
 import torch
@@ -114,6 +115,7 @@ class GraphedMinibatches:
         self.row: Optional[torch.Tensor] = None
         self.warm_steps = 0
         self._storage: tuple = ()
+        self.failed: Optional[str] = None  # why a capture failed: the policy then steps one by one
 
     # -- one update ---------------------------------------------------------------------------------------------
     def begin(self, batch: TrainBatch, size: int, lr: float, clip_range: float) -> None:
@@ -143,7 +145,14 @@ class GraphedMinibatches:
         if self.warm_steps < WARM_UP_STEPS:
             self.warm_steps += 1
             return self.backend.run_aside(self._captured_step), len(self.index)
-        self.replay, self.row = self.backend.capture(self._captured_step)
+        try:
+            self.replay, self.row = self.backend.capture(self._captured_step)
+        except RuntimeError as exc:  # this update's steps go on uncaptured; the policy's later ones one by one
+            self.failed = f'{type(exc).__name__}: {exc}'
+            warnings.warn(f'PPO: the minibatch step could not be captured as a CUDA graph ({self.failed}); its '
+                          f'steps are taken one by one from now on (policy.learn.cuda_graph=False does so at once)',
+                          stacklevel=2)
+            return self.backend.run_aside(self._captured_step), len(self.index)
         self._storage = self._current_storage()  # the capture's first step may have made the optimiser's state
         return self.step(units)
 

@@ -391,11 +391,11 @@ class PPOPolicy(Policy):
         """What replays this update's minibatch steps as a CUDA graph (``learn.cuda_graph``), ready for ``batch``;
         None where they are taken one by one: off CUDA, and for steps a graph cannot hold."""
         on = self.cfg['learn']['cuda_graph'] and graphed_steps.capturable(self.placement.device)
-        if (not on or replay is not None or batch.windowed or 'acts' in batch.fields or self.net.normalizer is not None
+        runner = getattr(self, '_graph_runner', None)
+        if (not on or (runner is not None and runner.failed) or replay is not None or batch.windowed or 'acts' in batch.fields or self.net.normalizer is not None
                 or self.grad_clipper is not None or not self.objective.graph_safe
                 or graphed_steps.hooked(self._gradient_step().params)):
             return None
-        runner = getattr(self, '_graph_runner', None)
         if runner is None or runner.gradient_step is not self._gradient_step():
             runner = self._graph_runner = graphed_steps.GraphedMinibatches(self._gradient_step(), self._update)
         runner.begin(batch, size, lr, clip_range)

@@ -129,3 +129,18 @@ def test_steps_a_graph_cannot_hold_go_one_by_one(backend):
         p.register_hook(lambda grad: grad)  # as learner replicas average gradients
     hooked.learn(_chunk(hooked), progress=0.0)
     assert backend.captures == 0
+
+
+def test_a_capture_that_fails_leaves_the_policy_stepping_one_by_one(backend, monkeypatch):
+    def fails(fn):
+        raise RuntimeError('operation not permitted when stream is capturing')
+    monkeypatch.setattr(backend, 'capture', fails)
+    policy, eager = _policy(), _policy(cuda_graph=False)
+    chunks = [_chunk(eager, seed=s) for s in (0, 1)]
+    _chunk(policy, seed=0), _chunk(policy, seed=1)
+    with pytest.warns(UserWarning, match='could not be captured as a CUDA graph'):
+        _learn_twice(policy, chunks)
+    _learn_twice(eager, chunks)
+    assert policy._graph_runner.failed.startswith('RuntimeError: operation not permitted')
+    for name, value in eager.get_params().items():
+        torch.testing.assert_close(policy.get_params()[name], value, rtol=1e-4, atol=1e-5)
