@@ -30,7 +30,7 @@ With a ``search`` (expert iteration, ``battle.collect_search``) the home policy'
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple, cast
 
 import numpy as np
 
@@ -144,7 +144,7 @@ class Arena:
         ``search_value`` ``[B, 2]``, the search's value of the position for the player to move there, and the
         search's ``label_columns`` (the solver's targets near the end) in the same layout.
         """
-        step = self.step_result
+        step = self.current
         B = self.num_envs
         rows = np.arange(B)
         seats = self.home_seat
@@ -186,7 +186,7 @@ class Arena:
         home['value'][h_rows, h_seats] = self.from_rows(out.value)
         home['home_controlled'][h_rows, h_seats] = True
         if self.search is not None:
-            home['search_policy'] = np.zeros((B, 2, home_mask.shape[-1]), dtype=np.float32)
+            home['search_policy'] = np.zeros((B, 2, step.action_mask.shape[-1]), dtype=np.float32)
             home['search_policy'][h_rows, h_seats] = search_policy
             home['search_value'] = np.zeros((B, 2), dtype=np.float32)
             home['search_value'][h_rows, h_seats] = search_value
@@ -213,7 +213,8 @@ class Arena:
         """``(slot, opponent_id, outcome)`` for every game that just ended, outcome from the home view;
         then the home seat of those slots flips for their next game."""
         done = np.flatnonzero(step.terminated | step.truncated)
-        out = [(int(b), self.opponent_ids[b], RESULT_NAME[int(step.result[b, self.home_seat[b]])]) for b in done]
+        out = [(int(b), cast(str, self.opponent_ids[b]), RESULT_NAME[int(step.result[b, self.home_seat[b]])])
+               for b in done]  # a slot whose game ended had an opponent
         self.home_seat[done] = 1 - self.home_seat[done]
         zero_rows(self.home_state, done)
         for _, state in self.opponent_states.values():

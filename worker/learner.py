@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Dict, Optional
+from typing import Dict, Optional, cast
 
 from sparring.policy.base import Policy
 from sparring.policy.chunk_spec import ChunkSpaces
@@ -61,11 +61,13 @@ class Learner:
         try:
             self.check(chunk)
         except ValueError as err:
-            return self._drop('invalid', chunk, err)
+            self._drop('invalid', chunk, err)
+            return None
         try:
             return self._train(chunk, fresh)
         except Exception as err:  # noqa: BLE001 -- one chunk's failed update must not end the learner: dropped
-            return self._drop('failed', chunk, err)
+            self._drop('failed', chunk, err)
+            return None
 
     def check(self, chunk: Chunk) -> None:
         """Raise ValueError unless ``chunk`` fits the policy's spec and comes from parameters it has had."""
@@ -78,18 +80,18 @@ class Learner:
         self.dropped[reason] += 1
         log.warning('learner of %s: dropped chunk %s (%s): %s: %s', chunk.player_id, chunk.chunk_id, reason,
                     type(err).__name__, err, exc_info=reason == 'failed')
-        return None
 
     def _train(self, chunk: Chunk, fresh: bool) -> Dict[str, float]:
         staleness = self.policy.version - chunk.version
+        env_steps = cast(int, chunk.env_steps)  # set when the chunk was made
         started = time.perf_counter()
         stats = self.policy.learn(chunk.data, progress=self.progress)
         if fresh:
-            self.env_steps += chunk.env_steps
+            self.env_steps += env_steps
             # A policy reports the samples it trained on and how many its gradient steps went through
             # (epochs count again); without the figures, every env step is one sample used once.
-            self.samples_produced += int(stats.get('samples', chunk.env_steps))
-        self.samples_consumed += int(stats.get('samples_consumed', chunk.env_steps))
+            self.samples_produced += int(stats.get('samples', env_steps))
+        self.samples_consumed += int(stats.get('samples_consumed', env_steps))
         self.train_iter += 1
         stats.update(staleness=float(staleness), sample_reuse=self.sample_reuse,
                      train_seconds=time.perf_counter() - started)
