@@ -582,6 +582,17 @@ def commit() -> str:
         return 'unknown'
 
 
+STAMPS = '_stamps'  # results_file.STAMPS: the report is a stamped record as it comes back from the GPU machine
+
+
+def stamps_of(report: dict) -> dict:
+    """Every entry of ``report`` stamped with the machine it was measured on (not the one that commits it)."""
+    machine = report['machine']
+    own = dict(commit=report['commit'], date=report['date'], cpu_model=machine.get('cpu_model', 'unknown'),
+               load_average=machine.get('load_average', 'unknown'), command=report['command'])
+    return {key: own for key in report if key != STAMPS}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--budget', type=float, default=420.0,
@@ -596,7 +607,7 @@ def main() -> None:
     sys.path.insert(0, HERE)
     started = time.perf_counter()
     report: dict = dict(machine=machine(), commit=commit(), date=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
-                        command=' '.join(sys.argv), budget_seconds=args.budget, smoke=args.smoke)
+                        command=' '.join(['python3'] + sys.argv), budget_seconds=args.budget, smoke=args.smoke)
     print(json.dumps(report), flush=True)
     devices = ['cuda', 'cpu'] if report['machine'].get('cuda') else ['cpu']
     report['devices'] = devices
@@ -627,6 +638,7 @@ def main() -> None:
         report.setdefault('section_seconds', {})[name] = round(time.perf_counter() - section_started, 1)
     report['total_seconds'] = round(time.perf_counter() - started, 1)
     report['load_average_end'] = list(os.getloadavg())
+    report[STAMPS] = stamps_of(report)
     text = json.dumps(report, indent=1, default=str)
     print(text)
     if args.out:

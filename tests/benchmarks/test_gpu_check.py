@@ -49,6 +49,11 @@ def test_smoke_runs_every_default_section_on_the_cpu(tmp_path):
     assert set(report['forward_rows']['in_process']['cpu']) == {'1', '64'}
     assert report['search_selfplay']['cpu']['env_steps'] > 0
     assert report['machine']['cuda'] is False and report['devices'] == ['cpu']
+    # As it comes back, the report is a stamped record (benchmarks/results_file.py) of the machine it ran on.
+    stamps = report.pop('_stamps')
+    assert set(stamps) == set(report)
+    assert all(s['cpu_model'] == report['machine']['cpu_model'] and s['command'].endswith('--out ' + str(out))
+               for s in stamps.values())
 
 
 def test_a_failing_variant_is_recorded_and_the_next_one_runs(monkeypatch):
