@@ -41,7 +41,7 @@ from sparring.worker.env.gym_env import evaluator_env_config
 from sparring.worker.env.manager import make_env_manager
 from sparring.worker.evaluator import Evaluator
 
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results
 
 EVAL_SEED = 12_345
 EVAL_ENVS = 8
@@ -129,7 +129,9 @@ def main() -> None:
     parser.add_argument('--games', type=int, default=64, help='whole games per score')
     parser.add_argument('--ready-config', action='store_true',
                         help='train with the ready config\'s settings, without the short-budget overrides')
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, seeds=[0], frames=2000, games=1)
     set_torch_threads(1)
     config = run_config(args.ready_config)
     recipe = 'ready_config' if args.ready_config else 'short_budget'

@@ -23,7 +23,7 @@ import time
 
 import torch
 
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results, smoke_config
 
 MCTS = 'bot:connect_four_mcts?num_simulations={}'
 TARGETS = dict(mcts_100=0.90, mcts_1000=0.50)
@@ -32,11 +32,14 @@ TARGETS = dict(mcts_100=0.90, mcts_1000=0.50)
 CONNECT_FOUR_MIRROR = dict(obs_axis=-1, actions=[6, 5, 4, 3, 2, 1, 0])
 
 
+SMOKE = False  # --smoke: a few rounds, two evaluation games and two final games per bot
+
+
 def run(config: dict, minutes: float, eval_every: int, workdir: str, label: str, env_steps: int = 10 ** 10,
         mirror: bool = False, learn_threads: int = None, seed: int = 0) -> dict:
     from sparring.framework import serial_pipeline
     from sparring.framework.evaluate_player import evaluate_player
-    config = copy.deepcopy(config)
+    config = smoke_config(config) if SMOKE else copy.deepcopy(config)
     config['exp_name'] = os.path.join(workdir, label)
     config['battle'] = dict(config.get('battle', {}), eval_opponents=[MCTS.format(100), MCTS.format(1000)])
     policy = config['policy']
@@ -55,7 +58,8 @@ def run(config: dict, minutes: float, eval_every: int, workdir: str, label: str,
     final = {}
     for name, ref in (('mcts_100', MCTS.format(100)), ('mcts_1000', MCTS.format(1000))):
         # Fresh bot seeds: not the ones the periodic evaluations used.
-        final[name] = evaluate_player(config['exp_name'], [ref], games=200, seed=12345)['opponents'][ref]
+        final[name] = evaluate_player(config['exp_name'], [ref], games=2 if SMOKE else 200,
+                                      seed=12345)['opponents'][ref]
     met = {name: final[name]['win'] >= target for name, target in TARGETS.items()}
     return dict(label=label, seed=seed, minutes=minutes,
                 wall_seconds=round(summary['wall_seconds'], 1),
@@ -78,7 +82,11 @@ def main() -> None:
     parser.add_argument('--keep', default=None, help='keep the run in this directory (default: a temporary one)')
     parser.add_argument('--seed', type=int, default=0,
                         help='the run\'s seed (the final evaluation\'s bot seeds stay fixed)')
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, minutes=1.0, env_steps=1024, eval_every=4)
+    global SMOKE
+    SMOKE = args.smoke
     import importlib
     config = importlib.import_module(args.config).config
     torch.set_num_threads(1)

@@ -29,7 +29,7 @@ from sparring.dizoo.classic_control.config.cartpole_dqn import config as cartpol
 from sparring.dizoo.pong_duel.config.pong_duel_dqn_league import config as pong_duel_config
 from sparring.framework import serial_pipeline
 
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results, smoke_config
 
 TARGET_WIN_RATE = 0.95
 LEAGUES = dict(pong_duel=pong_duel_config, connect_four=connect_four_config)
@@ -41,8 +41,12 @@ def quiet(config: dict) -> dict:
     return config
 
 
+SMOKE = False  # --smoke: every run cut to a few hundred env steps
+
+
 def run_cartpole(seed: int, workdir: str) -> dict:
-    summary = serial_pipeline(quiet(cartpole_config), seed=seed, exp_name=os.path.join(workdir, f'cartpole_{seed}'))
+    config = smoke_config(quiet(cartpole_config)) if SMOKE else quiet(cartpole_config)
+    summary = serial_pipeline(config, seed=seed, exp_name=os.path.join(workdir, f'cartpole_{seed}'))
     return {k: summary[k] for k in ('env_steps', 'wall_seconds', 'eval_mean', 'eval_std', 'reached_stop_value',
                                     'stop_env_steps', 'stop_seconds', 'collect_steps_per_second')}
 
@@ -52,6 +56,8 @@ def run_league(game: str, seed: int, workdir: str, seconds: float = None) -> dic
     if seconds is not None:
         config['train']['max_wall_seconds'] = seconds
     config['env']['n_evaluator_episodes'] = 400
+    if SMOKE:
+        config = smoke_config(config)
     summary = serial_pipeline(config, seed=seed, exp_name=os.path.join(workdir, f'league_{game}_{seed}'))
     player, per_opponent = next(iter(summary['eval'].items()))
     curve = [dict(env_steps=h['env_steps'], seconds=h['seconds'],
@@ -70,7 +76,11 @@ def main() -> None:
     parser.add_argument('--league-seconds', type=float, default=None,
                         help='wall-time budget of each league run (default: its config\'s)')
     parser.add_argument('--only', choices=['cartpole', 'league'], default=None)
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, seeds=[0])
+    global SMOKE
+    SMOKE = args.smoke
     torch.set_num_threads(1)
     results = dict(machine=dict(cpus=os.cpu_count(), python=platform.python_version(), torch=torch.__version__,
                                 load_average_at_start=[round(x, 2) for x in os.getloadavg()]),

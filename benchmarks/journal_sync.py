@@ -14,6 +14,8 @@ import time
 
 from sparring.framework.journal import Journal
 
+from results_file import add_smoke, apply_smoke
+
 
 def games_entry(i: int) -> dict:
     """A chunk report's entry as the commander journals it (four games against two opponents)."""
@@ -43,7 +45,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seconds', type=float, default=5.0, help='per mode')
     parser.add_argument('--dir', default=None, help='where the journal is written (default: the temp dir)')
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, seconds=0.2)
     for batch in (0, 1, 8, 64):
         print(json.dumps(measure(args.dir, args.seconds, batch)), flush=True)
 

@@ -38,7 +38,7 @@ from sparring.framework.run_setup import complete_league_config
 from sparring.framework.run_setup import prepare_config
 from sparring.framework.serial_run import SerialRun
 
-from results_file import merge_results, print_exploitability_curve
+from results_file import add_smoke, apply_smoke, merge_results, print_exploitability_curve
 
 QUIET = dict(progress_bar=False, tensorboard=False)
 
@@ -129,6 +129,10 @@ def poker(workdir: str, scale: float) -> dict:
                       meta_exploitability=round(h['exact']['meta_exploitability'], 5),
                       player_exploitability=round(next(iter(h['exact']['exploitability'].values())), 5))
                  for h in summary['history']]
+        if not curve:  # a run shorter than one evaluation interval (--smoke): its final analysis is the one point
+            curve = [dict(seconds=round(summary['wall_seconds'], 1), env_steps=summary['env_steps'],
+                          meta_exploitability=round(summary['exact']['meta_exploitability'], 5),
+                          player_exploitability=round(next(iter(summary['exact']['exploitability'].values())), 5))]
         best = min(curve, key=lambda c: c['meta_exploitability'])
         under = [c for c in curve if c['meta_exploitability'] <= 0.05]
         out[game] = dict(wall_seconds=round(summary['wall_seconds'], 1), env_steps=summary['env_steps'],
@@ -183,7 +187,9 @@ def main() -> None:
     parser.add_argument('--minutes-scale', type=float, default=1.0,
                         help='scale every time or step budget (e.g. 0.1 for a quick check)')
     parser.add_argument('--throughput-seconds', type=float, default=5.0)
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, minutes_scale=0.002, throughput_seconds=0.3)
     torch.set_num_threads(1)
     machine = dict(cpus=os.cpu_count(), machine=platform.machine(), python=platform.python_version(),
                    torch=torch.__version__, load_average_at_start=os.getloadavg()[0])

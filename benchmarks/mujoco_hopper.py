@@ -22,7 +22,7 @@ import torch
 from sparring.dizoo.mujoco.config.hopper_ppo import config as hopper_config
 from sparring.framework import serial_pipeline
 
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results
 
 OBJECTIVES = ('clip', 'kl_penalty')
 
@@ -43,7 +43,9 @@ def main() -> None:
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     parser.add_argument('--steps', type=int, default=300_000)
     parser.add_argument('--only', choices=OBJECTIVES, default=None)
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, seeds=[0], steps=2048, only='clip')
     results = dict(machine=dict(cpus=os.cpu_count(), python=platform.python_version(), torch=torch.__version__,
                                 load_average_at_start=os.getloadavg()),
                    started=time.strftime('%Y-%m-%d %H:%M:%S'), env_steps=args.steps)

@@ -31,7 +31,7 @@ import torch
 from gymnasium.wrappers.utils import RunningMeanStd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results
 
 from sparring.config import compile_config
 from sparring.config.registry import POLICY_REGISTRY
@@ -130,7 +130,9 @@ def main() -> None:
     parser.add_argument('--rows', nargs='+', choices=ROWS, default=list(ROWS))
     parser.add_argument('--minutes', type=float, default=30.0, help='wall budget per task and row')
     parser.add_argument('--seed', type=int, default=0)
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, envs=['hopper'], rows=['kl'], minutes=0.1)
     torch.set_num_threads(1)
     machine = dict(cpus=os.cpu_count(), python=platform.python_version(), torch=torch.__version__,
                    load_average_at_start=os.getloadavg())

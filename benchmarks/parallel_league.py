@@ -25,7 +25,7 @@ import time
 
 import torch
 
-from results_file import RESULTS_DIR, merge_results
+from results_file import RESULTS_DIR, add_smoke, apply_smoke, merge_results
 from sparring.dizoo.board_games.config.connect_four_league import config as league_config
 from sparring.framework import parallel_pipeline, serial_pipeline
 
@@ -81,7 +81,9 @@ def main() -> None:
     parser.add_argument('--env-steps', type=int, default=600_000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument('--only', choices=['serial', 'parallel'], default=None)
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, env_steps=2048, seeds=[0])
     torch.set_num_threads(1)
     modes = [args.only] if args.only else ['serial', 'parallel']
     results = dict(machine=dict(cpus=os.cpu_count(), python=platform.python_version(), torch=torch.__version__,

@@ -22,12 +22,15 @@ from sparring.dizoo.classic_control.config.cartpole_ppo import config as cartpol
 from sparring.dizoo.classic_control.config.pendulum_ppo import config as pendulum_config
 from sparring.framework import serial_pipeline
 
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results, smoke_config
 
+
+
+SMOKE = False  # --smoke: every run cut to a few hundred env steps
 
 
 def run(config: dict, seed: int, workdir: str, full_budget: bool = False) -> dict:
-    config = copy.deepcopy(config)
+    config = smoke_config(config) if SMOKE else copy.deepcopy(config)
     if full_budget:  # report the return after the whole budget, not the first one over stop_value
         config['env']['stop_value'] = None
     config['train'] = dict(config.get('train', {}), progress_bar=False, tensorboard=False)
@@ -41,7 +44,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     parser.add_argument('--only', choices=['cartpole', 'pendulum'], default=None)
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, seeds=[0])
+    global SMOKE
+    SMOKE = args.smoke
     results = dict(machine=dict(cpus=os.cpu_count(), python=platform.python_version(), torch=torch.__version__),
                    started=time.strftime('%Y-%m-%d %H:%M:%S'))
     with tempfile.TemporaryDirectory() as workdir:

@@ -34,15 +34,18 @@ from sparring.dizoo.memory.config.cue_recall_mlp import config as mlp_config
 from sparring.framework import serial_pipeline
 from sparring.worker.checkpoint import CheckpointManager
 
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results, smoke_config
 
 SUMMARY_KEYS = ('env_steps', 'wall_seconds', 'eval_mean', 'eval_std', 'reached_stop_value', 'stop_env_steps',
                 'stop_seconds', 'collect_steps_per_second')
 
 
+SMOKE = False  # --smoke: every run cut to a few hundred env steps (seeds run in this process)
+
+
 def run(config: dict, seed: int, workdir: str, name: str, full_budget: bool = False) -> dict:
     torch.set_num_threads(1)
-    config = copy.deepcopy(config)
+    config = smoke_config(config) if SMOKE else copy.deepcopy(config)
     if full_budget:  # report the return after the whole budget, not the first one over stop_value
         config['env']['stop_value'] = None
     config['train'] = dict(config.get('train', {}), progress_bar=False, tensorboard=False)
@@ -99,7 +102,11 @@ def main() -> None:
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     parser.add_argument('--only', choices=['pendulum_kl', 'pendulum_five', 'memory'], default=None)
     parser.add_argument('--jobs', type=int, default=1)
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, seeds=[0], jobs=1)
+    global SMOKE
+    SMOKE = args.smoke
     torch.set_num_threads(1)
     results = dict(machine=dict(cpus=os.cpu_count(), python=platform.python_version(), torch=torch.__version__))
     sections = dict(pendulum_kl=lambda workdir: pendulum('pendulum_kl', pendulum_kl_config, args.seeds, workdir,

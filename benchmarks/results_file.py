@@ -104,6 +104,15 @@ def apply_smoke(args, **small):
     return args
 
 
+def smoke_config(config: dict, env_steps: int = 256) -> dict:
+    """A copy of a run's config cut to a smoke run: ``env_steps`` of training, two evaluation episodes."""
+    import copy
+    config = copy.deepcopy(config)
+    config['train'] = dict(config.get('train', {}), max_env_steps=env_steps)
+    config['env'] = dict(config.get('env', {}), evaluator_env_num=2, n_evaluator_episodes=2)
+    return config
+
+
 def entries(record: dict) -> dict:
     """A record's entries, without the stamps."""
     return {key: value for key, value in record.items() if key != STAMPS}

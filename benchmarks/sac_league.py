@@ -27,6 +27,8 @@ import subprocess
 import sys
 import time
 
+from results_file import add_smoke, apply_smoke
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DQN_POLICY = dict(type='dqn', model=dict(type='q_mlp', hidden_sizes=[128, 128], dueling=True),
                   collect=dict(n_steps=16, eps_start=1.0, eps_end=0.05, eps_decay_fraction=0.3),
@@ -130,7 +132,9 @@ def main() -> None:
     parser.add_argument('--env-steps', type=int, default=60_000, help='the budget of each --opponent-age run')
     parser.add_argument('--seeds', type=int, nargs='+', default=[100, 101], help='the --opponent-age runs\' seeds')
     parser.add_argument('--child', nargs=6, metavar=('GAME', 'ALGO', 'SECONDS', 'SEED', 'DIR', 'OVERRIDES'))
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, seconds=5.0)
     if args.child:
         game, algo, seconds, seed, workdir, overrides = args.child
         print(json.dumps(child(game, algo, float(seconds), int(seed), workdir, json.loads(overrides))))

@@ -21,13 +21,14 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from results_file import cpu_model, merge_results  # noqa: E402
+from results_file import add_smoke, apply_smoke, cpu_model, merge_results  # noqa: E402
 from sac_vs_sb3 import load, spawn_child  # noqa: E402
 
 HIDDEN = 'policy.model.hidden_sizes'
@@ -95,7 +96,10 @@ def main() -> None:
     parser.add_argument('--nice', type=int, default=10, help="the children's niceness increment")
     parser.add_argument('--workdir', default='/tmp/sparring_sac_tuning')
     parser.add_argument('--results-key', default='pendulum_tuning')
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, variants=['default'], seeds=[0], steps=300, eval_every=150, jobs=1,
+                workdir=os.path.join(tempfile.gettempdir(), 'sparring_sac_tuning_smoke'))
     if set(args.seeds) & {100, 101, 102}:
         parser.error('--seeds: 100-102 are the reported seeds; tune on others (0-7)')
     record = previous_record(args)

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results
 
 
 def league(exp: str, seconds: float, collectors: int, replicas: int, launcher: str, device: str = 'cpu') -> dict:
@@ -81,7 +81,9 @@ def main(argv=None) -> int:
     parser.add_argument('--replicas', default='1,2')
     parser.add_argument('--launchers', default='local,ray')
     parser.add_argument('--repeats', type=int, default=1)
+    add_smoke(parser)
     args = parser.parse_args(argv)
+    apply_smoke(args, seconds=5.0, collectors='1', replicas='1', launchers='local')
     os.environ.setdefault('RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER', '0')  # a Ray instance of our own stays on 127.0.0.1
     workdir = tempfile.mkdtemp(prefix='scale_')
     rows = []

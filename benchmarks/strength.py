@@ -32,7 +32,7 @@ from typing import Callable, Dict, Optional
 
 import torch
 
-from results_file import merge_results, print_exploitability_curve
+from results_file import add_smoke, apply_smoke, merge_results, print_exploitability_curve
 
 QUIET = dict(progress_bar=False, tensorboard=False)
 
@@ -121,7 +121,9 @@ def main() -> None:
     parser.add_argument('--override', type=json.loads, default={},
                         help='JSON merged into each section\'s ready config (a variant to measure)')
     parser.add_argument('--label', default='', help='file the results under <section>_<label> (a variant)')
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, minutes_scale=0.01)
     torch.set_num_threads(1)
     machine = dict(cpus=os.cpu_count(), machine=platform.machine(), python=platform.python_version(),
                    torch=torch.__version__)
