@@ -33,14 +33,29 @@ def load(results_dir: str = RESULTS_DIR) -> Dict[str, dict]:
 
 def stamp_of(record: dict, key: str) -> Optional[dict]:
     """An entry's stamp: the one ``merge_results`` keeps beside it, else the stamp fields the entry holds
-    itself (a script that puts ``**stamp()`` into its entry); None when neither is complete."""
+    itself (a script that puts ``**stamp()`` into its entry), else the record's own when the whole file is one
+    stamped run (its top level holds the fields, the CPU model and load perhaps under ``machine``); None when
+    none is complete."""
     kept = record.get(STAMPS, {}).get(key)
     if kept is not None and all(field in kept for field in STAMP_FIELDS):
         return kept
-    entry = record[key]
-    if isinstance(entry, dict) and all(field in entry for field in STAMP_FIELDS):
-        return {field: UNKNOWN if entry[field] is None else entry[field] for field in STAMP_FIELDS}
+    for holder in (record[key], record):
+        found = _fields(holder) if isinstance(holder, dict) else None
+        if found is not None:
+            return found
     return None
+
+
+def _fields(holder: dict) -> Optional[dict]:
+    """The stamp fields of ``holder``, looking into its ``machine`` for those it lacks; None if one is missing."""
+    machine = holder.get('machine') if isinstance(holder.get('machine'), dict) else {}
+    out = {}
+    for field in STAMP_FIELDS:
+        value = holder.get(field, machine.get(field))
+        if field not in holder and field not in machine:
+            return None
+        out[field] = UNKNOWN if value is None else value
+    return out
 
 
 def unstamped(records: Dict[str, dict]) -> List[str]:

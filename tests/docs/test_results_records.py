@@ -62,3 +62,11 @@ def test_an_entry_holding_its_own_stamp_counts_as_stamped(tmp_path):
         json.dump({'run': dict(rf.stamp('python benchmarks/bench.py'), figure=1)}, f)
     page = results_records.render(str(tmp_path))
     assert '| <code>run</code> |' in page and 'python benchmarks/bench.py' in page
+
+
+def test_a_record_that_is_one_stamped_run_stamps_all_its_entries(tmp_path):
+    with open(tmp_path / 'bench.json', 'w') as f:
+        json.dump({'machine': {'cpu_model': 'X', 'load_average': [1, 1, 1]}, 'commit': 'abc', 'date': 'd',
+                   'command': 'python benchmarks/bench.py', 'figure': 1}, f)
+    page = results_records.render(str(tmp_path))
+    assert page.count('python benchmarks/bench.py') == 5  # machine, commit, date, command, figure
