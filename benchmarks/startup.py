@@ -59,6 +59,7 @@ def main() -> None:
     parser.add_argument('--smoke', action='store_true', help='each figure once, a shorter training, no record')
     args = parser.parse_args()
     repeats = 1 if args.smoke else args.repeats
+    where = stamp()  # the load when the measurement starts
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         run = os.path.join(tmp, 'run')
@@ -72,7 +73,7 @@ def main() -> None:
         print(f'{name:12s} {seconds:6.3f} s  (target < {TARGETS[name]} s: {verdict})')
     if not args.smoke:
         merge_results('startup', dict(startup=dict(seconds={k: round(v, 3) for k, v in figures.items()},
-                                                   targets=TARGETS, repeats=repeats, **stamp())))
+                                                   targets=TARGETS, repeats=repeats, **where)))
 
 
 if __name__ == '__main__':

@@ -4,7 +4,9 @@
 (what is registered, and the ready configs), ``sparring --version``, ``sparring worker --role collector
 --commander tcp://HOST:PORT`` (join a parallel run), ``sparring surgery --checkpoint RUN --config
 new_config.py --out NEW_RUN`` and ``sparring check-env (ENV_TYPE | CONFIG.py)`` (play random games of a
-two-player env and check that it keeps the battle env protocol).
+two-player env and check that it keeps the battle env protocol). ``list``, ``check-env`` and the commands that
+use a run take ``--import MODULE``: a module of the user's (from the current folder or the import path) to
+import first, so that the classes it registers can be named.
 
 Using what a run trained: ``sparring eval RUN --against bot:random RUN2:player_id ...`` (win / draw /
 loss with standard errors and an Elo difference, and how many distinct games were played; a single-agent
@@ -214,10 +216,10 @@ def _add_player_arguments(parser: argparse.ArgumentParser) -> None:
     which.add_argument('--snapshot', default=None, help='a snapshot (historical player) id')
 
 
-def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
+def _add_use_commands(sub, common: argparse.ArgumentParser) -> None:
     """The subcommands that use a trained run: eval, play, export, report."""
     evaluate = sub.add_parser('eval', help='play a trained player against bots or other players (a single agent: its '
-                                           'episode returns)', parents=[debug])
+                                           'episode returns)', parents=[common])
     _add_player_arguments(evaluate)
     evaluate.add_argument('--against', nargs='+', default=None, metavar='OPPONENT',
                           help='bot:<name>[?options], RUN2:player_id, or a player / snapshot id of RUN (a league '
@@ -238,24 +240,24 @@ def _add_use_commands(sub, debug: argparse.ArgumentParser) -> None:
                                'may then be left out')
     evaluate.add_argument('--out', default=None, help='also write the report as JSON to this file')
     play = sub.add_parser('play', help='play a turn-based game against a trained player in the terminal',
-                          parents=[debug])
+                          parents=[common])
     _add_player_arguments(play)
     play.add_argument('--seat', choices=('first', 'second'), default='first', help='your seat (first moves first)')
     play.add_argument('--seed', type=int, default=None, help='the game\'s seed (chance moves)')
     export = sub.add_parser('export', help='write a trained player\'s network as ONNX or TorchScript',
-                            parents=[debug])
+                            parents=[common])
     _add_player_arguments(export)
     export.add_argument('--format', choices=('onnx', 'torchscript'), default='onnx',
                         help='the file format (default: onnx)')
     export.add_argument('--out', required=True, help='the file to write, with its extension (.onnx, .pt)')
     report = sub.add_parser('report', help='write RUN/report.html from the run\'s saved state (a league\'s table, '
                                            'payoff, ratings and lineage; a single agent\'s return curve)',
-                            parents=[debug])
+                            parents=[common])
     report.add_argument('run', help='the experiment directory of a run')
     report.add_argument('--trust-run-code', action='store_true', help=TRUST_HELP)
     exploit = sub.add_parser('exploit', help='train a fresh exploiter against a frozen player of a run and report '
                                              'its win rate and return over its training (approximate '
-                                             'exploitability)', parents=[debug])
+                                             'exploitability)', parents=[common])
     _add_player_arguments(exploit)
     exploit.add_argument('--budget-steps', type=int, required=True, help='env steps of the exploiter\'s training')
     exploit.add_argument('--seed', type=int, default=None, help='the exploiter\'s seed (default: the run\'s)')
@@ -363,10 +365,10 @@ def _run(args: argparse.Namespace) -> int:
 
 # -- sparring check-env ------------------------------------------------------------------------
 
-def _add_check_env(sub, debug: argparse.ArgumentParser) -> None:
+def _add_check_env(sub, common: argparse.ArgumentParser) -> None:
     check = sub.add_parser('check-env', help='play random games of a two-player env and check it keeps the battle '
                                              'env protocol (exit 0: passed, warnings printed; 2: problems listed)',
-                           parents=[debug])
+                           parents=[common])
     check.add_argument('env', metavar='ENV_TYPE | CONFIG.py', help='a registered env type (with its default options) '
                                                                    'or a config file (its env section and import_names)')
     check.add_argument('--games', type=int, default=20, help='random games in each form (default 20)')
