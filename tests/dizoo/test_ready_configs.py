@@ -34,6 +34,10 @@ def test_ready_config_compiles_and_builds(path, tmp_path):
     try:
         for _, ref in evaluation_opponents(run.league, cfg):
             assert run.pool.get(ref) is not None
+        # One anchor of the Elo scale: two bots pinned at one rating would skew every player rated against them.
+        elo = run.league.ratings.elo
+        anchors = [r.player_id for r in run.league.reference_players if elo is not None and elo.is_fixed(r.player_id)]
+        assert len(anchors) <= 1, anchors
     finally:
         run.close()
 
