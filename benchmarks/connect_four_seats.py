@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results, smoke_run
 
 
 def play(run_dir: str, games: int, simulations: int, seed: int) -> dict:
@@ -65,12 +65,17 @@ def play(run_dir: str, games: int, simulations: int, seed: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('run_dir')
+    parser.add_argument('run_dir', nargs='?')
     parser.add_argument('--games', type=int, default=400)
     parser.add_argument('--simulations', type=int, default=100)
     parser.add_argument('--seed', type=int, default=777)
+    add_smoke(parser)
     args = parser.parse_args()
-    if not os.path.isdir(args.run_dir):
+    apply_smoke(args, games=2, simulations=4)
+    if args.smoke:
+        from sparring.dizoo.board_games.config.connect_four_demo import config
+        args.run_dir = smoke_run(config)
+    if args.run_dir is None or not os.path.isdir(args.run_dir):
         parser.error(f'{args.run_dir} is not a run directory; train one first, e.g. .venv/bin/sparring train '
                      f'dizoo/board_games/config/connect_four_search.py')
     report = play(args.run_dir, args.games, args.simulations, args.seed)

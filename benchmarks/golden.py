@@ -86,7 +86,9 @@ def compare(golden_runs, directory: str, names, verbose: bool = False) -> int:
 def main(argv=None) -> int:
     golden_runs = load_golden_runs()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest='command', required=True)
+    parser.add_argument('--smoke', action='store_true',
+                        help='a run of seconds that checks the tool works: one small case recorded and compared')
+    commands = parser.add_subparsers(dest='command')
     rec = commands.add_parser('record', help='run the seeded cases and write DIR/<case>.npz')
     rec.add_argument('--out', required=True, metavar='DIR')
     cmp = commands.add_parser('compare', help='rerun the cases recorded in DIR; exit 1 unless every value is identical')
@@ -96,6 +98,12 @@ def main(argv=None) -> int:
                          help='only this case (repeatable; default: all)')
         sub.add_argument('--verbose', action='store_true', help="show the runs' own log lines")
     args = parser.parse_args(argv)
+    if args.smoke:
+        with tempfile.TemporaryDirectory() as directory:
+            record(golden_runs, directory, ['rps_exact'], False)
+            return compare(golden_runs, directory, ['rps_exact'], False)
+    if args.command is None:
+        parser.error('expected a command: record or compare')
     if args.command == 'record':
         return record(golden_runs, args.out, args.case, args.verbose)
     return compare(golden_runs, args.directory, args.case, args.verbose)

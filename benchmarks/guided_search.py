@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from results_file import merge_results
+from results_file import add_smoke, apply_smoke, merge_results, smoke_run
 
 OPPONENTS = {'mcts_100': 'bot:connect_four_mcts?num_simulations=100',
              'mcts_1000': 'bot:connect_four_mcts?num_simulations=1000'}
@@ -39,13 +39,20 @@ def measure(run_dir: str, search, games: int, seed: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('run', help='a connect-four league run directory')
+    parser.add_argument('run', nargs='?', help='a connect-four league run directory')
     parser.add_argument('--simulations', type=int, nargs='+', default=[100, 400])
     parser.add_argument('--games', type=int, default=200)
     parser.add_argument('--seed', type=int, default=12345, help='the bots\' seeds (default: those of '
                                                                 'connect_four_strength.py\'s final evaluation)')
     parser.add_argument('--label', default=None, help='default: the run directory\'s name')
+    add_smoke(parser)
     args = parser.parse_args()
+    apply_smoke(args, simulations=[4], games=2)
+    if args.smoke:
+        from sparring.dizoo.board_games.config.connect_four_demo import config
+        args.run = smoke_run(config)
+    elif args.run is None:
+        parser.error('expected a connect-four league run directory')
     torch.set_num_threads(1)
     load_start = os.getloadavg()
     print(f'load average at start: {load_start}')

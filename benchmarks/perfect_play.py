@@ -31,7 +31,7 @@ import time
 import numpy as np
 import torch
 
-from results_file import cpu_model, merge_results
+from results_file import add_smoke, apply_smoke, cpu_model, merge_results
 
 BOT_PREFIX = 'bot:'
 
@@ -245,9 +245,22 @@ def take_wins(args) -> None:
           f'mean {on_wins(probs).mean():.2f}; a win ranked first: {first.mean():.0%}')
 
 
+def smoke() -> None:
+    """``--smoke``: a tiny position set generated and the random bot scored on it, the record in a temporary
+    folder."""
+    import tempfile
+    apply_smoke(argparse.Namespace(smoke=True))
+    out = os.path.join(tempfile.mkdtemp(prefix='perfect_play_smoke_'), 'positions.npz')
+    generate(argparse.Namespace(seed=1, out=out, per_group=2, max_nodes=100_000, begin_from=9, max_seconds=20.0,
+                                max_attempts=10))
+    score(argparse.Namespace(player_ref='bot:random', player=None, search=[], positions=out, seed=0, batch=512,
+                             label=None, results='perfect_play'))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest='command', required=True)
+    add_smoke(parser)
+    commands = parser.add_subparsers(dest='command')
     gen = commands.add_parser('generate', help='random-play positions labelled by the solver')
     gen.add_argument('--seed', type=int, required=True)
     gen.add_argument('--out', required=True)
@@ -285,6 +298,11 @@ def main() -> None:
     fit.add_argument('--from', dest='from_run', default=None, metavar='RUN',
                      help='fine-tune this run\'s network (wins in one, its own policy elsewhere) instead of a new one')
     args = parser.parse_args()
+    if args.smoke:
+        smoke()
+        return
+    if args.command is None:
+        parser.error('expected a command: generate, score, label-cost, take-wins or fit-wins')
     commands_by_name = dict(generate=generate, score=score, label_cost=label_cost, take_wins=take_wins,
                             fit_wins=fit_wins)
     commands_by_name[args.command.replace('-', '_')](args)

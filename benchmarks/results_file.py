@@ -113,6 +113,19 @@ def smoke_config(config: dict, env_steps: int = 256) -> dict:
     return config
 
 
+def smoke_run(config: dict, env_steps: int = 512) -> str:
+    """A run trained for a smoke test of a script that reads one: ``config`` cut by :func:`smoke_config`, in a
+    temporary folder; returns the run's directory."""
+    import tempfile
+
+    from sparring.framework import serial_pipeline
+    config = smoke_config(config, env_steps)
+    config['train'].update(progress_bar=False, tensorboard=False, eval_every_iters=0)
+    run_dir = os.path.join(tempfile.mkdtemp(prefix='sparring-smoke-run-'), 'run')
+    serial_pipeline(config, seed=0, exp_name=run_dir)
+    return run_dir
+
+
 def entries(record: dict) -> dict:
     """A record's entries, without the stamps."""
     return {key: value for key, value in record.items() if key != STAMPS}
