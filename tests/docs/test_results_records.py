@@ -33,6 +33,7 @@ def test_the_records_page_shows_every_entry_with_its_stamp():
 def test_merge_results_stamps_what_it_writes_and_keeps_the_other_entries(tmp_path, monkeypatch):
     monkeypatch.setenv('SPARRING_RESULTS_DIR', str(tmp_path))
     results_file.merge_results('bench', {'first': {'x': 1}}, command='python benchmarks/bench.py --a')
+    monkeypatch.setattr(sys, 'argv', ['benchmarks/bench.py', '--b'])
     results_file.merge_results('bench', {'second': 2})
     with open(tmp_path / 'bench.json') as f:
         record = json.load(f)
@@ -40,7 +41,7 @@ def test_merge_results_stamps_what_it_writes_and_keeps_the_other_entries(tmp_pat
     stamps = record[results_file.STAMPS]
     assert set(stamps) == {'first', 'second'}
     assert stamps['first']['command'] == 'python benchmarks/bench.py --a'
-    assert 'pytest' in stamps['second']['command']  # sys.argv of this process
+    assert stamps['second']['command'].endswith('benchmarks/bench.py --b')  # sys.argv of this process
     head = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     if head:
         assert stamps['first']['commit'].split('+')[0] == head

@@ -2,9 +2,10 @@
 games played against a stand-in for the quarantined snapshot are journaled but kept out of the payoff, and the
 audit counts them as such, not as games lost."""
 import importlib.util
-import json
 import os
 from types import SimpleNamespace
+
+from sparring.framework.journal import Journal
 
 _spec = importlib.util.spec_from_file_location(
     'soak', os.path.join(os.path.dirname(__file__), '..', '..', 'benchmarks', 'soak.py'))
@@ -27,10 +28,13 @@ class _League:
 
 
 def _journal(tmp_path, entries):
-    os.makedirs(tmp_path / 'commander')
-    with open(tmp_path / 'commander' / 'journal.jsonl', 'w') as f:
-        for entry in [dict(format=1)] + entries:
-            f.write(json.dumps(entry) + '\n')
+    """A commander journal holding ``entries``, written as the commander writes it."""
+    journal = Journal(str(tmp_path / 'commander' / 'journal.jsonl'))
+    journal.open(0)
+    for entry in entries:
+        journal.append(entry)
+    journal.sync()
+    journal.close()
 
 
 def test_games_against_a_quarantined_snapshots_stand_in_are_not_counted_lost(tmp_path):
