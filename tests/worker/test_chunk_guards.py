@@ -81,3 +81,16 @@ def test_a_restarted_learner_never_reuses_a_published_version_number():
     assert restarted_version(own=5, published=9) == 10  # an older checkpoint: collectors hold version 9's params
     assert restarted_version(own=9, published=9) == 10
     assert restarted_version(own=0, published=4) == 5  # no checkpoint at all
+
+
+def test_the_chunk_socket_s_bound_is_a_few_chunks_of_the_policy_s_spec():
+    from easydict import EasyDict
+
+    from sparring.worker.remote.learner import chunk_bytes_limit
+    from tests.chunk_cases import spec_of
+    cfg = EasyDict(parallel=dict(chunk_len=None), policy=dict(collect=dict(n_steps=16)), env=dict(collector_env_num=8))
+    ppo, dqn = spec_of('ppo_clip'), spec_of('dqn')
+    columns = 8 * 2  # a battle env's two seats per env
+    assert chunk_bytes_limit(cfg, ppo) == 4 * 16 * columns * ppo.column_step_bytes() + (1 << 20)
+    # DQN's chunks add next_obs (4 float32 per column step): the bound follows the spec, not a guess
+    assert chunk_bytes_limit(cfg, dqn) - chunk_bytes_limit(cfg, ppo) == 4 * 16 * columns * 16
