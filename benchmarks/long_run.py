@@ -166,17 +166,24 @@ class Simulation:
                     params_bytes=params, historical_players=len(self.commander.coordinator.league.historical_players))
 
 
+def current_rss_mb() -> float:
+    """This process's resident memory now (Linux), in MB."""
+    with open('/proc/self/statm') as f:
+        return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2 ** 20
+
+
 def resume_probe(exp: str, chunk_len: int, envs: int, save_every: float) -> dict:
     """Resume the run at ``exp`` in this (fresh) process: wall seconds and peak RSS (run as a subprocess)."""
     from sparring.framework.commander import Commander
     cfg = compiled(league_config(exp, chunk_len, envs, save_every))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    before, held_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, current_rss_mb()
     started = time.perf_counter()
     commander = Commander(cfg, resume=True, clock=Clock())
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     entries = commander.state.journal.seq - (commander.state.snapshot_seq or 0)
     result = dict(resume_seconds=round(seconds, 3), rss_before_mb=round(before, 1), resume_peak_rss_mb=round(peak, 1),
+                  rss_held_by_resume_mb=round(current_rss_mb() - held_before, 1),
                   resumed_env_steps=commander.coordinator.env_steps, journal_entries_after_snapshot=entries)
     commander.state.journal.drop()
     return result
@@ -216,9 +223,10 @@ def measure_resume(args, where: str) -> List[dict]:
     return rows
 
 
-def extrapolate(rows: List[dict], steps: float, journal_bound: float) -> dict:
-    """Each figure at ``steps`` env steps, on the line through the last two measured points (at least 0); the
-    journal on the disk no higher than its bound (the audit tail, two segments and a save's worth)."""
+def extrapolate(rows: List[dict], steps: float, journal_bound: float, read_bound: float) -> dict:
+    """Each figure at ``steps`` env steps, on the line through the last two measured points (at least 0), the
+    journal's no higher than their bounds: on the disk, the audit tail, two segments and a save's worth; read at
+    resume, a segment and a save's worth. The rest (the snapshot grows with the league) stays on its line."""
     a, b = rows[-2], rows[-1]
     out = {}
     for key in ('journal_bytes', 'journal_bytes_written', 'journal_bytes_read_at_resume', 'snapshot_bytes',
@@ -226,6 +234,7 @@ def extrapolate(rows: List[dict], steps: float, journal_bound: float) -> dict:
         slope = (b[key] - a[key]) / (b['env_steps'] - a['env_steps'])
         out[key] = round(max(0.0, b[key] + slope * (steps - b['env_steps'])), 3)
     out['journal_bytes'] = min(out['journal_bytes'], journal_bound)
+    out['journal_bytes_read_at_resume'] = min(out['journal_bytes_read_at_resume'], read_bound)
     return dict(env_steps=int(steps), **out)
 
 
@@ -236,6 +245,9 @@ def serve(config: dict, address_file: str, stop, report) -> None:
     from sparring.worker.runtime import set_torch_threads
     cfg = compiled(config)
     set_torch_threads(1)
+    quiet = os.open(os.path.join(os.path.dirname(address_file), 'commander_output.txt'), os.O_WRONLY | os.O_CREAT)
+    os.dup2(quiet, 1)  # the commander's lines (a thousand "joined") go to a file, as a real one's go to log.txt
+    os.dup2(quiet, 2)
     run = ParallelRun(cfg)
     with open(address_file + '.tmp', 'w') as f:
         f.write(run.server.address)
@@ -442,9 +454,10 @@ def main(argv: Optional[List[str]] = None) -> dict:
     with tempfile.TemporaryDirectory(prefix='long_run_') as where:
         rows = measure_resume(args, where)
         par = compiled(league_config(where, args.chunk_len, args.envs, args.save_every)).parallel
-        bound = (par.journal_audit_mb + 2 * par.journal_segment_mb) * 2 ** 20 + 2 * max(
-            row['journal_bytes_read_at_resume'] for row in rows)
-        projected = extrapolate(rows, 1e9, bound)
+        save = max(row['journal_bytes_written'] / row['env_steps'] for row in rows) * args.chunk_len * args.envs \
+            * args.save_every / args.seconds_per_chunk  # journal bytes written between two saves
+        segment = par.journal_segment_mb * 2 ** 20
+        projected = extrapolate(rows, 1e9, par.journal_audit_mb * 2 ** 20 + 2 * segment + save, segment + save)
         print(f'extrapolated to 1e9 env steps: journal {projected["journal_bytes"] / 1e6:.1f} MB on disk '
               f'({projected["journal_bytes_written"] / 1e6:.0f} MB written), resume {projected["resume_seconds"]:.2f} s, '
               f'peak RSS {projected["resume_peak_rss_mb"]:.0f} MB')
