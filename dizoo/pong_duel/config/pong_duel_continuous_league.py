@@ -3,9 +3,9 @@
 The court, speeds and scoring are those of ``pong_duel_league.py`` (velocity 1 moves as far as "up" does),
 so the two leagues can be compared at the same budget (``benchmarks/continuous_league.py``). The policy
 is PPO's diagonal Gaussian (state-independent log-std, started at -1: a standard deviation of 0.37 of
-the full speed), its samples clipped to the box by the env; 8 epochs per chunk. Both chosen on seeds 0 and 1
-at 98k env steps (``benchmarks/continuous_league.py``: against the random bot 0.82 with log-std -0.5 and 4
-epochs, 0.90 and 0.84 with these on seeds 0 and 1). Self-play and PFSP over the snapshots; the
+the full speed), its samples clipped to the box by the env; 8 epochs per chunk: both beat the random bot more
+often than log-std -0.5 and 4 epochs (``benchmarks/continuous_league.py``; docs/results.md, "Continuous
+battles"). Self-play and PFSP over the snapshots; the
 random bot (uniform velocities, the rating anchor) and the tracker bot (a velocity proportional to the
 gap to the ball) are the reference and evaluation opponents.
 """
