@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 from results_file import add_smoke, apply_smoke
@@ -134,7 +135,7 @@ def main() -> None:
     parser.add_argument('--child', nargs=6, metavar=('GAME', 'ALGO', 'SECONDS', 'SEED', 'DIR', 'OVERRIDES'))
     add_smoke(parser)
     args = parser.parse_args()
-    apply_smoke(args, seconds=5.0)
+    apply_smoke(args, seconds=5.0, workdir=tempfile.mkdtemp(prefix='sparring-smoke-sac-league-'))
     if args.child:
         game, algo, seconds, seed, workdir, overrides = args.child
         print(json.dumps(child(game, algo, float(seconds), int(seed), workdir, json.loads(overrides))))

@@ -99,7 +99,7 @@ def main() -> None:
     add_smoke(parser)
     args = parser.parse_args()
     apply_smoke(args, variants=['default'], seeds=[0], steps=300, eval_every=150, jobs=1,
-                workdir=os.path.join(tempfile.gettempdir(), 'sparring_sac_tuning_smoke'))
+                workdir=tempfile.mkdtemp(prefix='sparring-smoke-sac-tuning-'))
     if set(args.seeds) & {100, 101, 102}:
         parser.error('--seeds: 100-102 are the reported seeds; tune on others (0-7)')
     record = previous_record(args)
