@@ -1,9 +1,12 @@
 """Forward-pass workers (issue #32) against local acting: inference rows/s by batch size, and a league's env steps/s.
 
-* ``rows``: the connect-four CNN of the ready league config (``connect_four_league.py``), rows per second of one
-  forward pass by batch size, in process (:func:`~sparring.worker.inference_forward.forward_rows`) and through a
-  forward-pass server over a signed, CURVE-encrypted ZeroMQ socket (the server in a thread of this process, one
-  client sending request after request: the round trip included).
+* ``rows``: the connect-four CNN of the ready league config (``connect_four_league.py``), by batch size: rows per
+  second and the p50 / p99 of one call, of the forward pass in process
+  (:func:`~sparring.worker.inference_forward.forward_rows`) and of the round trip to a forward-pass server over a
+  signed, CURVE-encrypted ZeroMQ socket (one client sending request after request), with the server in a thread
+  of this process and in a process of its own; on an idle machine and with ``--neighbours`` (2) CPU-bound
+  processes beside it, which the section starts and stops itself (``rows_by_batch_size`` and
+  ``rows_by_batch_size_loaded``). The server batches as a run's does (``max_batch`` 256, ``max_wait_ms`` 2).
 * ``league``: the connect-four league for a fixed wall-time budget, with collectors acting themselves and with a
   forward-pass worker, at the same number of processes (1 collector + 1 forward-pass worker against 2
   collectors) and with one process more (2 collectors + 1 forward-pass worker). Env steps per second of the whole
@@ -26,9 +29,12 @@ same number of chunks waiting at the learner. Set ``SPARRING_PROFILE_DIR`` to ha
 cProfile of its main thread (:mod:`sparring.framework.workers`).
 
     PYTHONPATH=... python benchmarks/forward_pass.py [--sections rows league search branches security] [--seconds 60]
-                                                     [--env-steps 61440]
+                                                     [--env-steps 61440] [--neighbours 2] [--tag TAG]
+    PYTHONPATH=... python benchmarks/forward_pass.py --smoke   # rows, idle and loaded, in seconds; records nothing
 
-Writes ``benchmarks/results/forward_pass.json`` (the machine, its load average and every figure).
+Writes ``benchmarks/results/forward_pass.json`` (the machine, its load average and every figure; each section
+with the run that measured it: commit, date, CPU, load, command; ``--tag`` records the sections under suffixed
+names, to keep a comparison's two sides).
 """
 from __future__ import annotations
 
@@ -45,14 +51,16 @@ import time
 import numpy as np
 import torch
 
-from results_file import cpu_model, merge_results
+from results_file import cpu_model, merge_results, stamp
 
 BATCH_SIZES = (1, 4, 16, 64, 256, 1024)
 # Chunks a learner may have waiting (parallel.max_chunks_ahead), the same in every run: its default is the number
 # of collectors, which would hold one collector with a forward-pass worker to one chunk at a time (collecting and
 # learning then take turns) while two local collectors get two.
 CHUNKS_AHEAD = 2
-SECONDS_PER_SIZE = 0.5
+SECONDS_PER_SIZE = 1.0
+SERVER_BATCHING = (256, 2.0)  # max_batch and max_wait_ms of a forward-pass server: a run's defaults
+NEIGHBOURS = 2  # CPU-bound processes beside the loaded measurement (a 2-core machine's envs and collectors)
 
 
 
@@ -76,52 +84,120 @@ def _cnn_policy():
     return POLICY_REGISTRY.get('ppo')(cfg.policy, obs_space, act_space, seed=0)
 
 
-def _rate(call, rows: int) -> float:
-    call()  # warm-up
-    n, started = 0, time.perf_counter()
-    while time.perf_counter() - started < SECONDS_PER_SIZE:
+def _timed(call, seconds: float) -> np.ndarray:
+    """Seconds of each of the calls made in about ``seconds`` (after one call of warm-up)."""
+    call()
+    times, started = [], time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        began = time.perf_counter()
         call()
-        n += 1
-    return rows * n / (time.perf_counter() - started)
+        times.append(time.perf_counter() - began)
+    return np.asarray(times)
 
 
-def rows_section() -> dict:
+def _figures(times: np.ndarray, rows: int) -> dict:
+    return dict(rows_per_second=round(rows * len(times) / max(float(times.sum()), 1e-12)),
+                p50_ms=round(1000 * float(np.percentile(times, 50)), 3),
+                p99_ms=round(1000 * float(np.percentile(times, 99)), 3), calls=len(times))
+
+
+def _spin() -> None:
+    """A CPU-bound neighbour (an env or a collector that never waits): it runs until it is terminated."""
+    while True:
+        pass
+
+
+class Neighbours:
+    """``count`` CPU-bound processes beside the measurement, started on entry and stopped on exit."""
+
+    def __init__(self, count: int) -> None:
+        import multiprocessing
+        self.processes = [multiprocessing.get_context('fork').Process(target=_spin, daemon=True)
+                          for _ in range(count)]
+
+    def __enter__(self) -> 'Neighbours':
+        for process in self.processes:
+            process.start()
+        time.sleep(0.5 if self.processes else 0.0)  # the neighbours running before anything is measured
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            process.join(10)
+
+
+def _thread_server(policy, security, stop):
+    """A forward-pass server of ``policy`` answering in a thread of this process: its address and the thread."""
+    import zmq
+    from sparring.worker.remote.inference import InferenceServer
+    context = zmq.Context()
+    server = InferenceServer(context, security, '127.0.0.1', _serving_only(policy)(), *SERVER_BATCHING,
+                             policy.observation_space.shape)
+
+    def loop():
+        while not stop.is_set():
+            server.serve(0.05)
+        server.close()
+        context.destroy(linger=0)
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    return server.address, thread
+
+
+def rows_section(neighbours: int = 0, sizes=BATCH_SIZES, seconds: float = SECONDS_PER_SIZE,
+                 servers=('thread', 'process')) -> dict:
+    """Rows per second and the p50 / p99 of one call by batch size: the forward pass in process, and the round trip
+    to a forward-pass server (in a thread of this process, as a double-buffered collector's other half would
+    wait beside it, and in a process of its own, as a forward-pass worker runs), with ``neighbours`` CPU-bound
+    processes running beside (0: an idle machine)."""
+    import multiprocessing
     import zmq
     from sparring.worker.inference_client import ForwardClient, RemoteActingPolicy
     from sparring.worker.inference_forward import forward_rows
     from sparring.worker.inference_halves import SWITCH_SECONDS
-    from sparring.worker.remote.inference import InferenceServer
-    from sparring.worker.remote.security import Security
-    from sparring.worker.remote.wire import Signer
     policy = _cnn_policy()
     policy.set_params(policy.get_params(), 1)
-    One = _serving_only(policy)
-
     sys.setswitchinterval(SWITCH_SECONDS)  # as in a double-buffered collector: the client thread wakes at once
-    context, security = zmq.Context(), Security(Signer(b'forward-pass-benchmark-secret'))
-    server = InferenceServer(context, security, '127.0.0.1', One(), 4096, 0.0, policy.observation_space.shape)
-    stop = threading.Event()
-    thread = threading.Thread(target=lambda: [server.serve(0.05) for _ in iter(stop.is_set, True)], daemon=True)
-    thread.start()
-    client = ForwardClient(context, security, 'bench', lambda: [server.address])
-    remote = RemoteActingPolicy(policy, 'p', client)
-    out = {}
-    try:
-        rng = np.random.default_rng(0)
-        for size in BATCH_SIZES:
-            obs = rng.integers(-1, 2, (size, *policy.observation_space.shape)).astype(policy.observation_space.dtype)
-            local = _rate(lambda o=obs: forward_rows(policy, o), size)
-            socket = _rate(lambda o=obs: remote.forward(o), size)
-            out[str(size)] = dict(in_process_rows_per_second=round(local), over_socket_rows_per_second=round(socket),
-                                  round_trip_ms=round(1000 * size / socket, 3))
-            print(f'batch {size:5d}: {local:10.0f} rows/s in process, {socket:10.0f} rows/s over the socket '
-                  f'({1000 * size / socket:.2f} ms a round trip)', flush=True)
-    finally:
-        stop.set()
-        thread.join(5.0)
-        client.close()
-        server.close()
-        context.destroy(linger=0)
+    rng = np.random.default_rng(0)
+    batches = {size: rng.integers(-1, 2, (size, *policy.observation_space.shape)).astype(
+        policy.observation_space.dtype) for size in sizes}
+    out: dict = dict(neighbours=neighbours)
+    with Neighbours(neighbours):
+        out['load_average_measured'] = list(os.getloadavg())
+        out['in_process'] = {}
+        for size, obs in batches.items():
+            out['in_process'][str(size)] = _figures(_timed(lambda o=obs: forward_rows(policy, o), seconds), size)
+        for where in servers:
+            stop = threading.Event() if where == 'thread' else multiprocessing.get_context('fork').Event()
+            if where == 'thread':
+                address, runner = _thread_server(policy, _security('curve'), stop)
+            else:
+                addresses = multiprocessing.get_context('fork').Queue()
+                runner = multiprocessing.get_context('fork').Process(target=_serve_in_process,
+                                                                     args=('curve', addresses, stop))
+                runner.start()
+                address = addresses.get(timeout=120)
+            context = zmq.Context()
+            client = ForwardClient(context, _security('curve'), 'bench', lambda a=address: [a])
+            remote = RemoteActingPolicy(policy, 'p', client)
+            figures = {}
+            try:
+                for size, obs in batches.items():
+                    socket = figures[str(size)] = _figures(_timed(lambda o=obs, r=remote: r.forward(o), seconds), size)
+                    local = out['in_process'][str(size)]
+                    socket['added_p50_ms'] = round(socket['p50_ms'] - local['p50_ms'], 3)
+                    print(f'{neighbours} neighbours, server in a {where:7s} batch {size:5d}: '
+                          f'{local["rows_per_second"]:8d} rows/s in process (p50 {local["p50_ms"]:.2f} ms), '
+                          f'{socket["rows_per_second"]:8d} over the socket (p50 {socket["p50_ms"]:.2f} ms, '
+                          f'p99 {socket["p99_ms"]:.2f} ms, {socket["added_p50_ms"]:+.2f} ms added)', flush=True)
+            finally:
+                client.close()
+                context.destroy(linger=0)
+                stop.set()
+                runner.join(30)
+            out[f'server_in_{where}'] = figures
     return out
 
 
@@ -148,7 +224,8 @@ def _serve_in_process(mode: str, addresses, stop) -> None:
     One = _serving_only(policy)
 
     context = zmq.Context()
-    server = InferenceServer(context, _security(mode), '127.0.0.1', One(), 4096, 0.0, policy.observation_space.shape)
+    server = InferenceServer(context, _security(mode), '127.0.0.1', One(), *SERVER_BATCHING,
+                             policy.observation_space.shape)
     addresses.put(server.address)
     while not stop.is_set():
         server.serve(0.05)
@@ -329,12 +406,26 @@ def main() -> None:
     parser.add_argument('--seconds', type=float, default=60.0, help='wall-time budget of each league run')
     parser.add_argument('--env-steps', type=int, default=61_440,
                         help='branches: the env-step budget of each of its two runs')
+    parser.add_argument('--neighbours', type=int, default=NEIGHBOURS,
+                        help='rows: CPU-bound processes beside its loaded measurement')
+    parser.add_argument('--tag', default='',
+                        help='record the sections under their names with this suffix (e.g. before_fix), keeping the '
+                             'untagged ones')
+    parser.add_argument('--smoke', action='store_true',
+                        help='rows alone, idle and loaded, at three batch sizes for a tenth of a second each, '
+                             'printed and not recorded (checks the benchmark runs, in seconds)')
     args = parser.parse_args()
+    if args.smoke:
+        torch.set_num_threads(1)
+        for neighbours in (0, args.neighbours):
+            rows_section(neighbours, sizes=(1, 16, 64), seconds=0.1)
+        return
     torch.set_num_threads(1)
     report = dict(machine=dict(cpu_model=cpu_model(), cpu_count=os.cpu_count(), python=platform.python_version(),
                                torch=torch.__version__, load_average_start=list(os.getloadavg())))
     if 'rows' in args.sections:
         report['rows_by_batch_size'] = rows_section()
+        report['rows_by_batch_size_loaded'] = rows_section(args.neighbours)
     if 'league' in args.sections:
         report['league'] = league_section(args.seconds)
     if 'branches' in args.sections:
@@ -344,12 +435,17 @@ def main() -> None:
     if 'search' in args.sections:
         report['expert_iteration'] = search_section(args.seconds)
     report['machine']['load_average_end'] = list(os.getloadavg())
-    # The file keeps sections of earlier invocations: each section names the load it was measured under.
-    for key in ('rows_by_batch_size', 'league', 'branches', 'expert_iteration', 'round_trip_by_security'):
+    # The file keeps sections of earlier invocations: each section names the load it was measured under, and the
+    # run (commit, date, command) it came from.
+    run = stamp()
+    for key in ('rows_by_batch_size', 'rows_by_batch_size_loaded', 'league', 'branches', 'expert_iteration',
+                'round_trip_by_security'):
         if key in report:
             report[f'{key}_load_average'] = dict(start=report['machine']['load_average_start'],
                                                  end=report['machine']['load_average_end'])
-    merge_results('forward_pass', report)
+            report[f'{key}_run'] = run
+    suffix = f'_{args.tag}' if args.tag else ''
+    merge_results('forward_pass', {k if k == 'machine' else k + suffix: v for k, v in report.items()})
 
 
 if __name__ == '__main__':
