@@ -34,12 +34,14 @@ def load(results_dir: str = RESULTS_DIR) -> Dict[str, dict]:
 def stamp_of(record: dict, key: str) -> Optional[dict]:
     """An entry's stamp: the one ``merge_results`` keeps beside it, else the stamp fields the entry holds
     itself (a script that puts ``**stamp()`` into its entry), else the record's own when the whole file is one
-    stamped run (its top level holds the fields, the CPU model and load perhaps under ``machine``); None when
-    none is complete."""
+    stamped run: its top level holds the fields (the CPU model and load perhaps under ``machine``), or one of its
+    entries is the run's stamp (``"record": stamp()``); None when none is complete."""
     kept = record.get(STAMPS, {}).get(key)
     if kept is not None and all(field in kept for field in STAMP_FIELDS):
         return kept
-    for holder in (record[key], record):
+    siblings = [value for name, value in record.items() if name != STAMPS and isinstance(value, dict)
+                and set(value) == set(STAMP_FIELDS)]
+    for holder in [record[key], record] + siblings[:1]:
         found = _fields(holder) if isinstance(holder, dict) else None
         if found is not None:
             return found

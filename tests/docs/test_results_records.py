@@ -71,3 +71,11 @@ def test_a_record_that_is_one_stamped_run_stamps_all_its_entries(tmp_path):
                    'command': 'python benchmarks/bench.py', 'figure': 1}, f)
     page = results_records.render(str(tmp_path))
     assert page.count('python benchmarks/bench.py') == 5  # machine, commit, date, command, figure
+
+
+def test_a_record_whose_entry_is_the_runs_stamp_stamps_all_its_entries(tmp_path):
+    import results_file as rf
+    with open(tmp_path / 'bench.json', 'w') as f:
+        json.dump({'record': rf.stamp('python benchmarks/bench.py'), 'settings': {'a': 1}, 'figure': [1, 2]}, f)
+    page = results_records.render(str(tmp_path))
+    assert page.count('python benchmarks/bench.py') == 3
