@@ -21,6 +21,8 @@ WITHOUT_SMOKE_YET = {
     'vs_sb3': 'needs Stable-Baselines3 (the bench extra, which CI does not install)',
     'sac_vs_sb3': 'needs Stable-Baselines3 (the bench extra, which CI does not install)',
     'update_throughput': 'a child of vs_sb3.py, one measurement a process; needs Stable-Baselines3 for its peer side',
+    'dizoo_peer': 'needs DI-engine in a venv of its own (--setup), which CI does not make',
+    'dizoo_peer_ding': 'a child of dizoo_peer.py, run in the DI-engine venv',
 }
 
 
