@@ -88,6 +88,26 @@ def render(results_dir: str = RESULTS_DIR) -> str:
     return '\n'.join(out)
 
 
+def record_line(name: str, results_dir: str = RESULTS_DIR) -> str:
+    """One line under a results section: the record it comes from, its entries' dates and CPUs, and a link to
+    their stamps (``<!-- record: NAME -->`` on a page)."""
+    records = load(results_dir)
+    if name not in records:
+        raise UnstampedEntries(f'a page names the record {name!r}; benchmarks/results has no {name}.json')
+    record = records[name]
+    stamps = [stamp_of(record, key) for key in record if key != STAMPS]
+    if any(s is None for s in stamps):
+        raise UnstampedEntries(f'{name}: {", ".join(unstamped({name: record}))} without a stamp')
+    dates = sorted(str(s['date'])[:10] for s in stamps)
+    cpus: Dict[str, int] = {}
+    for s in stamps:
+        cpus[str(s['cpu_model'])] = cpus.get(str(s['cpu_model']), 0) + 1
+    span = dates[0] if dates[0] == dates[-1] else f'{dates[0]} to {dates[-1]}'
+    cpu_text = ', '.join(f'{html.escape(cpu)} ({n})' for cpu, n in sorted(cpus.items(), key=lambda kv: -kv[1]))
+    return (f'*Record `benchmarks/results/{name}.json`: {len(stamps)} entries, dated {span}; CPU {cpu_text}; '
+            f'[every entry\'s stamp](records.md#{name.replace("_", "-")}).*')
+
+
 def _short(commit: str) -> str:
     """The first 10 hex digits of a commit (and ``+changes`` when the work tree had some)."""
     if commit == UNKNOWN:

@@ -57,11 +57,18 @@ def on_config(config):
     return config
 
 
+# ``<!-- record: NAME -->``: a line naming the benchmark record a results section comes from, with its stamps.
+RECORD_MARKER = re.compile(r'<!-- record: (\w+) -->')
+
+
 def on_page_markdown(markdown, page, config, files):
     for marker, (module_name, function) in MARKERS.items():
         if marker in markdown:
             module = __import__(module_name)
             markdown = markdown.replace(marker, getattr(module, function)())
+    if RECORD_MARKER.search(markdown):
+        import results_records
+        markdown = RECORD_MARKER.sub(lambda m: results_records.record_line(m.group(1)), markdown)
     return markdown
 
 

@@ -79,3 +79,14 @@ def test_a_record_whose_entry_is_the_runs_stamp_stamps_all_its_entries(tmp_path)
         json.dump({'record': rf.stamp('python benchmarks/bench.py'), 'settings': {'a': 1}, 'figure': [1, 2]}, f)
     page = results_records.render(str(tmp_path))
     assert page.count('python benchmarks/bench.py') == 3
+
+
+def test_each_results_section_names_a_record_that_exists_and_a_missing_one_fails(tmp_path):
+    import re
+    with open(os.path.join(ROOT, 'docs', 'results.md')) as f:
+        named = re.findall(r'<!-- record: (\w+) -->', f.read())
+    assert 'vs_sb3' in named and 'dqn' in named
+    for name in named:
+        assert results_records.record_line(name).startswith(f'*Record `benchmarks/results/{name}.json`: ')
+    with pytest.raises(results_records.UnstampedEntries, match="names the record 'nothing'"):
+        results_records.record_line('nothing', str(tmp_path))
