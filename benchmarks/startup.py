@@ -7,8 +7,9 @@
   so a policy loaded to act builds none.
 
 Each figure is the median wall time of ``--repeats`` processes (the first, which warms the file cache,
-is not counted). The record goes to ``benchmarks/results/startup.json``, stamped with the commit, date,
-CPU model, load and command; ``--smoke`` runs each once on a shorter training and writes nothing.
+is not counted). The record goes to ``benchmarks/results/startup.json``, stamped (commit, date, CPU model,
+load and command) with the load average at the start beside it; ``--smoke`` runs each once on a shorter
+training and records in a temporary folder.
 
     flock /tmp/bench.lock .venv/bin/python benchmarks/startup.py [--repeats 5]
 """
@@ -23,7 +24,7 @@ import tempfile
 import time
 from typing import List
 
-from results_file import merge_results, stamp
+from results_file import add_smoke, apply_smoke, merge_results
 
 TARGETS = dict(version=0.5, help=0.5, load_player=2.0)  # seconds
 
@@ -56,24 +57,22 @@ def timed(argv: List[str], repeats: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--repeats', type=int, default=5, help='processes timed per figure (default 5)')
-    parser.add_argument('--smoke', action='store_true', help='each figure once, a shorter training, no record')
-    args = parser.parse_args()
-    repeats = 1 if args.smoke else args.repeats
-    where = stamp()  # the load when the measurement starts
+    add_smoke(parser)
+    args = apply_smoke(parser.parse_args(), repeats=1)
+    load_at_start = [round(x, 2) for x in os.getloadavg()]  # the stamp has the load at the end
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         run = os.path.join(tmp, 'run')
         small_run(run, 64 if args.smoke else 256)
         figures = dict(
-            version=timed([python, '-m', 'sparring', '--version'], repeats),
-            help=timed([python, '-m', 'sparring', '--help'], repeats),
-            load_player=timed([python, '-c', f'import sparring; sparring.load_player({run!r})'], repeats))
+            version=timed([python, '-m', 'sparring', '--version'], args.repeats),
+            help=timed([python, '-m', 'sparring', '--help'], args.repeats),
+            load_player=timed([python, '-c', f'import sparring; sparring.load_player({run!r})'], args.repeats))
     for name, seconds in figures.items():
         verdict = 'ok' if seconds < TARGETS[name] else 'over target'
         print(f'{name:12s} {seconds:6.3f} s  (target < {TARGETS[name]} s: {verdict})')
-    if not args.smoke:
-        merge_results('startup', dict(startup=dict(seconds={k: round(v, 3) for k, v in figures.items()},
-                                                   targets=TARGETS, repeats=repeats, **where)))
+    merge_results('startup', dict(startup=dict(seconds={k: round(v, 3) for k, v in figures.items()}, targets=TARGETS,
+                                               repeats=args.repeats, load_average_at_start=load_at_start)))
 
 
 if __name__ == '__main__':
