@@ -37,7 +37,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import merge_results, stamp
+from results_file import add_smoke, apply_smoke, merge_results
 
 PLAYERS = 2  # active players (naive self-play), each with a learner
 PUBLISH_EVERY = 8  # chunks per learner iteration
@@ -429,7 +429,7 @@ def measure_capacity(args, where: str) -> List[dict]:
 
 def main(argv: Optional[List[str]] = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--smoke', action='store_true', help='seconds: small lengths, 10 collectors briefly')
+    add_smoke(parser)
     parser.add_argument('--lengths', type=float, nargs='+', default=[1e6, 1e7, 1e8])
     parser.add_argument('--chunk-len', type=int, default=64, help='env steps per chunk and env')
     parser.add_argument('--envs', type=int, default=16, help='envs per collector')
@@ -448,9 +448,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
     if args.resume_probe:
         print(json.dumps(resume_probe(args.resume_probe, args.chunk_len, args.envs, args.save_every)))
         return {}
-    if args.smoke:
-        args.lengths, args.collectors_list = [2e4, 1e5, 2e5], [10]
-        args.capacity_seconds, args.capacity_warmup, args.save_every = 2.0, 1.0, 1.0
+    apply_smoke(args, lengths=[2e4, 1e5, 2e5], collectors_list=[10], capacity_seconds=2.0, capacity_warmup=1.0,
+                save_every=1.0)
     with tempfile.TemporaryDirectory(prefix='long_run_') as where:
         rows = measure_resume(args, where)
         par = compiled(league_config(where, args.chunk_len, args.envs, args.save_every)).parallel
@@ -462,16 +461,12 @@ def main(argv: Optional[List[str]] = None) -> dict:
               f'({projected["journal_bytes_written"] / 1e6:.0f} MB written), resume {projected["resume_seconds"]:.2f} s, '
               f'peak RSS {projected["resume_peak_rss_mb"]:.0f} MB')
         capacity = [] if args.skip_capacity else measure_capacity(args, where)
-    record = stamp()
-    if argv is not None:  # called as a function: the command it stands for
-        record['command'] = ' '.join(['benchmarks/long_run.py'] + argv)
-    result = dict(record=record, settings=dict(
+    result = dict(settings=dict(
         chunk_steps=args.chunk_len * args.envs, games_per_chunk=args.games, players=PLAYERS,
         publish_every_chunks=PUBLISH_EVERY, one_phase_step=ONE_PHASE_STEP, save_every_seconds=args.save_every,
         seconds_per_chunk=args.seconds_per_chunk, collectors=args.collectors),
         resume=rows, resume_at_1e9_extrapolated=projected, capacity=capacity)
-    if not args.smoke:
-        merge_results(args.out, result)
+    merge_results(args.out, result, command=None if argv is None else ' '.join(['python benchmarks/long_run.py'] + argv))
     return result
 
 

@@ -1,6 +1,7 @@
 """``benchmarks/long_run.py --smoke``: the long-run driver and the capacity measurement run end to end in seconds,
-every resume brings back exactly the env steps driven, and nothing is written to benchmarks/results."""
+every resume brings back exactly the env steps driven, and the record goes to $SPARRING_RESULTS_DIR, stamped."""
 import importlib
+import json
 import os
 
 import pytest
@@ -11,10 +12,10 @@ SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.ab
                       'long_run.py')
 
 
-def test_the_smoke_runs_and_its_figures_hold_together(monkeypatch):
+def test_the_smoke_runs_and_its_figures_hold_together(monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(os.path.dirname(SCRIPT))
     long_run = importlib.import_module('long_run')  # by name: the commander's process imports it the same way
-    monkeypatch.setattr(long_run, 'merge_results', lambda *a: pytest.fail('the smoke wrote a results file'))
+    monkeypatch.setenv('SPARRING_RESULTS_DIR', str(tmp_path))
     result = long_run.main(['--smoke'])
     rows = result['resume']
     assert [row['env_steps'] for row in rows] == sorted(row['env_steps'] for row in rows) and len(rows) == 3
@@ -26,5 +27,6 @@ def test_the_smoke_runs_and_its_figures_hold_together(monkeypatch):
     (capacity,) = result['capacity']
     assert capacity['collectors'] == 10 and capacity['chunk_reports_per_second'] > 0
     assert capacity['reply_p99_ms'] >= capacity['reply_p50_ms'] > 0
-    record = result['record']
-    assert record['cpu_model'] and record['load_average'] and '--smoke' in record['command']
+    with open(tmp_path / 'long_run.json') as f:
+        stamps = json.load(f)['_stamps']
+    assert set(stamps) == set(result) and all('--smoke' in stamp['command'] for stamp in stamps.values())
