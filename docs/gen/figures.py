@@ -89,12 +89,31 @@ def sac_pendulum(records: Records):
     return fig
 
 
+@figure('sac-hopper.svg')
+def sac_hopper(records: Records):
+    """Evaluation return over env steps on Hopper-v5, SAC of sparring and of SB3, one panel per seed."""
+    run = records('sac_vs_sb3')['hopper_100k']
+    seeds = sorted(run['per_seed'], key=int)
+    fig, axes = _axes(9.0, 3.0, ncols=len(seeds))
+    for ax, seed in zip(axes, seeds):
+        for who, colour, label in (('sparring', OURS, 'sparring SAC'), ('sb3', PEER, 'Stable-Baselines3 SAC')):
+            curve = run['per_seed'][seed][who]['curve']
+            ax.plot([c[0] / 1000 for c in curve], [c[1] for c in curve], color=colour, marker='.', label=label)
+        ax.set_title(f'seed {seed}')
+        ax.set_xlabel('env steps (thousands)')
+    axes[0].set_ylabel('evaluation return')
+    axes[0].legend(frameon=False, fontsize=8)
+    fig.suptitle('Hopper-v5: SAC beside Stable-Baselines3', fontsize=10)
+    return fig
+
+
 def _win_curves(ax, curve: Sequence[dict], opponents: Sequence[str]) -> None:
+    unit, scale = ('millions', 1e6) if max(c['env_steps'] for c in curve) >= 2e6 else ('thousands', 1e3)
     for i, name in enumerate(opponents):
-        points = [(c['env_steps'], c['win'][name]) for c in curve if name in c['win']]
+        points = [(c['env_steps'] / scale, c['win'][name]) for c in curve if name in c['win']]
         ax.plot([p[0] for p in points], [100 * p[1] for p in points], color=PALETTE[i % len(PALETTE)],
-                label=_bot_label(name), marker='.', markersize=3)
-    ax.set_xlabel('env steps')
+                label=_bot_label(name), marker='.', markersize=3, linewidth=1)
+    ax.set_xlabel(f'env steps ({unit})')
     ax.set_ylabel('wins (%)')
     ax.set_ylim(0, 100)
 
