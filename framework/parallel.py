@@ -33,6 +33,7 @@ Without a secret, a local run makes one up and hands it only to its own workers.
 """
 from __future__ import annotations
 
+import errno
 import os
 import time
 from typing import TYPE_CHECKING, Optional, Union
@@ -51,7 +52,7 @@ from sparring.framework.run_summary import RunSummary
 from sparring.framework.serial import budget_recorded
 from sparring.framework.sessions import learner_id
 from sparring.worker.logger import RunLogger, device_line
-from sparring.worker.remote.base import EXIT_ID_HELD
+from sparring.worker.remote.base import EXIT_DISK_FULL, EXIT_ID_HELD
 from sparring.worker.remote.replicas import check_replica_config
 from sparring.worker.remote.transport import Server, advertised_address
 from sparring.worker.remote.security import CurveGuard, check_bind, is_loopback
@@ -226,6 +227,11 @@ class ParallelRun:
         role, player_id, replica = self.launcher.roles[worker_id]
         if not self._wanted(role):
             return
+        if code == EXIT_DISK_FULL:  # its files could not be written (a checkpoint): a restart would fail the same way
+            last_line = (self.launcher.tail(worker_id).strip().splitlines() or ['a write failed'])[-1]
+            failure = StorageFailure(f'{worker_id} stopped: {last_line.split(" ERROR ", 1)[-1][:500]}')
+            failure.errno = errno.ENOSPC
+            raise failure
         if role == 'learner' and player_id is not None and self.cfg.parallel.learner_replicas > 1:
             # A replica's group cannot go on without it: the player's replicas start again together, lead first.
             group = [learner_id(player_id, r) for r in range(self.cfg.parallel.learner_replicas)]

@@ -20,12 +20,13 @@ from typing import Dict, List, Optional, Type, Union
 from sparring.config.schema import ConfigError
 from sparring.framework.messaging import make_security
 from sparring.framework.worker_arguments import add_worker_arguments
-from sparring.worker.remote.base import (EXIT_CANNOT_JOIN, EXIT_COMMANDER_LOST, EXIT_ID_HELD, EXIT_ORPHANED, CannotJoin,
+from sparring.worker.remote.base import (EXIT_CANNOT_JOIN, EXIT_COMMANDER_LOST, EXIT_DISK_FULL, EXIT_ID_HELD, EXIT_ORPHANED, CannotJoin,
                                          CommanderLost, IdHeld, SessionExpired, process_gone)
 from sparring.worker.remote.collector import CollectorWorker
 from sparring.worker.remote.evaluator import EvaluatorWorker
 from sparring.worker.remote.inference import InferenceWorker
 from sparring.worker.remote.learner import LearnerWorker
+from sparring.worker.run_files import StorageFailure
 
 log = logging.getLogger('sparring.worker')
 
@@ -88,6 +89,9 @@ def run_worker(args: argparse.Namespace) -> int:
         except CannotJoin as err:
             log.error('%s', err)
             return EXIT_CANNOT_JOIN
+        except StorageFailure as err:  # starting it again would fail the same way: the commander stops the run
+            log.error('%s', err)
+            return EXIT_DISK_FULL
         except (CommanderLost, SessionExpired) as err:
             if time.monotonic() >= give_up:
                 log.error('%s', err)

@@ -255,3 +255,42 @@ def test_a_real_full_disk_stops_the_commander_and_a_resume_after_freeing_it_lose
     os.remove(small_disk / 'filler')
     steps, games, chunks = resumed_facts(small_disk)
     assert chunks == acknowledged and games == games_acknowledged
+
+
+def test_a_worker_whose_checkpoint_finds_the_disk_full_stops_the_run_in_one_line(tmp_path, monkeypatch, caplog):
+    import logging
+    from types import SimpleNamespace
+
+    from easydict import EasyDict
+
+    from sparring.framework import workers
+    from sparring.framework.parallel import ParallelRun
+    from sparring.worker.remote.base import EXIT_DISK_FULL
+    from sparring.worker.run_files import storage_failure
+    checkpoint = str(tmp_path / 'workers' / 'learner-p' / 'ckpt' / 'iter_00000009.pt')
+
+    class Learner:  # its checkpoint write fails with a full disk
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def run(self):
+            raise storage_failure(checkpoint, OSError(errno.ENOSPC, 'full'))
+
+        def close(self):
+            pass
+    monkeypatch.setitem(workers.ROLES, 'learner', Learner)
+    args = workers.build_parser().parse_args(['--role', 'learner', '--commander', 'tcp://127.0.0.1:5999'])
+    monkeypatch.setenv('SPARRING_SECRET', 'x' * 32)
+    with caplog.at_level(logging.ERROR, logger='sparring.worker'):
+        assert workers.run_worker(args) == EXIT_DISK_FULL  # not restarted in a loop: it says why and stops
+    (line,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert '\n' not in line and line.startswith(f'writing {checkpoint} failed: the disk is full')
+
+    # The commander stops the run with that line instead of restarting the learner until max_restarts.
+    run = ParallelRun.__new__(ParallelRun)
+    run.launcher = SimpleNamespace(processes={}, restarts={}, roles={'learner-p': ('learner', 'p', 0)},
+                                   tail=lambda worker_id: f'2026-11-28 19:00:00 sparring.worker ERROR {line}\n')
+    run.cfg = EasyDict(parallel=dict(max_restarts=5, learner_replicas=1))
+    run.commander = SimpleNamespace(coordinator=SimpleNamespace(phase='collect'), drop_worker_id=lambda wid, why: None)
+    with pytest.raises(StorageFailure, match=rf'^learner-p stopped: writing {checkpoint} failed: the disk is full'):
+        run._exited('learner-p', EXIT_DISK_FULL)

@@ -35,6 +35,7 @@ EXIT_COMMANDER_LOST = 3
 EXIT_ORPHANED = 4
 EXIT_ID_HELD = 5  # another live worker held this worker's id for as long as it tried to register
 EXIT_CANNOT_JOIN = 6  # the worker lacks what the run needs (a module of its import_names) and left
+EXIT_DISK_FULL = 7  # a write of the worker's files (a checkpoint) failed, the disk full: it stopped, its last line says
 FIRST_ATTEMPT_SECONDS = 2.0  # a request's first wait for its reply; replies come within milliseconds
 
 
