@@ -20,8 +20,13 @@ What the graph holds is fixed when it is captured, so the runner keeps it honest
 * Parameters and optimiser state must stay where the graph captured them: a device move, ``load_state_dict``
   of the optimiser or ``reset_optimizer`` is noticed (their storage changes) and the graph made again.
 
-Where the step cannot be captured (the caller decides: recurrent windows, steps that do not all act, a
-replayed value batch, a running normaliser, per-element gradient clipping, an objective that reads the host,
+* A minibatch whose steps do not all act (a turn-based game's seat that did not move still fits its value)
+  keeps its shape: the policy terms are taken over every kept step with the others' advantage 0 and ratio 1,
+  rescaled so that the means are over the acting steps (:func:`acting_by_advantage`), where the objective's
+  loss allows it (``Objective.acting_by_advantage``: the clipped surrogate).
+
+Where the step cannot be captured (the caller decides: recurrent windows, steps that do not all act under
+another objective, a replayed value batch, a running normaliser, per-element gradient clipping, an objective that reads the host,
 gradient hooks such as learner replicas' averaging)
 the policy takes its steps one by one as before. The backend is injected so the CPU test suite drives the same
 logic with a stand-in that calls the step again instead of replaying it (:class:`EagerBackend`).
@@ -29,7 +34,7 @@ logic with a stand-in that calls the step again instead of replaying it (:class:
 from __future__ import annotations
 
 import warnings
-from typing import Callable, Optional, Tuple
+from typing import Callable, NamedTuple, Optional, Tuple
 
 import torch
 
@@ -84,6 +89,32 @@ class EagerBackend:
 def capturable(device: torch.device) -> bool:
     """Whether a policy's steps on ``device`` are captured (CUDA; the tests replace this to walk the path on a CPU)."""
     return device.type == 'cuda'
+
+
+class ActingTerms(NamedTuple):
+    """The policy terms of a minibatch over all its kept steps, standing for those of its acting steps."""
+    log_prob: torch.Tensor  # the acting steps' own; the old log-probability elsewhere (a ratio of 1)
+    adv: torch.Tensor  # normalised over the acting steps and scaled by kept / acting; 0 elsewhere
+    entropy_mean: torch.Tensor  # over the acting steps
+    scale: torch.Tensor  # kept / acting steps: turns a mean over all kept steps into one over the acting ones
+
+
+def acting_by_advantage(acts: torch.Tensor, log_prob: torch.Tensor, entropy: torch.Tensor, adv: torch.Tensor,
+                        old_log_prob: torch.Tensor, normalize: bool, eps: float = 1e-8) -> ActingTerms:
+    """Without selecting rows (a captured step's shapes are fixed): a loss that is a mean over steps of a term
+    proportional to the advantage, 0 where the advantage is 0 and the ratio 1 (the clipped surrogate), comes out
+    as its mean over the acting steps ``acts``. The advantages are normalised over the acting steps as
+    :func:`~sparring.policy.functional.normalize_advantages` does (not below two of them)."""
+    acting = acts.float()
+    count = acting.sum()
+    safe = count.clamp_min(1.0)
+    if normalize:
+        mean = torch.where(acts, adv, 0.0).sum() / safe
+        var = torch.where(acts, (adv - mean) ** 2, 0.0).sum() / (count - 1.0).clamp_min(1.0)
+        adv = torch.where(count >= 2, (adv - mean) / (var.sqrt() + eps), adv)
+    scale = log_prob.numel() / safe
+    return ActingTerms(log_prob=torch.where(acts, log_prob, old_log_prob), adv=torch.where(acts, adv * scale, 0.0),
+                       entropy_mean=torch.where(acts, entropy, 0.0).sum() / safe, scale=scale)
 
 
 def hooked(params) -> bool:
@@ -171,7 +202,7 @@ class GraphedMinibatches:
             group['lr'] = self.lr  # read from the device at each replay
         try:
             with self.gradient_step.deferred():
-                row, _ = self.update(self.static.take(self.index), None, self.clip_range)
+                row, _ = self.update(self.static.take(self.index), None, self.clip_range, captured=True)
                 refused = self.gradient_step.last_refused
                 assert refused is not None  # every deferred step sets it
         finally:

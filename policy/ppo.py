@@ -392,7 +392,9 @@ class PPOPolicy(Policy):
         None where they are taken one by one: off CUDA, and for steps a graph cannot hold."""
         on = self.cfg['learn']['cuda_graph'] and graphed_steps.capturable(self.placement.device)
         runner = getattr(self, '_graph_runner', None)
-        if (not on or (runner is not None and runner.failed) or replay is not None or batch.windowed or 'acts' in batch.fields or self.net.normalizer is not None
+        if (not on or (runner is not None and runner.failed) or replay is not None or batch.windowed
+                or ('acts' in batch.fields and not self.objective.acting_by_advantage)
+                or self.net.normalizer is not None
                 or self.grad_clipper is not None or not self.objective.graph_safe
                 or graphed_steps.hooked(self._gradient_step().params)):
             return None
@@ -401,15 +403,23 @@ class PPOPolicy(Policy):
         runner.begin(batch, size, lr, clip_range)
         return runner
 
-    def _update(self, part: TrainBatch, replay: Optional[TrainBatch], clip_range: float):
+    def _update(self, part: TrainBatch, replay: Optional[TrainBatch], clip_range: float, captured: bool = False):
         """One gradient step on a minibatch; returns (its ``STEP_STATS`` as one tensor, or None if the step
-        was refused as not finite; steps it trained on). ``clip_range`` is a 0-d tensor in a captured step."""
+        was refused as not finite; steps it trained on). ``captured``: the step is being captured as a CUDA graph
+        (``clip_range`` is then a 0-d tensor, and no rows are selected)."""
         learn = self.cfg['learn']
         head, value = self._forward(part)
         head, value = part.flatten_kept(head), part.flatten_kept(value)
         mask = part.steps('mask') if 'mask' in part.fields else None
         log_prob, entropy = self._policy_terms(head, part.steps('action'), mask)
         v_loss = self._value_loss(part, value, replay) if self.value_in_policy_loss else value.new_zeros(())
+        if captured and 'acts' in part.fields:  # the policy terms where an action was chosen, as weights
+            terms = graphed_steps.acting_by_advantage(part.steps('acts'), log_prob, entropy, part.steps('adv'),
+                                                      part.steps('log_prob'), learn['normalize_advantage'])
+            pg_loss, approx_kl, clip_frac = self.objective.policy_loss(
+                Minibatch(part, head, mask, terms.log_prob, part.steps('log_prob'), terms.adv, clip_range))
+            approx_kl, clip_frac, entropy_mean = approx_kl * terms.scale, clip_frac * terms.scale, terms.entropy_mean
+            return self._step_on(pg_loss, v_loss, entropy_mean, approx_kl, clip_frac, head)
         # The policy terms only where an action was chosen.
         log_prob, entropy, adv, old_log_prob = part.acting_steps(log_prob, entropy, part.steps('adv'),
                                                                  part.steps('log_prob'))
@@ -421,6 +431,11 @@ class PPOPolicy(Policy):
             pg_loss, approx_kl, clip_frac = self.objective.policy_loss(
                 Minibatch(part, head, mask, log_prob, old_log_prob, adv, clip_range))
             entropy_mean = entropy.mean()
+        return self._step_on(pg_loss, v_loss, entropy_mean, approx_kl, clip_frac, head)
+
+    def _step_on(self, pg_loss, v_loss, entropy_mean, approx_kl, clip_frac, head):
+        """The gradient step on a minibatch's loss terms; (its figures, steps) as :meth:`_update` returns them."""
+        learn = self.cfg['learn']
         loss = pg_loss + learn['value_coef'] * v_loss - learn['entropy_coef'] * entropy_mean
         if not self._gradient_step().step(loss):  # skipped and counted, never applied
             self.skipped_updates += 1

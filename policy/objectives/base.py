@@ -87,6 +87,10 @@ class Objective:
     #: its policy loss is tensor arithmetic alone (no host reads, no shapes that depend on values), so a
     #: minibatch step on CUDA can be captured as a graph (policy/graphed_steps.py)
     graph_safe = False
+    #: its policy loss is a mean over steps of a term proportional to the advantage that vanishes at a ratio of
+    #: 1 and an advantage of 0, so steps that did not act can stay in a captured minibatch with those values
+    #: (graphed_steps.acting_by_advantage)
+    acting_by_advantage = False
 
     def __init__(self, parts: PolicyParts) -> None:
         self.parts = parts

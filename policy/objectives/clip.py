@@ -12,6 +12,7 @@ from sparring.policy.objectives.base import Minibatch, Objective, PolicyLoss
 
 class ClipObjective(Objective):
     graph_safe = True
+    acting_by_advantage = True
 
     def policy_loss(self, mb: Minibatch) -> PolicyLoss:
         return PolicyLoss(*F.clipped_surrogate_loss(mb.log_prob, mb.old_log_prob, mb.adv, mb.clip_range))

@@ -108,12 +108,42 @@ def test_a_new_layout_or_a_reset_optimiser_is_captured_anew(backend):
     assert backend.captures == 3
 
 
-def test_steps_a_graph_cannot_hold_go_one_by_one(backend):
-    T, B = 8, 4
+def _turns(T=8, B=4):
+    """A turn-based chunk's masks: the seat moves at every other row, and fits its value at every row."""
     acts = np.zeros((T, B), bool)
     acts[::2] = True
+    return dict(train_mask=acts, value_mask=np.ones((T, B), bool))
+
+
+def test_steps_that_only_fit_the_value_stay_in_the_graph_and_learn_as_one_by_one(backend):
+    eager, graphed = _policy(cuda_graph=False), _policy()
+    chunks = [_chunk(eager, seed=s, train_mask=_turns()) for s in (0, 1, 2)]
+    _chunk(graphed, seed=0), _chunk(graphed, seed=1), _chunk(graphed, seed=2)
+    eager_stats, graphed_stats = _learn_twice(eager, chunks), _learn_twice(graphed, chunks)
+    assert backend.captures == 1
+    for name, value in eager.get_params().items():
+        torch.testing.assert_close(graphed.get_params()[name], value, rtol=1e-4, atol=1e-5)
+    for ours, theirs in zip(graphed_stats, eager_stats):
+        for key in ('policy_loss', 'value_loss', 'entropy', 'approx_kl', 'clip_fraction'):
+            assert ours[key] == pytest.approx(theirs[key], rel=1e-3, abs=1e-5), key
+
+
+def test_a_minibatch_of_value_only_steps_has_no_policy_terms(backend):
+    from sparring.policy.graphed_steps import acting_by_advantage
+    none = torch.zeros(6, dtype=torch.bool)
+    log_prob = torch.tensor([-float('inf')] * 6)  # an illegal dummy action where the seat did not move
+    terms = acting_by_advantage(none, log_prob, torch.ones(6), torch.randn(6), torch.zeros(6), normalize=True)
+    assert torch.equal(terms.adv, torch.zeros(6)) and terms.entropy_mean == 0.0
+    assert torch.isfinite(terms.log_prob).all()
+    one = torch.tensor([True, False, False, False, False, False])  # a single acting step is not normalised
+    adv = torch.tensor([2.0, 5.0, 5.0, 5.0, 5.0, 5.0])
+    terms = acting_by_advantage(one, torch.zeros(6), torch.ones(6), adv, torch.zeros(6), normalize=True)
+    assert terms.adv.tolist() == [12.0, 0.0, 0.0, 0.0, 0.0, 0.0] and terms.scale == 6.0
+
+
+def test_steps_a_graph_cannot_hold_go_one_by_one(backend):
     cases = dict(
-        acting_steps=(dict(), dict(train_mask=acts, value_mask=np.ones((T, B), bool))),  # some steps only fit values
+        acting_steps_kl_penalty=(dict(objective='kl_penalty'), _turns()),  # an objective that needs the rows selected
         obs_norm=(dict(), None),
         five_clip=(dict(grad_clip='five'), None),
         kl_penalty=(dict(objective='kl_penalty'), None),
