@@ -11,7 +11,12 @@ The figure is the run's env steps over its wall time (collection, updates, leagu
 evaluation included; the final evaluation after the budget is not counted). Writes
 ``benchmarks/results/league_speed.json`` with the load average at the start and end of each run.
 
+``--against TREE`` checks a change for a slowdown instead: runs of one variant alternate between this checkout
+and another one (e.g. ``git worktree add`` of the commit before; its ``.typecheck/sparring`` imports it),
+``--repeats`` of each, and the record (entry ``against``) holds every run, the two medians and their ratio.
+
     .venv/bin/python benchmarks/league_speed.py [--seconds 90] [--only ready inline no_eval]
+    .venv/bin/python benchmarks/league_speed.py --against ../before --only no_eval --seconds 30 --repeats 5
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import copy
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,6 +49,34 @@ def one_run(variant: str, seconds: float, workdir: str) -> dict:
                 env_steps_per_second=round(summary['env_steps'] / summary['wall_seconds'], 1),
                 rounds=summary['rounds'], evaluations=len(summary['history']), load_start=load_start,
                 load_end=os.getloadavg())
+
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def child_run(root: str, variant: str, seconds: float, workdir: str) -> dict:
+    """One run of ``variant`` in a fresh process importing the checkout at ``root``."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(root, '.typecheck'))
+    out = subprocess.run([sys.executable, os.path.join(root, 'benchmarks', 'league_speed.py'), '--child', variant,
+                          str(seconds), workdir], env=env, cwd=root, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def against(tree: str, variant: str, seconds: float, repeats: int) -> dict:
+    """Runs alternating between this checkout and ``tree``; each one's env steps/s, medians and their ratio."""
+    roots = dict(this=HERE, against=os.path.abspath(tree))
+    runs: dict = {name: [] for name in roots}
+    for i in range(repeats):
+        for name, root in roots.items():
+            with tempfile.TemporaryDirectory() as workdir:
+                run = child_run(root, variant, seconds, workdir)
+            runs[name].append(run['env_steps_per_second'])
+            print(f'{i} {name:8s} {run["env_steps_per_second"]:8.0f} env steps/s  (load {run["load_end"][0]:.2f})')
+    medians = {name: statistics.median(values) for name, values in runs.items()}
+    ratio = medians['this'] / medians['against']
+    print(f'medians: this {medians["this"]:.0f}, against {medians["against"]:.0f} env steps/s: ratio {ratio:.3f}')
+    return dict(variant=variant, seconds=seconds, repeats=repeats, against=tree, env_steps_per_second=runs,
+                median=medians, ratio=round(ratio, 4))
 
 
 def main() -> None:
