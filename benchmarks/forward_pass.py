@@ -30,11 +30,11 @@ cProfile of its main thread (:mod:`sparring.framework.workers`).
 
     PYTHONPATH=... python benchmarks/forward_pass.py [--sections rows league search branches security] [--seconds 60]
                                                      [--env-steps 61440] [--neighbours 2] [--tag TAG]
-    PYTHONPATH=... python benchmarks/forward_pass.py --smoke   # rows, idle and loaded, in seconds; records nothing
+    PYTHONPATH=... python benchmarks/forward_pass.py --smoke   # rows, idle and loaded, in seconds
 
-Writes ``benchmarks/results/forward_pass.json`` (the machine, its load average and every figure; each section
-with the run that measured it: commit, date, CPU, load, command; ``--tag`` records the sections under suffixed
-names, to keep a comparison's two sides).
+Writes ``benchmarks/results/forward_pass.json`` (the machine, its load average and every figure, each entry
+stamped with the run that measured it; ``--tag`` records the sections under suffixed names, to keep a
+comparison's two sides).
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ import time
 import numpy as np
 import torch
 
-from results_file import cpu_model, merge_results, stamp
+from results_file import add_smoke, apply_smoke, cpu_model, merge_results
 
 BATCH_SIZES = (1, 4, 16, 64, 256, 1024)
 # Chunks a learner may have waiting (parallel.max_chunks_ahead), the same in every run: its default is the number
@@ -170,13 +170,15 @@ def rows_section(neighbours: int = 0, sizes=BATCH_SIZES, seconds: float = SECOND
         for size, obs in batches.items():
             out['in_process'][str(size)] = _figures(_timed(lambda o=obs: forward_rows(policy, o), seconds), size)
         for where in servers:
-            stop = threading.Event() if where == 'thread' else multiprocessing.get_context('fork').Event()
+            # A server process is spawned, not forked: a child forked from a process whose threads ran torch can
+            # inherit OpenMP's state and hang in its first pass.
+            spawn = multiprocessing.get_context('spawn')
+            stop = threading.Event() if where == 'thread' else spawn.Event()
             if where == 'thread':
                 address, runner = _thread_server(policy, _security('curve'), stop)
             else:
-                addresses = multiprocessing.get_context('fork').Queue()
-                runner = multiprocessing.get_context('fork').Process(target=_serve_in_process,
-                                                                     args=('curve', addresses, stop))
+                addresses = spawn.Queue()
+                runner = spawn.Process(target=_serve_in_process, args=('curve', addresses, stop))
                 runner.start()
                 address = addresses.get(timeout=120)
             context = zmq.Context()
@@ -411,21 +413,15 @@ def main() -> None:
     parser.add_argument('--tag', default='',
                         help='record the sections under their names with this suffix (e.g. before_fix), keeping the '
                              'untagged ones')
-    parser.add_argument('--smoke', action='store_true',
-                        help='rows alone, idle and loaded, at three batch sizes for a tenth of a second each, '
-                             'printed and not recorded (checks the benchmark runs, in seconds)')
-    args = parser.parse_args()
-    if args.smoke:
-        torch.set_num_threads(1)
-        for neighbours in (0, args.neighbours):
-            rows_section(neighbours, sizes=(1, 16, 64), seconds=0.1)
-        return
+    add_smoke(parser)  # rows alone, idle and loaded, three batch sizes for a tenth of a second each
+    args = apply_smoke(parser.parse_args(), sections=['rows'])
     torch.set_num_threads(1)
     report = dict(machine=dict(cpu_model=cpu_model(), cpu_count=os.cpu_count(), python=platform.python_version(),
                                torch=torch.__version__, load_average_start=list(os.getloadavg())))
     if 'rows' in args.sections:
-        report['rows_by_batch_size'] = rows_section()
-        report['rows_by_batch_size_loaded'] = rows_section(args.neighbours)
+        small = dict(sizes=(1, 16, 64), seconds=0.1) if args.smoke else {}
+        report['rows_by_batch_size'] = rows_section(**small)
+        report['rows_by_batch_size_loaded'] = rows_section(args.neighbours, **small)
     if 'league' in args.sections:
         report['league'] = league_section(args.seconds)
     if 'branches' in args.sections:
@@ -435,15 +431,13 @@ def main() -> None:
     if 'search' in args.sections:
         report['expert_iteration'] = search_section(args.seconds)
     report['machine']['load_average_end'] = list(os.getloadavg())
-    # The file keeps sections of earlier invocations: each section names the load it was measured under, and the
-    # run (commit, date, command) it came from.
-    run = stamp()
+    # The file keeps sections of earlier invocations: each section names the load it was measured under (and is
+    # stamped with the run that measured it: merge_results).
     for key in ('rows_by_batch_size', 'rows_by_batch_size_loaded', 'league', 'branches', 'expert_iteration',
                 'round_trip_by_security'):
         if key in report:
             report[f'{key}_load_average'] = dict(start=report['machine']['load_average_start'],
                                                  end=report['machine']['load_average_end'])
-            report[f'{key}_run'] = run
     suffix = f'_{args.tag}' if args.tag else ''
     merge_results('forward_pass', {k if k == 'machine' else k + suffix: v for k, v in report.items()})
 

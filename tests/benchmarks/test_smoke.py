@@ -17,7 +17,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Scripts without a --smoke run yet, and why. Shrink this list; never grow it.
 WITHOUT_SMOKE_YET = {
-    'forward_pass': 'its owner adds it',
     'vs_sb3': 'needs Stable-Baselines3 (the bench extra, which CI does not install)',
     'sac_vs_sb3': 'needs Stable-Baselines3 (the bench extra, which CI does not install)',
     'update_throughput': 'a child of vs_sb3.py, one measurement a process; needs Stable-Baselines3 for its peer side',
