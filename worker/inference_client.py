@@ -35,11 +35,12 @@ import functools
 import logging
 import time
 from collections import OrderedDict
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
 from sparring.config.registry import POLICY_REGISTRY
+from sparring.policy.base import Policy
 from sparring.worker.inference_forward import (ForwardOut, act_from_forward, forward_rows, forwards_remotely,
                                                probabilities_from_forward)
 from sparring.worker.policy_pool import BOT_PREFIX, PolicyPool
@@ -151,16 +152,14 @@ class RemoteActingPolicy:
         self.refusals = 0  # requests the forward-pass worker refused (not for their version)
         self.local_forwards = 0  # forward passes made here after a refusal
         self.acting_locally = False  # until the next sync: the forward-pass worker refused this reference twice
-        self._local_network = None  # what acts meanwhile, asked of ``local`` once per chunk
+        self._local_network: Optional[Any] = None  # what acts meanwhile, asked of ``local`` once per chunk
 
     def __getattr__(self, name):
         return getattr(self.shell, name)
 
     @property
     def version(self) -> int:
-        if self._version is None:
-            self.sync()
-        return self._version
+        return self.sync() if self._version is None else self._version
 
     def sync(self) -> int:
         """Pin the newest version for what follows (the next chunk)."""
@@ -388,7 +387,7 @@ class RemotePlayerPolicies:
                                  f'and draw); set parallel.inference.workers=0 for it')
             policy = self.policies[player_id] = RemoteActingPolicy(shell, player_id, self.client,
                                                                    functools.partial(self.local, player_id))
-            self.pool.add_live(player_id, policy)
+            self.pool.add_live(player_id, cast(Policy, policy))  # it acts as a policy does (the shell's surface)
             policy.sync()
         elif refresh:
             policy.sync()

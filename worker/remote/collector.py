@@ -14,7 +14,7 @@ import logging
 import os
 import time
 from collections import deque
-from typing import Callable, Deque, Dict, List, Tuple
+from typing import Any, Callable, Deque, Dict, List, Tuple
 
 from sparring.worker.inference_client import ForwardClient, RemotePlayerPolicies
 from sparring.worker.inference_halves import Halves, SharedLock
@@ -132,7 +132,7 @@ class CollectorWorker(Worker):
                                    first.attempt_seconds, first.give_up_seconds, self.check_alive)
             self.halves_players = [self.players, RemotePlayerPolicies(self, self.seed + HALF_SEED_OFFSET, second)]
         self.chunk_len = self.par.chunk_len or self.cfg.policy.collect.n_steps
-        self.games: Dict[str, Tuple[object, JobFeed]] = {}
+        self.games: Dict[str, Tuple[Any, Any]] = {}  # player id -> (its collector, its job feed or feed pair)
         self.pushers: Dict[str, DataPusher] = {}
         self.env_steps = 0
         self.games_accepted = 0

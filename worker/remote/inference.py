@@ -34,7 +34,7 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import torch
@@ -118,7 +118,7 @@ class CommanderNetworks:
     def __init__(self, worker: Worker, seed: int) -> None:
         self.worker = worker
         self.players = PlayerPolicies(worker, seed)  # its pool serves snapshots by param_ref, cached
-        self.live: Dict[str, 'OrderedDict[int, object]'] = {}  # player id -> version -> policy, newest last
+        self.live: Dict[str, 'OrderedDict[int, Any]'] = {}  # player id -> version -> policy, newest last
 
     def sync(self, ref: str) -> int:
         """The newest version of ``ref`` (a learning player's fetched if newer than held)."""
@@ -132,7 +132,7 @@ class CommanderNetworks:
         versions = self.live.setdefault(ref, OrderedDict())
         have = next(reversed(versions)) if versions else None
         reply = self.worker.fetch_params(ref, have)
-        if reply.body['unchanged']:
+        if reply.body['unchanged'] and have is not None:
             return have
         # The oldest kept network is recycled for the new version (no new model, optimiser or allocation).
         policy = versions.popitem(last=False)[1] if len(versions) >= KEEP_VERSIONS else self.worker.new_policy(0)
@@ -142,7 +142,7 @@ class CommanderNetworks:
 
     def get(self, ref: str, version: int):
         if ref in self.worker.player_ids:
-            versions = self.live.get(ref, {})
+            versions: 'OrderedDict[int, Any]' = self.live.get(ref, OrderedDict())
             if version not in versions and (not versions or version > next(reversed(versions))):
                 self.sync(ref)  # a collector saw a newer version than this worker has: fetch it
                 versions = self.live[ref]
@@ -358,7 +358,8 @@ class InferenceServer:
         self.counters['rows'] += len(obs)
         for request, part in zip(group, parts):
             if request.wave is None:
-                self.server.reply(*request.reply_to, 'forwarded', dict(version=int(version)), _arrays(part))
+                peer, message_id = request.reply_to
+                self.server.reply(peer, message_id, 'forwarded', dict(version=int(version)), _arrays(part))
             else:
                 request.wave.outs[request.segment] = (int(version), part)
                 waves[id(request.wave)] = request.wave
@@ -379,7 +380,8 @@ class InferenceServer:
     def _fail(self, group: List[Pending], err: MessageError, waves: Dict[int, 'Wave']) -> None:
         for request in group:
             if request.wave is None:
-                self.server.reply(*request.reply_to, 'error', dict(error=str(err), reason=err.reason))
+                peer, message_id = request.reply_to
+                self.server.reply(peer, message_id, 'error', dict(error=str(err), reason=err.reason))
             else:  # the whole wave is refused (its client acts again for all of it)
                 request.wave.error = request.wave.error or err
                 waves[id(request.wave)] = request.wave
