@@ -750,3 +750,28 @@ def test_a_collectors_remote_policies_act_locally_with_the_commanders_parameters
         assert remote.acting_locally and players.refusal_counts() == dict(forward_refusals=2.0, local_forwards=1.0)
     finally:
         client.close()
+
+
+def test_a_wave_refused_twice_asks_for_each_network_alone(serving):
+    """A wave is one request: refused once it is sent again, refused twice each network's rows go in a request of
+    their own (each retried, or acted on locally, as it needs), and the step is acted on all the same."""
+    context, start = serving
+    cfg, p = _policy(CONNECT_FOUR, seed=3, version=7)
+    _, q = _policy(CONNECT_FOUR, seed=4, version=3)
+    server = start(_Refusing(0, p=p, q=q), p.observation_space.shape)
+    client = ForwardClient(context, Security(SECRET), 'c', lambda: [server.address])
+    make = POLICY_REGISTRY.get('ppo')
+    remote = {name: RemoteActingPolicy(make(cfg.policy, p.observation_space, p.action_space, seed=1), name, client)
+              for name in ('p', 'q')}
+    obs, _ = _observations(p, 5, seed=7)
+    try:
+        for policy in remote.values():
+            policy.sync()
+        server.networks.times = 2  # the wave's first segment, at its first and second sending
+        before = client.round_trips
+        outs = client.wave.forward([(remote['p'], obs[:3], None), (remote['q'], obs[3:], None)])
+        np.testing.assert_allclose(outs[0].value, p.value(obs[:3]), atol=1e-5)
+        np.testing.assert_allclose(outs[1].value, q.value(obs[3:]), atol=1e-5)
+        assert client.round_trips - before == 2 and server.stats()['dropped/unknown_ref'] == 2
+    finally:
+        client.close()
