@@ -7,7 +7,8 @@ analysis (:meth:`exact`). It then
 
 * writes TensorBoard scalars under ``league/``: each active player's Elo and TrueSkill mu / sigma
   (when on), its win rate against each evaluation opponent, the games it played through each
-  opponent branch, its snapshot and reset counts; and the payoff matrix as a labelled image
+  opponent branch, its snapshot and reset counts; with several player categories, the win rate of each
+  category against each other (``league/category/<row>/win_rate/<column>``); and the payoff matrix as a labelled image
   (``league/payoff``: red 0, white 0.5, blue 1, grey unknown). An evaluation's figures are stamped with
   the env steps of the parameters it evaluated, which a delayed one (in the background, on an evaluator
   worker) passes in. They go to their own event file in
@@ -119,6 +120,7 @@ class LeagueWatch:
             figures[f'league/{pid}/win_rate/{oid}'] = s['win']
         for branch, games in self.branch_games[pid].items():
             figures[f'league/{pid}/branch_games/{branch}'] = games
+        figures.update(category_scalars(self.league))
         self._scalars(figures, env_steps)
         self.writer().add_image('league/payoff', payoff_image(self.league), env_steps, dataformats='HWC')
         self.writer().flush()
@@ -175,6 +177,17 @@ class NoWatch:
 def watch_for(coordinator):
     """The watch a run's coordinator calls: a :class:`LeagueWatch` for a league, else :class:`NoWatch`."""
     return LeagueWatch(coordinator) if coordinator.kind.is_league else NoWatch()
+
+
+def category_scalars(league) -> Dict[str, float]:
+    """TensorBoard's figures of the payoff between categories: ``league/category/<row>/win_rate/<column>`` for each
+    pair of different categories that has met; none in a league of one category."""
+    if len(league.categories) < 2:
+        return {}
+    categories, rates, games = league.category_payoff()
+    return {f'league/category/{row}/win_rate/{column}': float(rates[i, j])
+            for i, row in enumerate(categories) for j, column in enumerate(categories)
+            if i != j and games[i, j] > 0}
 
 
 def payoff_image(league, max_pixels: int = 800) -> np.ndarray:

@@ -9,10 +9,16 @@
   the main players; always reset after a snapshot.
 * :class:`LeagueExploiter` — PFSP (``linear_capped``) over all snapshots; reset after a
   snapshot with probability ``mutate_prob``.
+
+With several categories (AlphaStar's races) the league has these three kinds in every category, and
+"a main player", "all snapshots" and "main exploiters' snapshots" mean those of every category, as in
+AlphaStar, where each race's agents meet all races: a main exploiter of one race trains against the main
+players of all races. A player's ``opponent_categories`` (``'own'`` or ``'others'``) narrows each of these
+groups to its own category or to the other ones.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 import numpy as np
 
@@ -43,9 +49,11 @@ class _BeatsOrSnapshotsMixin:
     index: int
     cfg: Any  # an EasyDict
 
-    if TYPE_CHECKING:  # the host's method, as ActivePlayer defines it; nothing here at run time
+    if TYPE_CHECKING:  # the host's methods, as ActivePlayer defines them; nothing here at run time
         def _pfsp(self, group: PlayerGroup, weighting=None,
                   win_rates: Optional[np.ndarray] = None) -> Optional[Player]: ...
+
+        def opponent_categories(self) -> Optional[Tuple[str, ...]]: ...
 
     def _opponent_or_its_snapshots(self, opponent: Player, weighting=None) -> Player:
         if float(self.league.payoff.win_rates_by_index(self.index, [opponent.index])[0]) > self.cfg.min_valid_win_rate:
@@ -77,11 +85,11 @@ class MainPlayer(_BeatsOrSnapshotsMixin, ActivePlayer):
     })
 
     def _main_players(self) -> PlayerGroup:
-        return self.league.roster.active(MainPlayer)
+        return self.league.roster.active(MainPlayer, self.opponent_categories())
 
     def _any_main_player(self) -> Player:
         main = self._uniform(self._main_players())
-        assert main is not None  # never empty: this player is a main player itself
+        assert main is not None  # never empty: a main player itself or (validated) one in every other category
         return main
 
     def _sp_branch(self) -> Player:
@@ -90,7 +98,7 @@ class MainPlayer(_BeatsOrSnapshotsMixin, ActivePlayer):
 
     def _verification_branch(self) -> Optional[Player]:
         roster, thresholds = self.league.roster, self.cfg.verification
-        exploiter_snapshots = roster.historical(parent_type=MainExploiter)
+        exploiter_snapshots = roster.historical(parent_type=MainExploiter, categories=self.opponent_categories())
         if len(exploiter_snapshots):
             rates = self.win_rates(exploiter_snapshots)
             if rates.min() < thresholds.exploiter_win_rate:
@@ -123,11 +131,11 @@ class MainExploiter(_BeatsOrSnapshotsMixin, ActivePlayer):
     config_constraints = dict(ActivePlayer.config_constraints, min_valid_win_rate=in_range(0.0, 1.0))
 
     def _main_players_branch(self) -> Optional[Player]:
-        main = self._uniform(self.league.roster.active(MainPlayer))
+        main = self._uniform(self.league.roster.active(MainPlayer, self.opponent_categories()))
         return None if main is None else self._opponent_or_its_snapshots(main)
 
     def _snapshot_opponents(self) -> PlayerGroup:
-        return self.league.roster.active(MainPlayer)
+        return self.league.roster.active(MainPlayer, self.opponent_categories())
 
 
 @PLAYER_REGISTRY.register('league_exploiter')

@@ -35,6 +35,11 @@ The training pipeline talks to a league through four calls and plain dicts:
     ``historical_player['param_ref']``; on a reset it reloads the player's parameters from
     ``reset_param_ref``.
 
+Categories (DI-engine's ``player_category``, AlphaStar's races): ``player_category=['terran', 'zerg']``
+creates every kind of ``active_players`` once per category, with ids ``<type>_<category>_<i>`` (with one
+category, the default, ids stay ``<type>_<i>``); snapshots keep their parent's category, and
+:meth:`BaseLeague.category_payoff` gives the win rates between categories.
+
 A league is built from its config section (compiled or partial: missing keys take the
 defaults), e.g. ``OneVsOneLeague(dict(active_players=dict(naive_sp=2)))``, or by name with
 :func:`build_league`. ``state_dict()`` / ``load_state_dict()`` and ``save(path)`` /
@@ -44,6 +49,7 @@ Subclasses customise ``_get_job_info``, ``_mutate_player`` and ``_update_player`
 """
 from __future__ import annotations
 
+import re
 import threading
 import warnings
 from collections.abc import Mapping
@@ -62,11 +68,35 @@ from sparring.league.payoff import BattleSharedPayoff
 from sparring.league.job_protocol import (JobInfo, PlayerProgress, SnapshotVerdict, check_player_info, no_snapshot,
                                           parse_job_result)
 from sparring.league.league_state import LeagueStateMixin
-from sparring.league.player import ActivePlayer, HistoricalPlayer, Player, ReferencePlayer
+from sparring.league.player import DEFAULT_CATEGORY, ActivePlayer, HistoricalPlayer, Player, ReferencePlayer
 from sparring.league.rating import LeagueRatings
 from sparring.league.roster import Roster
 
 SNAPSHOT_REF_FIELDS = dict(player_id='p_h1', parent_id='p', step=0, index=1)
+CATEGORY_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]*')  # it goes into player ids and TensorBoard tags
+
+
+def active_player_ids(active_players: Mapping, categories: Sequence[str]):
+    """``(player id, type, category)`` of every active player a roster creates, in league order: each type's
+    players in each category; ids ``<type>_<i>`` with one category, ``<type>_<category>_<i>`` with several."""
+    several = len(categories) > 1
+    return [(f'{name}_{category}_{i}' if several else f'{name}_{i}', name, category)
+            for category in categories for name, count in active_players.items() for i in range(count)]
+
+
+def check_categories(categories, path: str) -> List[str]:
+    """``league.player_category`` as a list, or a ConfigError naming what was wrong."""
+    if isinstance(categories, str) or not isinstance(categories, Sequence) or not categories:
+        raise ConfigError(f'config key "{path}": expected a non-empty list of category names, e.g. '
+                          f"['terran', 'zerg'], got {categories!r}")
+    for name in categories:
+        if not isinstance(name, str) or not CATEGORY_NAME.fullmatch(name):
+            raise ConfigError(f'config key "{path}": category {name!r} is not a name of letters, digits, "_", "." '
+                              f'or "-" (starting with a letter or digit)')
+    duplicates = sorted({c for c in categories if list(categories).count(c) > 1})
+    if duplicates:
+        raise ConfigError(f'config key "{path}": categories {duplicates} are listed twice')
+    return list(categories)
 
 
 def resolve_anchors(references: List[dict], path: str) -> None:
@@ -98,7 +128,8 @@ class BaseLeague(LeagueStateMixin):
     def default_config(cls) -> dict:
         return dict(
             seed=0,  # the league's own RNG: opponent and reset draws
-            active_players=None,  # player type -> count; None = DEFAULT_ACTIVE_PLAYERS
+            active_players=None,  # player type -> count (in each category); None = DEFAULT_ACTIVE_PLAYERS
+            player_category=[DEFAULT_CATEGORY],  # the categories (AlphaStar's races): each has every active player
             players={},  # player type -> config over that type's default_config()
             init_param_ref='init',  # parameters new players start from and resets return to
             snapshot_param_ref='{player_id}',  # where a snapshot's frozen parameters go; fields:
@@ -164,6 +195,8 @@ class BaseLeague(LeagueStateMixin):
                 raise ConfigError(f'config key "{path}.active_players.{name}": expected a count >= 0, got {count!r}')
         if sum(roster.values()) < 1:
             raise ConfigError(f'config key "{path}.active_players": expected at least one player, got {dict(roster)}')
+        section['player_category'] = categories = check_categories(section.get('player_category'),
+                                                                   f'{path}.player_category')
         present = [classes[n] for n, c in roster.items() if c > 0]
         for name, player_cls in classes.items():
             for needed in player_cls.requires if roster[name] > 0 else ():
@@ -177,6 +210,10 @@ class BaseLeague(LeagueStateMixin):
             classes.setdefault(name, _active_player_class(name, f'{path}.players'))
         section['players'] = {name: player_cls.resolve_config(players.get(name), f'{path}.players.{name}')
                               for name, player_cls in classes.items()}
+        for name, player_cfg in section['players'].items():
+            if player_cfg.get('opponent_categories') == 'others' and len(categories) < 2 and roster.get(name):
+                raise ConfigError(f'config key "{path}.players.{name}.opponent_categories": \'others\' needs at least '
+                                  f'two categories in "{path}.player_category", got {categories}')
         try:
             section['snapshot_param_ref'].format(**SNAPSHOT_REF_FIELDS)
         except (KeyError, IndexError, ValueError) as err:
@@ -186,7 +223,7 @@ class BaseLeague(LeagueStateMixin):
         section['reference_players'] = [ReferencePlayer.resolve_config(entry, f'{path}.reference_players.{i}')
                                         for i, entry in enumerate(references)]
         resolve_anchors(section['reference_players'], f'{path}.reference_players')
-        ids = [f'{name}_{i}' for name, count in roster.items() for i in range(count)]
+        ids = [pid for pid, _, _ in active_player_ids(roster, categories)]
         ids += [r['player_id'] for r in section['reference_players']]
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
@@ -224,13 +261,9 @@ class BaseLeague(LeagueStateMixin):
         self._meta_game_source = None
 
     def _new_active_players(self) -> List[ActivePlayer]:
-        players = []
-        for name, count in self.cfg.active_players.items():
-            player_cls = PLAYER_REGISTRY.get(name)
-            for i in range(count):
-                players.append(player_cls(f'{name}_{i}', self.cfg.players[name], player_type=name,
-                                          model=self.cfg.model))
-        return players
+        return [PLAYER_REGISTRY.get(name)(pid, self.cfg.players[name], player_type=name, model=self.cfg.model,
+                                          category=category)
+                for pid, name, category in active_player_ids(self.cfg.active_players, self.categories)]
 
     def _new_reference_players(self) -> List[ReferencePlayer]:
         return [ReferencePlayer(r.player_id, r.param_ref, r.model) for r in self.cfg.reference_players]
@@ -261,6 +294,11 @@ class BaseLeague(LeagueStateMixin):
         return historical
 
     # ------------------------------------------------------------------------------ players
+    @property
+    def categories(self) -> List[str]:
+        """The league's player categories, in config order (``['default']`` when it names none)."""
+        return list(self.cfg.player_category)
+
     @property
     def active_players(self) -> List[ActivePlayer]:
         return list(self.roster.active().players)
@@ -307,6 +345,29 @@ class BaseLeague(LeagueStateMixin):
         if self._meta_game_source is None:
             return meta_game(self.payoff, player_ids)
         return np.asarray(self._meta_game_source(list(player_ids)), np.float64)
+
+    def category_payoff(self):
+        """``(categories, win rates, games)``: the payoff between categories, entry ``[i, j]`` the decayed games of
+        every active and historical player of category i against every one of category j (games within one
+        category count from both sides, so the diagonal's rate is 0.5), and the win rate over them (wins plus
+        half the draws, by games; 0.5 with no game). Reference players belong to no category and are left out."""
+        with self._lock:
+            categories = self.categories
+            at = {c: i for i, c in enumerate(categories)}
+            score = np.zeros((len(categories), len(categories)))
+            games = np.zeros_like(score)
+            for home_id, away_id, record in self.payoff.played_pairs():
+                home, away = self.roster.get(home_id).category, self.roster.get(away_id).category
+                if home is None or away is None:
+                    continue
+                i, j = at[home], at[away]
+                won = record['wins'] + 0.5 * record['draws']
+                score[i, j] += won
+                games[i, j] += record['games']
+                score[j, i] += record['games'] - won
+                games[j, i] += record['games']
+            rates = np.divide(score, games, out=np.full_like(score, 0.5), where=games > 0)
+            return categories, rates, games
 
     # ------------------------------------------------------------------------------ jobs
     def get_job_info(self, player_id: Optional[str] = None, eval_flag: bool = False) -> JobInfo:
@@ -410,7 +471,8 @@ class BaseLeague(LeagueStateMixin):
 
     # ------------------------------------------------------------------------------ display
     def table(self, sort_by: str = 'elo', max_rows: int = 0) -> str:
-        """Players with their games, overall win rate and ratings, as text (``max_rows`` 0: all)."""
+        """Players with their games, overall win rate and ratings, as text (``max_rows`` 0: all); with several
+        categories, each player's category and the payoff between categories below."""
         from sparring.league.report import league_table
         with self._lock:
             return league_table(self, sort_by=sort_by, max_rows=max_rows)

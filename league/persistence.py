@@ -19,7 +19,7 @@ from sparring.worker.format_version import stamped, unstamped
 from sparring.worker.state_file import StateFileError, read_archive, write_archive
 
 _ARRAY_TAG = '__ndarray__'
-FORMAT_VERSION = 1  # of league state files: raise it when what a reader finds in one changes
+FORMAT_VERSION = 2  # of league state files: raise it when what a reader finds in one changes
 
 
 def save_state(state: dict, path: str) -> str:

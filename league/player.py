@@ -18,6 +18,12 @@ the config::
 
 The league owns no network parameters: every player carries a parameter *reference*
 (``param_ref``: a key or checkpoint path for the training pipeline) and its model config.
+
+Every active and historical player has a *category* (DI-engine's ``player_category``, AlphaStar's races):
+the league creates its active players once per category of ``league.player_category`` and a snapshot keeps
+its parent's. Branches draw from every category unless a player's ``opponent_categories`` says ``'own'``
+or ``'others'``; a league with one category (the default, ``['default']``) is the league without them.
+Reference players (bots) belong to no category: every player may meet them.
 """
 from __future__ import annotations
 
@@ -33,6 +39,10 @@ from sparring.league.errors import LeagueError
 from sparring.league.meta_strategy import symmetric_nash
 from sparring.league.roster import PlayerGroup
 from sparring.league.sampling import PFSP_WEIGHTINGS, FixedSampler, pfsp_sample, sample_weighted, uniform_sample
+
+DEFAULT_CATEGORY = 'default'  # the one category of a league that names none
+# A player's ``opponent_categories``: which categories its branches draw opponents from.
+OPPONENT_CATEGORIES = ('all', 'own', 'others')
 
 
 class PlayerInfo(TypedDict):
@@ -50,15 +60,19 @@ class PlayerInfo(TypedDict):
 
 
 class Player:
-    """Anything that can sit in the payoff: an id, a parameter reference and a model config."""
+    """Anything that can sit in the payoff: an id, a parameter reference, a model config and a category
+    (None for a reference player, which belongs to none)."""
 
     kind = 'player'
 
     def __init__(self, player_id: str, param_ref: Optional[str] = None, model: Optional[dict] = None,
-                 step: int = 0) -> None:
+                 step: int = 0, category: Optional[str] = None) -> None:
         if not isinstance(player_id, str) or not player_id:
             raise LeagueError(f'a player id must be a non-empty string, got {player_id!r}')
+        if category is not None and (not isinstance(category, str) or not category):
+            raise LeagueError(f'player {player_id!r}: a category must be a non-empty string or None, got {category!r}')
         self.player_id = player_id
+        self.category = category
         self.param_ref = param_ref
         self.model = to_plain(model or {})
         self.step = int(step)
@@ -75,22 +89,23 @@ class Player:
 
     def state_dict(self) -> dict:
         return dict(kind=self.kind, player_id=self.player_id, param_ref=self.param_ref,
-                    model=to_plain(self.model), step=self.step)
+                    model=to_plain(self.model), step=self.step, category=self.category)
 
     def __repr__(self) -> str:
         return f'{type(self).__name__}({self.player_id!r}, step={self.step})'
 
 
 class HistoricalPlayer(Player):
-    """A frozen snapshot of an active player: it keeps the parent's step, model config and a
+    """A frozen snapshot of an active player: it keeps the parent's step, model config, category and a
     reference to a frozen copy of its parameters, so it can be played after the parent's
     network changes or is reset."""
 
     kind = 'historical'
 
     def __init__(self, player_id: str, parent_id: str, parent_type: str, step: int,
-                 param_ref: Optional[str], model: Optional[dict], snapshot_index: int) -> None:
-        super().__init__(player_id, param_ref, model, step)
+                 param_ref: Optional[str], model: Optional[dict], snapshot_index: int,
+                 category: str = DEFAULT_CATEGORY) -> None:
+        super().__init__(player_id, param_ref, model, step, category)
         self.parent_id = parent_id
         self.parent_type = parent_type
         self.snapshot_index = int(snapshot_index)
@@ -107,7 +122,7 @@ class HistoricalPlayer(Player):
     def from_state_dict(cls, state: dict) -> 'HistoricalPlayer':
         try:
             return cls(state['player_id'], state['parent_id'], state['parent_type'], state['step'],
-                       state['param_ref'], state['model'], state['snapshot_index'])
+                       state['param_ref'], state['model'], state['snapshot_index'], state['category'])
         except KeyError as err:
             raise LeagueError(f'historical player state: missing key {err.args[0]!r} in {state!r}') from None
 
@@ -164,9 +179,11 @@ class ActivePlayer(Player):
         player_type: its registered type name (default: the class's).
         param_ref: where its parameters live (default: ``player_id``).
         model: the model config recorded with it.
+        category: its category (DI-engine's ``player_category``, AlphaStar's race).
     """
 
     kind = 'active'
+    category: str  # always one: the league's categories
     # Player types that must also be in the league (e.g. a main exploiter needs a main player).
     requires: Tuple[type, ...] = ()
     # Whether this player's rules count the agent steps it trained on (ML-Agents' trainer steps), so
@@ -181,6 +198,7 @@ class ActivePlayer(Player):
             strong_win_rate=0.7,  # beating every relevant opponent above this ends a phase early
             pfsp_weighting='squared',  # how the PFSP branches weigh opponents by win rate (see league.sampling)
             mutate_prob=0.0,  # the chance of a reset to the initial parameters after each snapshot
+            opponent_categories='all',  # whose players its branches draw: 'all' categories, its 'own', or the 'others'
         )
 
     config_constraints = {
@@ -213,6 +231,10 @@ class ActivePlayer(Player):
                 raise ConfigError(
                     f'config key "{key}": unknown branch {branch!r} for player type {name!r} '
                     f'({cls.__name__}); available branches (methods _<name>_branch): {", ".join(available)}')
+        choice = cfg.get('opponent_categories', 'all')
+        if choice not in OPPONENT_CATEGORIES:
+            raise ConfigError(f'config key "{path}.opponent_categories": expected one of '
+                              f'{", ".join(map(repr, OPPONENT_CATEGORIES))}, got {choice!r}')
         weighting = cfg.get('pfsp_weighting')
         if weighting is not None and weighting not in PFSP_WEIGHTINGS:
             raise ConfigError(f'config key "{path}.pfsp_weighting": unknown weighting {weighting!r}; expected one of '
@@ -227,8 +249,10 @@ class ActivePlayer(Player):
 
     # ------------------------------------------------------------------------------- life
     def __init__(self, player_id: str, cfg: Optional[dict] = None, player_type: Optional[str] = None,
-                 param_ref: Optional[str] = None, model: Optional[dict] = None) -> None:
-        super().__init__(player_id, param_ref if param_ref is not None else player_id, model, step=0)
+                 param_ref: Optional[str] = None, model: Optional[dict] = None,
+                 category: str = DEFAULT_CATEGORY) -> None:
+        super().__init__(player_id, param_ref if param_ref is not None else player_id, model, step=0,
+                         category=category)
         # The registry name of this very class (an unregistered subclass would inherit its parent's).
         self.player_type = player_type or type(self).__dict__.get('registry_name') or type(self).__name__
         self.cfg = to_easydict(self.resolve_config(cfg, f'players.{self.player_type}'))
@@ -256,6 +280,16 @@ class ActivePlayer(Player):
         return self._require_league().rng
 
     # ------------------------------------------------------------------------------- opponents
+    def opponent_categories(self) -> Optional[Tuple[str, ...]]:
+        """The categories its branches draw from (``opponent_categories`` in its config): None for every
+        category, else its own or the league's others."""
+        choice = self.cfg.get('opponent_categories', 'all')
+        if choice == 'all':
+            return None
+        if choice == 'own':
+            return (self.category,)
+        return tuple(c for c in self._require_league().categories if c != self.category)
+
     def get_opponent(self) -> Tuple[Player, str]:
         """(opponent, branch name) for the next job."""
         league = self._require_league()
@@ -270,8 +304,8 @@ class ActivePlayer(Player):
         return self
 
     def _pfsp_branch(self) -> Optional[Player]:
-        """PFSP over every historical player of the league."""
-        return self._pfsp(self.league.roster.historical())
+        """PFSP over every historical player of the league (of the categories it draws from)."""
+        return self._pfsp(self.league.roster.historical(categories=self.opponent_categories()))
 
     def _reference_branch(self) -> Optional[Player]:
         """PFSP over the league's reference players (fixed bots or pretrained models), e.g. to train
@@ -301,8 +335,9 @@ class ActivePlayer(Player):
         return group.players[sample_weighted(self.nash_mixture(group), self.league.rng)]
 
     def _nash_candidates(self) -> PlayerGroup:
-        """Whom the ``nash`` branch mixes over: every historical player (override to add active ones)."""
-        return self.league.roster.historical()
+        """Whom the ``nash`` branch mixes over: every historical player of the categories it draws from
+        (override to add active ones)."""
+        return self.league.roster.historical(categories=self.opponent_categories())
 
     def nash_mixture(self, group: PlayerGroup) -> np.ndarray:
         """The Nash mixture over ``group`` (in its order). Reading the meta-game is O(n^2) but the linear
@@ -317,8 +352,9 @@ class ActivePlayer(Player):
 
     # ------------------------------------------------------------------------------- snapshots
     def _snapshot_opponents(self) -> PlayerGroup:
-        """Whom the player must beat to snapshot after one phase (AlphaStar: all historical)."""
-        return self.league.roster.historical()
+        """Whom the player must beat to snapshot after one phase (AlphaStar: all historical, here of the
+        categories it draws from)."""
+        return self.league.roster.historical(categories=self.opponent_categories())
 
     def is_trained_enough(self) -> bool:
         """AlphaStar's rule: never before one phase of steps since the last snapshot, always after
@@ -342,7 +378,7 @@ class ActivePlayer(Player):
         snapshot_id = self.next_snapshot_id
         historical = HistoricalPlayer(snapshot_id, parent_id=self.player_id, parent_type=self.player_type,
                                       step=self.step, param_ref=snapshot_id if param_ref is None else param_ref,
-                                      model=self.model, snapshot_index=self.snapshot_count)
+                                      model=self.model, snapshot_index=self.snapshot_count, category=self.category)
         self.snapshot_count += 1
         self.last_snapshot_step = self.step
         return historical
@@ -380,6 +416,9 @@ class ActivePlayer(Player):
         if state.get('player_type') != self.player_type:
             raise LeagueError(f'player {self.player_id!r}: saved as type {state.get("player_type")!r}, '
                               f'configured as {self.player_type!r}')
+        if state.get('category') != self.category:
+            raise LeagueError(f'player {self.player_id!r}: saved in category {state.get("category")!r}, '
+                              f'configured in {self.category!r}')
         try:
             self.param_ref, self.model, self.step = state['param_ref'], to_plain(state['model']), int(state['step'])
             self.last_snapshot_step = int(state['last_snapshot_step'])

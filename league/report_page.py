@@ -6,7 +6,8 @@
   taken or now, games, win rate, Elo, TrueSkill; columns with nothing in them left out), with what its
   game counts count and how they relate to TensorBoard's;
 * the payoff heatmap over all players, historical and reference ones too, the win rate written in
-  each cell (grey where too few games were played for a rate);
+  each cell (grey where too few games were played for a rate); with several player categories, the payoff
+  between categories (category x category win rates) and a category column in the league table;
 * rating curves against env steps: Elo, and TrueSkill mu with its sigma band when it is on;
 * the snapshot lineage: each active player's snapshots and resets along the env steps;
 * exploitability curves where the run computes them exactly;
@@ -26,7 +27,7 @@ import html
 import math
 from typing import Any, Dict, List, Tuple
 
-from sparring.league.report import HEADERS, filled_columns, league_rows
+from sparring.league.report import category_rows, filled_columns, league_rows, table_headers
 from sparring.league.svg_chart import CHART_CSS, heatmap, line_chart, timeline
 from sparring.league.text_table import _cell
 
@@ -49,6 +50,8 @@ def render_report(league, course: Dict[str, list], facts: Dict[str, object]) -> 
     sections = [f'<h1>{html.escape(title)}</h1>', _facts(facts),
                 '<h2>League table</h2>', _league_table(league, course, facts),
                 '<h2>Payoff</h2>', _payoff(league),
+                *(['<h2>Payoff between categories</h2>', _category_payoff(league)] if len(league.categories) > 1
+                  else []),
                 '<h2>Ratings</h2>', _ratings(league, course),
                 '<h2>Snapshot lineage</h2>', _lineage(league, course, facts),
                 '<h2>Against the evaluation opponents</h2>', _opponents(course)]
@@ -64,7 +67,6 @@ def _facts(facts: Dict[str, object]) -> str:
     return f'<table class="facts">{rows}</table>'
 
 
-ITERATION = HEADERS.index('step')
 GAMES_NOTE = ('<p class="note"><b>iteration</b>: the training iteration a player had reached (a snapshot: when it '
               'was taken); <b>env steps</b>: the run\'s env steps at that moment (an active player: now), the unit of '
               'the charts below. <b>games</b> and <b>win rate</b>: every game a player played against the other '
@@ -80,7 +82,9 @@ def _league_table(league, course: Dict[str, list], facts: Dict[str, Any]) -> str
     """The league table with env steps beside the iterations, its empty columns left out."""
     taken_at = {e['snapshot']: e['env_steps'] for e in course.get('snapshots', [])}
     now = facts.get('env steps')
-    headers = list(HEADERS[:ITERATION]) + ['iteration', 'env steps'] + list(HEADERS[ITERATION + 1:])
+    headers = table_headers(league)
+    iteration = headers.index('step')
+    headers = headers[:iteration] + ['iteration', 'env steps'] + headers[iteration + 1:]
     rows = []
     for row in league_rows(league):
         player = league.get_player(row['player_id'])
@@ -92,8 +96,8 @@ def _league_table(league, course: Dict[str, list], facts: Dict[str, Any]) -> str
             steps = None
         cells = list(row['cells'])
         if row['kind'] == 'reference':
-            cells[ITERATION] = None  # a bot or a fixed player never trains: no iteration to show
-        rows.append(cells[:ITERATION + 1] + [steps] + cells[ITERATION + 1:])
+            cells[iteration] = None  # a bot or a fixed player never trains: no iteration to show
+        rows.append(cells[:iteration + 1] + [steps] + cells[iteration + 1:])
     keep = filled_columns(rows)
     head = ''.join(f'<th>{html.escape(headers[i])}</th>' for i in keep)
     body = ''.join('<tr>' + ''.join(f'<td>{html.escape(_cell(row[i]))}</td>' for i in keep) + '</tr>'
@@ -127,6 +131,18 @@ def _payoff(league) -> str:
             f'games.' + (f' Showing {shown} of {total} players: the active and reference ones and the newest snapshots.'
                          if shown < total else '') + '</p>')
     return note + heatmap(ids, ids, rates, games, known, 'Win rate (row against column)')
+
+
+CATEGORY_NOTE = ('<p class="note">The win rate of the players of the row\'s category (active and snapshots) against '
+                 'those of the column\'s, over all their games as the payoff holds them, with the (decayed) games in '
+                 'brackets; games within one category count from both sides, so its own cell reads 0.5.</p>')
+
+
+def _category_payoff(league) -> str:
+    head = ''.join(f'<th>{html.escape(c)}</th>' for c in ['category'] + league.categories)
+    body = ''.join('<tr>' + ''.join(f'<td>{html.escape(_cell(v))}</td>' for v in row) + '</tr>'
+                   for row in category_rows(league))
+    return CATEGORY_NOTE + f'<table class="categories"><tr>{head}</tr>{body}</table>'
 
 
 def _rating_points(course: Dict[str, list], key: str):

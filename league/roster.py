@@ -1,8 +1,8 @@
 """The league's players in the order they joined, with cached groups for opponent choice.
 
-Branches ask for groups such as "all historical players" or "the snapshots of player X" on
-every job; with thousands of snapshots, building those lists each time would dominate, so a
-group is built once (players plus their payoff indices as a numpy array), cached, and extended
+Branches ask for groups such as "all historical players", "the snapshots of player X" or "the main
+players of these categories" on every job; with thousands of snapshots, building those lists each time
+would dominate, so a group is built once (players plus their payoff indices as a numpy array), cached, and extended
 in place when a player joins.
 """
 from __future__ import annotations
@@ -74,21 +74,31 @@ class Roster:
             found = self._groups[key] = (keep, PlayerGroup.of(p for p in self.players if keep(p)))
         return found[1]
 
-    def historical(self, parent_type: Optional[type] = None) -> PlayerGroup:
-        """All snapshots, or those whose parent is an instance of ``parent_type``."""
-        if parent_type is None:
+    def historical(self, parent_type: Optional[type] = None, categories: Optional[Tuple[str, ...]] = None) -> PlayerGroup:
+        """All snapshots, or those whose parent is an instance of ``parent_type``; of every category, or only of
+        ``categories``."""
+        if parent_type is None and categories is None:
             return self.group('historical', lambda p: p.kind == 'historical')
-        return self.group(('historical', parent_type), lambda p: p.kind == 'historical' and isinstance(
-            self.by_id.get(p.parent_id), parent_type))
+        return self.group(('historical', parent_type, categories), lambda p: p.kind == 'historical' and (
+            parent_type is None or isinstance(self.by_id.get(p.parent_id), parent_type)) and (
+            categories is None or p.category in categories))
 
     def snapshots_of(self, player_id: str) -> PlayerGroup:
         """The snapshots of one player, oldest first."""
         return self.group(('snapshots', player_id),
                           lambda p: p.kind == 'historical' and p.parent_id == player_id)
 
-    def active(self, of_type: Optional[type] = None) -> PlayerGroup:
-        return self.group(('active', of_type), lambda p: p.kind == 'active' and (
-            of_type is None or isinstance(p, of_type)))
+    def active(self, of_type: Optional[type] = None, categories: Optional[Tuple[str, ...]] = None) -> PlayerGroup:
+        """All active players, or those of ``of_type``; of every category, or only of ``categories``."""
+        if categories is None:
+            return self.group(('active', of_type), lambda p: p.kind == 'active' and (
+                of_type is None or isinstance(p, of_type)))
+        return self.group(('active', of_type, categories), lambda p: p.kind == 'active' and (
+            of_type is None or isinstance(p, of_type)) and p.category in categories)
+
+    def of_category(self, category: str) -> PlayerGroup:
+        """The active and historical players of ``category``, in joining order."""
+        return self.group(('category', category), lambda p: p.kind != 'reference' and p.category == category)
 
     def reference(self) -> PlayerGroup:
         return self.group('reference', lambda p: p.kind == 'reference')
