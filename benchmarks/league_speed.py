@@ -83,6 +83,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seconds', type=float, default=90.0)
     parser.add_argument('--only', nargs='+', choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument('--against', metavar='TREE', help='another checkout: alternate runs with it (see above)')
+    parser.add_argument('--repeats', type=int, default=5, help='--against: runs of each checkout')
     parser.add_argument('--child', nargs=3, metavar=('VARIANT', 'SECONDS', 'WORKDIR'), help=argparse.SUPPRESS)
     add_smoke(parser)
     args = parser.parse_args()
@@ -90,6 +92,9 @@ def main() -> None:
     if args.child:
         variant, seconds, workdir = args.child
         print(json.dumps(one_run(variant, float(seconds), workdir)))
+        return
+    if args.against:
+        merge_results('league_speed', dict(against=against(args.against, args.only[0], args.seconds, args.repeats)))
         return
     results = dict(machine=platform.machine(), cpus=os.cpu_count(), seconds=args.seconds,
                    load_at_start=os.getloadavg(), runs={})
