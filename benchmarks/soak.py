@@ -335,18 +335,18 @@ def forward_liar(spec: dict) -> None:
         message_id = uuid.uuid4().hex
         sock.send_multipart(encode(kind, body, arrays, signer=signer, schemas=INFERENCE_PROTOCOL,
                                    message_id=message_id), copy=False)
-        got = 'none'
+        got, answer = 'none', None
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             if not sock.poll(100):
                 continue
             reply = decode(sock.recv_multipart(), signer=signer, schemas=INFERENCE_PROTOCOL)
             if reply.reply_to == message_id:
-                got = reply.kind
+                got, answer = reply.kind, reply
                 break
         counts = replies.setdefault(attack, {})
         counts[got] = counts.get(got, 0) + 1
-        return got
+        return answer
 
     while time.time() < spec['until']:
         addresses = inference.inference_addresses(spec['exp'])
@@ -366,15 +366,19 @@ def forward_liar(spec: dict) -> None:
                 dict(obs=obs))
             ask(sock, 'unknown_params', 'forward', dict(ref=f'params/nothing-{number}', version=0, rows=rows),
                 dict(obs=obs))
+            # the learning player's version the worker holds, so that the state checks (not the version's) refuse
+            synced = ask(sock, 'sync (honest)', 'sync', dict(ref=pid), {})
+            version = int(synced.body['version']) if synced is not None and synced.kind == 'synced' else 0
             state = np.zeros((rows, width), np.float32)
-            ask(sock, 'mixed_state_wave', 'forward_wave', dict(refs=[pid, pid], versions=[0, 0], rows=[rows, rows]),
+            ask(sock, 'mixed_state_wave', 'forward_wave',
+                dict(refs=[pid, pid], versions=[version, version], rows=[rows, rows]),
                 {'obs_0': obs, 'state_0_0': state, 'state_1_0': state, 'obs_1': obs})
             wrong = np.zeros((rows, width + 3), np.float32)
-            ask(sock, 'wrong_state_width', 'forward', dict(ref=pid, version=0, rows=rows),
+            ask(sock, 'wrong_state_width', 'forward', dict(ref=pid, version=version, rows=rows),
                 dict(obs=obs, state_0=wrong, state_1=wrong))
             if time.monotonic() - last_big > OVERSIZED_EVERY:
                 last_big = time.monotonic()
-                ask(sock, 'oversized', 'forward', dict(ref=pid, version=0, rows=1),
+                ask(sock, 'oversized', 'forward', dict(ref=pid, version=version, rows=1),
                     dict(obs=np.zeros((1, *spec['obs_shape']), np.float32), state_0=big), wait=1.0)
         time.sleep(1.0)
     with open(spec['out'], 'w') as f:
