@@ -623,8 +623,6 @@ def child_run(exp: str, seconds: float) -> None:
 def kill_commander_in_drain(workdir: str, seconds: float, cut: str) -> dict:
     """Run a league in a child process, SIGKILL its commander while the learners drain, cut a file it saved,
     resume the run here to its end, and audit it."""
-    from sparring.framework.parallel import ParallelRun
-    from sparring.framework.run_setup import prepare_config
     exp = os.path.join(workdir, 'killed')
     os.makedirs(exp, exist_ok=True)
     child = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--child-run', exp, '--seconds', str(seconds)])
@@ -638,6 +636,17 @@ def kill_commander_in_drain(workdir: str, seconds: float, cut: str) -> dict:
     child.wait()
     time.sleep(3.0)  # its workers see their launcher gone and exit
     cut_path = _cut(exp, cut)
+    summary, league, resumed_seconds = _resume_to_the_end(exp, seconds)
+    return dict(seconds=seconds, cut=cut_path and os.path.relpath(cut_path, exp), **audit(exp, league),
+                resumed_seconds=resumed_seconds, env_steps=summary['env_steps'],
+                stop_reason=summary['stop_reason'])
+
+
+def _resume_to_the_end(exp: str, seconds: float):
+    """Resume the run in ``exp`` in this process and drive it to its end: ``(summary, league, resume seconds)``."""
+    from sparring.framework.parallel import ParallelRun
+    from sparring.framework.run_setup import prepare_config
+    from sparring.league import BaseLeague
     cfg = prepare_config(league_config(exp, seconds), resume=True)
     run = ParallelRun(cfg, resume=True)
     started = time.monotonic()
@@ -650,11 +659,8 @@ def kill_commander_in_drain(workdir: str, seconds: float, cut: str) -> dict:
         if not run.closed:
             run.close(abort='soak failed')
         raise
-    from sparring.league import BaseLeague
     league = BaseLeague.load(os.path.join(exp, 'league_state.npz'))
-    return dict(seconds=seconds, cut=cut_path and os.path.relpath(cut_path, exp), **audit(exp, league),
-                resumed_seconds=round(time.monotonic() - started, 1), env_steps=summary['env_steps'],
-                stop_reason=summary['stop_reason'])
+    return summary, league, round(time.monotonic() - started, 1)
 
 
 def fill_disk_and_resume(workdir: str, seconds: float, size_mb: int = 64) -> dict:
@@ -662,8 +668,6 @@ def fill_disk_and_resume(workdir: str, seconds: float, size_mb: int = 64) -> dic
     collects, wait for the run to stop, free the space, resume the run here to its end, and audit it. Needs the
     right to mount a tmpfs (root); without it the phase is skipped and says why."""
     from sparring.framework.journal import COMMANDER_DIR, JOURNAL_FILE
-    from sparring.framework.parallel import ParallelRun
-    from sparring.framework.run_setup import prepare_config
     disk = os.path.join(workdir, 'small_disk')
     os.makedirs(disk, exist_ok=True)
     mounted = subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={size_mb}m', 'tmpfs', disk], capture_output=True,
@@ -697,24 +701,11 @@ def fill_disk_and_resume(workdir: str, seconds: float, size_mb: int = 64) -> dic
             said = [line.strip() for line in f if line.strip()]
         os.unlink(filler)
         time.sleep(2.0)  # its workers see their launcher gone and exit
-        cfg = prepare_config(league_config(exp, seconds), resume=True)
-        run = ParallelRun(cfg, resume=True)
-        started = time.monotonic()
-        try:
-            run.start()
-            while not run.finished:
-                run.step()
-            summary = run.close()
-        except BaseException:
-            if not run.closed:
-                run.close(abort='soak failed')
-            raise
-        from sparring.league import BaseLeague
-        league = BaseLeague.load(os.path.join(exp, 'league_state.npz'))
+        summary, league, resumed_seconds = _resume_to_the_end(exp, seconds)
         return dict(seconds=seconds, disk_mb=size_mb, free_mb_when_filled=round(free_before / 2 ** 20, 1),
                     child_exit_code=child.returncode, child_stopped_seconds_after_full=round(stopped_after, 1),
                     child_last_lines=said[-3:], **audit(exp, league), resumed=True,
-                    resumed_seconds=round(time.monotonic() - started, 1), env_steps=summary['env_steps'],
+                    resumed_seconds=resumed_seconds, env_steps=summary['env_steps'],
                     stop_reason=summary.get('stop_reason'))
     finally:
         subprocess.run(['umount', '-l', disk], capture_output=True)
