@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from typing import Callable, Dict, Optional
 
 import zmq
@@ -22,7 +23,7 @@ from easydict import EasyDict
 
 from sparring.config import registry
 from sparring.config.registry import POLICY_REGISTRY
-from sparring.worker.policy_pool import ParamStore, PolicyPool
+from sparring.worker.policy_pool import PolicyPool
 from sparring.worker.remote.transport import RequestClient
 from sparring.worker.remote.wire import ID_HELD, MessageError, RequestTimeout, arrays_to_params
 from sparring.worker.run_kind import run_kind
@@ -290,19 +291,30 @@ class Worker:
 
 
 class RemoteParamStore:
-    """The :class:`~sparring.worker.policy_pool.ParamStore` interface over the commander's store:
-    frozen parameters are fetched on first use and cached."""
+    """The :class:`~sparring.worker.policy_pool.ParamStore` interface over the commander's store: frozen parameters
+    are fetched on first use, and the ``max_entries`` most recently used are kept (a league's snapshots grow with
+    the run; one evicted is fetched again when it is drawn)."""
 
-    def __init__(self, worker: Worker) -> None:
-        self._cache = ParamStore(None)
+    def __init__(self, worker: Worker, max_entries: int = 64) -> None:
+        if max_entries < 1:
+            raise ValueError(f'RemoteParamStore: max_entries must be >= 1, got {max_entries}')
+        self._cache: 'OrderedDict[str, dict]' = OrderedDict()
+        self.max_entries = max_entries
         self.worker = worker
 
     def get(self, ref: str) -> dict:
-        if ref not in self._cache:
-            reply = self.worker.fetch_params(ref)
-            self._cache.put(ref, arrays_to_params(reply.arrays), EasyDict(reply.body['policy_cfg']),
-                            reply.body['version'])
-        return self._cache.get(ref)
+        """``{'params', 'policy_cfg', 'version'}`` of the snapshot ``ref``."""
+        entry = self._cache.get(ref)
+        if entry is not None:
+            self._cache.move_to_end(ref)
+            return entry
+        reply = self.worker.fetch_params(ref)
+        entry = self._cache[ref] = dict(params=arrays_to_params(reply.arrays),
+                                        policy_cfg=EasyDict(reply.body['policy_cfg']),
+                                        version=int(reply.body['version']))
+        if len(self._cache) > self.max_entries:
+            self._cache.popitem(last=False)
+        return entry
 
 
 class PlayerPolicies:
