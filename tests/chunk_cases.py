@@ -105,3 +105,18 @@ def spoilt_chunk(case: str, name: str, how: str, spec: ChunkSpec) -> Dict[str, n
     data = honest_chunk(spec)
     data[name] = dict(spoilers(spec[name]))[how](data[name])
     return data
+
+
+def learn_fails_once(monkeypatch, policy, error: Exception) -> None:
+    """Make ``policy.learn`` raise ``error`` on its first call and learn as before after it (an update that breaks on
+    one chunk)."""
+    learn = policy.learn
+    calls = []
+
+    def failing_once(chunk, progress=0.0):
+        calls.append(1)
+        if len(calls) == 1:
+            raise error
+        return learn(chunk, progress)
+
+    monkeypatch.setattr(policy, 'learn', failing_once)

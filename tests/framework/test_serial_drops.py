@@ -3,6 +3,7 @@ import sparring.dizoo  # noqa: F401  (registers the envs)
 from sparring.config import compile_config
 from sparring.framework.run_setup import complete_league_config
 from sparring.framework.serial_run import SerialRun
+from tests.chunk_cases import learn_fails_once
 from tests.configs import tiny_league_config
 
 
@@ -27,16 +28,7 @@ def test_a_round_whose_update_raises_drops_the_chunk_logs_it_and_the_next_round_
     run = SerialRun(cfg, logger=logger)
     try:
         learner = run.learners[run.player_ids[0]]
-        learn = learner.policy.learn
-        calls = []
-
-        def failing_once(chunk, progress=0.0):
-            calls.append(1)
-            if len(calls) == 1:
-                raise ValueError('operands could not be broadcast together')
-            return learn(chunk, progress)
-
-        monkeypatch.setattr(learner.policy, 'learn', failing_once)
+        learn_fails_once(monkeypatch, learner.policy, ValueError('operands could not be broadcast together'))
         stats = run.train_round()
         assert learner.dropped == dict(invalid=0, failed=1) and learner.train_iter == 0
         assert stats[run.player_ids[0]]['games'] >= 0  # the round's figures are there, without the update's

@@ -11,7 +11,8 @@ from sparring.worker.chunk import Chunk
 from sparring.worker.learner import Learner
 from sparring.worker.remote.learner import LearnerWorker
 from sparring.worker.remote.wire import Message
-from tests.chunk_cases import CASES, B, T, every_spoilt_field, honest_chunk, make_policy, spoilt_chunk
+from tests.chunk_cases import (CASES, B, T, every_spoilt_field, honest_chunk, learn_fails_once, make_policy,
+                               spoilt_chunk)
 
 
 def _learner(case: str) -> Learner:
@@ -39,16 +40,7 @@ def test_a_spoilt_field_is_dropped_and_counted_and_the_learner_keeps_learning(ca
 @pytest.mark.parametrize('case', CASES)
 def test_an_update_that_raises_drops_its_chunk_not_the_learner(case, monkeypatch):
     learner = _learner(case)
-    learn = learner.policy.learn
-    calls = []
-
-    def failing_once(chunk, progress=0.0):
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError('a broadcast error deep in the update')
-        return learn(chunk, progress)
-
-    monkeypatch.setattr(learner.policy, 'learn', failing_once)
+    learn_fails_once(monkeypatch, learner.policy, RuntimeError('a broadcast error deep in the update'))
     assert learner.train(Chunk(honest_chunk(learner.spec), version=0)) is None
     assert learner.dropped == dict(invalid=0, failed=1)
     _keeps_learning(learner)
@@ -117,16 +109,7 @@ def test_the_issue_s_signed_chunks_are_dropped_before_the_queue_and_the_learner_
 def test_a_parallel_update_that_raises_is_counted_as_failed_and_the_worker_goes_on(monkeypatch):
     worker = _worker('ppo_clip', [_message(honest_chunk(_learner('ppo_clip').spec, seed), str(seed))
                                   for seed in (1, 2)])
-    learn = worker.policy.learn
-    calls = []
-
-    def failing_once(chunk, progress=0.0):
-        calls.append(1)
-        if len(calls) == 1:
-            raise ValueError('operands could not be broadcast together')
-        return learn(chunk, progress)
-
-    monkeypatch.setattr(worker.policy, 'learn', failing_once)
+    learn_fails_once(monkeypatch, worker.policy, ValueError('operands could not be broadcast together'))
     assert worker._receive(timeout=0.0) and len(worker.queue) == 2
     worker._train(*worker._next_chunk())
     assert worker.counts['dropped_failed'] == 1 and not worker.replay  # a failed chunk is not replayed either
