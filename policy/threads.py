@@ -15,11 +15,15 @@ import torch
 
 @contextmanager
 def torch_threads(count: Optional[int]) -> Iterator[None]:
-    """``count`` intra-op threads inside the block (None: leave the process's setting alone)."""
-    before = torch.get_num_threads()
-    if count is None or count == before:
+    """``count`` intra-op threads inside the block (None: leave the process's setting alone).
+
+    Set even when ``torch.get_num_threads()`` already reports ``count``: that figure is the process's, while OpenMP
+    keeps its team size per thread, so in a thread started later (a learner or evaluator thread) torch reports the
+    count set in the main thread while its operations still run with OpenMP's default team of every core."""
+    if count is None:
         yield
         return
+    before = torch.get_num_threads()
     torch.set_num_threads(count)
     try:
         yield

@@ -18,6 +18,16 @@ def test_torch_threads_sets_and_restores():
         assert torch.get_num_threads() == before
 
 
+def test_torch_threads_sets_the_count_even_when_torch_reports_it_already(monkeypatch):
+    """In a fresh thread torch reports the main thread's count while OpenMP's team is its default: always set."""
+    calls = []
+    monkeypatch.setattr(torch, 'set_num_threads', calls.append)
+    now = torch.get_num_threads()
+    with torch_threads(now):
+        assert calls == [now]
+    assert calls == [now, now]
+
+
 @pytest.mark.slow
 def test_ppo_learns_with_its_own_thread_count(monkeypatch):
     cfg = compile_section('policy', dict(type='ppo', collect=dict(n_steps=16), learn=dict(threads=2)))
