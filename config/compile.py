@@ -14,7 +14,7 @@ import difflib
 import json
 import os
 import tempfile
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
 from easydict import EasyDict
 
@@ -264,7 +264,7 @@ def _merge(default: Any, user: Any, path: str, resolve_type: bool = True, nullab
     return _check_type(default, user, path)
 
 
-def compile_section(path: str, section: dict) -> EasyDict:
+def compile_section(path: str, section: Mapping) -> EasyDict:
     """One typed section (``'env'``, ``'env.manager'``, ``'policy'`` ...) completed and checked.
 
     The compiler's own rule for a section, so a partial dict (a test, a script that skips

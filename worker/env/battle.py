@@ -11,7 +11,7 @@ The two APIs and their base classes are described and defined in :mod:`sparring.
 from __future__ import annotations
 
 import reprlib
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -61,7 +61,7 @@ class DictBattleVecEnv(VecBattleEnv):
             raise
         self._turn_based_attr = getattr(self.envs[0], 'turn_based', None)
         self.turn_based = bool(self._turn_based_attr)
-        self.obs_shape = tuple(self.observation_space.shape)
+        self.obs_shape = tuple(cast(spaces.Box, self.observation_space).shape)
         self.continuous = is_continuous(self.action_space)
         self._mask_width = mask_width(self.action_space)
         if self.continuous and self.turn_based:
@@ -107,7 +107,7 @@ class DictBattleVecEnv(VecBattleEnv):
             obs[j], mask[j], reported_masks = self._reset_game(j, game_seed)
             if j == 0 and self._turn_based_attr is None and not self._seeded:
                 self.turn_based = reported_masks
-        to_move = mask.any(axis=2)
+        to_move = np.any(mask, axis=2)
         self._check_finite(obs, 'reset()')
         zeros = np.zeros((B, NUM_SEATS), np.float32)
         no_game_over = np.zeros(B, bool)
@@ -151,7 +151,7 @@ class DictBattleVecEnv(VecBattleEnv):
                 raise EnvError(f'{self._who(j)}: {call} left no agent with a legal action although the game did '
                                f'not end; expected a True entry in some infos[agent]["action_mask"]')
         self._check_finite(final_obs, 'step()')
-        return BattleStep(obs, mask, mask.any(axis=2), reward, terminated, truncated, result, final_obs)
+        return BattleStep(obs, mask, np.any(mask, axis=2), reward, terminated, truncated, result, final_obs)
 
     def _reset_game(self, j: int, seed: Optional[int]):
         call = 'reset()' if seed is None else f'reset(seed={seed})'
@@ -218,13 +218,13 @@ class DictBattleVecEnv(VecBattleEnv):
             if self.turn_based:
                 raise EnvError(f'{self._who(j)}: {call} returned no infos[{agent!r}]["action_mask"]; a turn-based '
                                f'game must give one with every observation')
-            return np.ones(self.action_space.n, bool)
+            return np.ones(self._mask_width, bool)
         m = np.asarray(info['action_mask'])
         ok_values = m.dtype == bool or (m.dtype.kind in 'iu' and ((m == 0) | (m == 1)).all())
-        if m.shape != (self.action_space.n,) or not ok_values:
+        if m.shape != (self._mask_width,) or not ok_values:
             raise EnvError(f'{self._who(j)}: {call} returned infos[{agent!r}]["action_mask"] = {_short.repr(m)} of '
                            f'shape {m.shape} and dtype {m.dtype}; expected a bool array of shape '
-                           f'({self.action_space.n},)')
+                           f'({self._mask_width},)')
         return m.astype(bool)
 
     def _game_flag(self, j: int, call: str, flags: dict, field: str) -> bool:

@@ -71,7 +71,7 @@ section is :mod:`sparring.worker.env.battle`'s job.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -323,7 +323,7 @@ class VecBattleEnv(Closeable):
             raise EnvError(f'{self.label}: actions of dtype {batch.dtype}; expected integers '
                            f'(indices into {self.action_space!r})')
         mask, to_move = self._mask, self._to_move
-        num_actions = int(self.action_space.n)
+        num_actions = int(cast(spaces.Discrete, self.action_space).n)
         batch = batch.astype(np.int64)  # a copy: the caller may reuse its array
         if batch.min() < 0 or batch.max() >= num_actions:
             # Out of range only matters for a seat to move; the others' actions are ignored.
@@ -341,7 +341,7 @@ class VecBattleEnv(Closeable):
 
     def _check_box_actions(self, batch: np.ndarray) -> np.ndarray:
         """``Box`` actions as a new float32 ``[B, 2, *shape]`` array clipped to the bounds, seats not to move 0."""
-        space = self.action_space
+        space = cast(spaces.Box, self.action_space)
         expected_shape = (self.num_envs, NUM_SEATS) + tuple(space.shape)
         if batch.shape != expected_shape:
             raise EnvError(f'{self.label}: actions of shape {batch.shape}; expected shape {expected_shape} '
@@ -411,7 +411,7 @@ class NativeVecBattleEnv(VecBattleEnv):
     def default_config(cls) -> dict:
         return battle_env_defaults()
 
-    def __init__(self, cfg: Mapping, num_envs: int, seed: Optional[int] = None) -> None:
+    def __init__(self, cfg: Optional[Mapping], num_envs: int, seed: Optional[int] = None) -> None:
         name = getattr(type(self), 'registry_name', type(self).__name__)
         super().__init__(num_envs, seed, label=f'battle env {name!r}')
         self.cfg = complete_section('env', {'type': name, **(cfg or {})})

@@ -202,12 +202,13 @@ class _Checker:
         if not getattr(game, 'turn_based', False):
             return
         drawer = game.vec_env if isinstance(game, SingleGameView) else game
-        if not callable(getattr(drawer, 'render', None)):
+        render = getattr(drawer, 'render', None)  # not every battle env draws
+        if not callable(render):
             got = f'{type(drawer).__name__} has no render() method'
         else:
             try:
                 game.reset(seed=self.seed)
-                text = drawer.render(0) if isinstance(game, SingleGameView) else drawer.render()
+                text = render(0) if isinstance(game, SingleGameView) else render()
                 got = '' if isinstance(text, str) and text.strip() else f'render() returned {_short(text)}'
             except Exception as err:  # noqa: BLE001 -- a failing render is a warning, not a failure
                 got = f'render() raised {_said(err)}'
@@ -262,7 +263,7 @@ class _Checker:
             ended = np.flatnonzero(step.terminated | step.truncated)
             self._check_raw(vec, where)
             rules.positions(step, ended, where, final=True)
-            for j in ended:
+            for j in ended.tolist():
                 rules.end(step, j, totals[j], where(j))
                 lengths.append(int(moves[j]))
                 if -1 <= int(step.result[j, 0]) <= 1:

@@ -27,9 +27,10 @@ column per (game, seat, agent): chunks are ``[T, 2 * B * N, ...]``.
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence, Tuple, cast
 
 import numpy as np
+from gymnasium import spaces
 
 from sparring.config.schema import in_range
 from sparring.worker.env.battle_api import NUM_SEATS, BattleStep, NativeVecBattleEnv
@@ -77,10 +78,13 @@ class TeamVecBattleEnv(NativeVecBattleEnv):
         self.team_size = int(self.cfg.team_size)
 
     def _set_agent_features(self, feature_names: Sequence[str], low: float = -1.0, high: float = 1.0) -> None:
-        from gymnasium import spaces
         self.observation_names = tuple(feature_names) + tuple(f'agent_{i}' for i in range(self.team_size))
         self.observation_space = spaces.Box(min(low, 0.0), max(high, 1.0), (len(self.observation_names),),
                                             np.float32)
+
+    def _observe_agents(self, rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """``(features [n, 2, N, D], action_mask [n, 2, N, A])`` of the games ``rows``; the subclass's hook."""
+        raise NotImplementedError
 
     # -- the NativeVecBattleEnv hooks, with the agent axis ----------------------------------------
     def _observe(self, rows: np.ndarray):
@@ -105,7 +109,7 @@ class TeamVecBattleEnv(NativeVecBattleEnv):
             raise EnvError(f'{self.label}: actions of dtype {batch.dtype}; expected integers (indices into '
                            f'{self.action_space!r})')
         batch = batch.astype(np.int64)
-        n = int(self.action_space.n)
+        n = int(cast(spaces.Discrete, self.action_space).n)
         to_move = np.broadcast_to(self._to_move[:, :, None], batch.shape)
         out_of_range = to_move & ((batch < 0) | (batch >= n))
         safe = np.where(out_of_range, 0, batch)
