@@ -18,10 +18,11 @@ from sparring.config.registry import LEAGUE_REGISTRY, RegistryError
 from sparring.league.config_util import to_plain
 from sparring.league.errors import LeagueError
 from sparring.league.payoff import BattleSharedPayoff
-from sparring.league.persistence import load_state, save_state
+from sparring.league.persistence import FORMAT_VERSION, load_state, save_state
 from sparring.league.player import ActivePlayer, HistoricalPlayer, Player, ReferencePlayer
 from sparring.league.rating import LeagueRatings
 from sparring.league.roster import Roster
+from sparring.worker.format_version import FORMAT_KEY, refusal
 
 
 class LeagueStateMixin:
@@ -53,6 +54,7 @@ class LeagueStateMixin:
         """Everything that decides the league's future: players, payoff, ratings, RNG, counters."""
         with self._lock:
             return dict(
+                format_version=FORMAT_VERSION,  # a checkpoint embeds this dict: it carries its own version
                 league_type=self.type_name,
                 config=to_plain(self.cfg),
                 rng_state=to_plain(self.rng.bit_generator.state),
@@ -69,6 +71,8 @@ class LeagueStateMixin:
         error the league is left as it was."""
         if not isinstance(state, Mapping):
             raise LeagueError(f'load_state_dict: expected a dict, got {type(state).__name__}')
+        if state.get(FORMAT_KEY) != FORMAT_VERSION:
+            raise LeagueError(refusal('checkpoint', 'league state', state.get(FORMAT_KEY), FORMAT_VERSION))
         if state.get('league_type') != self.type_name:
             raise LeagueError(f'league state: saved from a {state.get("league_type")!r} league, '
                               f'loading into {self.type_name!r}')

@@ -117,3 +117,18 @@ def test_bad_state_is_rejected_and_the_league_left_unchanged(tmp_path, helpers):
     (tmp_path / 'junk.npz').write_bytes(b'not a league')
     with pytest.raises(LeagueError, match='cannot read'):
         BaseLeague.load(str(tmp_path / 'junk.npz'))
+
+
+def test_a_league_state_of_another_format_is_refused_by_its_version_not_as_malformed():
+    """A checkpoint embeds the league's state dict: one written before a format change (here, before players had a
+    category) is refused naming the versions, not with whichever key happens to be missing."""
+    league = AlphaStarLeague()
+    before = league.state_dict()
+    older = {k: v for k, v in before.items() if k != 'format_version'}
+    older['players'] = [{k: v for k, v in p.items() if k != 'category'} for p in older['players']]
+    with pytest.raises(LeagueError, match=r'league state of format version none: written before versions; .* reads '
+                                          r'version 2\. Start a new run directory'):
+        league.load_state_dict(older)
+    with pytest.raises(LeagueError, match='league state of format version 1;'):
+        league.load_state_dict(dict(before, format_version=1))
+    league.load_state_dict(before)
