@@ -27,6 +27,7 @@ import torch
 
 from sparring.config.schema import in_range, of_type
 from sparring.policy import distributions as D
+from sparring.policy.base import built_on_first_use, place_if_built
 from sparring.policy.device import Placement
 
 PARAM_PREFIX = 'average.'
@@ -93,9 +94,14 @@ class AveragePolicy(NoAverage):
     def __init__(self, cfg: dict, model: torch.nn.Module, generator: torch.Generator) -> None:
         self.cfg = cfg
         self.model = model
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=cfg['lr'])
         self.generator = generator
         self.window: deque = deque(maxlen=int(cfg['window']))
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        """The average network's Adam, built on first use like the policy's (:func:`built_on_first_use`)."""
+        return built_on_first_use(self, '_optimizer', lambda: torch.optim.Adam(self.model.parameters(),
+                                                                               lr=self.cfg['lr']))
 
     def add(self, chunk: Dict[str, np.ndarray]) -> int:
         """Keep the chunk's acting steps; returns how many there were."""
@@ -169,7 +175,7 @@ class AveragePolicy(NoAverage):
 
     def to(self, placement: Placement) -> None:
         placement.module(self.model)
-        placement.optimizer(self.optimizer)
+        place_if_built(self, '_optimizer', placement)
 
 
 def make_average(cfg: dict, make_model: Callable[[], torch.nn.Module], generator: torch.Generator,

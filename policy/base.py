@@ -10,7 +10,7 @@ by a learner with :meth:`Policy.to_learner_device`; what it hands out is always 
 """
 from __future__ import annotations
 
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Callable, Dict, NamedTuple, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -18,6 +18,28 @@ import torch
 
 from sparring.policy.chunk_spec import ChunkSpaces, ChunkSpec, base_fields
 from sparring.policy.device import Placement, learner_device
+
+
+def built_on_first_use(holder: Any, name: str, make: Callable[[], torch.optim.Optimizer]) -> torch.optim.Optimizer:
+    """``holder``'s optimiser kept as attribute ``name``, built by ``make`` the first time it is asked for.
+
+    Building an optimiser imports torch's compiler (seconds), which a policy loaded only to act (``load_player``,
+    a bot's opponent, an evaluator) never needs; so every optimiser of a policy (PPO's, separate-value PPO's
+    value optimiser, the NFSP average network's) is built here, when the policy first learns or checkpoints.
+    """
+    optimizer = holder.__dict__.get(name)
+    if optimizer is None:
+        optimizer = make()
+        setattr(holder, name, optimizer)
+    return optimizer
+
+
+def place_if_built(holder: Any, name: str, placement: Placement) -> None:
+    """Move the state of ``holder``'s optimiser ``name`` with the parameters if it was built (one built later
+    starts where the parameters then are)."""
+    optimizer = holder.__dict__.get(name)
+    if optimizer is not None:
+        placement.optimizer(optimizer)
 
 
 class ActOutput(NamedTuple):
@@ -86,12 +108,8 @@ class Policy:
 
     @property
     def optimizer(self) -> torch.optim.Optimizer:
-        """The optimiser, built on first use: building one imports torch's compiler (seconds), which a policy
-        loaded only to act (``load_player``, a bot's opponent, an evaluator) never needs."""
-        optimizer = self.__dict__.get('_optimizer')
-        if optimizer is None:
-            optimizer = self._optimizer = self._make_optimizer()
-        return optimizer
+        """The optimiser, built on first use (:func:`built_on_first_use`)."""
+        return built_on_first_use(self, '_optimizer', self._make_optimizer)
 
     @optimizer.setter
     def optimizer(self, optimizer: torch.optim.Optimizer) -> None:
@@ -99,9 +117,7 @@ class Policy:
 
     def _place_optimizer(self, placement: Placement) -> None:
         """Move the optimiser's state with the parameters, if it was built (one not built yet starts where they are)."""
-        optimizer = self.__dict__.get('_optimizer')
-        if optimizer is not None:
-            placement.optimizer(optimizer)
+        place_if_built(self, '_optimizer', placement)
 
     # -- device -------------------------------------------------------------------------------
     @property

@@ -25,6 +25,7 @@ import torch
 from sparring.config.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from sparring.config.schema import ConfigError, in_range, one_of
 from sparring.policy import functional as F
+from sparring.policy.base import built_on_first_use, place_if_built
 from sparring.policy.finite_step import finite_update
 from sparring.policy.ppo import PPOPolicy
 from sparring.policy.train_batch import TrainBatch
@@ -96,11 +97,20 @@ class SeparateValuePPOPolicy(PPOPolicy):
         policy_params = [p for p in self.net.parameters() if id(p) not in value_ids]
         self.lr = scaled_lr(learn['lr'], model.actor_sizes, learn['lr_scale'])
         self.value_lr = scaled_lr(learn['value_lr'], model.critic_sizes, learn['lr_scale'])
-        self.optimizer = torch.optim.Adam(policy_params, lr=self.lr, eps=learn['adam_eps'])
-        self.value_optimizer = torch.optim.Adam(value_params, lr=self.value_lr, eps=learn['adam_eps'])
+        self.policy_params = policy_params
         self.value_params = value_params
         self.lr_schedule = F.LinearSchedule(self.lr, 0.0 if learn['anneal_lr'] else self.lr)
         self.value_lr_schedule = F.LinearSchedule(self.value_lr, 0.0 if learn['anneal_lr'] else self.value_lr)
+
+    def _make_optimizer(self) -> torch.optim.Optimizer:
+        """The policy's Adam, over every parameter but the value function's."""
+        return torch.optim.Adam(self.policy_params, lr=self.lr, eps=self.cfg['learn']['adam_eps'])
+
+    @property
+    def value_optimizer(self) -> torch.optim.Optimizer:
+        """The value function's Adam, built on first use like the policy's (:func:`built_on_first_use`)."""
+        return built_on_first_use(self, '_value_optimizer', lambda: torch.optim.Adam(
+            self.value_params, lr=self.value_lr, eps=self.cfg['learn']['adam_eps']))
 
     def _train_batch(self, chunk: Dict[str, np.ndarray]) -> TrainBatch:
         scale = self.cfg['learn']['reward_scale']
@@ -149,9 +159,7 @@ class SeparateValuePPOPolicy(PPOPolicy):
 
     def _move_to(self, placement) -> None:
         super()._move_to(placement)
-        value_optimizer = getattr(self, 'value_optimizer', None)  # absent while PPO's constructor places the net
-        if value_optimizer is not None:
-            placement.optimizer(value_optimizer)
+        place_if_built(self, '_value_optimizer', placement)
 
     def state_dict(self) -> dict:
         return dict(super().state_dict(), value_optimizer=self.placement.to_host(self.value_optimizer.state_dict()))

@@ -41,3 +41,26 @@ def test_a_policy_builds_its_optimiser_when_it_first_learns_and_places_it_then()
     optimizer = policy.optimizer
     assert policy.optimizer is optimizer and optimizer.param_groups[0]['betas'] == (0.9, 0.999)
     assert {id(p) for p in optimizer.param_groups[0]['params']} == {id(p) for p in policy.net.parameters()}
+
+
+def test_separate_value_ppo_and_the_average_policy_build_their_optimisers_when_they_first_learn():
+    import gymnasium as gym
+    import numpy as np
+    from sparring.config import compile_section
+    from sparring.config.registry import POLICY_REGISTRY
+    from sparring.policy.model.task_mlp import task_sizes  # noqa: F401  (registers task_mlp)
+    box = gym.spaces.Box(-np.inf, np.inf, (3,), np.float64)
+    cfg = compile_section('policy', dict(type='ppo_separate_value', model=dict(type='task_mlp')))
+    separate = POLICY_REGISTRY.get('ppo_separate_value')(cfg, box, gym.spaces.Box(-1, 1, (1,), np.float32))
+    assert not {'_optimizer', '_value_optimizer'} & set(vars(separate))
+    value_ids = {id(p) for p in separate.value_params}
+    assert {id(p) for p in separate.value_optimizer.param_groups[0]['params']} == value_ids
+    assert not {id(p) for p in separate.optimizer.param_groups[0]['params']} & value_ids
+    assert separate.optimizer is separate.optimizer and separate.value_optimizer is separate.value_optimizer
+
+    cfg = compile_section('policy', dict(type='ppo', model=dict(hidden_sizes=[8]), average=dict(enabled=True)))
+    nfsp = PPOPolicy(cfg, box, gym.spaces.Discrete(2))
+    assert '_optimizer' not in vars(nfsp) and '_optimizer' not in vars(nfsp.average)
+    optimizer = nfsp.average.optimizer
+    assert nfsp.average.optimizer is optimizer and '_optimizer' not in vars(nfsp)
+    assert {id(p) for p in optimizer.param_groups[0]['params']} == {id(p) for p in nfsp.average.model.parameters()}
