@@ -12,7 +12,7 @@ from sparring.framework.protocol import PROTOCOL
 from sparring.worker.remote.transport import AUTH_REFUSED, DataPuller, DataPusher, RequestClient, Server
 from sparring.worker.remote.security import check_bind, create_curve_keys
 from sparring.worker.remote.peer_guards import ReplayGuard
-from sparring.worker.remote.wire import MAGIC, MessageError, RequestTimeout, Signer, load_secret
+from sparring.worker.remote.wire import MAGIC, Message, MessageError, RequestTimeout, Signer, load_secret
 
 SECRET = b'0123456789abcdef0123456789abcdef'
 
@@ -247,31 +247,54 @@ class _Commander:
         self.context.destroy(linger=0)
 
 
-@pytest.mark.slow
+class _LossyLink:
+    """A worker's request client over a link that loses the replies to the attempts not in ``answered`` (counted
+    from 1): a lost one costs its whole wait on the test's clock, an answered one no time. No socket, no sleep."""
+
+    def __init__(self, answered):
+        self.answered, self.now, self.sent, self.waits = answered, 100.0, [], []
+
+    def clock(self) -> float:
+        return self.now
+
+    def request(self, kind, body, arrays=None, timeout=None):
+        self.sent.append((kind, body))
+        self.waits.append(timeout)
+        if len(self.sent) not in self.answered:
+            self.now += timeout
+            raise RequestTimeout(f'no reply to {kind!r} within {timeout} s')
+        return Message('ack', dict(state='run'), {}, id='r', sender='commander', time=0.0)
+
+    def close(self):
+        pass
+
+
 def test_a_lost_reply_costs_the_worker_a_resend_not_its_life():
-    from sparring.worker.remote.base import FIRST_ATTEMPT_SECONDS, CommanderLost
-    commander = _Commander(answers=range(2, 1000))  # the first answer is lost on the way
-    worker = _worker_facing(commander.server.address, worker_timeout=30.0)  # the request timeout (30 s) is no shorter
+    from easydict import EasyDict
+    from sparring.worker.remote.base import FIRST_ATTEMPT_SECONDS, CommanderLost, Worker
+    link = _LossyLink(answered=range(2, 1000))  # the first answer is lost on the way
+    worker = Worker('tcp://127.0.0.1:1', Security(Signer(SECRET)), worker_id='collector-0', clock=link.clock)
     try:
-        started, worker.last_contact = time.monotonic(), 0.0
+        worker.client.close()
+        worker.client = link
+        worker.par = EasyDict(worker_timeout_seconds=30.0, request_timeout_seconds=30.0)  # no shorter than a request
+        started, worker.last_contact = link.now, 0.0
         reply = worker.request('collect_task')
-        waited = time.monotonic() - started
-        assert worker.last_contact >= started  # an answer counts as contact: failing heartbeats alone end nothing
         assert reply.kind == 'ack' and worker.resends == 1 and not worker.lost
-        assert FIRST_ATTEMPT_SECONDS <= waited < FIRST_ATTEMPT_SECONDS + 3.0
-        bodies = [m.body for m in commander.seen]
+        assert link.waits == [FIRST_ATTEMPT_SECONDS, 2 * FIRST_ATTEMPT_SECONDS]  # each attempt waits twice as long
+        assert worker.last_contact == started + FIRST_ATTEMPT_SECONDS  # an answer counts as contact
         # the same request again, under the same number, so the commander can answer it as the first time
-        assert len(bodies) == 2 and bodies[0] == bodies[1] == dict(session=worker.session, request_number=1)
+        assert link.sent == [('collect_task', dict(session=worker.session, request_number=1))] * 2
         # a commander that answers nothing: the worker gives up after worker_timeout_seconds, resending meanwhile
-        commander.answers = ()
+        link.answered, link.sent, link.waits = (), [], []
         worker.par.worker_timeout_seconds = 2.5
-        started = time.monotonic()
+        started = link.now
         with pytest.raises(CommanderLost, match="no answer to 'collect_task'.* for 2 s"):
             worker.request('collect_task')
-        assert 2.5 <= time.monotonic() - started < 4.0 and worker.resends == 1 + 2 and worker.lost
+        assert link.waits == [FIRST_ATTEMPT_SECONDS, 2.5 - FIRST_ATTEMPT_SECONDS]  # the last wait ends at the timeout
+        assert link.now == started + 2.5 and worker.resends == 1 + 2 and worker.lost
+        assert [body['request_number'] for _, body in link.sent] == [2, 2]
     finally:
-        commander.close()
-        worker.client.close()
         worker.context.destroy(linger=0)
 
 

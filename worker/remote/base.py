@@ -64,8 +64,10 @@ class Worker:
 
     def __init__(self, commander: str, security, worker_id: Optional[str] = None, player_id: Optional[str] = None,
                  parent_pid: Optional[int] = None, workdir: Optional[str] = None, timeout: float = 30.0,
-                 bind_host: Optional[str] = None, replica: Optional[int] = None) -> None:
+                 bind_host: Optional[str] = None, replica: Optional[int] = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.commander = commander
+        self.clock = clock  # what contact and request deadlines are measured by (a test's own clock)
         self.requested_replica = replica
         self.security = security
         self.requested_id = worker_id
@@ -81,7 +83,7 @@ class Worker:
         self.cfg = None
         self.directive = 'run'
         self.expected_chunks: Optional[int] = None
-        self.last_contact = time.monotonic()
+        self.last_contact = self.clock()
         self.lost = False
         self.expired = False
         self.resends = 0  # requests asked again after their reply did not come in time
@@ -127,7 +129,7 @@ class Worker:
         seed_everything(worker_rng_seed(self.cfg.seed, self.index))
         self.workdir = self.workdir_override or os.path.join(self.cfg.exp_name, 'workers', self.worker_id)
         os.makedirs(self.workdir, exist_ok=True)
-        self.last_contact = time.monotonic()
+        self.last_contact = self.clock()
         self._heartbeat_thread = threading.Thread(target=self._heartbeat_loop, name='heartbeat', daemon=True)
         self._heartbeat_thread.start()
         return info
@@ -171,11 +173,11 @@ class Worker:
         """
         self.requests += 1
         body = dict(body or {}, session=self.session, request_number=self.requests)
-        started = time.monotonic()
+        started = self.clock()
         attempt = min(FIRST_ATTEMPT_SECONDS, self.par.request_timeout_seconds)
         while True:
             self.check_alive()
-            remaining = max(started, self.last_contact) + self.par.worker_timeout_seconds - time.monotonic()
+            remaining = max(started, self.last_contact) + self.par.worker_timeout_seconds - self.clock()
             if remaining <= 0:
                 self.lost = True
                 raise CommanderLost(f'{self.worker_id}: no answer to {kind!r} from {self.commander} for '
@@ -195,7 +197,7 @@ class Worker:
                 if err.reason == 'stale':  # this clock went far off the commander's: no request of ours gets in
                     raise CommanderLost(str(err)) from None
                 raise
-            self.last_contact = time.monotonic()  # an answer is a sign of life, as a heartbeat's is
+            self.last_contact = self.clock()  # an answer is a sign of life, as a heartbeat's is
             return reply
 
     def work_on(self, kind: str, do: Callable[[dict], None]) -> None:
@@ -260,14 +262,14 @@ class Worker:
                 except Exception as err:
                     self.heartbeat_lost(extra)
                     if isinstance(err, RequestTimeout):
-                        if time.monotonic() - self.last_contact > self.par.worker_timeout_seconds:
+                        if self.clock() - self.last_contact > self.par.worker_timeout_seconds:
                             self.lost = True
                     elif isinstance(err, MessageError):
                         self.expired = self.expired or err.reason == 'session'
                     else:  # the heartbeat must outlive any surprise, or the worker is timed out
                         log.exception('%s: heartbeat failed', self.worker_id)
                     continue
-                self.last_contact = time.monotonic()
+                self.last_contact = self.clock()
                 self.directive = reply.body['state']
                 if 'expected_chunks' in reply.body:
                     self.expected_chunks = reply.body['expected_chunks']
