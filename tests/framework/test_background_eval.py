@@ -1,6 +1,5 @@
 """Evaluation beside training (``train.eval_in_background``): the child process, the round each result is
 recorded at, reproducibility, a dying child, a failing evaluation and checkpoints with evaluations in flight."""
-import importlib.util
 import os
 import signal
 
@@ -11,12 +10,11 @@ from sparring.framework import serial_pipeline
 from sparring.framework.run_setup import prepare_config
 from sparring.framework.serial_run import SerialRun
 from sparring.worker.background_evaluation import BackgroundEvaluationError
+from tests.scripts import load_script
 
 pytestmark = pytest.mark.slow  # every test trains a league with an evaluation child process
 
-_spec = importlib.util.spec_from_file_location('golden_runs', os.path.join(os.path.dirname(__file__), 'golden_runs.py'))
-golden_runs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(golden_runs)
+golden_runs = load_script('tests/framework/golden_runs.py', 'golden_runs')
 
 
 def in_background(config: dict) -> None:

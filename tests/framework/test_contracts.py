@@ -1,7 +1,5 @@
 """The typed contracts: a message body declared once (a TypedDict) gives the wire schema, and the commander
 answers exactly the requests the catalogue declares, from its handler table."""
-import importlib.util
-import os
 from typing import Annotated, Dict, List, NotRequired, Optional, TypedDict
 
 import pytest
@@ -10,11 +8,9 @@ from sparring.framework.commander import Commander
 from sparring.framework.protocol import PROTOCOL
 from sparring.worker.remote.schema import non_negative, schema_of
 from sparring.worker.remote.wire import MessageError
+from tests.scripts import load_script
 
-_spec = importlib.util.spec_from_file_location(
-    'commander_helpers', os.path.join(os.path.dirname(__file__), 'test_parallel_commander.py'))
-helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(helpers)
+helpers = load_script('tests/framework/test_parallel_commander.py', 'commander_helpers')
 
 
 class Offer(TypedDict):

@@ -3,7 +3,6 @@ a checkpoint, a parameter file or the league state raises StorageFailure (one li
 the space left), nothing that was not written is acknowledged, saved or marked committed, and once space is freed
 a resume continues with everything that was acknowledged."""
 import errno
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -19,11 +18,9 @@ from sparring.league.persistence import load_state, save_state
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.policy_pool import ParamStore
 from sparring.worker.run_files import StorageFailure
+from tests.scripts import load_script
 
-_spec = importlib.util.spec_from_file_location(
-    'compaction_helpers', os.path.join(os.path.dirname(__file__), 'test_journal_compaction.py'))
-compaction = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(compaction)
+compaction = load_script('tests/framework/test_journal_compaction.py', 'compaction_helpers')
 helpers, Run = compaction.helpers, compaction.Run
 Clock, req, report = helpers.Clock, helpers.req, helpers.report
 

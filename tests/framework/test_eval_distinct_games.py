@@ -2,7 +2,6 @@
 loop, from the background child, and from an evaluator worker through the ``eval_report`` message to the
 commander. The count lands in the evaluation's report (kept, and logged to TensorBoard as
 ``eval/<player>/vs_<opponent>/distinct_games``), and the log line names the opponents whose games repeated."""
-import importlib.util
 import os
 import re
 
@@ -18,11 +17,9 @@ from sparring.worker.remote.evaluator import EvaluatorWorker
 from sparring.worker.remote.schema import MAX_INT
 from sparring.worker.remote.wire import MessageError, Signer, decode, encode
 from sparring.worker.run_kind import run_kind
+from tests.scripts import load_script
 
-_spec = importlib.util.spec_from_file_location(
-    'commander_helpers', os.path.join(os.path.dirname(__file__), 'test_parallel_commander.py'))
-helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(helpers)
+helpers = load_script('tests/framework/test_parallel_commander.py', 'commander_helpers')
 
 GAMES = 12
 REPEATED = re.compile(r'^eval naive_sp_0 \(iteration \d+\): .* \(games repeated: (.*)\)$')

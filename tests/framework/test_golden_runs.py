@@ -38,20 +38,14 @@ CartPole's floats by 3.7e-5 only (its config record still fails). Across machine
 cannot be told from rounding; on one machine, ``benchmarks/golden.py`` records and compares every
 value bit for bit.
 """
-import importlib.util
-import os
 import types
 
 import numpy as np
 import pytest
+from tests.scripts import load_script
 
-_spec = importlib.util.spec_from_file_location('golden_runs', os.path.join(os.path.dirname(__file__), 'golden_runs.py'))
-golden_runs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(golden_runs)
-_spec = importlib.util.spec_from_file_location(
-    'golden_tool', os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, 'benchmarks', 'golden.py'))
-golden_tool = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(golden_tool)
+golden_runs = load_script('tests/framework/golden_runs.py', 'golden_runs')
+golden_tool = load_script('benchmarks/golden.py', 'golden_tool')
 
 FLOAT_TOLERANCE = 2e-4  # largest |now - recorded| / largest |recorded| per float array; see the module docstring
 

@@ -1,5 +1,4 @@
 """Parallel mode under abuse: lost chunks give their credit back, hostile headers are dropped, not fatal."""
-import importlib.util
 import json
 import os
 
@@ -9,13 +8,11 @@ import pytest
 from sparring.framework.commander import Commander
 from sparring.framework.messaging import decode
 from sparring.worker.remote.wire import MAGIC, MessageError, Signer
+from tests.scripts import load_script
 
 SECRET = b'a shared secret of at least 16 bytes'
 
-_spec = importlib.util.spec_from_file_location(
-    'commander_helpers', os.path.join(os.path.dirname(__file__), 'test_parallel_commander.py'))
-helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(helpers)
+helpers = load_script('tests/framework/test_parallel_commander.py', 'commander_helpers')
 Clock, join, publish, report, req, start = (helpers.Clock, helpers.join, helpers.publish, helpers.report,
                                             helpers.req, helpers.start)
 

@@ -1,6 +1,5 @@
 """The journal is recycled after snapshots: what a resume reads does not grow with the run, the files on the disk
 stay bounded, and a crash between any two steps of a save leaves a run that resumes to exactly the league it had."""
-import importlib.util
 import os
 
 import numpy as np
@@ -8,11 +7,9 @@ import pytest
 
 from sparring.framework.commander import Commander
 from sparring.framework.journal import JOURNAL_FILE, PREVIOUS_STATE_FILE, STATE_FILE, Journal, JournalDamaged
+from tests.scripts import load_script
 
-_spec = importlib.util.spec_from_file_location(
-    'commander_helpers', os.path.join(os.path.dirname(__file__), 'test_parallel_commander.py'))
-helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(helpers)
+helpers = load_script('tests/framework/test_parallel_commander.py', 'commander_helpers')
 Clock, join, publish, report, req = helpers.Clock, helpers.join, helpers.publish, helpers.report, helpers.req
 
 TINY_SEGMENT_MB = 1e-4  # about 100 bytes: every save seals the segment being written

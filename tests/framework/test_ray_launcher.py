@@ -1,6 +1,5 @@
 """Parallel mode on Ray: a league on a two-node local cluster, collectors on the second node, a collector actor
 killed and brought back by Ray, and every game counted once. Skipped without the ray extra."""
-import importlib.util
 import os
 
 import pytest
@@ -11,13 +10,11 @@ ray = pytest.importorskip('ray')
 from sparring.framework.parallel import ParallelRun  # noqa: E402
 from sparring.framework.run_setup import prepare_config  # noqa: E402
 from sparring.league import BaseLeague  # noqa: E402
+from tests.scripts import load_script  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.alone]  # a two-node Ray cluster
 
-_spec = importlib.util.spec_from_file_location('parallel_run_helpers',
-                                               os.path.join(os.path.dirname(__file__), 'test_parallel_run.py'))
-helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(helpers)
+helpers = load_script('tests/framework/test_parallel_run.py', 'parallel_run_helpers')
 
 
 @pytest.fixture

@@ -1,18 +1,15 @@
 """A parallel league whose player learns with two replicas: chunks go to both, and they stay identical."""
-import importlib.util
 import os
 import re
 
 import pytest
 
 from sparring.framework.parallel import parallel_pipeline
+from tests.scripts import load_script
 
 pytestmark = pytest.mark.slow  # parallel runs with replica learner processes
 
-_spec = importlib.util.spec_from_file_location('parallel_run_helpers',
-                                               os.path.join(os.path.dirname(__file__), 'test_parallel_run.py'))
-helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(helpers)
+helpers = load_script('tests/framework/test_parallel_run.py', 'parallel_run_helpers')
 
 
 def test_a_league_player_trains_with_two_replicas_that_stay_identical(tmp_path):

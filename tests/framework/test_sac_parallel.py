@@ -1,18 +1,14 @@
 """SAC in parallel mode: collectors stream chunks, the learner's replay buffer fills from them, and the run stops
 cleanly with every worker process gone."""
-import importlib.util
-import os
 
 import pytest
 
 from sparring.framework.parallel import parallel_pipeline
+from tests.scripts import load_script
 
 pytestmark = pytest.mark.slow  # a parallel run with real worker processes
 
-_spec = importlib.util.spec_from_file_location('parallel_run_helpers',
-                                               os.path.join(os.path.dirname(__file__), 'test_parallel_run.py'))
-helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(helpers)
+helpers = load_script('tests/framework/test_parallel_run.py', 'parallel_run_helpers')
 
 
 def test_a_two_process_sac_league_trains_and_stops_cleanly(tmp_path):

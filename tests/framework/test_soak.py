@@ -1,14 +1,10 @@
 """A short soak (benchmarks/soak.py): workers SIGKILLed in turn and a flood of forged messages, yet no game
 is lost or counted twice and collection never stands still for a worker timeout."""
-import importlib.util
-import os
 
 import pytest
+from tests.scripts import load_script
 
-_spec = importlib.util.spec_from_file_location(
-    'soak', os.path.join(os.path.dirname(__file__), '..', '..', 'benchmarks', 'soak.py'))
-soak = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(soak)
+soak = load_script('benchmarks/soak.py', 'soak')
 
 
 @pytest.mark.slow  # workers killed in turn for a while

@@ -14,6 +14,7 @@ from sparring.framework.protocol import PROTOCOL
 from sparring.worker.remote.transport import DataPuller, DataPusher, RequestClient, Server, send_frames
 from sparring.worker.remote.security import Security, ZapGuard, derived_curve_keys
 from sparring.worker.remote.wire import MessageError, RequestTimeout, Signer
+from tests.scripts import load_script
 
 SECRET = b'a shared secret of at least 16 bytes'
 pytestmark = pytest.mark.skipif(not zmq.has('curve'), reason='libzmq without CURVE')
@@ -216,14 +217,10 @@ def test_defect13_a_worker_refused_for_its_clock_says_how_far_off_the_commanders
 
 
 def test_defect13_the_commander_writes_the_clock_skew_line_to_its_log_file(tmp_path):
-    import importlib.util
     import os
     from sparring.framework.commander import Commander
     from sparring.worker.logger import RunLogger
-    spec = importlib.util.spec_from_file_location(
-        'commander_helpers', os.path.join(os.path.dirname(__file__), 'test_parallel_commander.py'))
-    helpers = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(helpers)
+    helpers = load_script('tests/framework/test_parallel_commander.py', 'commander_helpers')
     cfg = helpers._cfg(tmp_path)
     logger = RunLogger(cfg.exp_name, cfg.train.max_env_steps, False, False)
     commander = Commander(cfg, clock=helpers.Clock(), logger=logger)

@@ -2,7 +2,6 @@
 refused before anything is written, committed journal lines are durable and their loss is noticed, a spent budget
 ends a resumed run, a damaged snapshot is quarantined, a learner's fresh start says so, the CLI answers in one
 line, and links in the run directory are not followed. Each test is named after the defect it pins."""
-import importlib.util
 import os
 
 import numpy as np
@@ -15,11 +14,9 @@ from sparring.framework.commander import Commander
 from sparring.framework.parallel import parallel_pipeline
 from sparring.framework.run_setup import prepare_config
 from sparring.framework.serial import serial_pipeline
+from tests.scripts import load_script
 
-_spec = importlib.util.spec_from_file_location(
-    'commander_helpers', os.path.join(os.path.dirname(__file__), 'test_parallel_commander.py'))
-helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(helpers)
+helpers = load_script('tests/framework/test_parallel_commander.py', 'commander_helpers')
 Clock, join, publish, report, req, start = (helpers.Clock, helpers.join, helpers.publish, helpers.report,
                                             helpers.req, helpers.start)
 

@@ -1,16 +1,12 @@
 """The soak's audit (benchmarks/soak.py) after a snapshot was quarantined (issue #28's soak, cut-snapshot phase):
 games played against a stand-in for the quarantined snapshot are journaled but kept out of the payoff, and the
 audit counts them as such, not as games lost."""
-import importlib.util
-import os
 from types import SimpleNamespace
 
 from sparring.framework.journal import Journal
+from tests.scripts import load_script
 
-_spec = importlib.util.spec_from_file_location(
-    'soak', os.path.join(os.path.dirname(__file__), '..', '..', 'benchmarks', 'soak.py'))
-soak = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(soak)
+soak = load_script('benchmarks/soak.py', 'soak')
 
 
 class _League:

@@ -1,6 +1,5 @@
 """Trust boundaries on the wire (issue #28): what a holder of the secret, or a peer without it, can no longer
 do to a run. One regression test per defect, named ``test_defect<N>_...``."""
-import importlib.util
 import json
 import os
 import threading
@@ -15,13 +14,11 @@ from sparring.framework.protocol import PROTOCOL
 from sparring.worker.remote.transport import DataPuller, DataPusher, Server
 from sparring.worker.remote.security import Security
 from sparring.worker.remote.wire import MAGIC, MessageError, Signer, decode, encode, params_to_arrays
+from tests.scripts import load_script
 
 SECRET = b'a shared secret of at least 16 bytes'
 
-_spec = importlib.util.spec_from_file_location(
-    'commander_helpers', os.path.join(os.path.dirname(__file__), 'test_parallel_commander.py'))
-helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(helpers)
+helpers = load_script('tests/framework/test_parallel_commander.py', 'commander_helpers')
 join, publish, report, req, start = helpers.join, helpers.publish, helpers.report, helpers.req, helpers.start
 
 

@@ -1,7 +1,5 @@
 """The ready Pendulum SAC config builds and learns on the path the benchmark times (the hand-written gradients, which
 match autograd's step at its network shapes), and the benchmark scripts' config overrides and tuning summary."""
-import importlib.util
-import os
 
 import gymnasium as gym
 import numpy as np
@@ -12,8 +10,8 @@ from sparring.config import compile_config
 from sparring.config.schema import ConfigError
 from sparring.dizoo.classic_control.config.pendulum_sac import config as PENDULUM_SAC
 from sparring.policy.sac import SACPolicy
+from tests.scripts import load_script
 
-BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'benchmarks')
 OBS = gym.spaces.Box(-8.0, 8.0, (3,), np.float32)  # Pendulum-v1's spaces
 ACTION = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
 
@@ -23,10 +21,7 @@ pytestmark = pytest.mark.usefixtures('one_torch_thread')  # tests/conftest.py
 
 def _benchmark(name):
     """A script under benchmarks/ (not a package) loaded as a module."""
-    spec = importlib.util.spec_from_file_location(f'bench_{name}', os.path.join(BENCHMARKS, f'{name}.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f'benchmarks/{name}.py', f'bench_{name}')
 
 
 def _ready_policy(tmp_path, seed=0):
