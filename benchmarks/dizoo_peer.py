@@ -20,6 +20,9 @@ Writes ``benchmarks/results/dizoo_peer.json``.
 
     python benchmarks/dizoo_peer.py --setup              # once: the venv (minutes; DI-engine's packages)
     python benchmarks/dizoo_peer.py [--seeds 0 1 2] [--env-steps 300000] [--seconds 90] [--sections demo bookkeeping]
+
+``--smoke``: both sections on one seed with tiny budgets, written to a temporary folder; without the DI-engine venv
+it runs sparring's side alone and says so in one line.
 """
 from __future__ import annotations
 
@@ -36,6 +39,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from results_file import add_smoke, apply_smoke, cpu_model, merge_results  # noqa: E402
 DEFAULT_VENV = '/tmp/sparring-ding-venv'
 DING_VERSION = '0.5.3'
 # The demo's main player snapshots after 200 learner iterations of 3 per collect of 128 games: about 8,500 env
@@ -59,6 +64,15 @@ def setup(venv: str) -> None:
 
 
 # -- the peer's runs, in its venv ----------------------------------------------------------------------------------
+def ding_missing(venv: str) -> bool:
+    """Whether DI-engine's venv is absent; if so, one line says that DI-engine's side is skipped."""
+    if os.path.exists(venv_python(venv)):
+        return False
+    print(f"DI-engine's side skipped: no DI-engine venv at {venv} (python benchmarks/dizoo_peer.py --setup makes it)",
+          flush=True)
+    return True
+
+
 def run_ding(venv: str, args: list, timeout: float) -> dict:
     """``dizoo_peer_ding.py`` with ``args`` in DI-engine's venv; the JSON it prints."""
     python = venv_python(venv)
@@ -177,9 +191,12 @@ def summarise(run: dict) -> dict:
 def demo_section(args) -> dict:
     workdir = tempfile.mkdtemp(prefix='dizoo_peer_')
     runs: dict = {'ding_demo': [], 'sparring_demo_roles': [], 'sparring_ready': []}
+    if args.without_ding:
+        del runs['ding_demo']
     for seed in args.seeds:  # interleaved: each seed runs all three before the next
-        runs['ding_demo'].append(summarise(run_ding(args.venv, ['demo', seed, args.env_steps, args.seconds],
-                                                    timeout=args.seconds * 3 + 300)))
+        if not args.without_ding:
+            runs['ding_demo'].append(summarise(run_ding(args.venv, ['demo', seed, args.env_steps, args.seconds],
+                                                        timeout=args.seconds * 3 + 300)))
         for league in ('demo_roles', 'ready'):
             runs[f'sparring_{league}'].append(summarise(run_sparring(league, workdir, seed, args.env_steps,
                                                                      args.seconds)))
@@ -191,7 +208,7 @@ def demo_section(args) -> dict:
                   f'{r["last_fifth_mean"]["exploitability"]:.3f}; within {CLOSE} first at {r["first_within"]}',
                   flush=True)
     # sparring's figures at the env steps DI-engine's run of the same seed reached in its wall budget.
-    for i, ding_run in enumerate(runs['ding_demo']):
+    for i, ding_run in enumerate(runs.get('ding_demo', [])):
         for name in ('sparring_demo_roles', 'sparring_ready'):
             run = runs[name][i]
             earlier = [p for p in run['points_all'] if p['env_steps'] <= ding_run['env_steps']]
@@ -225,10 +242,10 @@ def demo_section(args) -> dict:
 def bookkeeping_section(args) -> dict:
     """The league's bookkeeping with ``--historical`` snapshots of the main player, in both libraries: DI-engine's
     demo league and sparring's AlphaStar league with the demo's roster."""
-    sys.path.insert(0, HERE)
     from league_ops import rate
     from sparring.league import AlphaStarLeague
-    ding = run_ding(args.venv, ['bookkeeping', args.historical, args.calls], timeout=1800)
+    ding = None if args.without_ding else run_ding(args.venv, ['bookkeeping', args.historical, args.calls],
+                                                      timeout=1800)
     out: dict = dict(ding=ding)
     for rating, label in (('elo', 'payoff_and_elo'), ('none', 'payoff_only'), ('trueskill', 'payoff_elo_trueskill')):
         ratings = dict(elo=dict(enabled=rating != 'none'), trueskill=dict(enabled=rating == 'trueskill'))
@@ -256,6 +273,9 @@ def bookkeeping_section(args) -> dict:
                                                                        range(max(args.calls // 10, 10)), 3)['best']
             out['sparring_build_seconds'] = round(build, 2)
             out['sparring_historical_players'] = len(league.historical_players)
+    if ding is None:
+        print(f'bookkeeping, {args.historical} snapshots: {json.dumps(out)}', flush=True)
+        return out
     ding_finish, ours = ding['finish_job_1_game_per_second'], out['sparring_finish_job_1_game_payoff_only_per_second']
     out['ratios'] = dict(finish_job_payoff_only=round(ours / ding_finish, 1),
                          finish_job_with_trueskill=round(out['sparring_finish_job_1_game_payoff_elo_trueskill_per_second']
@@ -276,12 +296,14 @@ def main() -> None:
     parser.add_argument('--seconds', type=float, default=90.0, help='wall seconds of each run at most')
     parser.add_argument('--historical', type=int, default=1000)
     parser.add_argument('--calls', type=int, default=20_000)
-    args = parser.parse_args()
+    add_smoke(parser)
+    args = apply_smoke(parser.parse_args(), seeds=[0], env_steps=4096, seconds=10.0, historical=20, calls=200)
     if args.setup:
         setup(args.venv)
         return
-    sys.path.insert(0, HERE)
-    from results_file import cpu_model, merge_results
+    args.without_ding = ding_missing(args.venv)
+    if args.without_ding and not args.smoke:
+        parser.error(f'needs DI-engine in a venv of its own at {args.venv}: run with --setup first')
     sections = dict(demo=demo_section, bookkeeping=bookkeeping_section)
     for name in args.sections:  # each section a record of its own (a later run of one keeps the other's)
         machine = dict(cpu_model=cpu_model(), cpu_count=os.cpu_count(), python=platform.python_version(),

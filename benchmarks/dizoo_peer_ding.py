@@ -9,7 +9,8 @@
   second of ``finish_job`` (the payoff update; with and without its TrueSkill update) and of ``get_job_info`` for
   the main player (its PFSP and self-play branches over the snapshots).
 
-Prints one line ``DING_RESULT <json>``.
+Prints one line ``DING_RESULT <json>``. ``--smoke``: the bookkeeping with 5 snapshots and 50 calls; under a Python
+without DI-engine (sparring's own venv, CI) it says in one line that DI-engine's side is skipped.
 """
 import json
 import os
@@ -119,7 +120,17 @@ def bookkeeping(historical: int, calls: int) -> dict:
 
 
 if __name__ == '__main__':
-    kind = sys.argv[1]
+    kind = sys.argv[1] if len(sys.argv) > 1 else ''
+    if kind == '--smoke':
+        import importlib.util
+        if importlib.util.find_spec('ding') is None:
+            print("DI-engine's side skipped: ding is not installed in this Python (python benchmarks/dizoo_peer.py "
+                  "--setup makes a venv with it)")
+            sys.exit(0)
+        kind, sys.argv[2:] = 'bookkeeping', ['5', '50']
+    if kind not in ('demo', 'bookkeeping'):
+        sys.exit(f'dizoo_peer_ding.py: expected demo SEED ENV_STEPS SECONDS, bookkeeping HISTORICAL CALLS or --smoke, '
+                 f'got {sys.argv[1:]}')
     if kind == 'demo':
         result = demo(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
     else:

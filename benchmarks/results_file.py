@@ -104,6 +104,17 @@ def apply_smoke(args, **small):
     return args
 
 
+def peer_missing(module: str, peer: str, how: str) -> bool:
+    """Whether the peer library a side-by-side script compares with (``module``, e.g. ``stable_baselines3``) cannot
+    be imported here; if so, one line says that the ``peer``'s side is skipped and ``how`` to install it. A smoke run
+    then runs sparring's side alone, so CI (which installs no peer) still runs every script."""
+    import importlib.util
+    if importlib.util.find_spec(module) is not None:
+        return False
+    print(f"{peer}'s side skipped: {module} is not installed ({how})", flush=True)
+    return True
+
+
 def smoke_config(config: dict, env_steps: int = 256) -> dict:
     """A copy of a run's config cut to a smoke run: ``env_steps`` of training, two evaluation episodes."""
     import copy

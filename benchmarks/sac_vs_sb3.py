@@ -26,6 +26,8 @@ Each kind of run is stored under its own key (``--results-key``; by default ``pe
 
 Hyperparameters are never tuned on the reported seeds (100-102); tune on 0-2. Writes
 ``benchmarks/results/sac_vs_sb3.json`` (through ``results_file``) with the CPU model and the load.
+``--smoke``: one seed of 400 env steps, written to a temporary folder; without SB3 installed it runs sparring's
+side alone and says so in one line.
 """
 from __future__ import annotations
 
@@ -35,10 +37,13 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from results_file import add_smoke, apply_smoke, cpu_model, merge_results, peer_missing  # noqa: E402
 TARGET = -200.0
 EVAL_EPISODES = 8
 SB3_PENDULUM = dict(learning_rate=1e-3)  # rl-zoo sac.yml, Pendulum-v1 (the rest: SB3's defaults)
@@ -227,11 +232,12 @@ def stored_sb3_runs(key: str, task: str, args) -> dict:
     return {int(seed): runs['sb3'] for seed, runs in stored[task]['per_seed'].items()}
 
 
-def side_by_side(task: str, args, workdir: str) -> dict:
+def side_by_side(task: str, args, workdir: str, libraries=('sparring', 'sb3')) -> dict:
+    """Each seed's runs of ``libraries`` (the order alternating by seed) and, with both, their summary."""
     per_seed = {}
     reused = stored_sb3_runs(args.reuse_sb3, task, args) if args.reuse_sb3 else {}
     for i, seed in enumerate(args.seeds):
-        order = ('sparring', 'sb3') if i % 2 == 0 else ('sb3', 'sparring')
+        order = tuple(libraries) if i % 2 == 0 else tuple(reversed(libraries))
         per_seed[seed] = {library: reused[seed] if library == 'sb3' and seed in reused
                           else run_child(library, task, seed, args, workdir) for library in order}
         print(f'{task} seed {seed}: ' + '  '.join(
@@ -239,7 +245,7 @@ def side_by_side(task: str, args, workdir: str) -> dict:
             f'({_num(r["target_cpu_seconds"])} CPU s), final {r["final_eval"]:.0f} '
             f'at {r["env_steps"]}, {r["steps_per_second"]:.1f} steps/s (load {r["load_before"][0]})'
             for lib, r in per_seed[seed].items()), flush=True)
-    return dict(per_seed=per_seed, **summary(per_seed))
+    return dict(per_seed=per_seed, **(summary(per_seed) if 'sb3' in libraries else {}))
 
 
 def _num(x) -> str:
@@ -296,8 +302,10 @@ def main() -> None:
                         help="take SB3's figures from the run stored under KEY (same seeds, steps and evaluations) "
                              'instead of running SB3 again: its code did not change; a returns run only, never a '
                              'timing one (the two sides would not share the machine\'s load)')
+    add_smoke(parser)
     parser.add_argument('--child', nargs=7, metavar=('LIB', 'TASK', 'SEED', 'STEPS', 'EVAL_EVERY', 'STOP', 'DIR'))
-    args = parser.parse_args()
+    args = apply_smoke(parser.parse_args(), seeds=[0], steps=400, eval_every=200, mujoco=False, stop_at_target=False,
+                       reuse_sb3=None, results_key='smoke', workdir=tempfile.mkdtemp(prefix='sac_vs_sb3_smoke_'))
     if args.child:
         lib, task, seed, steps, eval_every, stop, workdir = args.child
         print(json.dumps(child(lib, task, int(seed), int(steps), int(eval_every), bool(int(stop)), workdir, args.set)))
@@ -307,17 +315,21 @@ def main() -> None:
     from sparring.config.compile import parse_override
     for text in args.set:  # a malformed override fails here, not in the first child
         parse_override(text)
-    sys.path.insert(0, HERE)
-    from results_file import cpu_model, merge_results
+    libraries = ('sparring', 'sb3')
+    if peer_missing('stable_baselines3', 'SB3', "pip install -e '.[bench]'"):
+        if not args.smoke:
+            parser.error("needs Stable-Baselines3 for its side: pip install -e '.[bench]'")
+        libraries = ('sparring',)
     started, load_start = time.time(), load()
     results = dict(cpu=cpu_model(), cores=os.cpu_count(), torch_threads=1, load_start=load_start,
                    seeds=args.seeds, steps=args.steps, eval_every=args.eval_every, stop_at_target=args.stop_at_target,
                    sparring_overrides=args.set, sb3_reused_from=args.reuse_sb3)
     if not args.no_pendulum:
-        results.update(sb3_pendulum=SB3_PENDULUM, pendulum=side_by_side('pendulum', args, args.workdir))
+        results.update(sb3_pendulum=SB3_PENDULUM, pendulum=side_by_side('pendulum', args, args.workdir, libraries))
     if args.mujoco:
         results.update(sb3_hopper=SB3_HOPPER, mujoco_steps=args.mujoco_steps,
-                       mujoco_eval_every=args.mujoco_eval_every, hopper=side_by_side('hopper', args, args.workdir))
+                       mujoco_eval_every=args.mujoco_eval_every,
+                       hopper=side_by_side('hopper', args, args.workdir, libraries))
     results.update(load_end=load(), wall_seconds=time.time() - started)
     for task in ('pendulum', 'hopper'):
         if task in results:

@@ -12,11 +12,14 @@ batch (the first update is a warm-up), and the figure is epochs x batch / median
   (``trunk_precision='bfloat16'``).
 
     .venv/bin/python benchmarks/update_throughput.py LIBRARY:NETWORK [THREADS]   # one line of JSON
-Run by ``vs_sb3.py``; each measurement is a fresh process.
+Run by ``vs_sb3.py``; each measurement is a fresh process. ``--smoke``: every library on both networks, one timed
+update each, in this process (SB3's side skipped, in one line, where it is not installed); it writes no record.
 """
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -156,5 +159,34 @@ def compare_updates(run_in_child, threads=(1,)) -> dict:
     return results
 
 
+def smoke() -> None:
+    """Each library's update on each network once (after its warm-up), here; SB3's only where it is installed."""
+    global REPEATS
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from results_file import peer_missing
+    REPEATS = 1
+    libraries = ['sparring', 'sparring_bf16']
+    if not peer_missing('stable_baselines3', 'SB3', "pip install -e '.[bench]'"):
+        libraries.append('sb3')
+    for network in NETWORKS:
+        for library in libraries:
+            if library != 'sparring_bf16' or network == 'connect_four':
+                print(json.dumps(dict(measure(f'{library}:{network}'), name=f'{library}:{network}')), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('name', nargs='?', metavar='LIBRARY:NETWORK',
+                        help=f'sparring, sparring_bf16 or sb3, then one of {", ".join(NETWORKS)}')
+    parser.add_argument('threads', nargs='?', type=int, default=1)
+    parser.add_argument('--smoke', action='store_true', help='each library on each network once, in seconds')
+    args = parser.parse_args()
+    if args.smoke:
+        return smoke()
+    if args.name is None or args.name.count(':') != 1 or args.name.split(':')[1] not in NETWORKS:
+        parser.error(f'expected LIBRARY:NETWORK (e.g. sparring:cartpole), got {args.name!r}')
+    print(json.dumps(measure(args.name, args.threads)))
+
+
 if __name__ == '__main__':
-    print(json.dumps(measure(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1)))
+    main()
