@@ -66,8 +66,9 @@ class ChunkField:
     def describe(self, lead: str) -> str:
         return f'{self.dtype} [{", ".join([lead, "B", *map(str, self.shape)])}]'
 
-    def check(self, array, rows: Optional[int], columns: int, where: str) -> None:
-        """Raise ChunkError unless ``array`` is this field with ``rows`` leading rows (None: any) of ``columns``."""
+    def check(self, array, rows: Optional[int], columns: int, where: str, values: bool = True) -> None:
+        """Raise ChunkError unless ``array`` is this field with ``rows`` leading rows (None: any) of ``columns``;
+        ``values`` False checks the layout only (dtype and shape), not what the array holds."""
         lead = 'T' if self.per == PER_STEP else 'W'
         if not isinstance(array, np.ndarray):
             raise ChunkError(f'{where}: field {self.name!r} must be a numpy array {self.describe(lead)}, got '
@@ -78,6 +79,8 @@ class ChunkField:
                 or (rows is not None and array.shape[0] != rows):
             expected = self.describe(lead).replace('B', str(columns)).replace(lead, str(rows) if rows else lead, 1)
             raise ChunkError(f'{where}: field {self.name!r} must be {expected}, got shape {list(array.shape)}')
+        if not values:
+            return
         if self.finite and array.dtype.kind == 'f' and array.size and not np.isfinite(array).all():
             raise ChunkError(f'{where}: field {self.name!r} must hold finite values, got NaN or infinity')
         if self.bounds is not None and array.size:
@@ -180,8 +183,9 @@ class ChunkSpec:
         """An upper bound on the bytes of one column of one step (a window's arrays counted at every step)."""
         return sum(f.column_bytes for f in self.fields)
 
-    def validate(self, data: Mapping[str, object], where: str = 'chunk') -> None:
-        """Raise :class:`ChunkError` (one line) unless ``data`` holds exactly fields of this spec, each right."""
+    def validate(self, data: Mapping[str, object], where: str = 'chunk', values: bool = True) -> None:
+        """Raise :class:`ChunkError` (one line) unless ``data`` holds exactly fields of this spec, each right;
+        ``values`` False checks names, dtypes and shapes only (the wire's check, before the data is read)."""
         unknown = sorted(set(data) - set(self.names))
         if unknown:
             raise ChunkError(f'{where}: unexpected field {unknown[0]!r}; this policy\'s chunks hold {list(self.names)}')
@@ -202,7 +206,7 @@ class ChunkSpec:
             windows = steps // self.window_len
         for f in self.fields:
             if f.name in data:
-                f.check(data[f.name], steps if f.per == PER_STEP else windows, columns, where)
+                f.check(data[f.name], steps if f.per == PER_STEP else windows, columns, where, values)
         if windows is None:  # window fields without a window length: they must agree and divide T
             counts = {cast(np.ndarray, data[f.name]).shape[0] for f in self.fields if f.per == PER_WINDOW and f.name in data}
             if len(counts) > 1 or any(n < 1 or steps % n for n in counts):

@@ -10,6 +10,7 @@ and checkpoints; a restarted learner continues from its last checkpoint.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import time
@@ -26,9 +27,9 @@ from sparring.worker.learner import Learner
 from sparring.worker.logger import RunLogger
 from sparring.worker.remote.base import Worker
 from sparring.worker.remote.replicas import ReplicaGroup
-from sparring.worker.remote.schema import MAX_ABS_VALUE
+from sparring.worker.remote.schema import MAX_ABS_VALUE, ChunkSchema
 from sparring.worker.remote.transport import DataPuller, SMALL_HEADER_BYTES, advertised_address
-from sparring.worker.remote.security import check_bind
+from sparring.worker.remote.security import Security, check_bind
 from sparring.worker.remote.wire import arrays_to_params, params_to_arrays
 from sparring.worker.run_kind import is_league_run
 
@@ -51,7 +52,8 @@ class LearnerWorker(Worker):
         self.learner = Learner(self.policy, max(1, self.cfg.train.max_env_steps // len(self.player_ids)),
                                battle=is_league_run(self.cfg))
         # What a peer without the secret can make this socket hold: a few chunks of this run's size, no more.
-        self.puller = DataPuller(self.context, host, self.security, name=f'{self.worker_id} data',
+        self.puller = DataPuller(self.context, host, chunk_security(self.security, self.learner.spec),
+                                 name=f'{self.worker_id} data',
                                  queue=self.par.learner_queue, max_header_bytes=SMALL_HEADER_BYTES,
                                  max_message_bytes=min(self.par.max_message_mb << 20,
                                                        chunk_bytes_limit(self.cfg, self.learner.spec)))
@@ -374,6 +376,12 @@ def chunk_bytes_limit(cfg, spec: ChunkSpec) -> int:
     steps = cfg.parallel.chunk_len or cfg.policy.collect.n_steps
     columns = cfg.env.collector_env_num * 2 * int(cfg.env.get('team_size', 1))
     return int(4 * steps * columns * spec.column_step_bytes()) + (1 << 20)
+
+
+def chunk_security(security: Security, spec: ChunkSpec) -> Security:
+    """``security`` whose ``chunk`` messages must fit ``spec`` field by field (:class:`ChunkSchema`)."""
+    return dataclasses.replace(security, protocol=dict(security.schemas, chunk=ChunkSchema(security.schemas['chunk'],
+                                                                                           spec)))
 
 
 def check_magnitudes(data: Dict[str, np.ndarray]) -> None:

@@ -3,7 +3,8 @@
 A body is declared once, as a ``TypedDict`` (what the code that reads it is type-checked against), and
 :func:`schema_of` derives the :class:`Schema` that checks it on the wire: a key's type gives the accepted
 types (``Optional[...]`` adds null, ``List[X]`` checks its items), ``NotRequired[...]`` makes it optional and
-``Annotated[T, check]`` adds a check. A protocol is a mapping from message kind to :class:`Schema`; :func:`~sparring.worker.remote.wire.decode`
+``Annotated[T, check]`` adds a check. A learner's ``chunk`` messages are checked by :class:`ChunkSchema`, built
+from its policy's chunk spec. A protocol is a mapping from message kind to :class:`Schema`; :func:`~sparring.worker.remote.wire.decode`
 refuses a message whose body or arrays do not fit its kind's schema. Every number in a body is bounded:
 integers (fields and list items) by :data:`MAX_INT`, so no count, step or version a peer sends can overflow
 a sum, an int64 or a TensorBoard step later; floats are finite (the JSON parser refuses the rest).
@@ -17,6 +18,7 @@ from typing import Any, Callable, Mapping, Optional, Tuple
 
 import numpy as np
 
+from sparring.policy.chunk_spec import ChunkError, ChunkSpec
 from sparring.worker.remote.wire import MessageError, short
 
 # Integers in a body stay within +-2**53: exact as floats, and a run's sums of them stay far from int64's end.
@@ -88,6 +90,24 @@ class Schema:
                 expected = sorted(set(self.array_names) | set(self.required_arrays))
                 raise MessageError('schema', f'{kind!r} message: unexpected arrays {extra}; '
                                              f'expected {expected or "none"}')
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkSchema:
+    """The ``chunk`` message as one learner takes it: the catalogue's schema of its body and common arrays, and the
+    arrays its policy's chunk spec names, each of the spec's dtype and shape (:meth:`ChunkSpec.validate` without
+    reading the values, which the learner checks). A chunk with a field the spec does not name, of another dtype or
+    shape, or lacking a required one is refused at the socket, counted as ``schema``; the socket's byte bound
+    (:func:`~sparring.worker.remote.learner.chunk_bytes_limit`) comes from the same spec."""
+    base: Schema
+    spec: ChunkSpec
+
+    def validate(self, kind: str, body: Any, arrays: Mapping[str, np.ndarray]) -> None:
+        self.base.validate(kind, body, arrays)
+        try:
+            self.spec.validate(arrays, where=f'{kind!r} message', values=False)
+        except ChunkError as err:
+            raise MessageError('schema', str(err)) from None
 
 
 def schema_of(body: type, required_arrays: Tuple[str, ...] = (), array_names: Optional[Tuple[str, ...]] = ()) -> Schema:
