@@ -40,6 +40,10 @@ creates every kind of ``active_players`` once per category, with ids ``<type>_<c
 category, the default, ids stay ``<type>_<i>``); snapshots keep their parent's category, and
 :meth:`BaseLeague.category_payoff` gives the win rates between categories.
 
+Games of three or more seats (``seats=S``): a job names the home player and one opponent per other seat, each
+drawn by the player's branches, and a result is one ranking per episode (:mod:`sparring.league.multiseat`: the
+payoff and Elo take its pairwise games, TrueSkill rates the ranking). ``seats=2``, the default, is the above.
+
 A league is built from its config section (compiled or partial: missing keys take the
 defaults), e.g. ``OneVsOneLeague(dict(active_players=dict(naive_sp=2)))``, or by name with
 :func:`build_league`. ``state_dict()`` / ``load_state_dict()`` and ``save(path)`` /
@@ -66,7 +70,8 @@ from sparring.league.errors import LeagueError
 from sparring.league.outcome import REVERSED_CODE
 from sparring.league.payoff import BattleSharedPayoff
 from sparring.league.job_protocol import (JobInfo, PlayerProgress, SnapshotVerdict, check_player_info, no_snapshot,
-                                          parse_job_result)
+                                          parse_job_result, parse_ranked_job_result)
+from sparring.league.multiseat import draw_opponents, first_seats, pairwise_games
 from sparring.league.league_state import LeagueStateMixin
 from sparring.league.player import DEFAULT_CATEGORY, ActivePlayer, HistoricalPlayer, Player, ReferencePlayer
 from sparring.league.rating import LeagueRatings
@@ -137,6 +142,7 @@ class BaseLeague(LeagueStateMixin):
             model={},  # model config recorded with each player
             initial_snapshots=True,  # freeze each player's initial parameters as its first snapshot
             episode_num=1,  # episodes per job, passed on in the job info
+            seats=2,  # seats of a game: 3 or more draws a tuple of opponents per job and takes rankings as results
             payoff=dict(
                 decay=0.99,  # every game of a pair multiplies the pair's earlier counts by this, so old games fade
                 min_win_rate_games=8.0,  # below this many (decayed) games a pair's win rate reads 0.5, unknown
@@ -165,6 +171,7 @@ class BaseLeague(LeagueStateMixin):
     config_constraints = {
         'seed': in_range(0, 2 ** 32 - 1),
         'episode_num': in_range(1, None),
+        'seats': in_range(2, None),
         'payoff.decay': in_range(0.0, 1.0, open_lo=True),
         'payoff.min_win_rate_games': in_range(0.0, None),
         'rating.elo.k': in_range(0.0, None, open_lo=True),
@@ -383,6 +390,8 @@ class BaseLeague(LeagueStateMixin):
             return job
 
     def _get_job_info(self, player: ActivePlayer, eval_flag: bool) -> JobInfo:
+        if self.cfg.seats > 2:
+            return self._get_multiseat_job_info(player, eval_flag)
         opponent: Player
         if eval_flag:
             opponent, branch = self._eval_opponent(player), 'eval'
@@ -391,6 +400,21 @@ class BaseLeague(LeagueStateMixin):
         return JobInfo(job_id=self._job_count, launch_player=player.player_id,
                        player_ids=[player.player_id, opponent.player_id], branch=branch, eval_flag=eval_flag,
                        episode_num=self.cfg.episode_num, players=[player.info(), opponent.info()])
+
+    def _get_multiseat_job_info(self, player: ActivePlayer, eval_flag: bool) -> JobInfo:
+        """A job of ``seats`` players (see :mod:`sparring.league.multiseat`): the player and a tuple of opponents,
+        reference players in turn for an evaluation."""
+        count = self.cfg.seats - 1
+        if eval_flag:
+            opponents: List[Player] = [self._eval_opponent(player) for _ in range(count)]
+            branches = ['eval'] * count
+        else:
+            opponents, branches = draw_opponents(player, count)
+        players = [player] + opponents
+        return JobInfo(job_id=self._job_count, launch_player=player.player_id,
+                       player_ids=[p.player_id for p in players], branch='eval' if eval_flag else '+'.join(branches),
+                       eval_flag=eval_flag, episode_num=self.cfg.episode_num, players=[p.info() for p in players],
+                       branches=branches)
 
     def _eval_opponent(self, player: ActivePlayer) -> ReferencePlayer:
         """Reference players in turn, so every evaluation covers all of them equally."""
@@ -407,10 +431,34 @@ class BaseLeague(LeagueStateMixin):
         return [p.info() for p in self.roster.reference().players]
 
     def finish_job(self, job_result: dict) -> None:
-        """Record a finished job's games; see the module docstring for ``job_result``."""
+        """Record a finished job's games; see the module docstring for ``job_result`` (and
+        :mod:`sparring.league.multiseat` for a league of three or more seats)."""
         with self._lock:
+            if self.cfg.seats > 2:
+                players, ranks, teams = parse_ranked_job_result(job_result, self.roster, self.cfg.seats)
+                self._record_rankings(players, ranks, teams)
+                return
             home, away, codes = self._parse_job_result(job_result)
             self._record_games(home, away, codes)
+
+    def _record_rankings(self, players: List[Player], ranks: np.ndarray, teams: Optional[np.ndarray]) -> None:
+        """Rankings of S-seat games: their pairwise games in the payoff, Elo and the players' hooks; TrueSkill
+        rates each ranking (see :mod:`sparring.league.multiseat`)."""
+        pairs = pairwise_games([p.index for p in players], ranks, teams)
+        by_index = {p.index: p for p in players}
+        for (home, away), codes in pairs.items():
+            self.payoff.record_codes(home, away, codes)
+            for player, opponent, seen in ((by_index[home], by_index[away], codes),
+                                           (by_index[away], by_index[home], [REVERSED_CODE[c] for c in codes])):
+                if player.kind == 'active':
+                    cast(ActivePlayer, player).on_game_result(opponent, seen)
+        for player in {p.index: p for p in players if p.kind == 'active'}.values():
+            if sum(p is player for p in players) > 1:
+                cast(ActivePlayer, player).self_play_games += len(ranks)
+        rated = first_seats([p.player_id for p in players])
+        self.ratings.update_rankings({(by_index[h].player_id, by_index[a].player_id): c for (h, a), c in pairs.items()},
+                                     [players[k].player_id for k in rated], ranks[:, rated],
+                                     None if teams is None else teams[rated])
 
     def _parse_job_result(self, job_result):
         return parse_job_result(job_result, self.roster)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from typing import Any, Callable, List, NotRequired, Optional, Tuple, TypedDict
+from typing import Any, Callable, List, NotRequired, Optional, Tuple, TypedDict, cast
 
 import numpy as np
 
 from sparring.league.errors import LeagueError
+from sparring.league.multiseat import RANK_EXAMPLE, parse_rankings, parse_teams
 from sparring.league.outcome import parse_outcomes
 from sparring.league.player import ActivePlayer, Player, PlayerInfo
 
@@ -25,11 +26,13 @@ class JobInfo(TypedDict):
     """One job: who plays whom (``get_job_info``)."""
     job_id: int
     launch_player: str  # the active player the job is for: the home player
-    player_ids: List[str]  # [home, away]
-    branch: str  # the opponent rule that chose the away player ('eval' for an evaluation job)
+    player_ids: List[str]  # [home, away]; with S seats [home, one opponent per other seat]
+    branch: str  # the opponent rule that chose the away player ('eval' for an evaluation job); with S seats
+    # the rules of every opponent joined by '+'
     eval_flag: bool
     episode_num: int
-    players: List[PlayerInfo]  # [home, away]
+    players: List[PlayerInfo]  # [home, away]; with S seats, one per player id
+    branches: NotRequired[List[str]]  # with S seats: the rule that chose each opponent, in order
 
 
 class SnapshotVerdict(TypedDict):
@@ -66,30 +69,50 @@ def no_snapshot(player_id: str) -> SnapshotVerdict:
 
 
 # A job result is the job info get_job_info returned plus its ``result`` (as DI-engine's commander sends it).
-JOB_INFO_KEYS = frozenset({'job_id', 'launch_player', 'player_ids', 'branch', 'eval_flag', 'episode_num', 'players'})
-JOB_RESULT_KEYS = JOB_INFO_KEYS | {'result', 'info'}
+JOB_INFO_KEYS = frozenset({'job_id', 'launch_player', 'player_ids', 'branch', 'eval_flag', 'episode_num', 'players',
+                           'branches'})
+JOB_RESULT_KEYS = JOB_INFO_KEYS | {'result', 'info', 'teams'}
 PLAYER_INFO_KEYS = frozenset({'player_id', 'train_iteration', 'agent_steps', 'param_ref', 'model'})
 
 
 def parse_job_result(job_result, roster) -> Tuple[Player, Player, List[int]]:
-    """(home, away, outcome codes) of a ``finish_job`` argument, or a :class:`LeagueError` naming what is wrong."""
+    """(home, away, outcome codes) of a two-seat ``finish_job`` argument, or a :class:`LeagueError` naming what is
+    wrong."""
+    home, away = _players_of(job_result, roster, 2, '[home_id, away_id]')
+    if 'result' not in job_result:
+        raise LeagueError('finish_job: missing "result", the list of outcomes from the home player\'s view')
+    if 'teams' in job_result:
+        raise LeagueError(f'finish_job: "teams" is for games of three or more seats; a two-seat result names '
+                          f'its outcomes from the home player\'s view, got teams={job_result["teams"]!r}')
+    return home, away, parse_outcomes(job_result['result'], 'finish_job result')
+
+
+def parse_ranked_job_result(job_result, roster, seats: int) -> Tuple[List[Player], np.ndarray, Optional[np.ndarray]]:
+    """(players, ranks ``[E, S]``, team indices ``[S]`` or None) of an S-seat ``finish_job`` argument (see
+    :mod:`sparring.league.multiseat`), or a :class:`LeagueError` naming what is wrong."""
+    players = _players_of(job_result, roster, seats, f'[home_id, ...] ({seats} ids, one per seat)')
+    if 'result' not in job_result:
+        raise LeagueError(f'finish_job: missing "result", one ranking per episode with a rank per player id, '
+                          f'e.g. {RANK_EXAMPLE}')
+    teams = parse_teams(job_result.get('teams'), seats)
+    return players, parse_rankings(job_result['result'], seats, teams), teams
+
+
+def _players_of(job_result, roster, count: int, shape: str) -> List[Player]:
+    """The players a job result names (``count`` of them), once its keys and echoes are checked."""
     if not isinstance(job_result, dict):
         raise LeagueError(f'finish_job: expected a dict with player_ids and result, got '
                           f'{type(job_result).__name__} {job_result!r}')
     if not JOB_RESULT_KEYS.issuperset(job_result):
         raise LeagueError(unknown_keys_message('finish_job', job_result, JOB_RESULT_KEYS))
     ids = job_result.get('player_ids')
-    if not isinstance(ids, (list, tuple)) or len(ids) != 2:
-        raise LeagueError(f'finish_job: "player_ids" must be [home_id, away_id], got {ids!r}')
+    if not isinstance(ids, (list, tuple)) or len(ids) != count:
+        raise LeagueError(f'finish_job: "player_ids" must be {shape}, got {ids!r}')
     by_id = roster.by_id
-    home = by_id.get(ids[0]) if isinstance(ids[0], str) else None
-    away = by_id.get(ids[1]) if isinstance(ids[1], str) else None
-    if home is None or away is None:
-        roster.get(ids[0] if home is None else ids[1], 'finish_job player_ids')  # raises, naming it
-    assert home is not None and away is not None  # for the type checker: roster.get raised otherwise
-    if 'result' not in job_result:
-        raise LeagueError('finish_job: missing "result", the list of outcomes from the home player\'s view')
-    codes = parse_outcomes(job_result['result'], 'finish_job result')
+    players = [by_id.get(pid) if isinstance(pid, str) else None for pid in ids]
+    for pid, player in zip(ids, players):
+        if player is None:
+            roster.get(pid, 'finish_job player_ids')  # raises, naming it
     launch = job_result.get('launch_player')
     if launch is not None and launch not in ids:
         raise LeagueError(f'finish_job: launch_player {launch!r} is not one of player_ids {list(ids)}')
@@ -99,8 +122,8 @@ def parse_job_result(job_result, roster) -> Tuple[Player, Player, List[int]]:
             if isinstance(echoed, (list, tuple)) else echoed
         if echoed_ids != list(ids):
             raise LeagueError(f'finish_job: "players" (from the job info) are {echoed_ids!r}, but player_ids are '
-                              f'{list(ids)}; expected the infos of the same two players, in the same order')
-    return home, away, codes
+                              f'{list(ids)}; expected the infos of the same {"two" if count == 2 else count} players, in the same order')
+    return cast(List[Player], players)
 
 
 def check_player_info(player_info, active: Callable[[Any, str], ActivePlayer]) -> ActivePlayer:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from sparring.league.errors import LeagueError, unknown_player
 from sparring.league.outcome import DRAW, LOSS, SCORE, outcome_code
 
@@ -198,6 +200,25 @@ class TrueSkillRating(RatingSystem):
             new_a, new_b = self._rate_1vs1(rating_a, rating_b, drawn=code == DRAW, env=self.env)
         return new_a, new_b
 
+    def update_ranking(self, player_ids: Sequence[str], ranks: Sequence[int],
+                       teams: Optional[Sequence[int]] = None) -> None:
+        """Rate one game of several seats natively: distinct known ``player_ids`` finished at ``ranks`` (0 the
+        best, equal a tie); ``teams`` (a team index per player, None: each for itself) groups them, a team at
+        its members' rank. Fixed players move the others but keep their ratings."""
+        for player_id in player_ids:
+            self._check(player_id)
+        labels = list(range(len(player_ids))) if teams is None else [int(t) for t in teams]
+        order = sorted(set(labels))
+        if len(order) < 2:
+            return
+        groups = [{pid: self._ratings[pid] for pid, label in zip(player_ids, labels) if label == team}
+                  for team in order]
+        group_ranks = [int(ranks[labels.index(team)]) for team in order]
+        for group in self.env.rate(groups, ranks=group_ranks):
+            for player_id, rating in group.items():
+                if player_id not in self._fixed:
+                    self._ratings[player_id] = rating
+
     def exposure(self, player_id: str) -> float:
         """A conservative skill estimate, ``mu - 3 sigma`` for the default parameters."""
         return float(self.env.expose(self[player_id]))
@@ -264,6 +285,19 @@ class LeagueRatings:
         for system in self.systems:
             for code in codes:
                 system.update_code(player_a, player_b, code)
+
+    def update_rankings(self, pairs: Dict[Tuple[str, str], List[int]], rated_ids: Sequence[str],
+                        ranks: np.ndarray, teams: Optional[np.ndarray] = None) -> None:
+        """Rate games of several seats (:mod:`sparring.league.multiseat`): Elo by their pairwise games ``pairs``
+        (``{(a, b): codes from a's view}``), TrueSkill by each ranking of ``rated_ids`` (distinct players, with
+        their ``teams``) in ``ranks``."""
+        if self.elo is not None:
+            for (player_a, player_b), codes in pairs.items():
+                for code in codes:
+                    self.elo.update_code(player_a, player_b, code)
+        if self.trueskill is not None:
+            for ranking in ranks:
+                self.trueskill.update_ranking(rated_ids, ranking.tolist(), None if teams is None else teams.tolist())
 
     def update(self, player_a: str, player_b: str, result) -> None:
         """Rate one game in every enabled system; ``result`` from ``player_a``'s view."""
