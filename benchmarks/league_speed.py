@@ -13,7 +13,8 @@ evaluation included; the final evaluation after the budget is not counted). Writ
 
 ``--against TREE`` checks a change for a slowdown instead: runs of one variant alternate between this checkout
 and another one (e.g. ``git worktree add`` of the commit before; its ``.typecheck/sparring`` imports it),
-``--repeats`` of each, and the record (entry ``against``) holds every run, the two medians and their ratio.
+``--repeats`` of each, and the record (entry ``against``) holds every run, the two medians and their ratio, per
+wall-second and per CPU-second of the run's process (the figure other users' load on a shared machine moves least).
 
     .venv/bin/python benchmarks/league_speed.py [--seconds 90] [--only ready inline no_eval]
     .venv/bin/python benchmarks/league_speed.py --against ../before --only no_eval --seconds 30 --repeats 5
@@ -29,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 from results_file import add_smoke, apply_smoke, merge_results
 
@@ -44,9 +46,12 @@ def one_run(variant: str, seconds: float, workdir: str) -> dict:
     config['train'] = dict(config['train'], max_wall_seconds=seconds, progress_bar=False, tensorboard=False,
                            checkpoint_every_iters=0, **VARIANTS[variant])
     load_start = os.getloadavg()
+    cpu_start = time.process_time()
     summary = serial_pipeline(config, seed=0)
+    cpu_seconds = time.process_time() - cpu_start
     return dict(variant=variant, env_steps=summary['env_steps'], wall_seconds=round(summary['wall_seconds'], 2),
                 env_steps_per_second=round(summary['env_steps'] / summary['wall_seconds'], 1),
+                cpu_seconds=round(cpu_seconds, 2), env_steps_per_cpu_second=round(summary['env_steps'] / cpu_seconds, 1),
                 rounds=summary['rounds'], evaluations=len(summary['history']), load_start=load_start,
                 load_end=os.getloadavg())
 
@@ -55,28 +60,37 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def child_run(root: str, variant: str, seconds: float, workdir: str) -> dict:
-    """One run of ``variant`` in a fresh process importing the checkout at ``root``."""
+    """One run of ``variant`` in a fresh process importing the checkout at ``root`` (measured by this script, so
+    both sides of a comparison are measured alike)."""
     env = dict(os.environ, PYTHONPATH=os.path.join(root, '.typecheck'))
-    out = subprocess.run([sys.executable, os.path.join(root, 'benchmarks', 'league_speed.py'), '--child', variant,
-                          str(seconds), workdir], env=env, cwd=root, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), '--child', variant, str(seconds), workdir],
+                         env=env, cwd=root, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def against(tree: str, variant: str, seconds: float, repeats: int) -> dict:
-    """Runs alternating between this checkout and ``tree``; each one's env steps/s, medians and their ratio."""
+    """Runs alternating between this checkout and ``tree``; each one's env steps per wall-second and per CPU-second
+    of the run's process (which other users' load on a shared machine barely moves), medians and their ratios."""
     roots = dict(this=HERE, against=os.path.abspath(tree))
     runs: dict = {name: [] for name in roots}
+    cpu_runs: dict = {name: [] for name in roots}
     for i in range(repeats):
         for name, root in roots.items():
             with tempfile.TemporaryDirectory() as workdir:
                 run = child_run(root, variant, seconds, workdir)
             runs[name].append(run['env_steps_per_second'])
-            print(f'{i} {name:8s} {run["env_steps_per_second"]:8.0f} env steps/s  (load {run["load_end"][0]:.2f})')
+            cpu_runs[name].append(run['env_steps_per_cpu_second'])
+            print(f'{i} {name:8s} {run["env_steps_per_second"]:8.0f} env steps/s, {run["env_steps_per_cpu_second"]:8.0f} '
+                  f'per CPU-second  (load {run["load_end"][0]:.2f})')
     medians = {name: statistics.median(values) for name, values in runs.items()}
+    cpu_medians = {name: statistics.median(values) for name, values in cpu_runs.items()}
     ratio = medians['this'] / medians['against']
-    print(f'medians: this {medians["this"]:.0f}, against {medians["against"]:.0f} env steps/s: ratio {ratio:.3f}')
+    cpu_ratio = cpu_medians['this'] / cpu_medians['against']
+    print(f'medians: this {medians["this"]:.0f}, against {medians["against"]:.0f} env steps/s: ratio {ratio:.3f}; '
+          f'per CPU-second this {cpu_medians["this"]:.0f}, against {cpu_medians["against"]:.0f}: ratio {cpu_ratio:.3f}')
     return dict(variant=variant, seconds=seconds, repeats=repeats, against=tree, env_steps_per_second=runs,
-                median=medians, ratio=round(ratio, 4))
+                median=medians, ratio=round(ratio, 4), env_steps_per_cpu_second=cpu_runs, cpu_median=cpu_medians,
+                cpu_ratio=round(cpu_ratio, 4))
 
 
 def main() -> None:
