@@ -219,7 +219,7 @@ class Hostile(threading.Thread):
 
     def forged(self, kind: str, body: dict, arrays=None, time_stamp=None):
         """``(frames, id)`` of a signed message built by hand, past the sender's own checks."""
-        from sparring.framework.protocol import PROTOCOL
+        from sparring.worker.remote.protocol import PROTOCOL
         from sparring.worker.remote.wire import MAGIC, Signer, encode
         signer, message_id = Signer(self.secret), uuid.uuid4().hex
         if arrays:  # lies in the arrays only: the wire lays them out
@@ -231,7 +231,7 @@ class Hostile(threading.Thread):
     def run(self) -> None:
         import zmq
 
-        from sparring.framework.protocol import PROTOCOL
+        from sparring.worker.remote.protocol import PROTOCOL
         from sparring.worker.remote.wire import Signer, decode, params_to_arrays
         context = zmq.Context()
         socket = context.socket(zmq.DEALER)
@@ -440,7 +440,7 @@ def audit(exp: str, league) -> dict:
 
 
 def _security(secret: str):
-    from sparring.framework.protocol import PROTOCOL
+    from sparring.worker.remote.protocol import PROTOCOL
     from sparring.worker.remote.security import Security
     from sparring.worker.remote.wire import Signer
     return Security(Signer(secret.encode()), protocol=PROTOCOL)

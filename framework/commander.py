@@ -9,7 +9,7 @@ commander adds what a network needs, each part an object it owns: the workers' s
 (:class:`~sparring.framework.eval_dispatch.EvalDispatch`), the parameters workers fetch
 (:class:`~sparring.framework.param_service.ParamService`) and the progress report
 (:class:`~sparring.framework.commander_report.ProgressReport`). Workers talk to it by request and reply;
-``handle`` maps a validated request (:data:`~sparring.framework.protocol.PROTOCOL`, whose typed bodies the
+``handle`` maps a validated request (:data:`~sparring.worker.remote.protocol.PROTOCOL`, whose typed bodies the
 handlers read) to a reply through the table :attr:`Commander.handlers`, with an injected clock, so the
 commander is tested without a socket:
 
@@ -66,7 +66,7 @@ from sparring.framework.eval_dispatch import EvalDispatch
 from sparring.framework.journal import COMMANDER_DIR
 from sparring.framework.league_ops import GamesOp, ProgressOp
 from sparring.framework.param_service import ParamService
-from sparring.framework.protocol import (Ack, ChunkReport, CollectTaskRequest, ErrorReply, EvalReport,
+from sparring.worker.remote.protocol import (Ack, ChunkReport, CollectTaskRequest, ErrorReply, EvalReport,
                                          HeartbeatRequest, JobBatch, JobOffer, JobsRequest, ParamsRequest,
                                          PublishRequest, Registered, RegisterRequest)
 from sparring.framework.sessions import LEDGER_FILE, Admission, SessionTable, WorkerRecord, learner_id

@@ -6,7 +6,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from sparring.framework.coordinator import EvaluationJob, RunCoordinator
 from sparring.framework.league_ops import LeagueOp
 from sparring.framework.param_service import WAIT_SECONDS
-from sparring.framework.protocol import EvalReport
+from sparring.worker.remote.protocol import EvalReport
 from sparring.framework.sessions import WorkerRecord
 from sparring.framework.report_bounds import check_eval_report
 from sparring.worker.evaluation import GameOutcomes

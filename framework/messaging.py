@@ -1,7 +1,8 @@
-"""The parallel mode's sockets, speaking the commander's catalogue (:data:`~sparring.framework.protocol.PROTOCOL`).
+"""The parallel mode's sockets, speaking the commander's catalogue (:data:`~sparring.worker.remote.protocol.PROTOCOL`).
 
-The wire format, the sockets and their security are :mod:`~sparring.worker.remote.wire`, :mod:`~sparring.worker.remote.transport` and :mod:`~sparring.worker.remote.security`;
-they take the catalogue as an argument, since the worker floor cannot import it. :class:`Security`,
+The wire format, the sockets and their security are :mod:`~sparring.worker.remote.wire`,
+:mod:`~sparring.worker.remote.transport` and :mod:`~sparring.worker.remote.security`; they take the catalogue as
+an argument, since they speak others too (the forward-pass workers' and a learner's own chunk check). :class:`Security`,
 :func:`make_security`, :func:`encode` and :func:`decode` here default to the catalogue, so a socket
 built from them refuses any message the commander and its workers do not exchange.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional
 
-from sparring.framework.protocol import PROTOCOL
+from sparring.worker.remote.protocol import PROTOCOL
 from sparring.worker.remote import security, wire
 
 

@@ -22,7 +22,7 @@ from collections import defaultdict
 from typing import IO, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from sparring.config.compile import CompiledConfig
-from sparring.framework.protocol import ErrorReply, RegisterRequest
+from sparring.worker.remote.protocol import ErrorReply, RegisterRequest
 from sparring.worker.remote.peer_guards import REPLAY_WINDOW_SECONDS
 from sparring.worker.remote.wire import ID_HELD, short
 from sparring.worker.run_files import atomic_replacement, open_run_file

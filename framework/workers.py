@@ -77,10 +77,12 @@ def run_worker(args: argparse.Namespace) -> int:
     security = make_security(key_file=args.key_file, curve_dir=args.curve_dir)
     give_up = time.monotonic() + args.reconnect_seconds
     while True:
-        worker = ROLES[args.role](args.commander, security, worker_id=args.worker_id, player_id=args.player_id,
-                                  parent_pid=args.parent_pid, workdir=args.workdir, timeout=args.timeout,
-                                  bind_host=args.bind_host, replica=args.replica)
+        worker = None
         try:
+            # A worker joins the run as it is built (and closes itself if that fails).
+            worker = ROLES[args.role](args.commander, security, worker_id=args.worker_id, player_id=args.player_id,
+                                      parent_pid=args.parent_pid, workdir=args.workdir, timeout=args.timeout,
+                                      bind_host=args.bind_host, replica=args.replica)
             run_profiled(worker)
             return 0
         except IdHeld as err:  # not this worker's fault: its launcher starts it again without counting a failure
@@ -99,7 +101,8 @@ def run_worker(args: argparse.Namespace) -> int:
             log.warning('%s; joining again', err)
             time.sleep(1.0)
         finally:
-            worker.close()
+            if worker is not None:
+                worker.close()
 
 
 def run_profiled(worker) -> None:

@@ -99,6 +99,10 @@ class Policy:
         """One update on a ``[T, B, ...]`` chunk; ``progress`` in [0, 1] drives annealing."""
         raise NotImplementedError
 
+    def trained_module(self) -> torch.nn.Module:
+        """Everything a learning policy trains, as one module: what the replicas of its learner keep equal."""
+        raise NotImplementedError(f'{type(self).__name__} does not learn: it has no trained module')
+
     def reset_optimizer(self) -> None:
         """Forget optimiser state (moments), e.g. after the parameters were reset by the league."""
 

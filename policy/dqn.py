@@ -267,6 +267,9 @@ class DQNPolicy(Policy):
                      skipped_updates=self.skipped_updates)  # so far
         return stats
 
+    def trained_module(self) -> torch.nn.Module:
+        return self.net
+
     def reset_optimizer(self) -> None:
         self.optimizer.state.clear()
 

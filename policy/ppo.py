@@ -457,6 +457,9 @@ class PPOPolicy(Policy):
         learn = self.cfg['learn']
         return torch.optim.Adam(self.net.parameters(), lr=learn['lr'], betas=ADAM_BETAS, eps=learn['adam_eps'])
 
+    def trained_module(self) -> torch.nn.Module:
+        return self.net
+
     def reset_optimizer(self) -> None:
         self.optimizer.state.clear()
         if self.grad_clipper is not None:

@@ -379,6 +379,9 @@ class SACPolicy(Policy):
         self.gradient_steps += 1
         return terms.stats, terms.td_abs
 
+    def trained_module(self) -> torch.nn.Module:
+        return self.net
+
     def reset_optimizer(self) -> None:
         self.optimizer.state.clear()
 

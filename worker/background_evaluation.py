@@ -20,10 +20,13 @@ import os
 import signal
 import traceback
 from collections import OrderedDict
-from typing import Dict, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple
 
 from sparring.worker.child_process import main_script_hidden, worker_context
 from sparring.worker.evaluation import GameOutcomes, distinct_games_of
+
+if TYPE_CHECKING:  # the policies are built in the child process only
+    from sparring.policy.base import Policy
 
 # How long the parent waits for a started child before counting it dead: long enough for a cold
 # start importing torch on a loaded machine.
@@ -46,7 +49,6 @@ class BackgroundEvaluation:
         self.unanswered: 'OrderedDict[int, dict]' = OrderedDict()  # task id -> the task, in the order sent
         self.answers: Dict[int, Tuple[GameOutcomes, list]] = {}
         self.restarts = 0
-        self.process = None
         self._start()
 
     def _start(self) -> None:
@@ -66,7 +68,7 @@ class BackgroundEvaluation:
         """Evaluate ``player_id`` at ``version`` (its parameters, CPU tensors or arrays) against ``opponents``."""
         task = dict(task_id=int(task_id), player_id=player_id, version=int(version),
                     params={k: _as_array(v) for k, v in params.items()}, opponents=[list(o) for o in opponents])
-        self.unanswered[task['task_id']] = task
+        self.unanswered[int(task_id)] = task
         self.conn.send(task)
 
     def result(self, task_id: int) -> Tuple[GameOutcomes, list]:
@@ -93,7 +95,7 @@ class BackgroundEvaluation:
         self.answers[reply['task_id']] = (GameOutcomes(reply['results'], reply['distinct_games']), reply['returns'])
 
     def _restart(self) -> None:
-        code = self.process.exitcode if self.process is not None else None
+        code = self.process.exitcode
         if self.process.is_alive():
             return  # slow, not dead (a long evaluation): keep waiting
         if self.restarts >= MAX_RESTARTS:
@@ -182,7 +184,7 @@ def _build(cfg_dict: dict, player_ids: list, seed_shift: int):
     pool = PolicyPool(ParamStore(os.path.join(cfg.exp_name, 'params')), observation_space, action_space, seed=seed,
                       env_cfg=cfg.env)
     evaluation = kind.evaluation(seed_shift=seed_shift)
-    policies: Dict[str, object] = {}
+    policies: Dict[str, Policy] = {}
     policy_cls = POLICY_REGISTRY.get(cfg.policy.type)
 
     def evaluate(task: dict):

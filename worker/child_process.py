@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from typing import Any, Dict
 
 # What a worker imports before it can work: loaded once by the fork server, so a worker (or a
 # restarted one) starts in milliseconds instead of importing torch again on a busy machine.
@@ -25,7 +26,7 @@ def main_script_hidden():
     the commander, so it must not run the user's script again (which it would, by default, before its
     target, and which an unguarded ``parallel_pipeline(config)`` at a script's top level cannot take)."""
     main = sys.modules['__main__']
-    saved = {key: main.__dict__[key] for key in ('__file__', '__spec__') if key in main.__dict__}
+    saved: Dict[str, Any] = {key: main.__dict__[key] for key in ('__file__', '__spec__') if key in main.__dict__}
     main.__dict__.pop('__file__', None)
     main.__spec__ = None
     try:

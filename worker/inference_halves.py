@@ -39,7 +39,8 @@ def join_chunks(first: Chunk, second: Chunk) -> Chunk:
     return Chunk(data=data, version=min(first.version, second.version), player_id=first.player_id,
                  episode_returns=first.episode_returns + second.episode_returns,
                  episode_lengths=first.episode_lengths + second.episode_lengths,
-                 results=first.results + second.results, env_steps=first.env_steps + second.env_steps)
+                 results=first.results + second.results,
+                 env_steps=int(first.env_steps or 0) + int(second.env_steps or 0))  # both set by Chunk
 
 
 class Halves:

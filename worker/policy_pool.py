@@ -25,7 +25,7 @@ import os
 import urllib.parse
 import zlib
 from collections import OrderedDict
-from typing import Dict, Optional
+from typing import Dict, Optional, Protocol
 
 import gymnasium as gym
 import torch
@@ -50,8 +50,9 @@ class ParamStore:
         if directory:
             os.makedirs(directory, exist_ok=True)
 
-    def _path(self, ref: str) -> str:
-        return os.path.join(self.directory, urllib.parse.quote(ref, safe='') + '.pt')
+    @staticmethod
+    def _path(directory: str, ref: str) -> str:
+        return os.path.join(directory, urllib.parse.quote(ref, safe='') + '.pt')
 
     def put(self, ref: str, params: Dict[str, torch.Tensor], policy_cfg: dict, version: int = 0,
             adapter: Optional[dict] = None) -> None:
@@ -66,13 +67,13 @@ class ParamStore:
             entry['adapter'] = adapter
         self._entries[ref] = entry
         if self.directory:
-            path = self._path(ref)
+            path = self._path(self.directory, ref)
             save_state_file(dict(entry, policy_cfg=to_plain(policy_cfg)), path)
 
     def get(self, ref: str) -> dict:
         """``{'params', 'policy_cfg', 'version'}``; KeyError naming the reference if unknown."""
         if ref not in self._entries:
-            path = self._path(ref) if self.directory else None
+            path = self._path(self.directory, ref) if self.directory else None
             if path is None or not os.path.exists(path):
                 raise KeyError(f'parameter store: no parameters under {ref!r} '
                                f'(known: {sorted(self._entries)[:10]}{"..." if len(self._entries) > 10 else ""})')
@@ -86,11 +87,20 @@ class ParamStore:
         return self._entries[ref]
 
     def __contains__(self, ref: str) -> bool:
-        return ref in self._entries or bool(self.directory and os.path.exists(self._path(ref)))
+        return ref in self._entries or bool(self.directory and os.path.exists(self._path(self.directory, ref)))
+
+
+class ParamSource(Protocol):
+    """Where a pool finds frozen parameters by reference: a :class:`ParamStore`, or a remote worker's view of the
+    commander's (:class:`~sparring.worker.remote.base.RemoteParamStore`)."""
+
+    def get(self, ref: str) -> dict:
+        """``{'params', 'policy_cfg', 'version'}`` of ``ref``."""
+        ...
 
 
 class PolicyPool:
-    def __init__(self, store: ParamStore, observation_space: gym.Space, action_space: gym.Space,
+    def __init__(self, store: ParamSource, observation_space: gym.Space, action_space: gym.Space,
                  seed: int = 0, max_cached: int = 64, env_cfg: Optional[dict] = None) -> None:
         self.store = store
         self.env_cfg = env_cfg  # the run's env section, passed to every bot

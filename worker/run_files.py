@@ -96,7 +96,7 @@ def run_file_fd(path: str, mode: str = 'a') -> int:
 def open_run_file(path: str, mode: str = 'a', encoding: str = 'utf-8') -> IO:
     """``open(path, mode)`` for a run file, refusing a link (see the module)."""
     fd = run_file_fd(path, mode)
-    return os.fdopen(fd, mode, **({} if 'b' in mode else dict(encoding=encoding)))
+    return os.fdopen(fd, mode, encoding=None if 'b' in mode else encoding)
 
 
 def refuse_linked_dirs(exp_dir: str, names=None) -> None:
@@ -126,7 +126,7 @@ def atomic_replacement(path: str, mode: str = 'w', durable: bool = False) -> Ite
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp', dir=directory)
-        with os.fdopen(fd, mode, **({} if 'b' in mode else {'encoding': 'utf-8'})) as f:
+        with os.fdopen(fd, mode, encoding=None if 'b' in mode else 'utf-8') as f:
             yield f
             if durable:
                 f.flush()

@@ -53,6 +53,8 @@ class LeagueKind:
     def collector(self, policy, n_steps: int, seed: int, player_id: str, player_index: int,
                   sample_opponent: Optional[Callable]):
         """A player's collector on envs of its own; ``sample_opponent(slot)`` draws each game's opponent."""
+        if sample_opponent is None:
+            raise ValueError(f'a league collector of {player_id!r} needs sample_opponent(slot): who each game is against')
         search = collect_search(self.cfg, policy, player_seed(seed, player_index))
         env = make_battle_env(self.cfg.env, self.cfg.env.collector_env_num, player_seed(seed, player_index),
                               training=True)

@@ -50,7 +50,8 @@ def write_archive(path: str, document: str, arrays: Dict[str, np.ndarray]) -> st
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     with atomic_replacement(path, 'wb', durable=True) as f:
-        np.savez(f, **{STATE_ENTRY: np.frombuffer(document.encode('utf-8'), dtype=np.uint8)}, **arrays)
+        entries: Dict[str, Any] = {STATE_ENTRY: np.frombuffer(document.encode('utf-8'), dtype=np.uint8), **arrays}
+        np.savez(f, **entries)
     return path
 
 

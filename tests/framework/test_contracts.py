@@ -5,7 +5,7 @@ from typing import Annotated, Dict, List, NotRequired, Optional, TypedDict
 import pytest
 
 from sparring.framework.commander import Commander
-from sparring.framework.protocol import PROTOCOL
+from sparring.worker.remote.protocol import PROTOCOL
 from sparring.worker.remote.schema import non_negative, schema_of
 from sparring.worker.remote.wire import MessageError
 from tests.scripts import load_script

@@ -9,7 +9,7 @@ import pytest
 
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.commander import Commander
-from sparring.framework.protocol import PROTOCOL
+from sparring.worker.remote.protocol import PROTOCOL
 from sparring.framework.run_setup import prepare_config
 from sparring.framework.serial_run import SerialRun
 from sparring.worker.policy_pool import ParamStore, PolicyPool

@@ -8,7 +8,7 @@ import pytest
 import zmq
 
 from sparring.framework.messaging import Security, decode, encode, make_security
-from sparring.framework.protocol import PROTOCOL
+from sparring.worker.remote.protocol import PROTOCOL
 from sparring.worker.remote.transport import AUTH_REFUSED, DataPuller, DataPusher, RequestClient, Server
 from sparring.worker.remote.security import check_bind, create_curve_keys
 from sparring.worker.remote.peer_guards import ReplayGuard

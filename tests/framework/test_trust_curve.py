@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import zmq
 
-from sparring.framework.protocol import PROTOCOL
+from sparring.worker.remote.protocol import PROTOCOL
 from sparring.worker.remote.transport import DataPuller, DataPusher, RequestClient, Server, send_frames
 from sparring.worker.remote.security import Security, ZapGuard, derived_curve_keys
 from sparring.worker.remote.wire import MessageError, RequestTimeout, Signer

@@ -222,7 +222,7 @@ def test_defect10_a_damaged_snapshot_is_quarantined_and_the_run_goes_on(tmp_path
     (snapshot,) = [p for p in commander.coordinator.league.historical_players if p.step == 5]
     commander.save()
     commander.close()
-    path = commander.coordinator.store._path(snapshot.param_ref)
+    path = commander.coordinator.store._path(commander.coordinator.store.directory, snapshot.param_ref)
     with open(path, 'rb') as f:
         data = f.read()
     with open(path, 'wb') as f:
@@ -270,7 +270,7 @@ def test_defect10_an_evaluation_opponent_whose_file_is_damaged_is_left_out_not_p
     commander.coordinator._queue_evaluation(pid, final=False)
     kind, job, _ = commander.handle(req('eval_task', session=evaluator))
     assert kind == 'eval_job' and ['old_self', snapshot.param_ref] in job['opponents']
-    path = commander.coordinator.store._path(snapshot.param_ref)
+    path = commander.coordinator.store._path(commander.coordinator.store.directory, snapshot.param_ref)
     with open(path, 'rb') as f:
         data = f.read()
     with open(path, 'wb') as f:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import zmq
 
-from sparring.framework.protocol import PROTOCOL
+from sparring.worker.remote.protocol import PROTOCOL
 from sparring.worker.remote.transport import DataPuller, DataPusher, Server
 from sparring.worker.remote.security import Security
 from sparring.worker.remote.wire import MAGIC, MessageError, Signer, decode, encode, params_to_arrays

@@ -4,8 +4,8 @@ import logging
 from types import SimpleNamespace
 
 from sparring.framework import workers
+from sparring.worker.remote import base
 from sparring.worker.remote.base import EXIT_CANNOT_JOIN
-from sparring.worker.remote.collector import CollectorWorker
 
 
 class _Commander:
@@ -29,13 +29,7 @@ class _Commander:
 
 def test_a_worker_without_the_runs_module_says_so_leaves_and_exits(monkeypatch, caplog):
     commander = _Commander()
-
-    class Collector(CollectorWorker):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.client = commander
-
-    monkeypatch.setitem(workers.ROLES, 'collector', Collector)
+    monkeypatch.setattr(base, 'RequestClient', lambda *args, **kwargs: commander)  # the worker's client to it
     args = workers.build_parser().parse_args(['--role', 'collector', '--commander', 'tcp://127.0.0.1:5999'])
     monkeypatch.setenv('SPARRING_SECRET', 'x' * 32)
     with caplog.at_level(logging.ERROR, logger='sparring.worker'):

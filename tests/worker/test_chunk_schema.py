@@ -5,7 +5,7 @@ import zmq
 
 from tests.chunk_cases import CASES, honest_chunk, spec_of, spoilers, spoilt_chunk
 from sparring.framework.messaging import Security
-from sparring.framework.protocol import PROTOCOL
+from sparring.worker.remote.protocol import PROTOCOL
 from sparring.worker.remote.learner import chunk_security
 from sparring.worker.remote.transport import DataPuller, DataPusher
 from sparring.worker.remote.wire import MessageError, Signer, decode, encode

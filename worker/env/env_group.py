@@ -144,7 +144,8 @@ class EnvGroup:
                 o = self._checked_obs(j, o, 'step()')
             obs[j] = o
             # ``r - r`` is 0 for a finite number and NaN (truthy) for NaN or inf.
-            if r.__class__ not in _REAL_SCALARS or r - r:
+            # mypy narrows r by the class test to object; the test let only real scalars through
+            if r.__class__ not in _REAL_SCALARS or r - r:  # type: ignore[operator]
                 r = self._checked_reward(j, r)
             if term.__class__ not in _BOOLS:
                 self._bad_flag(j, 'terminated', term)

@@ -117,6 +117,7 @@ class GymEnv(gymnasium.Wrapper):
     # spawned env workers would need the user's script to guard its top level with __main__.
     default_id = ''
     default_manager = 'base'
+    registry_name: str  # the name ENV_REGISTRY.register gave the class
 
     @classmethod
     def default_config(cls) -> dict:
@@ -157,19 +158,19 @@ class GymEnv(gymnasium.Wrapper):
 
     def __init__(self, cfg: Mapping) -> None:
         # Compiling again is a no-op for a compiled section and lets GymEnv(partial_dict) work.
-        cfg = compile_section('env', {'type': self.registry_name, **cfg})
-        make_kwargs = dict(cfg.kwargs)
-        if cfg.max_episode_steps is not None:
-            make_kwargs['max_episode_steps'] = cfg.max_episode_steps
-        env = self.wrap(gymnasium.make(cfg.id, **make_kwargs), cfg)
-        if cfg.time_feature:
+        section = compile_section('env', {'type': self.registry_name, **cfg})
+        make_kwargs = dict(section.kwargs)
+        if section.max_episode_steps is not None:
+            make_kwargs['max_episode_steps'] = section.max_episode_steps
+        env = self.wrap(gymnasium.make(section.id, **make_kwargs), section)
+        if section.time_feature:
             env = TimeFeature(env)
-        if cfg.reward_scaling:
+        if section.reward_scaling:
             # Gymnasium's wrapper divides by the std (not mean-centred) of the discounted return,
             # per env; its statistics live in the env and are not checkpointed.
-            env = gymnasium.wrappers.NormalizeReward(env, gamma=cfg.reward_scaling_gamma)
+            env = gymnasium.wrappers.NormalizeReward(env, gamma=section.reward_scaling_gamma)
         super().__init__(env)
-        self.cfg = cfg
+        self.cfg = section
 
     def wrap(self, env: gymnasium.Env, cfg: Mapping) -> gymnasium.Env:
         """The env Gymnasium made, wrapped as this env type needs; subclasses add their wrapper stack."""

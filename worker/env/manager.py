@@ -49,6 +49,7 @@ class EnvManager(Closeable):
     """
 
     config_constraints: dict = {}
+    registry_name: str  # the name MANAGER_REGISTRY.register gave the class
 
     @classmethod
     def default_config(cls) -> dict:

@@ -105,7 +105,7 @@ class ActionBatch:
 
 
 def _row_mask(mask: np.ndarray) -> np.ndarray:
-    return mask.reshape(mask.shape[0], -1).any(axis=1)
+    return np.any(mask.reshape(mask.shape[0], -1), axis=1)
 
 
 def _rows_where(mask: np.ndarray) -> List[int]:

@@ -127,8 +127,8 @@ class SubprocessEnvManager(EnvManager):
         records = [np.frombuffer(packed, self._record) for packed, _ in parts]
         record = records[0] if len(records) == 1 else np.concatenate(records)
         # Copies: contiguous, writable arrays that outlive the received bytes.
-        return StepResult(*(record[field].copy() for field in _RECORD_FIELDS),
-                          infos=[info for _, infos in parts for info in infos])
+        return StepResult._make([*(record[field].copy() for field in _RECORD_FIELDS),
+                                 [info for _, infos in parts for info in infos]])
 
     def _close(self) -> None:
         close_errors = self._shutdown()
@@ -350,16 +350,16 @@ def _serve(conn, group: EnvGroup, parent_pid: int) -> None:
         try:
             if command == 'step':
                 actions = np.frombuffer(payload, group.actions.dtype).reshape(group.actions.shape)
-                result = group.step(actions.copy())  # a copy: envs may keep (and write) their actions
-                packed = np.empty(len(result.infos), record)
+                step = group.step(actions.copy())  # a copy: envs may keep (and write) their actions
+                packed = np.empty(len(step.infos), record)
                 for field in _RECORD_FIELDS:
-                    packed[field] = getattr(result, field)
-                result = (packed.tobytes(), result.infos)
+                    packed[field] = getattr(step, field)
+                result: object = (packed.tobytes(), step.infos)
             elif command == 'reset':
                 result = group.reset(payload)
             else:
                 raise EnvError(f'env worker: unknown command {command!r}; expected step, reset or close')
-            reply = ('ok', result)
+            reply: tuple = ('ok', result)
         except Exception as err:  # noqa: BLE001 -- sent to the parent, which raises it
             reply = ('error', _error_text(err), traceback.format_exc())
         try:

@@ -9,6 +9,7 @@ silent for ``parallel.worker_timeout_seconds``, or when the process that launche
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -16,14 +17,17 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Iterator, List, Optional, cast
 
+import gymnasium as gym
 import zmq
 from easydict import EasyDict
 
 from sparring.config import registry
 from sparring.config.registry import POLICY_REGISTRY
+from sparring.policy.base import Policy
 from sparring.worker.policy_pool import PolicyPool
+from sparring.worker.remote.protocol import Registered
 from sparring.worker.remote.transport import RequestClient
 from sparring.worker.remote.wire import ID_HELD, MessageError, RequestTimeout, arrays_to_params
 from sparring.worker.run_kind import run_kind
@@ -58,9 +62,23 @@ class IdHeld(RuntimeError):
 
 
 class Worker:
-    """Registration, requests with retries, heartbeats and the checks that end a worker."""
+    """Registration, requests with retries, heartbeats and the checks that end a worker.
+
+    A role's worker joins the run as it is built: its ``__init__`` calls ``super().__init__`` (the sockets) and then
+    builds its state inside ``with self.joining():`` (registered, so the run's config is at hand), so that everything
+    ``run()`` and the heartbeat thread read exists, whole, once the worker does. Heartbeats start when the worker has
+    registered; they carry the role's :meth:`stats` once its state is built.
+    """
 
     role = ''
+    # What registering gives (set by :meth:`register`, before a role's state is built).
+    cfg: EasyDict
+    par: EasyDict
+    index: int
+    player_ids: List[str]
+    workdir: str
+    observation_space: gym.Space  # one player's, as the run's kind gives them
+    action_space: gym.Space
 
     def __init__(self, commander: str, security, worker_id: Optional[str] = None, player_id: Optional[str] = None,
                  parent_pid: Optional[int] = None, workdir: Optional[str] = None, timeout: float = 30.0,
@@ -80,7 +98,6 @@ class Worker:
         self.worker_id = worker_id or self.role
         self.client = RequestClient(self.context, commander, security, sender=self.worker_id, timeout=timeout)
         self.timeout = timeout
-        self.cfg = None
         self.directive = 'run'
         self.expected_chunks: Optional[int] = None
         self.last_contact = self.clock()
@@ -90,9 +107,21 @@ class Worker:
         self.requests = 0  # numbered requests so far: a request asked again keeps its number
         self._stop_heartbeat = threading.Event()
         self._heartbeat_thread: Optional[threading.Thread] = None
+        self._built = threading.Event()  # the role's state is whole: heartbeats may read its stats
 
     # -- joining -----------------------------------------------------------------------------
-    def register(self) -> dict:
+    @contextlib.contextmanager
+    def joining(self) -> Iterator[Registered]:
+        """Register, and give the reply to the block that builds the role's state; the worker is closed if the block
+        (or registering) fails, so a worker half built holds no socket or thread."""
+        try:
+            yield self.register()
+        except BaseException:
+            self.close()
+            raise
+        self._built.set()
+
+    def register(self) -> Registered:
         """Join the commander; take the compiled config, the worker id and index it gives; start heartbeats."""
         body = dict(role=self.role, worker_id=self.requested_id, session=self.session, pid=os.getpid(),
                     host=socket.gethostname())
@@ -109,7 +138,7 @@ class Worker:
             if err.reason not in ('unauthenticated', 'stale'):
                 raise
             raise CommanderLost(str(err)) from None  # another secret, or a clock far off: say so now, not later
-        info = reply.body
+        info = cast(Registered, reply.body)
         self.cfg = EasyDict(info['config'])
         self.par = self.cfg.parallel
         self.worker_id = info['worker_id']
@@ -127,6 +156,7 @@ class Worker:
         set_torch_threads(self.cfg.torch_threads)
         # Global RNGs differ per worker (and from the commander's); the envs and policies get their own seeds.
         seed_everything(worker_rng_seed(self.cfg.seed, self.index))
+        self.observation_space, self.action_space = run_kind(self.cfg).spaces()
         self.workdir = self.workdir_override or os.path.join(self.cfg.exp_name, 'workers', self.worker_id)
         os.makedirs(self.workdir, exist_ok=True)
         self.last_contact = self.clock()
@@ -153,10 +183,7 @@ class Worker:
                     raise
                 time.sleep(0.5)
 
-    def spaces(self):
-        return run_kind(self.cfg).spaces()
-
-    def new_policy(self, seed: int):
+    def new_policy(self, seed: int) -> Policy:
         return POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, self.observation_space, self.action_space,
                                                          seed=seed)
 
@@ -257,7 +284,7 @@ class Worker:
                     os._exit(EXIT_ORPHANED)
                 extra = self.heartbeat_extra()
                 try:
-                    stats = dict(self.stats(), resends=float(self.resends))
+                    stats = dict(self.stats() if self._built.is_set() else {}, resends=float(self.resends))
                     reply = client.request('heartbeat', dict(session=self.session, stats=stats, **extra))
                 except Exception as err:
                     self.heartbeat_lost(extra)
@@ -328,9 +355,9 @@ class PlayerPolicies:
         self.seed = seed
         self.pool = PolicyPool(RemoteParamStore(worker), worker.observation_space, worker.action_space, seed=seed,
                                env_cfg=worker.cfg.env)
-        self.policies = {}
+        self.policies: Dict[str, Policy] = {}
 
-    def get(self, player_id: str, refresh: bool = False):
+    def get(self, player_id: str, refresh: bool = False) -> Policy:
         policy = self.policies.get(player_id)
         if policy is None:
             index = self.worker.player_ids.index(player_id)

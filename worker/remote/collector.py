@@ -14,12 +14,13 @@ import logging
 import os
 import time
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Tuple
+from typing import Any, Callable, Deque, Dict, List, Sequence, Tuple, Union
 
 from sparring.worker.inference_client import ForwardClient, RemotePlayerPolicies
 from sparring.worker.inference_halves import Halves, SharedLock
 from sparring.worker.remote.base import PlayerPolicies, Worker
 from sparring.worker.remote.inference import inference_addresses
+from sparring.worker.remote.security import Security
 from sparring.worker.remote.transport import DataPusher
 from sparring.worker.run_files import open_run_file
 from sparring.worker.run_kind import run_kind
@@ -109,37 +110,40 @@ def _opponent_policy(players, job: dict):
 class CollectorWorker(Worker):
     role = 'collector'
 
+    def __init__(self, commander: str, security: Security, **options: Any) -> None:
+        super().__init__(commander, security, **options)
+        with self.joining():
+            self.kind = run_kind(self.cfg)
+            self.seed = collector_seed(self.cfg.seed, self.index)
+            self.players: Union[PlayerPolicies, RemotePlayerPolicies]
+            self.halves_players: List[RemotePlayerPolicies] = []
+            if not self.par.inference.workers:
+                self.players = PlayerPolicies(self, self.seed)
+            else:  # the networks act on forward-pass workers; the draws stay here
+                first = ForwardClient(
+                    self.context, self.security, self.worker_id, lambda: inference_addresses(self.cfg.exp_name),
+                    attempt_seconds=min(self.par.request_timeout_seconds, FORWARD_ATTEMPT_SECONDS),
+                    give_up_seconds=self.par.worker_timeout_seconds, check_alive=self.check_alive)
+                remote = RemotePlayerPolicies(self, self.seed, first)
+                self.players = remote
+                if self.par.inference.double_buffer and self.cfg.env.collector_env_num > 1:
+                    # Each half acts through a socket of its own, with draws of its own (the first half's seed is
+                    # the collector's, so a collector of one half would draw as it does).
+                    second = ForwardClient(self.context, self.security, f'{self.worker_id}/half1', first.addresses,
+                                           first.attempt_seconds, first.give_up_seconds, self.check_alive)
+                    self.halves_players = [remote, RemotePlayerPolicies(self, self.seed + HALF_SEED_OFFSET, second)]
+            self.chunk_len = self.par.chunk_len or self.cfg.policy.collect.n_steps
+            # player id -> (its collector, its job feed or feed pair)
+            self.games: Dict[str, Tuple[Any, Union[JobFeed, FeedPair]]] = {}
+            self.pushers: Dict[str, DataPusher] = {}
+            self.env_steps = 0
+            self.games_accepted = 0
+            audit = self.par.get('audit_reports')
+            self.audit = open_run_file(os.path.join(self.workdir, 'reports.jsonl'), 'a') if audit else None
+            self.undelivered = 0
+            self.undelivered_ids: List[str] = []
+
     def run(self) -> None:
-        self.register()
-        self.kind = run_kind(self.cfg)
-        self.observation_space, self.action_space = self.spaces()
-        self.seed = collector_seed(self.cfg.seed, self.index)
-        self.forward_client = None
-        if self.par.inference.workers:  # the networks act on forward-pass workers; the draws stay here
-            self.forward_client = ForwardClient(
-                self.context, self.security, self.worker_id, lambda: inference_addresses(self.cfg.exp_name),
-                attempt_seconds=min(self.par.request_timeout_seconds, FORWARD_ATTEMPT_SECONDS),
-                give_up_seconds=self.par.worker_timeout_seconds, check_alive=self.check_alive)
-            self.players = RemotePlayerPolicies(self, self.seed, self.forward_client)
-        else:
-            self.players = PlayerPolicies(self, self.seed)
-        self.halves_players: List[RemotePlayerPolicies] = []
-        if self.forward_client is not None and self.par.inference.double_buffer and self.cfg.env.collector_env_num > 1:
-            # Each half acts through a socket of its own, with draws of its own (the first half's seed is the
-            # collector's, so a collector of one half would draw as it does).
-            first = self.forward_client
-            second = ForwardClient(self.context, self.security, f'{self.worker_id}/half1', first.addresses,
-                                   first.attempt_seconds, first.give_up_seconds, self.check_alive)
-            self.halves_players = [self.players, RemotePlayerPolicies(self, self.seed + HALF_SEED_OFFSET, second)]
-        self.chunk_len = self.par.chunk_len or self.cfg.policy.collect.n_steps
-        self.games: Dict[str, Tuple[Any, Any]] = {}  # player id -> (its collector, its job feed or feed pair)
-        self.pushers: Dict[str, DataPusher] = {}
-        self.env_steps = 0
-        self.games_accepted = 0
-        audit = self.par.get('audit_reports')
-        self.audit = open_run_file(os.path.join(self.workdir, 'reports.jsonl'), 'a') if audit else None
-        self.undelivered = 0
-        self.undelivered_ids: List[str] = []
         log.info('%s: registered with %s', self.worker_id, self.commander)
         try:
             self.work_on('collect_task', self._collect)
@@ -150,11 +154,16 @@ class CollectorWorker(Worker):
                 collector.close()
             if self.audit is not None:
                 self.audit.close()
-            for players in self.halves_players or [self.players]:
-                client = getattr(players, 'client', None)
-                if client is not None:
-                    client.close()
+            for players in self._acting_players():
+                if isinstance(players, RemotePlayerPolicies):
+                    players.client.close()
         self.goodbye()
+
+    def _acting_players(self) -> Sequence[Union[PlayerPolicies, RemotePlayerPolicies]]:
+        """The policies the collector acts with: its two halves', or its own."""
+        if self.halves_players:
+            return self.halves_players
+        return [self.players]
 
     def task_request(self) -> dict:
         ids, self.undelivered_ids = self.undelivered_ids, []
@@ -189,7 +198,7 @@ class CollectorWorker(Worker):
     def _collect(self, task: dict) -> None:
         pid = task['player_id']
         collector, feed = self._home(pid)
-        for players in self.halves_players or [self.players]:
+        for players in self._acting_players():
             players.refresh()
         feed.top_up()
         chunk = collector.collect()
@@ -228,17 +237,16 @@ class CollectorWorker(Worker):
                 return
 
     def stats(self) -> Dict[str, float]:
-        stats = dict(env_steps=float(getattr(self, 'env_steps', 0)), undelivered=float(getattr(self, 'undelivered', 0)),
-                     games_accepted=float(getattr(self, 'games_accepted', 0)))
-        games = getattr(self, 'games', {})
-        stats['collect_seconds'] = float(sum(collector.collect_seconds for collector, _ in list(games.values())))
-        clients = [p.client for p in getattr(self, 'halves_players', None) or [getattr(self, 'players', None)]
-                   if hasattr(p, 'client')]
-        if clients:  # where the time goes with remote forward passes, and the requests refused
+        stats = dict(env_steps=float(self.env_steps), undelivered=float(self.undelivered),
+                     games_accepted=float(self.games_accepted))
+        stats['collect_seconds'] = float(sum(collector.collect_seconds for collector, _ in list(self.games.values())))
+        remote = [p for p in self._acting_players() if isinstance(p, RemotePlayerPolicies)]
+        if remote:  # where the time goes with remote forward passes, and the requests refused
+            clients = [p.client for p in remote]
             stats.update(forward_round_trips=float(sum(c.round_trips for c in clients)),
                          forward_seconds=sum(c.round_trip_seconds for c in clients),
                          forward_resends=float(sum(c.resends for c in clients)))
-            for players in getattr(self, 'halves_players', None) or [self.players]:
+            for players in remote:
                 for key, value in players.refusal_counts().items():
                     stats[key] = stats.get(key, 0.0) + value
         return stats

@@ -3,10 +3,11 @@ way every mode evaluates (:mod:`sparring.worker.evaluation`), and reports the re
 opponent and, beside them, how many distinct games they were (``distinct_games``)."""
 from __future__ import annotations
 
-from typing import Dict
+from typing import Any, Dict
 
 from sparring.worker.evaluation import distinct_games_of
 from sparring.worker.remote.base import PlayerPolicies, Worker
+from sparring.worker.remote.security import Security
 from sparring.worker.run_kind import run_kind
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
 
@@ -14,12 +15,14 @@ from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
 class EvaluatorWorker(Worker):
     role = 'evaluator'
 
+    def __init__(self, commander: str, security: Security, **options: Any) -> None:
+        super().__init__(commander, security, **options)
+        with self.joining():
+            self.players = PlayerPolicies(self, self.cfg.seed + LEAGUE_EVAL_SEED_OFFSET)
+            self.evaluation = run_kind(self.cfg).evaluation()
+            self.evaluated = 0
+
     def run(self) -> None:
-        self.register()
-        self.observation_space, self.action_space = self.spaces()
-        self.players = PlayerPolicies(self, self.cfg.seed + LEAGUE_EVAL_SEED_OFFSET)
-        self.evaluation = run_kind(self.cfg).evaluation()
-        self.evaluated = 0
         try:
             self.work_on('eval_task', self._evaluate)
         finally:
@@ -39,4 +42,4 @@ class EvaluatorWorker(Worker):
         self.evaluated += 1
 
     def stats(self) -> Dict[str, float]:
-        return dict(evaluated=float(getattr(self, 'evaluated', 0)))
+        return dict(evaluated=float(self.evaluated))

@@ -45,6 +45,7 @@ from sparring.worker.policy_pool import BOT_PREFIX
 from sparring.worker.remote.base import CommanderLost, PlayerPolicies, SessionExpired, Worker
 from sparring.worker.remote.inference_protocol import (INFERENCE_PROTOCOL, MAX_ROWS, STATE_NAMES, WAVE_NAMES,
                                                        segment_array, segment_obs)
+from sparring.worker.remote.security import Security
 from sparring.worker.remote.transport import SMALL_HEADER_BYTES, Server
 from sparring.worker.remote.wire import MessageError, arrays_to_params, short
 from sparring.worker.run_files import write_atomically
@@ -410,16 +411,19 @@ def _arrays(out: ForwardOut) -> Dict[str, np.ndarray]:
 class InferenceWorker(Worker):
     role = 'inference'
 
+    def __init__(self, commander: str, security: Security, **options: Any) -> None:
+        super().__init__(commander, security, **options)
+        with self.joining():
+            networks = CommanderNetworks(self, collector_seed(self.cfg.seed, self.index))
+            inf = self.par.inference
+            obs_shape = tuple(self.observation_space.shape or ())
+            # What a holder of the secret can make this socket hold: requests of this run's size, no more.
+            limit = request_bytes_limit(self.cfg, ForwardSpec.of(self.new_policy(0), obs_shape))
+            self.inference = InferenceServer(self.context, self.security, self.bind_host or self.par.host, networks,
+                                             inf.max_batch, inf.max_wait_ms, obs_shape, name=self.worker_id,
+                                             max_message_bytes=limit)
+
     def run(self) -> None:
-        self.register()
-        self.observation_space, self.action_space = self.spaces()
-        networks = CommanderNetworks(self, collector_seed(self.cfg.seed, self.index))
-        inf = self.par.inference
-        # What a holder of the secret can make this socket hold: requests of this run's size, no more.
-        limit = request_bytes_limit(self.cfg, ForwardSpec.of(self.new_policy(0), self.observation_space.shape))
-        self.inference = InferenceServer(self.context, self.security, self.bind_host or self.par.host, networks,
-                                         inf.max_batch, inf.max_wait_ms, self.observation_space.shape,
-                                         name=self.worker_id, max_message_bytes=limit)
         directory = inference_dir(self.cfg.exp_name)
         os.makedirs(directory, exist_ok=True)
         write_atomically(os.path.join(directory, f'{self.worker_id}.address'), self.inference.address + '\n')
@@ -433,5 +437,4 @@ class InferenceWorker(Worker):
         self.goodbye()
 
     def stats(self) -> Dict[str, float]:
-        inference = getattr(self, 'inference', None)
-        return {} if inference is None else inference.stats()
+        return self.inference.stats()

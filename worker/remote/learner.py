@@ -15,9 +15,10 @@ import hashlib
 import logging
 import time
 from collections import deque
-from typing import Deque, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
+import torch
 
 from sparring.policy.chunk_spec import ChunkSpec
 from sparring.policy.replay_opponents import forget_stale_opponents
@@ -26,6 +27,7 @@ from sparring.worker.chunk import Chunk
 from sparring.worker.learner import Learner
 from sparring.worker.logger import RunLogger
 from sparring.worker.remote.base import Worker
+from sparring.worker.remote.protocol import Registered
 from sparring.worker.remote.replicas import ReplicaGroup
 from sparring.worker.remote.schema import MAX_ABS_VALUE, ChunkSchema
 from sparring.worker.remote.transport import DataPuller, SMALL_HEADER_BYTES, advertised_address
@@ -41,66 +43,71 @@ MAX_RECEIPTS = 10_000  # chunk ids acknowledged by one heartbeat (the protocol's
 class LearnerWorker(Worker):
     role = 'learner'
 
-    def run(self) -> None:
+    def __init__(self, commander: str, security: Security, **options: Any) -> None:
+        super().__init__(commander, security, **options)
         self.receipts: Deque[str] = deque()  # ids of chunks that arrived, until a heartbeat carries them
-        info = self.register()
-        self.player_id = info['player_id']
-        host = self.bind_host or self.par.host
-        check_bind(host, self.security.secured)
-        self.observation_space, self.action_space = self.spaces()
-        self.policy = self.new_policy(self.cfg.seed + self.index)
-        self.learner = Learner(self.policy, max(1, self.cfg.train.max_env_steps // len(self.player_ids)),
-                               battle=is_league_run(self.cfg))
-        # What a peer without the secret can make this socket hold: a few chunks of this run's size, no more.
-        self.puller = DataPuller(self.context, host, chunk_security(self.security, self.learner.spec),
-                                 name=f'{self.worker_id} data',
-                                 queue=self.par.learner_queue, max_header_bytes=SMALL_HEADER_BYTES,
-                                 max_message_bytes=min(self.par.max_message_mb << 20,
-                                                       chunk_bytes_limit(self.cfg, self.learner.spec)))
-        self.endpoint = advertised_address(self.puller.address, self.par.advertise_host)
-        self.ckpt = CheckpointManager(self.workdir)
-        self.seen: Deque[str] = deque(maxlen=10_000)
-        self.seen_set = set()
-        self.queue: Deque = deque()
-        self.replay: Deque = deque(maxlen=self.par.replay_chunks)
-        self.staleness_window: List[float] = []
-        self.counts = dict(chunks_received=0, dropped_stale=0, dropped_duplicate=0, dropped_invalid=0, dropped_failed=0,
-                           replayed=0, replay_transitions_forgotten=0)
-        self.roster: Optional[Dict[str, int]] = None  # the league's opponent ages last forgotten by
-        self.wait_seconds = 0.0
-        self.arrived = 0  # chunks this process took in (the commander's credit counts per learner process)
-        self.group = None
-        self.reset_pending = False
-        self.group_totals = dict(arrived=0, consumed=0)
-        # A replica other than the lead takes the lead's state when the group forms: only the lead restores.
-        restored = info['restore'] and info.get('replica', 0) == 0 and self.ckpt.latest() is not None
-        if restored:
+        with self.joining() as info:
+            self.player_id = str(info['player_id'])
+            host = self.bind_host or self.par.host
+            check_bind(host, self.security.secured)
+            self.policy = self.new_policy(self.cfg.seed + self.index)
+            self.learner = Learner(self.policy, max(1, self.cfg.train.max_env_steps // len(self.player_ids)),
+                                   battle=is_league_run(self.cfg))
+            # What a peer without the secret can make this socket hold: a few chunks of this run's size, no more.
+            self.puller = DataPuller(self.context, host, chunk_security(self.security, self.learner.spec),
+                                     name=f'{self.worker_id} data',
+                                     queue=self.par.learner_queue, max_header_bytes=SMALL_HEADER_BYTES,
+                                     max_message_bytes=min(self.par.max_message_mb << 20,
+                                                           chunk_bytes_limit(self.cfg, self.learner.spec)))
+            self.endpoint = advertised_address(self.puller.address, self.par.advertise_host)
+            self.ckpt = CheckpointManager(self.workdir)
+            self.seen: Deque[str] = deque(maxlen=10_000)
+            self.seen_set: Set[str] = set()
+            self.queue: Deque[Chunk] = deque()
+            self.replay: Deque[Chunk] = deque(maxlen=self.par.replay_chunks)
+            self.staleness_window: List[float] = []
+            self.counts = dict(chunks_received=0, dropped_stale=0, dropped_duplicate=0, dropped_invalid=0,
+                               dropped_failed=0, replayed=0, replay_transitions_forgotten=0)
+            self.roster: Optional[Dict[str, int]] = None  # the league's opponent ages last forgotten by
+            self.wait_seconds = 0.0
+            self.arrived = 0  # chunks this process took in (the commander's credit counts per learner process)
+            self.group: Optional[ReplicaGroup] = None
+            self.reset_pending = False
+            self.group_totals = dict(arrived=0, consumed=0)
+            restored = self._restore(info)
+            self.policy.set_params(self.policy.get_params(), restarted_version(self.policy.version, info['version']))
+            self.learner.train_iter = max(self.learner.train_iter, info['train_iteration'])
+            if info.get('replicas', 1) > 1:
+                self.group = self._join_group(info, restored)
+            self.logger = RunLogger(self.workdir, self.learner.max_env_steps, tensorboard=self.cfg.train.tensorboard,
+                                    progress_bar=False, initial_env_steps=self.learner.env_steps)
+            self.logger.line(f'{self.worker_id}: learner of {self.player_id}, chunks at {self.endpoint}, '
+                             + describe_start(self.ckpt.resumed_from if restored else None, info['train_iteration'],
+                                              self.learner.train_iter, self.policy.version))
+
+    def _restore(self, info: Registered) -> bool:
+        """Take the last checkpoint's state (the lead of a group only: the other replicas take the lead's when the
+        group forms), else the initial parameters; whether a checkpoint was restored."""
+        if info['restore'] and info.get('replica', 0) == 0 and self.ckpt.latest() is not None:
             try:
                 state = self.ckpt.load_latest()
             except CheckpointError as err:  # every checkpoint damaged: start afresh rather than crash-loop
                 log.error('%s: %s; starting from the initial parameters', self.worker_id, err)
-                restored = False
-        if restored:
-            self.learner.load_state_dict(state['learner'])
-            self.counts.update(state['counts'])
-        else:
-            reply = self.fetch_params('init')
-            self.policy.set_params(arrays_to_params(reply.arrays), 0)
-        self.policy.set_params(self.policy.get_params(), restarted_version(self.policy.version, info['version']))
-        self.learner.train_iter = max(self.learner.train_iter, info['train_iteration'])
-        if info.get('replicas', 1) > 1:
-            self._join_group(info, restored)
-        self.logger = RunLogger(self.workdir, self.learner.max_env_steps, tensorboard=self.cfg.train.tensorboard,
-                                progress_bar=False, initial_env_steps=self.learner.env_steps)
-        self.logger.line(f'{self.worker_id}: learner of {self.player_id}, chunks at {self.endpoint}, '
-                         + describe_start(self.ckpt.resumed_from if restored else None, info['train_iteration'],
-                                          self.learner.train_iter, self.policy.version))
+            else:
+                self.learner.load_state_dict(state['learner'])
+                self.counts.update(state['counts'])
+                return True
+        reply = self.fetch_params('init')
+        self.policy.set_params(arrays_to_params(reply.arrays), 0)
+        return False
+
+    def run(self) -> None:
         try:
             self.publish(final=False)
             if self.group is None:
                 self._loop()
             else:
-                self._loop_in_step()
+                self._loop_in_step(self.group)
                 self.logger.line(f'replica {self.group.rank}: parameters {params_digest(self.policy.get_params())} '
                                  f'after {self.learner.train_iter} iterations')
             if self.lead:
@@ -122,20 +129,25 @@ class LearnerWorker(Worker):
         """Whether this process speaks for the player (publishes, checkpoints): the lead of its replicas."""
         return self.group is None or self.group.is_lead
 
-    def _join_group(self, info: dict, restored: bool) -> None:
+    def _join_group(self, info: Registered, restored: bool) -> ReplicaGroup:
         """Form the player's replica group; every replica starts from the lead's parameters and counters."""
-        self.group = ReplicaGroup(info['group_address'], info['replica'], info['replicas'],
-                                  timeout_seconds=self.par.worker_timeout_seconds * 3, device=self.policy.device)
-        self.group.share_lead_state(self.policy.net)
-        restored_flag, version, iteration, env_steps = self.group.share_numbers(
+        address = info.get('group_address')
+        if address is None:
+            raise RuntimeError(f'{self.worker_id}: the commander named {info["replicas"]} replicas of '
+                               f'{self.player_id} but no address for them to meet at')
+        group = ReplicaGroup(address, info['replica'], info['replicas'],
+                             timeout_seconds=self.par.worker_timeout_seconds * 3, device=self.policy.device)
+        group.share_lead_state(self.policy.trained_module())
+        restored_flag, version, iteration, env_steps = group.share_numbers(
             restored, self.policy.version, self.learner.train_iter, self.learner.env_steps)
         self.policy.set_params(self.policy.get_params(), int(version))
         self.learner.train_iter, self.learner.env_steps = int(iteration), int(env_steps)
         if restored_flag:  # the lead's optimiser moments were not shared: every replica starts them afresh
             self.policy.reset_optimizer()
-        self.group.average_gradients(self.policy.net)
+        group.average_gradients(self.policy.trained_module())
+        return group
 
-    def _loop_in_step(self) -> None:
+    def _loop_in_step(self, group: ReplicaGroup) -> None:
         """The replicas' loop: receive, agree, and train together only when every replica has a chunk."""
         drain_since: Optional[float] = None
         last_total, last_change = -1, time.monotonic()
@@ -148,7 +160,7 @@ class LearnerWorker(Worker):
                 drain_since = drain_since or time.monotonic()
                 stop = self.directive == 'stop' or self._drained(self.group_totals['arrived'],
                                                                  max(last_change, drain_since))
-            train, stop, self.group_totals = self.group.agree(
+            train, stop, self.group_totals = group.agree(
                 picked is not None, stop, dict(arrived=self.arrived, consumed=self.arrived - len(self.queue)))
             if self.group_totals['arrived'] != last_total:
                 last_total, last_change = self.group_totals['arrived'], time.monotonic()
@@ -160,14 +172,15 @@ class LearnerWorker(Worker):
                 if picked is not None:
                     self.queue.appendleft(picked[0])  # kept until every replica has one
                 continue
+            assert picked is not None  # the group trains only when every replica, this one too, has a chunk
             self._train(*picked)
-            reset, = self.group.share_numbers(self.reset_pending)
+            reset, = group.share_numbers(self.reset_pending)
             if reset:
-                self.group.share_lead_state(self.policy.net)
+                group.share_lead_state(self.policy.trained_module())
                 self.policy.reset_optimizer()
                 self.reset_pending = False
             else:
-                self.group.share_lead_state(self.policy.net, buffers_only=True)
+                group.share_lead_state(self.policy.trained_module(), buffers_only=True)
 
     def _loop(self) -> None:
         drain_since: Optional[float] = None
@@ -242,7 +255,7 @@ class LearnerWorker(Worker):
         target = self.par.target_sample_reuse
         return bool(target) and bool(self.replay) and self.learner.sample_reuse < target
 
-    def _next_chunk(self) -> Optional[Tuple[object, bool]]:
+    def _next_chunk(self) -> Optional[Tuple[Chunk, bool]]:
         """The oldest fresh chunk not too stale; else, below the target sample reuse, a recent one again."""
         while self.queue:
             chunk = self.queue.popleft()
@@ -259,7 +272,7 @@ class LearnerWorker(Worker):
             return chunk, False
         return None
 
-    def _train(self, chunk, fresh: bool) -> None:
+    def _train(self, chunk: Chunk, fresh: bool) -> None:
         stats = self.learner.train(chunk, fresh=fresh)
         if stats is None:  # its update raised: dropped (logged by the learner), and the learner goes on
             self.counts['dropped_failed'] += 1
@@ -315,7 +328,7 @@ class LearnerWorker(Worker):
 
     def heartbeat_extra(self) -> dict:
         # Called from the heartbeat thread: popleft is atomic against the main thread's appends.
-        received = []
+        received: List[str] = []
         while self.receipts and len(received) < MAX_RECEIPTS:
             received.append(self.receipts.popleft())
         return dict(received=received) if received else {}
@@ -325,14 +338,11 @@ class LearnerWorker(Worker):
 
     def stats(self) -> Dict[str, float]:
         # Called from the heartbeat thread: copy the dicts the main thread updates before reading them.
-        out = {k: float(v) for k, v in dict(getattr(self, 'counts', {})).items()}
-        out['queued'] = float(len(getattr(self, 'queue', ())))
-        learner = getattr(self, 'learner', None)
-        if learner is not None:  # samples through gradient steps, and the env steps behind them
-            out.update(samples_consumed=float(learner.samples_consumed), trained_env_steps=float(learner.env_steps))
-        puller = getattr(self, 'puller', None)
-        if puller is not None:
-            out.update({f'rejected_{reason}': float(n) for reason, n in dict(puller.rejected.counts).items()})
+        out = {k: float(v) for k, v in dict(self.counts).items()}
+        out['queued'] = float(len(self.queue))
+        # samples through gradient steps, and the env steps behind them
+        out.update(samples_consumed=float(self.learner.samples_consumed), trained_env_steps=float(self.learner.env_steps))
+        out.update({f'rejected_{reason}': float(n) for reason, n in dict(self.puller.rejected.counts).items()})
         return out
 
 
@@ -348,7 +358,7 @@ def describe_start(restored_from: Optional[str], published_iteration: int, itera
             f'trained before are lost), counters continuing at iteration {iteration}, version {version}')
 
 
-def params_digest(params: Dict[str, object]) -> str:
+def params_digest(params: Mapping[str, torch.Tensor]) -> str:
     """A short fingerprint of parameters: equal on every replica of a group, or they have drifted apart."""
     digest = hashlib.sha256()
     for name in sorted(params):

@@ -17,7 +17,7 @@ and NCCL on CUDA; a replica that dies takes its group down, and the launcher res
 from __future__ import annotations
 
 import datetime
-from typing import Dict, List, Tuple
+from typing import Dict, List, Tuple, Union
 
 import torch
 import torch.distributed as dist
@@ -42,7 +42,8 @@ def check_replica_config(cfg) -> None:
 class ReplicaGroup:
     """One replica's membership of its player's group (``rank`` 0 is the lead)."""
 
-    def __init__(self, address: str, rank: int, size: int, timeout_seconds: float, device: str = 'cpu') -> None:
+    def __init__(self, address: str, rank: int, size: int, timeout_seconds: float,
+                 device: Union[str, torch.device] = 'cpu') -> None:
         host, port = address.replace('tcp://', '').rsplit(':', 1)
         self.rank, self.size = rank, size
         self.store = dist.TCPStore(host, int(port), size, is_master=rank == 0,

@@ -82,7 +82,7 @@ class Security:
     def schemas(self) -> Mapping[str, Any]:
         if self.protocol is None:
             raise ValueError('Security: no protocol given; expected the message catalogue '
-                             '(sparring.framework.protocol.PROTOCOL)')
+                             '(sparring.worker.remote.protocol.PROTOCOL)')
         return self.protocol
 
     @property
@@ -104,7 +104,7 @@ class Security:
             server_public, server_secret = _load_keypair(self.curve_dir, 'server')
             client_public, client_secret = _load_keypair(self.curve_dir, 'client')
             return CurveKeys(server_public, server_secret, client_public, client_secret)
-        if not (self.signer.enabled and self.curve_from_secret):
+        if self.signer.secret is None or not self.curve_from_secret:
             return None
         if not zmq.has('curve'):
             log.warning('this libzmq has no CURVE: sockets authenticate by HMAC signatures alone, so a peer without '
@@ -120,7 +120,10 @@ class Security:
         socket.curve_secretkey = keys.server_secret
         socket.curve_publickey = keys.server_public
         socket.curve_server = True
-        return keys.admitted if keys.admitted is not None else frozenset(_authorised_keys(self.curve_dir))
+        if keys.admitted is not None:
+            return keys.admitted
+        assert self.curve_dir is not None  # keys without their admitted clients are read from a folder
+        return frozenset(_authorised_keys(self.curve_dir))
 
     def client(self, socket: zmq.Socket) -> bool:
         """Make ``socket`` a CURVE client (before it connects); whether it is one."""
@@ -161,14 +164,17 @@ def create_curve_keys(directory: str) -> str:
     return directory
 
 
-def _load_keypair(directory: str, name: str, secret: bool = True) -> Tuple[bytes, Optional[bytes]]:
+def _load_keypair(directory: str, name: str) -> Tuple[bytes, bytes]:
     import zmq.auth
     path = os.path.join(directory, f'{name}.key_secret')
     if not os.path.isfile(path):
         raise FileNotFoundError(f'parallel.curve_dir: no {name}.key_secret in {directory!r}; create the keys with '
                                 f'sparring.worker.remote.security.create_curve_keys({directory!r})')
     public, secret_key = zmq.auth.load_certificate(path)
-    return public, (secret_key if secret else None)
+    if secret_key is None:
+        raise ValueError(f'parallel.curve_dir: {path!r} holds no secret key; expected a key pair written by '
+                         f'sparring.worker.remote.security.create_curve_keys({directory!r})')
+    return public, secret_key
 
 
 def _authorised_keys(curve_dir: str) -> Dict[bytes, bool]:

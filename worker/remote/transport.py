@@ -218,17 +218,21 @@ class RequestClient:
         self.timeout = timeout
         self.max_message_bytes = max_message_bytes
         self.rejected = RejectCounter(f'{sender} <- commander')
-        self.socket = None
         self._handshakes: Optional[HandshakeWatch] = None
-        self._connect()
+        self.socket = self._open()
+
+    def _open(self) -> zmq.Socket:
+        socket = self.context.socket(zmq.DEALER)
+        _tune(socket, self.max_message_bytes)
+        if self.security.client(socket):
+            self._handshakes = HandshakeWatch(socket)
+        socket.connect(self.address)
+        return socket
 
     def _connect(self) -> None:
+        """A fresh socket in place of the current one."""
         self._close_socket()
-        self.socket = self.context.socket(zmq.DEALER)
-        _tune(self.socket, self.max_message_bytes)
-        if self.security.client(self.socket):
-            self._handshakes = HandshakeWatch(self.socket)
-        self.socket.connect(self.address)
+        self.socket = self._open()
 
     def _wait(self, milliseconds: int, kind: str) -> bool:
         """Whether a reply came within ``milliseconds``; raises :class:`MessageError` once the server refused
@@ -295,9 +299,7 @@ class RequestClient:
         if self._handshakes is not None:
             self._handshakes.close()
             self._handshakes = None
-        if self.socket is not None:
-            self.socket.close(linger=0)
-            self.socket = None
+        self.socket.close(linger=0)  # a second close does nothing
 
     def close(self) -> None:
         self._close_socket()

@@ -186,7 +186,7 @@ def encode(kind: str, body: dict, arrays: Optional[Mapping[str, np.ndarray]] = N
 
 
 def _raw(a: np.ndarray):
-    return memoryview(a.reshape(-1).view(np.uint8)) if a.nbytes else b''
+    return a.reshape(-1).view(np.uint8).data if a.nbytes else b''
 
 
 def _refuse_constant(name: str):
