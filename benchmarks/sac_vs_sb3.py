@@ -43,25 +43,13 @@ from typing import Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from peer_runs import evaluate_greedy, load, prepare_process  # noqa: E402
 from results_file import add_smoke, apply_smoke, cpu_model, merge_results, peer_missing  # noqa: E402
+
 TARGET = -200.0
 EVAL_EPISODES = 8
 SB3_PENDULUM = dict(learning_rate=1e-3)  # rl-zoo sac.yml, Pendulum-v1 (the rest: SB3's defaults)
 SB3_HOPPER = dict(learning_starts=10_000)  # rl-zoo sac.yml, Hopper
-
-
-def load() -> list:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
-# -- the child runs: each prints one JSON line ------------------------------------------------------
-def _prepare_process() -> None:
-    """One torch thread, and a fresh process's one-time costs (the first optimiser imports ``torch._dynamo``)
-    paid before either clock starts."""
-    import gymnasium  # noqa: F401
-    import torch
-    torch.set_num_threads(1)
-    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
 
 
 class Curve:
@@ -96,24 +84,6 @@ class Curve:
                     cpu_seconds=time.process_time() - self.cpu_started,
                     steps_per_second=env_steps / max(seconds - self.eval_seconds, 1e-9),
                     late_steps_per_second=late)
-
-
-def _evaluate(act, env_id: str, seed: int) -> float:
-    """Mean return of ``EVAL_EPISODES`` deterministic episodes, all envs stepped together."""
-    import gymnasium as gym
-    import numpy as np
-    envs = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(EVAL_EPISODES)],
-                                    autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
-    obs, _ = envs.reset(seed=seed)
-    returns, done, total = np.zeros(EVAL_EPISODES), np.zeros(EVAL_EPISODES, bool), np.zeros(EVAL_EPISODES)
-    while not done.all():
-        obs, reward, terminated, truncated, _ = envs.step(act(obs))
-        total += np.where(done, 0.0, reward)
-        finished = (terminated | truncated) & ~done
-        returns[finished] = total[finished]
-        done |= finished
-    envs.close()
-    return float(returns.mean())
 
 
 def ready_config(task: str, overrides: Sequence[str] = ()) -> tuple:
@@ -154,8 +124,8 @@ def sparring_run(task: str, seed: int, steps: int, eval_every: int, stop: bool, 
             if learner.env_steps >= next_eval or learner.env_steps >= steps:
                 next_eval += eval_every
                 began = time.perf_counter()
-                mean = _evaluate(lambda obs: policy.act(obs.astype('float32'), deterministic=True).action, env_id,
-                                 seed + 10_000)
+                mean = evaluate_greedy(lambda obs: policy.act(obs.astype('float32'), deterministic=True).action,
+                                       env_id, EVAL_EPISODES, seed + 10_000)
                 if curve.add(learner.env_steps, mean, time.perf_counter() - began):
                     break
     env.close()
@@ -179,7 +149,8 @@ def sb3_run(task: str, seed: int, steps: int, eval_every: int, stop: bool) -> di
                 return True
             self.next_eval += eval_every
             began = time.perf_counter()
-            mean = _evaluate(lambda obs: self.model.predict(obs, deterministic=True)[0], env_id, seed + 10_000)
+            mean = evaluate_greedy(lambda obs: self.model.predict(obs, deterministic=True)[0], env_id, EVAL_EPISODES,
+                                   seed + 10_000)
             return not curve.add(self.num_timesteps, mean, time.perf_counter() - began)
 
     model = SAC('MlpPolicy', env_id, seed=seed, device='cpu', verbose=0, **hyper)
@@ -189,7 +160,7 @@ def sb3_run(task: str, seed: int, steps: int, eval_every: int, stop: bool) -> di
 
 def child(library: str, task: str, seed: int, steps: int, eval_every: int, stop: bool, workdir: str,
           overrides: Sequence[str] = ()) -> dict:
-    _prepare_process()
+    prepare_process()
     before = load()
     if library == 'sparring':
         result = sparring_run(task, seed, steps, eval_every, stop, workdir, overrides)

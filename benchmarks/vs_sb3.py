@@ -1,16 +1,13 @@
-"""sparring against Stable-Baselines3, side by side: learning speed per wall-second and PPO update throughput.
+"""sparring against Stable-Baselines3, side by side: PPO on Pendulum-v1 and PPO update throughput.
 
 Needs SB3 in the venv (``pip install -e .[bench]`` or ``pip install stable-baselines3``); installs nothing.
 Every run is a fresh child process with one torch thread; for each seed the two libraries run back to
 back (the order alternates by seed), so the machine's load falls on both alike. The load average is
 printed and stored with every run. One-time costs of a fresh process (imports, including the
 ``torch._dynamo`` import of the first optimiser) are paid before either library's clock starts.
+CartPole-v1 to 475 has a script of its own, with many seeds and a confidence interval:
+``cartpole_vs_sb3.py``.
 
-* ``cartpole``: CartPole-v1, sparring's ready ``cartpole_ppo`` config against SB3 with the rl-zoo
-  hyperparameters (8 envs x 32 steps, batch 256, 20 epochs, lr 1e-3 and clip 0.2 annealed over 1e5
-  steps, gamma 0.98, lambda 0.8). Both are evaluated with 8 deterministic episodes every 1280 env steps
-  on the policy trained on every step so far; the figures are the env steps and wall seconds (from
-  building the envs and model to the end of that evaluation) when the mean first reaches 475.
 * ``pendulum``: Pendulum-v1 for 100k env steps, sparring's ready ``pendulum_ppo`` config (its budget set
   to 100k) against SB3 rl-zoo (4 envs x 1024 steps, 10 epochs, batch 64, lr 1e-3, gamma 0.9, gSDE);
   8 deterministic evaluation episodes at the end, and env steps per wall-second of the whole run.
@@ -19,9 +16,10 @@ printed and stored with every run. One-time costs of a fresh process (imports, i
   convolution of 64 channels, 256 hidden; batch 4096, 4 epochs of 8 minibatches); sparring's
   ``policy.learn`` against SB3's ``PPO.train()``, median of repeated updates.
 
-    .venv/bin/python benchmarks/vs_sb3.py [--seeds 0 1 2 3 4] [--only cartpole pendulum update]
+    .venv/bin/python benchmarks/vs_sb3.py [--pendulum-seeds 0 1 2] [--only pendulum update]
 
-Writes ``benchmarks/results/vs_sb3.json`` (through ``results_file``): every seed, medians and ratios.
+Writes ``benchmarks/results/vs_sb3.json`` (through ``results_file``): every seed, medians and ratios (its
+``cartpole`` entries were measured by this script's earlier CartPole protocol, before ``cartpole_vs_sb3.py``).
 """
 from __future__ import annotations
 
@@ -35,90 +33,29 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STOP_VALUE = 475.0
-EVAL_EVERY = 1280  # env steps
+sys.path.insert(0, HERE)
+
+from peer_runs import load, prepare_process  # noqa: E402
+
 EVAL_EPISODES = 8
 PENDULUM_STEPS = 100_000
-SB3_CARTPOLE = dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0)
-SB3_CARTPOLE_ENVS, SB3_CARTPOLE_BUDGET = 8, 100_000
 SB3_PENDULUM = dict(n_steps=1024, gae_lambda=0.95, gamma=0.9, n_epochs=10, ent_coef=0.0, learning_rate=1e-3,
                     clip_range=0.2, use_sde=True, sde_sample_freq=4)
 SB3_PENDULUM_ENVS = 4
 
 
-def load() -> list:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
-# -- the child runs: each prints one JSON line ------------------------------------------------------
-def _prepare_process() -> None:
-    """One torch thread, and the one-time costs of a fresh process paid before either clock starts: the
-    first optimiser imports ``torch._dynamo`` (about a second here), which both libraries would pay."""
-    import gymnasium  # noqa: F401
-    import torch
-    torch.set_num_threads(1)
-    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
-
-
 def sparring_run(task: str, seed: int, workdir: str) -> dict:
     import copy
+    from sparring.dizoo.classic_control.config.pendulum_ppo import config
     from sparring.framework import serial_pipeline
-    if task == 'cartpole':
-        from sparring.dizoo.classic_control.config.cartpole_ppo import config
-    else:
-        from sparring.dizoo.classic_control.config.pendulum_ppo import config
     config = copy.deepcopy(config)
-    config['train'] = dict(config.get('train', {}), progress_bar=False, tensorboard=False)
+    config['train'] = dict(config.get('train', {}), progress_bar=False, tensorboard=False,
+                           max_env_steps=PENDULUM_STEPS)
     config['torch_threads'] = 1
-    if task == 'pendulum':
-        config['env']['stop_value'] = None
-        config['train']['max_env_steps'] = PENDULUM_STEPS
+    config['env']['stop_value'] = None
     summary = serial_pipeline(config, seed=seed, exp_name=os.path.join(workdir, f'sparring_{task}_{seed}'))
-    if task == 'cartpole':
-        return dict(reached=summary['reached_stop_value'], env_steps=summary['stop_env_steps'],
-                    seconds=summary['stop_seconds'], total_env_steps=summary['env_steps'])
     return dict(eval_mean=summary['eval_mean'], eval_std=summary['eval_std'], env_steps=summary['env_steps'],
                 seconds=summary['wall_seconds'], steps_per_second=summary['env_steps'] / summary['wall_seconds'])
-
-
-def _linear(start: float):
-    return lambda remaining: remaining * start
-
-
-def sb3_cartpole(seed: int) -> dict:
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.evaluation import evaluate_policy
-
-    class EvaluateEvery(BaseCallback):
-        """Evaluates at the start of a rollout (after the update), whenever 1280 more env steps were made."""
-
-        def __init__(self, eval_env, started: float) -> None:
-            super().__init__()
-            self.eval_env, self.started, self.next_eval, self.result = eval_env, started, EVAL_EVERY, None
-
-        def _on_rollout_start(self) -> None:
-            if self.num_timesteps >= self.next_eval and self.result is None:
-                self.next_eval += EVAL_EVERY
-                mean, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=EVAL_EPISODES, deterministic=True)
-                if mean >= STOP_VALUE:
-                    self.result = dict(reached=True, env_steps=self.num_timesteps,
-                                       seconds=time.perf_counter() - self.started)
-
-        def _on_step(self) -> bool:
-            return self.result is None
-
-    started = time.perf_counter()
-    env = make_vec_env('CartPole-v1', n_envs=SB3_CARTPOLE_ENVS, seed=seed)
-    eval_env = make_vec_env('CartPole-v1', n_envs=EVAL_EPISODES, seed=seed + 10_000)
-    model = PPO('MlpPolicy', env, learning_rate=_linear(1e-3), clip_range=_linear(0.2), seed=seed, device='cpu',
-                verbose=0, **SB3_CARTPOLE)
-    callback = EvaluateEvery(eval_env, started)
-    model.learn(SB3_CARTPOLE_BUDGET, callback=callback)
-    if callback.result is None:
-        return dict(reached=False, env_steps=None, seconds=None, total_env_steps=model.num_timesteps)
-    return dict(callback.result, total_env_steps=callback.result['env_steps'])
 
 
 def sb3_pendulum(seed: int) -> dict:
@@ -137,12 +74,9 @@ def sb3_pendulum(seed: int) -> dict:
 
 
 def child(library: str, task: str, seed: int, workdir: str) -> dict:
-    _prepare_process()
+    prepare_process()
     before = load()
-    if library == 'sparring':
-        result = sparring_run(task, seed, workdir)
-    else:
-        result = (sb3_cartpole if task == 'cartpole' else sb3_pendulum)(seed)
+    result = sparring_run(task, seed, workdir) if library == 'sparring' else sb3_pendulum(seed)
     return dict(result, load_before=before, load_after=load())
 
 
@@ -160,29 +94,11 @@ def side_by_side(task: str, seeds, workdir: str) -> dict:
         per_seed[seed] = {library: run_child(library, task, seed, workdir) for library in order}
         print(f'{task} seed {seed}: ' + '  '.join(f'{lib} {_brief(task, r)} (load {r["load_before"][0]})'
                                                    for lib, r in per_seed[seed].items()), flush=True)
-    return dict(per_seed=per_seed, **(_cartpole_summary(per_seed) if task == 'cartpole'
-                                      else _pendulum_summary(per_seed)))
+    return dict(per_seed=per_seed, **_pendulum_summary(per_seed))
 
 
 def _brief(task: str, r: dict) -> str:
-    if task == 'cartpole':
-        return f'{r["seconds"]:.1f} s, {r["env_steps"]} steps' if r['reached'] else 'not reached'
     return f'{r["eval_mean"]:.0f} at {r["env_steps"]} steps, {r["steps_per_second"]:.0f} steps/s'
-
-
-def _cartpole_summary(per_seed: dict) -> dict:
-    inf = float('inf')
-
-    def figures(lib):
-        secs = [r[lib]['seconds'] if r[lib]['reached'] else inf for r in per_seed.values()]
-        steps = [r[lib]['env_steps'] if r[lib]['reached'] else inf for r in per_seed.values()]
-        return dict(median_seconds=statistics.median(secs), worst_seconds=max(secs),
-                    median_env_steps=statistics.median(steps), worst_env_steps=max(steps),
-                    solved=sum(r[lib]['reached'] for r in per_seed.values()))
-    ours, theirs = figures('sparring'), figures('sb3')
-    ratio = ours['median_seconds'] / theirs['median_seconds']
-    return dict(sparring=ours, sb3=theirs, median_seconds_ratio=ratio,
-                target_median_met=ratio <= 0.5, target_worst_met=ours['worst_seconds'] <= theirs['median_seconds'])
 
 
 def _pendulum_summary(per_seed: dict) -> dict:
@@ -197,10 +113,8 @@ def _pendulum_summary(per_seed: dict) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2, 3, 4])
     parser.add_argument('--pendulum-seeds', type=int, nargs='+', default=[0, 1, 2])
-    parser.add_argument('--only', nargs='+', choices=['cartpole', 'pendulum', 'update'],
-                        default=['cartpole', 'pendulum', 'update'])
+    parser.add_argument('--only', nargs='+', choices=['pendulum', 'update'], default=['pendulum', 'update'])
     parser.add_argument('--update-threads', type=int, nargs='+', default=[1],
                         help='torch threads of the update micro-benchmark (each count measured on its own)')
     parser.add_argument('--entry', default=None,
@@ -221,12 +135,6 @@ def main() -> None:
                    started=time.strftime('%Y-%m-%d %H:%M:%S'), load_at_start=load())
     print(f'load average at start: {results["load_at_start"]}', flush=True)
     with tempfile.TemporaryDirectory() as workdir:
-        if 'cartpole' in args.only:
-            results['cartpole'] = side_by_side('cartpole', args.seeds, workdir)
-            c = results['cartpole']
-            print(f'CartPole median seconds to 475: sparring {c["sparring"]["median_seconds"]:.1f}, SB3 '
-                  f'{c["sb3"]["median_seconds"]:.1f} (ratio {c["median_seconds_ratio"]:.2f}); worst sparring '
-                  f'{c["sparring"]["worst_seconds"]:.1f}', flush=True)
         if 'pendulum' in args.only:
             results['pendulum'] = side_by_side('pendulum', args.pendulum_seeds, workdir)
             p = results['pendulum']
@@ -237,7 +145,7 @@ def main() -> None:
             results['update'] = compare_updates(run_in_child=_update_child, threads=args.update_threads)
     results['load_at_end'] = load()
     print(f'load average at end: {results["load_at_end"]}')
-    merge_results('vs_sb3', {args.entry: dict(results, seeds=args.seeds)} if args.entry else results)
+    merge_results('vs_sb3', {args.entry: dict(results, seeds=args.pendulum_seeds)} if args.entry else results)
 
 
 def _update_child(name: str, threads: int) -> dict:
