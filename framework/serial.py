@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from sparring.framework.multiseat_run import is_multiseat_run, multiseat_pipeline
 from sparring.framework.report_page import return_entries, write_return_report
 from sparring.framework.run_setup import closing_report, prepare_config
 from sparring.framework.run_summary import RunSummary
@@ -30,6 +31,8 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
     last evaluation; a league's table and pictures). ``max_env_steps`` overrides the config's budget; a new run records it in its config.json."""
     config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
+    if is_multiseat_run(cfg):  # a game of three or more seats: its own serial loop
+        return multiseat_pipeline(cfg, resume)
     if resume:  # config.json holds what the run goes on with: the budgets and settings a resume changed
         save_config(cfg, cfg.exp_name)
     set_torch_threads(cfg.torch_threads)

@@ -28,7 +28,8 @@ import numpy as np
 from gymnasium import spaces
 
 from sparring.config.schema import ConfigError
-from sparring.dizoo.openspiel.spiel import SeatView, check_game_params, load_two_player_game, require_pyspiel
+from sparring.dizoo.openspiel.spiel import (SeatView, check_game_params, load_two_player_game, require_pyspiel,
+                                            resolve_chance)
 from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.battle_api import BATTLE_ENV_CONSTRAINTS, NUM_SEATS, NativeVecBattleEnv, battle_env_defaults
 from sparring.worker.env.errors import EnvError
@@ -134,16 +135,7 @@ class OpenSpielBattleEnv(NativeVecBattleEnv):
 
     def _resolve_chance(self, state) -> None:
         """Sample chance outcomes with the env's Generator until a player moves or the game ends."""
-        while state.is_chance_node():
-            outcomes = state.chance_outcomes()
-            u = self.np_random.random()
-            chosen = outcomes[-1][0]  # where rounding leaves the probabilities short of u
-            for action, probability in outcomes:
-                u -= probability
-                if u < 0.0:
-                    chosen = action
-                    break
-            state.apply_action(chosen)
+        resolve_chance(state, self.np_random)
 
     # -- access to the true game -----------------------------------------------------------------
 

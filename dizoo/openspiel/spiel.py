@@ -43,7 +43,14 @@ def check_game_params(params: Any, label: str) -> dict:
 
 def load_two_player_game(game: Any, params: Optional[Mapping] = None, label: str = 'openspiel game'):
     """A ``pyspiel.Game`` from a name (with optional ``params``) or a loaded game, checked to be a
-    two-player, turn-based (sequential) game.
+    two-player, turn-based (sequential) game (:func:`load_game_of`)."""
+    return load_game_of(game, params, label, players=2)
+
+
+def load_game_of(game: Any, params: Optional[Mapping] = None, label: str = 'openspiel game',
+                 players: Optional[int] = 2):
+    """A ``pyspiel.Game`` from a name (with optional ``params``) or a loaded game, checked to be a
+    turn-based (sequential) game of ``players`` players (None: any number from 2).
 
     Raises :class:`ConfigError` (a ValueError) naming the game and what was expected: an unknown
     name lists the closest registered names; bad parameters repeat OpenSpiel's message.
@@ -70,17 +77,21 @@ def load_two_player_game(game: Any, params: Optional[Mapping] = None, label: str
     else:
         raise ConfigError(f'{label}: expected an OpenSpiel game name such as \'kuhn_poker\' or a pyspiel.Game, '
                           f'got {game!r}')
-    check_supported_game(loaded, label)
+    check_supported_game(loaded, label, players)
     return loaded
 
 
-def check_supported_game(game, label: str = 'openspiel game') -> None:
-    """Raise :class:`ConfigError` unless ``game`` has two players and sequential (turn-based) moves."""
+def check_supported_game(game, label: str = 'openspiel game', players: Optional[int] = 2) -> None:
+    """Raise :class:`ConfigError` unless ``game`` has ``players`` players (None: 2 or more) and sequential
+    (turn-based) moves."""
     pyspiel = require_pyspiel()
     game_type = game.get_type()
-    if game.num_players() != 2:
+    if players == 2 and game.num_players() != 2:
         raise ConfigError(f'{label}: {game} has {game.num_players()} players; expected exactly 2 (a battle is '
-                          f'one seat against another; many games take a "players" parameter)')
+                          f'one seat against another; many games take a "players" parameter; env type '
+                          f'\'openspiel_multiseat\' plays games of three or more)')
+    if players is None and game.num_players() < 2:
+        raise ConfigError(f'{label}: {game} has {game.num_players()} player(s); expected 2 or more')
     if game_type.dynamics != pyspiel.GameType.Dynamics.SEQUENTIAL:
         raise ConfigError(f'{label}: {game} has {game_type.dynamics.name.lower()} moves; expected a sequential '
                           f'(turn-based) game. A simultaneous-move game can be played in turns with '
@@ -88,6 +99,20 @@ def check_supported_game(game, label: str = 'openspiel game') -> None:
     if not (game_type.provides_information_state_tensor or game_type.provides_observation_tensor):
         raise ConfigError(f'{label}: {game} provides neither an information-state tensor nor an observation '
                           f'tensor; expected one of them (the policy\'s input)')
+
+
+def resolve_chance(state, rng: np.random.Generator) -> None:
+    """Sample ``state``'s chance outcomes with ``rng`` until a player moves or the game ends."""
+    while state.is_chance_node():
+        outcomes = state.chance_outcomes()
+        u = rng.random()
+        chosen = outcomes[-1][0]  # where rounding leaves the probabilities short of u
+        for action, probability in outcomes:
+            u -= probability
+            if u < 0.0:
+                chosen = action
+                break
+        state.apply_action(chosen)
 
 
 class SeatView:

@@ -1,0 +1,16 @@
+"""Three-player Kuhn poker in a league of three seats, scored exactly by OpenSpiel's NashConv.
+
+One player learns by self-play with magnetic mirror descent (PPO's ``'mmd'`` objective, as the two-player poker
+configs): each job seats it and two opponents its branches draw (itself, or by PFSP one of its snapshots), it
+trains on every seat it holds, and each finished hand is recorded as a ranking of the three seats by their chips.
+Every ``eval_every_iters`` updates the run reports the NashConv of the live network and of the population's
+average (every snapshot mixed with equal weight), by OpenSpiel's own ``nash_conv``.
+"""
+from sparring.dizoo.openspiel.config import poker_mmd_config
+
+config = poker_mmd_config('kuhn_poker', max_wall_seconds=300.0, n_steps=32, mmd_kl_coef=20.0, magnet_coef=0.05,
+                          one_phase_step=20, eval_every_iters=10)
+config.update(exp_name='runs/kuhn3_league')
+config['env'].update(type='openspiel_multiseat', game_params=dict(players=3))
+config['league'].update(seats=3)
+config['league']['players']['naive_sp'].update(branch_probs=dict(sp=0.8, pfsp=0.2))

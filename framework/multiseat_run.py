@@ -1,0 +1,220 @@
+"""A league run of a game of three or more seats in one process (serial mode), scored exactly where the game allows.
+
+The serial pipeline hands a compiled config whose env is a game of S seats
+(:mod:`sparring.worker.env.multiseat_api`) to :func:`run_multiseat`. Each round, every active player in turn
+collects a chunk with a :class:`~sparring.worker.multiseat_collector.MultiSeatCollector` (each game's tuple of
+opponents drawn by ``league.get_job_info``), the chunk's rankings go to ``league.finish_job``, its learner trains on
+it and reports its iteration, and the league's snapshot / reset verdict is carried out (a snapshot freezes the
+parameters in the run's parameter store, from which the policy pool plays it later).
+
+With ``battle.exact_analysis`` (and an env that offers one, as OpenSpiel's games do), every
+``train.eval_every_iters`` rounds the run measures the NashConv of each active player's network and of the
+population's average: every snapshot taken since training began, mixed with equal weight (the average strategy
+of fictitious play; with S players the Nash meta-strategy of the two-seat leagues has no cheap counterpart).
+
+The run stops at ``train.max_env_steps`` or ``train.max_wall_seconds``. What it does not do yet, unlike a
+two-seat league run: resume from a checkpoint, parallel mode, evaluation games against reference bots.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from sparring.config.registry import ENV_REGISTRY, POLICY_REGISTRY
+from sparring.config.schema import ConfigError
+from sparring.framework.run_summary import RunSummary
+from sparring.league.base_league import BaseLeague, build_league
+from sparring.league.job_protocol import stored_ref
+from sparring.worker.env.multiseat_api import is_multiseat_env
+from sparring.worker.learner import Learner
+from sparring.worker.logger import RunLogger, format_stats
+from sparring.worker.multiseat_collector import MultiSeatCollector
+from sparring.worker.policy_pool import ParamStore, PolicyPool
+from sparring.worker.runtime import seed_everything, set_torch_threads
+from sparring.worker.seeds import player_seed
+
+INIT_REF = 'init'  # the parameters every player starts from (as the two-seat run's)
+LEAGUE_STATE_FILE = 'league_state.npz'
+
+
+def check_seats(cfg, seats: int) -> None:
+    """The league must seat as many players as the game has seats: a ConfigError naming both otherwise."""
+    if cfg.league.seats != seats:
+        raise ConfigError(f'config key "league.seats": {cfg.league.seats}, but env {cfg.env.type!r} '
+                          f'({cfg.env.get("game", "")} {dict(cfg.env.get("game_params") or {})}) has {seats} seats; '
+                          f'expected league.seats={seats}')
+
+
+class MultiSeatRun:
+    """The league, its players' learners and collectors, the policy pool and the exact analysis of one run."""
+
+    def __init__(self, cfg, say: Callable[[str], None] = print, logger: Optional[RunLogger] = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.cfg, self.say, self.logger, self.clock = cfg, say, logger, clock
+        env_cls = ENV_REGISTRY.get(cfg.env.type)
+        probe = env_cls(cfg.env, 1, cfg.seed)
+        obs_space, act_space, seats = probe.observation_space, probe.action_space, probe.num_seats
+        probe.close()
+        check_seats(cfg, seats)
+        self.league: BaseLeague = build_league(cfg.league)
+        self.player_ids = [p.player_id for p in self.league.active_players]
+        self.store = ParamStore(os.path.join(cfg.exp_name, 'params'))
+        self.pool = PolicyPool(self.store, obs_space, act_space, seed=cfg.seed, env_cfg=cfg.env)
+        policy_cls = POLICY_REGISTRY.get(cfg.policy.type)
+        budget = max(1, cfg.train.max_env_steps // len(self.player_ids))
+        self.learners: Dict[str, Learner] = {}
+        self.collectors: Dict[str, MultiSeatCollector] = {}
+        for index, pid in enumerate(self.player_ids):
+            policy = policy_cls(cfg.policy, obs_space, act_space, seed=cfg.seed + index)
+            if INIT_REF not in self.store:
+                self.store.put(INIT_REF, policy.get_params(), dict(cfg.policy), 0)
+            policy.set_params(self.store.get(INIT_REF)['params'], 0)
+            self.pool.add_live(pid, policy)
+            self.learners[pid] = Learner(policy, budget, battle=True)
+            env = env_cls(cfg.env, cfg.env.collector_env_num, player_seed(cfg.seed, index))
+            self.collectors[pid] = MultiSeatCollector(env, policy, cfg.policy.collect.n_steps, self._sampler(pid),
+                                                      player_id=pid, train_own_seats=cfg.battle.train_both_sides)
+        self.analysis = None
+        if cfg.battle.exact_analysis:
+            make = getattr(env_cls, 'exact_analysis', None)
+            if make is None:
+                raise ConfigError(f'config key "battle.exact_analysis": env {cfg.env.type!r} offers no exact '
+                                  f'analysis; expected a game that does (OpenSpiel\'s poker games)')
+            self.analysis = make(cfg.env)
+        self._profiles: Dict[str, np.ndarray] = {}  # frozen snapshots' profiles, by parameter ref
+        self.env_steps = 0
+        self.rounds = 0
+        self.games = 0
+        self.history: List[dict] = []
+        self.started = clock()
+
+    @property
+    def wall_seconds(self) -> float:
+        return self.clock() - self.started
+
+    def _sampler(self, pid: str):
+        def sample(slot: int) -> Tuple[List[str], list]:
+            job = self.league.get_job_info(pid)
+            refs = [stored_ref(p['param_ref'], f'opponent {p["player_id"]!r}') for p in job['players'][1:]]
+            return job['player_ids'], [self.pool.get(ref) for ref in refs]
+        return sample
+
+    # -- one round ----------------------------------------------------------------------------
+    def train_round(self) -> Dict[str, dict]:
+        """Every player collects, its games are recorded, it learns and hears the league's verdict once."""
+        stats = {}
+        for pid in self.player_ids:
+            chunk = self.collectors[pid].collect()
+            self.record_games(chunk.rankings)
+            self.env_steps += int(chunk.env_steps or 0)
+            learner = self.learners[pid]
+            trained = learner.train(chunk)
+            stats[pid] = dict(trained or {}, games=len(chunk.rankings))
+            self.league.update_active_player(dict(player_id=pid, train_iteration=learner.train_iter))
+            verdict = self.league.judge_snapshot(pid)
+            policy = learner.policy
+            if verdict['snapshot'] and verdict['historical_player'] is not None:
+                ref = stored_ref(verdict['historical_player']['param_ref'], 'the snapshot')
+                self.store.put(ref, policy.get_params(), dict(self.cfg.policy), policy.version)
+            if verdict['reset']:
+                reset_to = stored_ref(verdict['reset_param_ref'], f'the reset of {pid!r}')
+                policy.set_params(self.store.get(reset_to)['params'], policy.version)
+                policy.reset_optimizer()
+        self.rounds += 1
+        return stats
+
+    def record_games(self, results: Sequence[Tuple[Sequence[str], Sequence[int]]]) -> None:
+        """A chunk's finished games ``(player_ids, ranks)``, one ``finish_job`` per tuple of players."""
+        by_job: Dict[Tuple[str, ...], List[List[int]]] = defaultdict(list)
+        for player_ids, ranks in results:
+            by_job[tuple(player_ids)].append(list(ranks))
+        for player_ids, rankings in by_job.items():
+            self.league.finish_job(dict(player_ids=list(player_ids), result=rankings))
+            self.games += len(rankings)
+
+    # -- exact analysis -----------------------------------------------------------------------
+    def exact_report(self) -> dict:
+        """NashConv of each active player's network and of the population average (see the module docstring)."""
+        if self.analysis is None:
+            raise RuntimeError('exact_report: battle.exact_analysis is off in this run')
+        live = {pid: self.analysis.nash_conv(self.analysis.profile(self.learners[pid].policy))
+                for pid in self.player_ids}
+        snapshots = [stored_ref(p.param_ref, p.player_id) for p in self.league.historical_players
+                     if p.param_ref != INIT_REF]
+        for ref in snapshots:
+            if ref not in self._profiles:
+                self._profiles[ref] = self.analysis.profile(self.pool.get(ref))
+        if snapshots:
+            profiles = [self._profiles[ref] for ref in snapshots]
+            meta = self.analysis.population_nash_conv(profiles, [1.0] * len(profiles))
+        else:
+            meta = live[self.player_ids[0]]
+        report = dict(env_steps=self.env_steps, seconds=self.wall_seconds, rounds=self.rounds, nash_conv=live,
+                      meta_nash_conv=meta, snapshots=len(snapshots))
+        self.history.append(report)
+        if self.logger is not None:
+            self.logger.scalars(dict(meta_nash_conv=meta, **{f'nash_conv/{pid}': v for pid, v in live.items()}),
+                                self.env_steps, prefix='exact/')
+        return report
+
+    def done(self) -> bool:
+        train = self.cfg.train
+        return self.env_steps >= train.max_env_steps or bool(train.max_wall_seconds and
+                                                             self.wall_seconds >= train.max_wall_seconds)
+
+    def close(self) -> None:
+        for collector in self.collectors.values():
+            collector.close()
+
+
+def is_multiseat_run(cfg) -> bool:
+    """Whether a compiled config's env is a game of S seats (:mod:`sparring.worker.env.multiseat_api`)."""
+    return cfg.env.type in ENV_REGISTRY and is_multiseat_env(ENV_REGISTRY.get(cfg.env.type))
+
+
+def multiseat_pipeline(cfg, resume: bool = False) -> RunSummary:
+    """The serial pipeline of a compiled config whose env has S seats: :func:`run_multiseat` with the run's log
+    (lines, progress and TensorBoard under the experiment directory)."""
+    if resume:
+        raise ConfigError(f'--resume: env {cfg.env.type!r} is a game of three or more seats, whose serial runs do '
+                          f'not resume yet; expected a new run (another exp_name)')
+    set_torch_threads(cfg.torch_threads)
+    seed_everything(cfg.seed)
+    with RunLogger(cfg.exp_name, cfg.train.max_env_steps, cfg.train.tensorboard, cfg.train.progress_bar) as log:
+        return run_multiseat(cfg, logger=log, say=log.line)
+
+
+def run_multiseat(cfg, logger: Optional[RunLogger] = None, say: Callable[[str], None] = print) -> RunSummary:
+    """Train the league of a compiled config whose env has three or more seats; a summary (env steps, seconds,
+    rounds, games, the NashConv history and the league table)."""
+    run = MultiSeatRun(cfg, say=say, logger=logger)
+    every = cfg.train.eval_every_iters
+    try:
+        while not run.done():
+            stats = run.train_round()
+            first = stats[run.player_ids[0]]
+            if logger is not None:
+                for pid, figures in stats.items():
+                    logger.scalars(figures, run.env_steps, prefix=f'train/{pid}/')
+                logger.progress(run.env_steps)
+            line = dict(round=run.rounds, steps=run.env_steps, games=run.games,
+                        historical=len(run.league.historical_players), kl=first.get('approx_kl'))
+            if run.analysis is not None and every and run.rounds % every == 0:
+                report = run.exact_report()
+                line.update(nash_conv=report['nash_conv'][run.player_ids[0]], meta_nash_conv=report['meta_nash_conv'])
+            say(format_stats(line))
+        if run.analysis is not None and (not run.history or run.history[-1]['env_steps'] != run.env_steps):
+            run.exact_report()
+        run.league.save(os.path.join(cfg.exp_name, LEAGUE_STATE_FILE))
+        table = run.league.table()
+        say(table)
+        return RunSummary(exp_dir=cfg.exp_name, env_steps=run.env_steps, wall_seconds=run.wall_seconds,
+                          reached_stop_value=False, stop_env_steps=None, stop_seconds=None, checkpoint='',
+                          rounds=run.rounds, games=run.games, history=run.history,
+                          exact=run.history[-1] if run.history else {}, league_table=table)
+    finally:
+        run.close()

@@ -1,0 +1,54 @@
+"""A serial league run of three-player Kuhn poker (the ready config, cut to seconds) through ``serial_pipeline``: the
+league records rankings, snapshots are stored and played, NashConv is measured by OpenSpiel; what it refuses."""
+import copy
+import os
+
+import pytest
+
+from sparring.config import compile_config
+from sparring.config.schema import ConfigError
+from sparring.framework.multiseat_run import MultiSeatRun
+from sparring.framework.serial import serial_pipeline
+from sparring.league import BaseLeague
+
+pytest.importorskip('pyspiel')
+from sparring.dizoo.openspiel.config.kuhn3_league import config as KUHN3  # noqa: E402
+
+
+def small(tmp_path, **train):
+    config = copy.deepcopy(KUHN3)
+    config.update(exp_name=str(tmp_path / 'kuhn3'))
+    config['env'].update(collector_env_num=8)
+    config['policy']['collect'].update(n_steps=8)
+    config['league']['players']['naive_sp'].update(one_phase_step=2)
+    config['train'].update(dict(dict(max_env_steps=64 * 12, max_wall_seconds=0.0, eval_every_iters=4,
+                                     tensorboard=False, progress_bar=False), **train))
+    return config
+
+
+def test_the_ready_config_trains_a_three_seat_league_scored_by_nash_conv(tmp_path):
+    summary = serial_pipeline(small(tmp_path))
+    assert summary['env_steps'] == 64 * 12 and summary['rounds'] == 12
+    assert [h['rounds'] for h in summary['history']] == [4, 8, 12]
+    last = summary['exact']
+    assert 0.0 < last['nash_conv']['naive_sp_0'] < 2.0625 + 1e-9  # uniform random play's is 2.0625
+    assert last['snapshots'] >= 2 and last['meta_nash_conv'] > 0.0
+    league = BaseLeague.load(os.path.join(summary['exp_dir'], 'league_state.npz'))
+    assert league.cfg.seats == 3 and summary['games'] > 0
+    # every game's pairs are in the payoff: the home player met its snapshots as well as itself
+    assert league.payoff.totals('naive_sp_0')['games'] > 0
+    assert league.get_player('naive_sp_0').self_play_games > 0
+    assert 'naive_sp_0_h1' in summary['league_table']
+
+
+def test_league_seats_must_match_the_game(tmp_path):
+    config = small(tmp_path)
+    config['league'].update(seats=4)
+    with pytest.raises(ConfigError, match=r'"league.seats": 4, but env .* has 3 seats; expected league.seats=3'):
+        MultiSeatRun(compile_config(config, save=False), say=lambda line: None)
+
+
+def test_a_resume_is_refused_in_one_line(tmp_path):
+    serial_pipeline(small(tmp_path, max_env_steps=64))
+    with pytest.raises(ConfigError, match='do not resume yet'):
+        serial_pipeline(small(tmp_path, max_env_steps=64), resume=True)
