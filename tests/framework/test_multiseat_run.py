@@ -52,3 +52,12 @@ def test_a_resume_is_refused_in_one_line(tmp_path):
     serial_pipeline(small(tmp_path, max_env_steps=64))
     with pytest.raises(ConfigError, match='do not resume yet'):
         serial_pipeline(small(tmp_path, max_env_steps=64), resume=True)
+
+
+def test_a_two_seat_game_refuses_a_league_of_three_seats(tmp_path):
+    from sparring.dizoo.openspiel.config.kuhn_poker_mmd import config as two_seats
+    config = copy.deepcopy(two_seats)
+    config.update(exp_name=str(tmp_path / 'kuhn2'))
+    config['league'].update(seats=3)
+    with pytest.raises(ConfigError, match=r'"league.seats": 3, but env \'openspiel\' is a two-seat game; expected 2'):
+        serial_pipeline(config)
