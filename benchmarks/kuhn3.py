@@ -23,7 +23,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_file import add_smoke, apply_smoke, merge_results  # noqa: E402
+from results_file import add_smoke, apply_smoke, merge_results
 
 TARGET = 0.05
 

@@ -12,7 +12,7 @@ from sparring.framework.serial import serial_pipeline
 from sparring.league import BaseLeague
 
 pytest.importorskip('pyspiel')
-from sparring.dizoo.openspiel.config.kuhn3_league import config as KUHN3  # noqa: E402
+from sparring.dizoo.openspiel.config.kuhn3_league import config as KUHN3
 
 
 def small(tmp_path, **train):

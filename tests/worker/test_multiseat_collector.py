@@ -9,7 +9,7 @@ from sparring.config.registry import BOT_REGISTRY, POLICY_REGISTRY
 from sparring.worker.multiseat_collector import MultiSeatCollector
 
 pytest.importorskip('pyspiel')
-from sparring.dizoo.openspiel.multiseat_env import OpenSpielMultiSeatEnv  # noqa: E402
+from sparring.dizoo.openspiel.multiseat_env import OpenSpielMultiSeatEnv
 
 S = 3
 
