@@ -77,10 +77,11 @@ class RunCoordinator:
         self.say: Callable[[str], None] = say if say is not None else (lambda text: None)
         self.logger = logger
         self.league = LEAGUE_REGISTRY.get(kind.league_type())(cfg.league)
-        if self.league.cfg.get('seats', 2) != 2:  # a game of three or more seats runs in framework/multiseat_run
-            raise ConfigError(f'config key "league.seats": {self.league.cfg.seats}, but env {cfg.env.type!r} is a '
-                              f'two-seat game; expected 2, or an env of that many seats (e.g. type='
-                              f'\'openspiel_multiseat\' with game_params players={self.league.cfg.seats})')
+        seats = cfg.league.get('seats', 2) if kind.is_league else 2
+        if seats != 2:  # a game of three or more seats runs in framework/multiseat_run
+            raise ConfigError(f'config key "league.seats": {seats}, but env {cfg.env.type!r} is a two-seat game; '
+                              f'expected 2, or an env of that many seats (e.g. type=\'openspiel_multiseat\' with '
+                              f'game_params players={seats})')
         self.player_ids: List[str] = [p.player_id for p in self.league.active_players]
         self.first = self.player_ids[0]
         self.rated = {p.player_id for p in self.league.reference_players}
