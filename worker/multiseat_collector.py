@@ -105,6 +105,7 @@ class MultiSeatCollector(CollectorCounters):
             for slot in range(self.env.num_envs):
                 self._assign(slot)
         T, B, S = self.n_steps, self.env.num_envs, self.seats
+        nxt: MultiSeatStep = self.current
         buf = self.spec.allocate((T, B, S), self._fields)
         results: List[Tuple[Tuple[str, ...], Tuple[int, ...]]] = []
         version = self.policy.version
@@ -112,7 +113,7 @@ class MultiSeatCollector(CollectorCounters):
         bootstrap = np.zeros((T, B, S), np.float32)  # the value of a game cut short, at its final observation
         episode_returns: List[float] = []
         for t in range(T):
-            step = self.current
+            step = nxt
             actions, home = self._act(step)
             buf['obs'][t] = step.obs
             if 'action_mask' in buf:
@@ -138,7 +139,7 @@ class MultiSeatCollector(CollectorCounters):
                 returns[slot] = 0.0
                 self.home_seat[slot] = (self.home_seat[slot] + 1) % S
                 self._assign(slot)
-        self._next_values(buf, bootstrap)
+        self._next_values(buf, bootstrap, nxt.obs)
         data = {k: v.reshape(T, B * S, *v.shape[3:]) for k, v in buf.items()}
         self.env_steps += T * B
         self.episodes += len(results)
@@ -171,12 +172,12 @@ class MultiSeatCollector(CollectorCounters):
             actions[r, c] = o.action
         return actions, home
 
-    def _next_values(self, buf: Dict[str, np.ndarray], bootstrap: np.ndarray) -> None:
+    def _next_values(self, buf: Dict[str, np.ndarray], bootstrap: np.ndarray, last_obs: np.ndarray) -> None:
         """The value after each step: the next step's, the last observation's after the last, a finished game's
         ``bootstrap`` (0 where it ended by its rules, its final observation's value where it was cut short)."""
         next_value = buf['next_value']
         next_value[:-1] = buf['value'][1:]
-        next_value[-1] = self._values(self.current.obs)
+        next_value[-1] = self._values(last_obs)
         done = buf['terminated'] | buf['truncated']
         next_value[done] = bootstrap[done]
 
