@@ -58,18 +58,27 @@ class LockstepPUCT:
 
 
 class _Forest:
-    """The trees of one batched search."""
+    """The trees of one batched search.
+
+    Every node keeps its children's statistics by action (``edge_visits``, ``edge_value``: 0 for a child not yet
+    made), so choosing among a node's children reads its own rows only, and the PUCT prior term's factor
+    ``c_puct * P`` (``-inf`` for an illegal action, which keeps it out of the choice). A simulation descends
+    every tree level by level over the trees still walking, makes the new nodes of all trees at once, evaluates
+    them in one batch and backs the values up along the recorded edges."""
 
     def __init__(self, puct: LockstepPUCT, own: np.ndarray, opp: np.ndarray, legal: np.ndarray) -> None:
         self.puct, self.geometry = puct, puct.geometry
         n, num_actions = legal.shape
+        self.num_actions = num_actions
         self.nodes_per_tree = puct.num_simulations + 1
-        size = n * self.nodes_per_tree + 1
-        self.end = size - 1  # where a finished descent sits; its statistics are never read
+        size = n * self.nodes_per_tree
         self.roots = np.arange(n) * self.nodes_per_tree
         self.visits = np.zeros(size)
-        self.value = np.zeros(size)  # summed values, from the view of the player who moved into the node
-        self.prior = np.zeros((size, num_actions))
+        # Per node and action: the child's visits and summed values (from the view of the player who moved into
+        # the child, i.e. the node's player to move), 0 where the child is not made yet.
+        self.edge_visits = np.zeros((size, num_actions))
+        self.edge_value = np.zeros((size, num_actions))
+        self.scaled_prior = np.zeros((size, num_actions))  # c_puct * prior; -inf where the action is illegal
         self.legal = np.zeros((size, num_actions), bool)
         self.child = np.full((size, num_actions), -1, np.int64)
         self.mover = np.zeros(size, np.uint64)  # the player to move at the node ...
@@ -78,67 +87,72 @@ class _Forest:
         self.terminal_value = np.zeros(size)  # 1: won by the move into the node; 0: a draw
         self.mover[self.roots], self.other[self.roots] = own, opp
         self.legal[self.roots] = legal
-        self._expand(self.roots)
+        prior, _ = self._evaluate(self.roots)
         if puct.root_noise > 0:
             noise = np.where(legal, puct.rng.gamma(puct.noise_alpha, size=legal.shape), 0.0)
             noise /= np.maximum(noise.sum(axis=1, keepdims=True), np.finfo(np.float64).tiny)
-            self.prior[self.roots] = (1.0 - puct.root_noise) * self.prior[self.roots] + puct.root_noise * noise
+            prior = (1.0 - puct.root_noise) * prior + puct.root_noise * noise
+        self._set_priors(self.roots, prior)
         self.visits[self.roots] = 1.0
 
-    def _expand(self, nodes: np.ndarray) -> np.ndarray:
-        """Store the player's priors at ``nodes`` (not over); returns their values for the player who moved into them."""
-        priors, values = self.puct.evaluate(self.mover[nodes], self.other[nodes], self.legal[nodes])
-        priors = np.where(self.legal[nodes], np.asarray(priors, np.float64), 0.0)
+    def _evaluate(self, nodes: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """The player's priors at ``nodes`` (not over; 0 on illegal actions, uniform over the legal ones where the
+        player gives none) and their values for the player who moved into them."""
+        legal = self.legal[nodes]
+        priors, values = self.puct.evaluate(self.mover[nodes], self.other[nodes], legal)
+        priors = np.where(legal, np.asarray(priors, np.float64), 0.0)
         total = priors.sum(axis=1, keepdims=True)
-        uniform = self.legal[nodes] / np.maximum(self.legal[nodes].sum(axis=1, keepdims=True), 1)
-        self.prior[nodes] = np.where(total > 0, priors / np.where(total > 0, total, 1.0), uniform)
-        return -np.asarray(values, np.float64)
+        uniform = legal / np.maximum(legal.sum(axis=1, keepdims=True), 1)
+        return np.where(total > 0, priors / np.where(total > 0, total, 1.0), uniform), -np.asarray(values, np.float64)
+
+    def _set_priors(self, nodes: np.ndarray, prior: np.ndarray) -> None:
+        self.scaled_prior[nodes] = np.where(self.legal[nodes], self.puct.c_puct * prior, -np.inf)
 
     def simulate(self, simulation: int) -> None:
-        n = len(self.roots)
-        path = [self.roots]
-        node, walking = self.roots.copy(), np.ones(n, bool)
-        leaf, leaf_depth = np.full(n, self.end), np.zeros(n, np.int64)
-        leaf_value = np.zeros(n)
-        new_trees, new_nodes = [], []
-        while walking.any():
-            trees = np.flatnonzero(walking)
-            at = node[trees]
+        n, num_actions = len(self.roots), self.num_actions
+        trees, at = np.arange(n), self.roots
+        # The edges each descent took, level by level: trees, flat edge index (node * A + action), child.
+        edge_trees, edges, children = [], [], []
+        fresh_trees, fresh_parents, fresh_actions = [], [], []
+        leaf, leaf_depth = np.empty(n, np.int64), np.empty(n, np.int64)
+        depth = 0
+        while len(trees):
+            depth += 1
             action = self._choose(at)
             nxt = self.child[at, action]
             fresh = nxt < 0
-            if fresh.any():  # add the child: the descent ends at it
-                grow_trees = trees[fresh]
-                created = self.roots[grow_trees] + simulation + 1
-                self._make(created, at[fresh], action[fresh])
-                nxt[fresh] = created
-                new_trees.append(grow_trees)
-                new_nodes.append(created)
+            if fresh.any():  # the child is made below: the descent ends at it
+                fresh_trees.append(trees[fresh])
+                fresh_parents.append(at[fresh])
+                fresh_actions.append(action[fresh])
+                nxt[fresh] = self.roots[trees[fresh]] + simulation + 1
+            edge_trees.append(trees)
+            edges.append(at * num_actions + action)
+            children.append(nxt)
             ended = fresh | self.terminal[nxt]
-            step = np.full(n, self.end)
-            step[trees] = nxt
-            path.append(step)
-            node[trees] = nxt
-            leaf[trees[ended]] = nxt[ended]
-            leaf_depth[trees[ended]] = len(path) - 1
-            walking[trees[ended]] = False
+            leaf[trees[ended]], leaf_depth[trees[ended]] = nxt[ended], depth
+            walking = ~ended
+            trees, at = trees[walking], nxt[walking]
+        leaf_value = np.zeros(n)
+        if fresh_trees:
+            grown = np.concatenate(fresh_trees)
+            created = self.roots[grown] + simulation + 1
+            self._make(created, np.concatenate(fresh_parents), np.concatenate(fresh_actions))
         over = self.terminal[leaf]
         leaf_value[over] = self.terminal_value[leaf[over]]
-        if new_trees:
-            trees, created = np.concatenate(new_trees), np.concatenate(new_nodes)
+        if fresh_trees:
             open_ = ~self.terminal[created]
             if open_.any():
-                leaf_value[trees[open_]] = self._expand(created[open_])
-        self._back_up(np.stack(path), leaf_depth, leaf_value)
+                prior, leaf_value[grown[open_]] = self._evaluate(created[open_])
+                self._set_priors(created[open_], prior)
+        self._back_up(np.concatenate(edge_trees), np.concatenate(edges), np.concatenate(children),
+                      [len(t) for t in edge_trees], leaf_depth, leaf_value)
 
     def _choose(self, nodes: np.ndarray) -> np.ndarray:
-        children = self.child[nodes]
-        seen = children >= 0
-        child_visits = np.where(seen, self.visits[children], 0.0)
-        q = np.where(seen, self.value[children] / np.maximum(child_visits, 1.0), 0.0)
-        u = self.puct.c_puct * self.prior[nodes] * np.sqrt(self.visits[nodes])[:, None] / (1.0 + child_visits)
-        score = np.where(self.legal[nodes], q + u, -np.inf)
-        return score.argmax(axis=1)  # ties: the lowest action, so a search is reproducible without its rng
+        child_visits = self.edge_visits[nodes]
+        q = self.edge_value[nodes] / np.maximum(child_visits, 1.0)  # an unmade child: 0 / 1
+        u = self.scaled_prior[nodes] * np.sqrt(self.visits[nodes])[:, None] / (1.0 + child_visits)
+        return (q + u).argmax(axis=1)  # ties: the lowest action, so a search is reproducible without its rng
 
     def _make(self, nodes: np.ndarray, parents: np.ndarray, actions: np.ndarray) -> None:
         g = self.geometry
@@ -152,27 +166,27 @@ class _Forest:
         self.terminal_value[nodes] = won
         self.legal[nodes] = g.legal_mask(occupied) & ~self.terminal[nodes][:, None]
 
-    def _back_up(self, paths: np.ndarray, leaf_depth: np.ndarray, leaf_value: np.ndarray) -> None:
-        """Add a visit and the leaf's value to every node on each path (down to its leaf's level), the
-        sign flipping at each level."""
-        levels_above_leaf = leaf_depth - np.arange(len(paths))[:, None]
-        on_path = levels_above_leaf >= 0
-        sign = 1.0 - 2.0 * (levels_above_leaf & 1)
-        nodes = paths[on_path]
-        np.add.at(self.visits, nodes, 1.0)
-        np.add.at(self.value, nodes, (sign * leaf_value)[on_path])
+    def _back_up(self, trees: np.ndarray, edges: np.ndarray, children: np.ndarray, per_level: list,
+                 leaf_depth: np.ndarray, leaf_value: np.ndarray) -> None:
+        """Add a visit and the leaf's value to every node on each path and to the edge into it, the sign flipping
+        at each level (+ at the leaf). Within one simulation a node is on one path at most once, so plain indexed
+        additions suffice."""
+        level = np.repeat(np.arange(1, len(per_level) + 1), per_level)
+        sign = 1.0 - 2.0 * ((leaf_depth[trees] - level) & 1)
+        signed = sign * leaf_value[trees]
+        self.visits[self.roots] += 1.0
+        self.visits[children] += 1.0
+        self.edge_visits.reshape(-1)[edges] += 1.0
+        self.edge_value.reshape(-1)[edges] += signed
 
     def root_visits(self) -> np.ndarray:
-        children = self.child[self.roots]
-        return np.where(children >= 0, self.visits[children], 0.0)
+        return self.edge_visits[self.roots].copy()
 
     def root_values(self) -> np.ndarray:
         """The mean value of every simulation below each root, for the player to move there (its children's
         values are from that player's view): the search's judgement of the position, in [-1, 1]."""
-        children = self.child[self.roots]
-        seen = children >= 0
-        visits = np.where(seen, self.visits[children], 0.0).sum(axis=1)
-        return np.where(seen, self.value[children], 0.0).sum(axis=1) / np.maximum(visits, 1.0)
+        visits = self.edge_visits[self.roots].sum(axis=1)
+        return self.edge_value[self.roots].sum(axis=1) / np.maximum(visits, 1.0)
 
 
 def policy_evaluator(policy, geometry: BoardGeometry) -> Evaluate:
