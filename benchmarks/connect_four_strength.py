@@ -5,7 +5,7 @@ process, evaluating beside training every ``--eval-every`` rounds against the re
 the project's MCTS bot with 100 and 1000 simulations a move (200 games each, greedy network, seats
 alternating); the curve of win rates against wall seconds and env steps is the run's history. At the
 end, ``sparring eval``'s function plays the final player 200 games against each MCTS bot again on
-fresh bot seeds. Targets of issue #19 after one hour: >= 90 % against MCTS-100 and >= 50 % against
+fresh bot seeds. The targets after one hour: >= 90 % against MCTS-100 and >= 50 % against
 MCTS-1000. Writes ``benchmarks/results/connect_four_strength.json`` (one entry per ``--label``) with
 the load average at the start and the end.
 

@@ -1,4 +1,4 @@
-"""Forward-pass workers (issue #32) against local acting: inference rows/s by batch size, and a league's env steps/s.
+"""Forward-pass workers against local acting: inference rows/s by batch size, and a league's env steps/s.
 
 * ``rows``: the connect-four CNN of the ready league config (``connect_four_league.py``), by batch size: rows per
   second and the p50 / p99 of one call, of the forward pass in process

@@ -1,6 +1,7 @@
-"""What durable journal commits cost: commits per second of the commander's journal, flushed only (as before issue
-#28), synced after every commit, and synced once per batch of commits (as the commander answers a batch of waiting
-requests). Prints one JSON line per mode.
+"""What durable journal commits cost: commits per second of the commander's journal, flushed only (as the journal
+once was), synced after every commit, and synced once per batch of commits (as the commander answers a batch of
+waiting requests). Prints one JSON line per mode, and writes them to ``benchmarks/results/journal_sync.json`` (entry
+``--entry``, default ``commits``) with the folder the journal was in.
 
     python benchmarks/journal_sync.py [--seconds 5] [--dir /tmp]
 """
@@ -14,7 +15,7 @@ import time
 
 from sparring.framework.journal import Journal
 
-from results_file import add_smoke, apply_smoke
+from results_file import add_smoke, apply_smoke, merge_results
 
 
 def games_entry(i: int) -> dict:
@@ -45,11 +46,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seconds', type=float, default=5.0, help='per mode')
     parser.add_argument('--dir', default=None, help='where the journal is written (default: the temp dir)')
+    parser.add_argument('--entry', default='commits', help='the entry of benchmarks/results/journal_sync.json written')
     add_smoke(parser)
     args = parser.parse_args()
     apply_smoke(args, seconds=0.2)
+    modes = []
     for batch in (0, 1, 8, 64):
-        print(json.dumps(measure(args.dir, args.seconds, batch)), flush=True)
+        modes.append(measure(args.dir, args.seconds, batch))
+        print(json.dumps(modes[-1]), flush=True)
+    merge_results('journal_sync', {args.entry: dict(seconds_per_mode=args.seconds, directory=args.dir or tempfile.gettempdir(),
+                                                    modes=modes)})
 
 
 if __name__ == '__main__':

@@ -3,8 +3,9 @@
 A page holding the line ``<!-- generated: config-reference -->``, ``<!-- generated: cli-reference -->`` or
 ``<!-- generated: results-records -->`` gets that line replaced, at build time, by the tables
 :mod:`config_reference`, :mod:`cli_reference` and :mod:`results_records` (in ``docs/gen/``) make from the code
-and the benchmark records. Nothing generated is written into the repository, so the
-reference cannot fall behind the code.
+and the benchmark records; a line ``<!-- table: NAME -->`` (the results page) by the table
+:mod:`results_tables` makes from the records. Nothing generated is written into the repository, so the
+reference cannot fall behind the code, nor the results page behind the records.
 
 The repository root is the package itself, so the hook builds ``build/docs-pkg/sparring`` out of links to
 the root's ``__init__.py`` and its package folders (those holding an ``__init__.py``), and puts
@@ -59,6 +60,9 @@ def on_config(config):
 
 # ``<!-- record: NAME -->``: a line naming the benchmark record a results section comes from, with its stamps.
 RECORD_MARKER = re.compile(r'<!-- record: (\w+) -->')
+# ``<!-- table: NAME -->`` on a line of its own: a results table generated from the records
+# (docs/gen/results_tables.py). A page may quote the marker inside a line (the contributing page does).
+TABLE_MARKER = re.compile(r'^<!-- table: (\w+) -->$', re.M)
 
 
 def on_page_markdown(markdown, page, config, files):
@@ -69,6 +73,10 @@ def on_page_markdown(markdown, page, config, files):
     if RECORD_MARKER.search(markdown):
         import results_records
         markdown = RECORD_MARKER.sub(lambda m: results_records.record_line(m.group(1)), markdown)
+    if TABLE_MARKER.search(markdown):
+        import results_tables
+        records = results_tables.Records()
+        markdown = TABLE_MARKER.sub(lambda m: results_tables.render(m.group(1), records), markdown)
     return markdown
 
 
