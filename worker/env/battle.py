@@ -11,15 +11,15 @@ The two APIs and their base classes are described and defined in :mod:`sparring.
 from __future__ import annotations
 
 import reprlib
-from typing import Any, Callable, Dict, List, Mapping, Optional, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 from gymnasium import spaces
 
 from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.battle_api import (NUM_SEATS, RESULT_CODE, RESULT_NAME, BattleEnv, BattleStep,
-                                            NativeVecBattleEnv, VecBattleEnv, action_layout, is_continuous,
-                                            mask_width)
+                                            NativeVecBattleEnv, VecBattleEnv, action_layout, check_roles,
+                                            copy_seats, is_continuous, mask_width, seat_view)
 from sparring.worker.env.closeable import close_all
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import complete_section, import_env_modules
@@ -61,12 +61,16 @@ class DictBattleVecEnv(VecBattleEnv):
             raise
         self._turn_based_attr = getattr(self.envs[0], 'turn_based', None)
         self.turn_based = bool(self._turn_based_attr)
-        self.obs_shape = tuple(cast(spaces.Box, self.observation_space).shape)
-        self.continuous = is_continuous(self.action_space)
-        self._mask_width = mask_width(self.action_space)
+        obs_spaces, act_spaces = self.observation_spaces, self.action_spaces
+        self._obs_shapes = [tuple(space.shape or ()) for space in obs_spaces]
+        self._continuous = [is_continuous(space) for space in act_spaces]
+        self._mask_widths = [mask_width(space) for space in act_spaces]
+        self.obs_shape = self._obs_shapes[0]  # every seat's in a symmetric game
+        self.continuous = any(self._continuous)
         if self.continuous and self.turn_based:
             self._close()
-            raise EnvError(f'{self.label}: a turn-based game with {self.action_space!r} actions; expected '
+            box = act_spaces[self._continuous.index(True)]
+            raise EnvError(f'{self.label}: a turn-based game with {box!r} actions; expected '
                            f'turn_based False: without an action mask a Box game cannot say who moves, so both '
                            f'seats act every step')
 
@@ -81,51 +85,87 @@ class DictBattleVecEnv(VecBattleEnv):
                 raise EnvError(f'{self._who(j)} has possible_agents {env.possible_agents!r}; expected {agents!r} '
                                f'like game 0')
         self.agents = agents
+        self.roles = check_roles(getattr(first, 'roles', None), NUM_SEATS, self.label)
         obs_spaces = [first.observation_space(a) for a in agents]
         act_spaces = [first.action_space(a) for a in agents]
-        if obs_spaces[0] != obs_spaces[1] or act_spaces[0] != act_spaces[1]:
+        if self.roles is None and (obs_spaces[0] != obs_spaces[1] or act_spaces[0] != act_spaces[1]):
             raise EnvError(f'{self.label}: the agents have different spaces (observation {obs_spaces}, action '
-                           f'{act_spaces}); expected the same for both seats, observed from the own perspective')
-        discrete = isinstance(act_spaces[0], spaces.Discrete) and int(act_spaces[0].start) == 0
-        if not (discrete or is_continuous(act_spaces[0])):
-            raise EnvError(f'{self.label}: action space {act_spaces[0]!r}; expected Discrete(n) starting at 0, '
-                           f'or a Box (continuous actions)')
-        if not isinstance(obs_spaces[0], spaces.Box):
-            raise EnvError(f'{self.label}: observation space {obs_spaces[0]!r}; expected a Box '
-                           f'(batched as float32)')
-        self.observation_space = obs_spaces[0]
-        self.action_space = act_spaces[0]
+                           f'{act_spaces}); expected the same for both seats, observed from the own perspective '
+                           f'(or a game that names each seat\'s role: the class attribute roles)')
+        for agent, obs_space, act_space in zip(agents, obs_spaces, act_spaces):
+            discrete = isinstance(act_space, spaces.Discrete) and int(act_space.start) == 0
+            if not (discrete or is_continuous(act_space)):
+                raise EnvError(f'{self.label}: action space {act_space!r} of {agent!r}; expected Discrete(n) '
+                               f'starting at 0, or a Box (continuous actions)')
+            if not isinstance(obs_space, spaces.Box):
+                raise EnvError(f'{self.label}: observation space {obs_space!r} of {agent!r}; expected a Box '
+                               f'(batched as float32)')
+        if self.roles is None:
+            self.observation_space = obs_spaces[0]
+            self.action_space = act_spaces[0]
+        else:
+            self.observation_space = self.action_space = None  # type: ignore[assignment]  # per seat instead
+            self.observation_spaces, self.action_spaces = obs_spaces, act_spaces
+
+    def _empty_seats(self, B: int, shapes) -> Any:
+        """Uninitialised float32 ``[B, S, *shape]`` (symmetric) or one ``[B, *shape_s]`` per seat (roles)."""
+        if self.roles is None:
+            return np.empty((B, NUM_SEATS) + tuple(shapes[0]), np.float32)
+        return tuple(np.empty((B,) + tuple(shape), np.float32) for shape in shapes)
+
+    def _empty_masks(self, B: int) -> Any:
+        if self.roles is None:
+            return np.empty((B, NUM_SEATS, self._mask_widths[0]), bool)
+        return tuple(np.empty((B, width), bool) for width in self._mask_widths)
+
+    def _movers(self, mask) -> np.ndarray:
+        if self.roles is None:
+            return mask.any(axis=2)
+        return np.stack([m.any(axis=1) for m in mask], axis=1)
 
     # -- reset and step ------------------------------------------------------------------------
 
     def _reset(self, seed: Optional[int], reseed: bool) -> BattleStep:
         B = self.num_envs
-        obs = np.empty((B, NUM_SEATS) + self.obs_shape, np.float32)
-        mask = np.empty((B, NUM_SEATS, self._mask_width), bool)
+        obs, mask = self._empty_seats(B, self._obs_shapes), self._empty_masks(B)
+        obs_seats, mask_seats = self._seat_views(obs), self._seat_views(mask)
         for j in range(B):
             game_seed = seed + j if (reseed and seed is not None) else None
-            obs[j], mask[j], reported_masks = self._reset_game(j, game_seed)
+            game_obs, game_mask, reported_masks = self._reset_game(j, game_seed)
+            for s in range(NUM_SEATS):
+                obs_seats[s][j], mask_seats[s][j] = game_obs[s], game_mask[s]
             if j == 0 and self._turn_based_attr is None and not self._seeded:
                 self.turn_based = reported_masks
-        to_move = np.any(mask, axis=2)
+        to_move = self._movers(mask)
         self._check_finite(obs, 'reset()')
         zeros = np.zeros((B, NUM_SEATS), np.float32)
         no_game_over = np.zeros(B, bool)
         return BattleStep(obs, mask, to_move, zeros, no_game_over, no_game_over.copy(),
-                          np.zeros((B, NUM_SEATS), np.int8), obs.copy())
+                          np.zeros((B, NUM_SEATS), np.int8), copy_seats(obs))
 
-    def _step(self, actions: np.ndarray) -> BattleStep:
+    @staticmethod
+    def _seat_views(arrays) -> List[np.ndarray]:
+        return [seat_view(arrays, s) for s in range(NUM_SEATS)]
+
+    def _actions_per_game(self, actions) -> List[Any]:
+        """Each game's actions, one per seat: Python ints for Discrete seats (which every game accepts), float32
+        arrays for Box seats."""
+        if self.roles is not None:
+            seats = [list(a) if cont else a.tolist() for a, cont in zip(actions, self._continuous)]
+            return list(zip(*seats))
+        return list(actions) if self.continuous else actions.tolist()
+
+    def _step(self, actions) -> BattleStep:
         B, agents = self.num_envs, self.agents
-        obs = np.empty((B, NUM_SEATS) + self.obs_shape, np.float32)
-        mask = np.empty((B, NUM_SEATS, self._mask_width), bool)
+        obs, mask = self._empty_seats(B, self._obs_shapes), self._empty_masks(B)
+        obs_seats, mask_seats = self._seat_views(obs), self._seat_views(mask)
         reward = np.empty((B, NUM_SEATS), np.float32)
         terminated = np.zeros(B, bool)
         truncated = np.zeros(B, bool)
         result = np.zeros((B, NUM_SEATS), np.int8)
-        final_obs = np.empty_like(obs)
-        # Discrete: Python ints, which every game accepts; Box: one float32 array per seat.
-        per_game = list(actions) if self.continuous else actions.tolist()
-        for j, (a0, a1) in enumerate(per_game):
+        final_obs = self._empty_seats(B, self._obs_shapes)
+        final_seats = self._seat_views(final_obs)
+        for j, (a0, a1) in enumerate(self._actions_per_game(actions)):
             call = f'step({{{agents[0]!r}: {_short.repr(a0)}, {agents[1]!r}: {_short.repr(a1)}}})'
             try:
                 out = self.envs[j].step({agents[0]: a0, agents[1]: a1})
@@ -138,20 +178,21 @@ class DictBattleVecEnv(VecBattleEnv):
                                                         zip(out, ('observations', 'rewards', 'terminations',
                                                                   'truncations', 'infos')))
             for s, agent in enumerate(agents):
-                obs[j, s] = self._checked_obs(j, call, obs_d[agent], agent)
+                final_seats[s][j] = obs_seats[s][j] = self._checked_obs(j, call, obs_d[agent], agent, s)
                 reward[j, s] = self._checked_reward(j, call, reward_d[agent], agent)
-                mask[j, s] = self._checked_mask(j, call, info_d[agent], agent)
+                mask_seats[s][j] = self._checked_mask(j, call, info_d[agent], agent, s)
             terminated[j] = self._game_flag(j, call, term_d, 'terminations')
             truncated[j] = self._game_flag(j, call, trunc_d, 'truncations')
-            final_obs[j] = obs[j]
             if terminated[j] or truncated[j]:
                 result[j] = self._checked_result(j, call, info_d)
-                obs[j], mask[j], _ = self._reset_game(j, None)
-            elif not mask[j].any():
+                game_obs, game_mask, _ = self._reset_game(j, None)
+                for s in range(NUM_SEATS):
+                    obs_seats[s][j], mask_seats[s][j] = game_obs[s], game_mask[s]
+            elif not any(m[j].any() for m in mask_seats):
                 raise EnvError(f'{self._who(j)}: {call} left no agent with a legal action although the game did '
                                f'not end; expected a True entry in some infos[agent]["action_mask"]')
         self._check_finite(final_obs, 'step()')
-        return BattleStep(obs, mask, np.any(mask, axis=2), reward, terminated, truncated, result, final_obs)
+        return BattleStep(obs, mask, self._movers(mask), reward, terminated, truncated, result, final_obs)
 
     def _reset_game(self, j: int, seed: Optional[int]):
         call = 'reset()' if seed is None else f'reset(seed={seed})'
@@ -162,12 +203,9 @@ class DictBattleVecEnv(VecBattleEnv):
         if not (isinstance(out, tuple) and len(out) == 2):
             raise EnvError(self._bad(j, call, out, 'a 2-tuple of dicts (observations, infos)'))
         obs_d, info_d = (self._per_agent(j, call, d, field) for d, field in zip(out, ('observations', 'infos')))
-        obs = np.empty((NUM_SEATS,) + self.obs_shape, np.float32)
-        mask = np.empty((NUM_SEATS, self._mask_width), bool)
-        for s, agent in enumerate(self.agents):
-            obs[s] = self._checked_obs(j, call, obs_d[agent], agent)
-            mask[s] = self._checked_mask(j, call, info_d[agent], agent)
-        if not mask.any():
+        obs = [self._checked_obs(j, call, obs_d[agent], agent, s) for s, agent in enumerate(self.agents)]
+        mask = [self._checked_mask(j, call, info_d[agent], agent, s) for s, agent in enumerate(self.agents)]
+        if not any(m.any() for m in mask):
             raise EnvError(f'{self._who(j)}: {call} gave no agent a legal action; expected a True entry in some '
                            f'infos[agent]["action_mask"]')
         reported_masks = any('action_mask' in info_d[agent] for agent in self.agents)
@@ -192,12 +230,13 @@ class DictBattleVecEnv(VecBattleEnv):
                            f'keys {self.agents} (both agents, also on the step that ends the game)')
         return d
 
-    def _checked_obs(self, j: int, call: str, o: Any, agent: str) -> np.ndarray:
+    def _checked_obs(self, j: int, call: str, o: Any, agent: str, seat: int) -> np.ndarray:
         arr = np.asarray(o)
-        if arr.shape != self.obs_shape or arr.dtype.kind not in 'biuf':
+        shape = self._obs_shapes[seat]
+        if arr.shape != shape or arr.dtype.kind not in 'biuf':
             raise EnvError(f'{self._who(j)}: {call} returned an observation for {agent!r} of shape {arr.shape} and '
-                           f'dtype {arr.dtype} ({_short.repr(o)}); expected shape {self.obs_shape} of numbers '
-                           f'({self.observation_space!r})')
+                           f'dtype {arr.dtype} ({_short.repr(o)}); expected shape {shape} of numbers '
+                           f'({self.observation_spaces[seat]!r})')
         return arr
 
     def _checked_reward(self, j: int, call: str, r: Any, agent: str) -> float:
@@ -206,25 +245,26 @@ class DictBattleVecEnv(VecBattleEnv):
                            f'for {agent!r}; expected a finite real number')
         return float(r)
 
-    def _checked_mask(self, j: int, call: str, info: Any, agent: str) -> np.ndarray:
+    def _checked_mask(self, j: int, call: str, info: Any, agent: str, seat: int) -> np.ndarray:
         if not isinstance(info, dict):
             raise EnvError(self._bad(j, call, info, f'a dict as info of {agent!r}'))
-        if self.continuous:
+        space = self.action_spaces[seat]
+        if self._continuous[seat]:
             if 'action_mask' in info:
                 raise EnvError(f'{self._who(j)}: {call} returned infos[{agent!r}]["action_mask"] for the Box actions '
-                               f'{self.action_space!r}; expected none: every action in the box is legal')
+                               f'{space!r}; expected none: every action in the box is legal')
             return np.ones(1, bool)  # the placeholder column: this seat moves
         if 'action_mask' not in info:
             if self.turn_based:
                 raise EnvError(f'{self._who(j)}: {call} returned no infos[{agent!r}]["action_mask"]; a turn-based '
                                f'game must give one with every observation')
-            return np.ones(self._mask_width, bool)
+            return np.ones(self._mask_widths[seat], bool)
         m = np.asarray(info['action_mask'])
         ok_values = m.dtype == bool or (m.dtype.kind in 'iu' and ((m == 0) | (m == 1)).all())
-        if m.shape != (self._mask_width,) or not ok_values:
+        if m.shape != (self._mask_widths[seat],) or not ok_values:
             raise EnvError(f'{self._who(j)}: {call} returned infos[{agent!r}]["action_mask"] = {_short.repr(m)} of '
                            f'shape {m.shape} and dtype {m.dtype}; expected a bool array of shape '
-                           f'({self._mask_width},)')
+                           f'({self._mask_widths[seat]},)')
         return m.astype(bool)
 
     def _game_flag(self, j: int, call: str, flags: dict, field: str) -> bool:
@@ -249,12 +289,13 @@ class DictBattleVecEnv(VecBattleEnv):
                            f'opposite results (win/loss) or a draw for both')
         return codes
 
-    def _check_finite(self, obs: np.ndarray, call: str) -> None:
-        total = np.add.reduce(obs, None)  # NaN or inf in, NaN or inf out: one cheap reduction
-        if total - total and not np.isfinite(obs).all():
-            j = int(np.flatnonzero(~np.isfinite(obs.reshape(len(obs), -1)).all(axis=1))[0])
-            raise EnvError(f'{self._who(j)}: {call} returned an observation containing NaN or inf; expected finite '
-                           f'values')
+    def _check_finite(self, obs, call: str) -> None:
+        for seat_obs in (obs if isinstance(obs, tuple) else (obs,)):
+            total = np.add.reduce(seat_obs, None)  # NaN or inf in, NaN or inf out: one cheap reduction
+            if total - total and not np.isfinite(seat_obs).all():
+                j = int(np.flatnonzero(~np.isfinite(seat_obs.reshape(len(seat_obs), -1)).all(axis=1))[0])
+                raise EnvError(f'{self._who(j)}: {call} returned an observation containing NaN or inf; expected '
+                               f'finite values')
 
 
 # -- one game of a vectorised env, as a single game --------------------------------------------
@@ -275,16 +316,17 @@ class SingleGameView(BattleEnv):
         self.cfg = getattr(vec_env, 'cfg', None)
         self.possible_agents = list(vec_env.agents)
         self.turn_based = vec_env.turn_based
-        self.continuous = is_continuous(vec_env.action_space)
+        self.roles = vec_env.roles
+        self._continuous = [is_continuous(space) for space in vec_env.action_spaces]
         self._pending: Optional[BattleStep] = None  # the fresh game waiting for reset()
 
     def observation_space(self, agent: str) -> spaces.Space:
         self._check_agent(agent)
-        return self.vec_env.observation_space
+        return self.vec_env.observation_spaces[self.possible_agents.index(agent)]
 
     def action_space(self, agent: str) -> spaces.Space:
         self._check_agent(agent)
-        return self.vec_env.action_space
+        return self.vec_env.action_spaces[self.possible_agents.index(agent)]
 
     def reset(self, seed: Optional[int] = None, options: Optional[dict] = None):
         if seed is not None or self._pending is None:
@@ -293,12 +335,12 @@ class SingleGameView(BattleEnv):
             out = self._pending
         self._pending = None
         self.agents = list(self.possible_agents)
-        obs = {a: out.obs[0, s] for s, a in enumerate(self.agents)}
-        return obs, {a: self._info(out.action_mask[0, s]) for s, a in enumerate(self.agents)}
+        obs = {a: out.seat_obs(s)[0] for s, a in enumerate(self.agents)}
+        return obs, {a: self._info(out.seat_mask(s)[0], s) for s, a in enumerate(self.agents)}
 
-    def _info(self, mask: np.ndarray) -> dict:
-        """An agent's info: its action mask, which a Box game does not have."""
-        return {} if self.continuous else {'action_mask': mask}
+    def _info(self, mask: np.ndarray, seat: int) -> dict:
+        """An agent's info: its action mask, which a Box seat does not have."""
+        return {} if self._continuous[seat] else {'action_mask': mask}
 
     def step(self, actions: Dict[str, int]):
         if not self.agents:
@@ -306,15 +348,20 @@ class SingleGameView(BattleEnv):
         if not isinstance(actions, dict) or set(actions) != set(self.agents):
             raise EnvError(f'SingleGameView: actions {_short.repr(actions)}; expected a dict with the keys '
                            f'{self.agents}')
-        dtype = action_layout(self.vec_env.action_space)[1]
-        out = self.vec_env.step(np.array([[actions[a] for a in self.possible_agents]], dtype))
-        over = bool(out.terminated[0] or out.truncated[0])
         agents = self.possible_agents
-        obs = {a: out.final_obs[0, s] for s, a in enumerate(agents)}
+        if self.roles is None:
+            dtype = action_layout(self.vec_env.action_space)[1]
+            out = self.vec_env.step(np.array([[actions[a] for a in agents]], dtype))
+        else:
+            out = self.vec_env.step([np.array([actions[a]], action_layout(space)[1])
+                                     for a, space in zip(agents, self.vec_env.action_spaces)])
+        over = bool(out.terminated[0] or out.truncated[0])
+        obs = {a: out.seat_final_obs(s)[0] for s, a in enumerate(agents)}
         infos = {}
         for s, a in enumerate(agents):
             # The mask of the fresh game belongs to reset(); a finished game has no legal moves left.
-            infos[a] = self._info(np.zeros_like(out.action_mask[0, s]) if over else out.action_mask[0, s])
+            mask = out.seat_mask(s)[0]
+            infos[a] = self._info(np.zeros_like(mask) if over else mask, s)
             if over:
                 infos[a]['result'] = RESULT_NAME[int(out.result[0, s])]
         rewards = {a: float(out.reward[0, s]) for s, a in enumerate(agents)}

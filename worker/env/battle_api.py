@@ -61,6 +61,31 @@ What such a game needs, and what it gets:
 * ``sparring play`` refuses these games (a person cannot type a velocity at 30 steps a second);
   export writes ``action_mean`` and ``action_log_std`` for a Gaussian player.
 
+Seats with roles (asymmetric games)
+-----------------------------------
+A game whose seats differ (a pursuer and an evader, an attacker and a defender) names each seat's
+**role**: ``roles`` is a tuple of one name per seat (``None``, the default, is the symmetric game: every
+seat has the same spaces and the arrays above are stacked over seats). Each seat then has its own
+spaces, ``observation_spaces[s]`` and ``action_spaces[s]`` (tuples of ``num_seats`` spaces, on every
+vectorised env: a symmetric one repeats its one space; :func:`seat_spaces` reads either kind). Seats
+that share a role must share spaces. A role is a league *category*: each role has its own players,
+policy, model, learner and population, and a player of one role meets players of the others.
+
+* **Single games** set the class attribute ``roles``; ``observation_space(agent)`` and
+  ``action_space(agent)`` may then differ per agent (agent i sits in seat i).
+* **Vectorised games** set ``roles``, ``observation_spaces`` and ``action_spaces``; their
+  ``observation_space`` and ``action_space`` are None.
+* **BattleStep, per seat.** The fields whose shape depends on the seat are tuples of one array per seat:
+  ``obs[s]`` ``[B, *obs_shape_s]``, ``action_mask[s]`` ``[B, A_s]`` (a ``Box`` seat: the ``[B, 1]``
+  placeholder equal to ``to_move[:, s]``) and ``final_obs[s]``. ``to_move``, ``reward``, ``result``
+  (``[B, S]``), ``terminated`` and ``truncated`` (``[B]``) keep their shapes. Read a seat with the
+  accessors :meth:`BattleStep.seat_obs`, :meth:`~BattleStep.seat_mask` and
+  :meth:`~BattleStep.seat_final_obs`, which give seat s's ``[B, ...]`` view in either layout.
+* **Actions, per seat**: a tuple (or list) of one array per seat, ``actions[s]`` ``[B]`` integers
+  (``Discrete``) or ``[B, *action_shape_s]`` floats (``Box``); :func:`zero_actions` builds the container
+  for either kind of game and :func:`seat_action_rows` writes one seat's rows into it. The checks are
+  those above, seat by seat against the seat's own space.
+
 Two kinds of battle env are registered in ``ENV_REGISTRY`` and told apart by the class
 attribute ``is_vectorised``: natively vectorised games (:class:`NativeVecBattleEnv`, built as
 ``Cls(cfg, num_envs, seed)``) and single games (:class:`BattleEnv`, built as ``Cls(cfg)``), which
@@ -71,7 +96,7 @@ section is :mod:`sparring.worker.env.battle`'s job.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, cast
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -104,16 +129,95 @@ def mask_width(action_space) -> int:
     return 1 if is_continuous(action_space) else int(action_space.n)
 
 
+# A seat-dependent field: a stacked ``[B, S, ...]`` array (a symmetric game) or a tuple of one ``[B, ...]`` array per
+# seat (a game with roles). Typed Any: the symmetric game's code indexes the stacked array directly, and what a
+# game with roles holds is read through seat_view (the BattleStep.seat_* accessors).
+SeatArrays = Any
+
+
 class BattleStep(NamedTuple):
-    """One vectorised step of B two-seat games (see the module docstring for each field)."""
-    obs: np.ndarray
-    action_mask: np.ndarray
+    """One vectorised step of B games (see the module docstring for each field).
+
+    ``obs``, ``action_mask`` and ``final_obs`` are stacked over seats (``[B, S, ...]``) in a symmetric game and
+    tuples of one ``[B, ...]`` array per seat in a game with roles; the ``seat_*`` accessors read either."""
+    obs: SeatArrays
+    action_mask: SeatArrays
     to_move: np.ndarray
     reward: np.ndarray
     terminated: np.ndarray
     truncated: np.ndarray
     result: np.ndarray
-    final_obs: np.ndarray
+    final_obs: SeatArrays
+
+    @property
+    def per_seat(self) -> bool:
+        """Whether the seat-dependent fields are tuples of per-seat arrays (a game with roles)."""
+        return isinstance(self.obs, tuple)
+
+    @property
+    def num_seats(self) -> int:
+        return int(self.to_move.shape[1])
+
+    def seat_obs(self, seat: int) -> np.ndarray:
+        """Seat ``seat``'s observations ``[B, *obs_shape]`` (a view in a symmetric game)."""
+        return seat_view(self.obs, seat)
+
+    def seat_mask(self, seat: int) -> np.ndarray:
+        """Seat ``seat``'s action masks ``[B, A]`` (``[B, 1]``, the placeholder, for a ``Box`` seat)."""
+        return seat_view(self.action_mask, seat)
+
+    def seat_final_obs(self, seat: int) -> np.ndarray:
+        """Seat ``seat``'s finished games' last observations ``[B, *obs_shape]`` (``obs`` where none finished)."""
+        return seat_view(self.final_obs, seat)
+
+
+def seat_view(arrays: SeatArrays, seat: int) -> np.ndarray:
+    """Seat ``seat``'s ``[B, ...]`` array of a seat-dependent field: its element of a per-seat tuple, or the
+    column of a stacked ``[B, S, ...]`` array (a view: writing to it writes the stacked array)."""
+    return arrays[seat] if isinstance(arrays, tuple) else arrays[:, seat]
+
+
+def copy_seats(arrays: SeatArrays) -> SeatArrays:
+    """A copy of a seat-dependent field in its own layout."""
+    return tuple(a.copy() for a in arrays) if isinstance(arrays, tuple) else arrays.copy()
+
+
+def seat_spaces(env) -> Tuple[Tuple[spaces.Space, ...], Tuple[spaces.Space, ...]]:
+    """``(observation spaces, action spaces)``, one per seat, of a vectorised battle env of either kind."""
+    return tuple(env.observation_spaces), tuple(env.action_spaces)
+
+
+def zero_actions(env) -> Union[np.ndarray, List[np.ndarray]]:
+    """Zero actions for every seat of every game of ``env``, in the layout its ``step`` takes: ``[B, S]`` (or
+    ``[B, S, *action_shape]``) in a symmetric game, a list of one ``[B, ...]`` array per seat in a game with
+    roles (fill them with :func:`seat_action_rows`)."""
+    B = env.num_envs
+    if env.roles is None:
+        shape, dtype = action_layout(env.action_space)
+        return np.zeros((B, env.num_seats) + shape, dtype)
+    return [np.zeros((B,) + shape, dtype) for shape, dtype in map(action_layout, env.action_spaces)]
+
+
+def seat_action_rows(actions: Union[np.ndarray, List[np.ndarray]], seat: int) -> np.ndarray:
+    """Seat ``seat``'s ``[B, ...]`` actions of a :func:`zero_actions` container, to write into."""
+    return actions[seat] if isinstance(actions, list) else actions[:, seat]
+
+
+def check_roles(roles, num_seats: int, label: str) -> Optional[Tuple[str, ...]]:
+    """A game's ``roles`` as a tuple of names (None for a symmetric game), or :class:`EnvError` naming what was wrong."""
+    if roles is None:
+        return None
+    if isinstance(roles, str) or not isinstance(roles, (tuple, list)) or len(roles) != num_seats:
+        raise EnvError(f'{label}: roles is {roles!r}; expected None (a symmetric game) or a tuple of one role name '
+                       f'per seat ({num_seats} seats)')
+    for name in roles:
+        if not (isinstance(name, str) and name and all(c.isalnum() or c in '_.-' for c in name)):
+            raise EnvError(f'{label}: role {name!r} in roles {roles!r}; expected names of letters, digits, "_", '
+                           f'"." or "-"')
+    if len(set(roles)) < 2:
+        raise EnvError(f'{label}: roles {tuple(roles)!r} name one role; expected at least two (a game whose seats '
+                       f'all play the same role is symmetric: leave roles None)')
+    return tuple(roles)
 
 
 # -- config ------------------------------------------------------------------------------------
@@ -153,6 +257,7 @@ class BattleEnv:
 
     * ``turn_based``: True when one seat moves at a time (the other's action mask is all False);
     * ``possible_agents``: the two agents' names (default ``['player_0', 'player_1']``);
+    * ``roles``: one role name per seat, when the seats differ (their own spaces; see "Seats with roles");
     * ``reference_bots``: names in ``BOT_REGISTRY`` of the bots that play this game (evaluation opponents);
     * ``config_constraints``: checks of the game's own config keys, beside ``default_config()``.
 
@@ -164,6 +269,8 @@ class BattleEnv:
     is_vectorised = False
     turn_based = False
     possible_agents: List[str] = list(AGENTS)
+    #: one role name per seat (agent i sits in seat i), or None: a symmetric game
+    roles: Optional[Tuple[str, ...]] = None
     #: BOT_REGISTRY names of the bots that play this game (e.g. evaluation opponents)
     reference_bots: Tuple[str, ...] = ('random',)
     config_constraints = BATTLE_ENV_CONSTRAINTS
@@ -178,7 +285,8 @@ class BattleEnv:
         self.agents: List[str] = []
 
     def observation_space(self, agent: str) -> spaces.Space:
-        """The ``Box`` an agent observes, from its own perspective (both agents' must be equal).
+        """The ``Box`` an agent observes, from its own perspective (both agents' must be equal unless the game
+        has ``roles``).
 
         Args:
             agent: one of ``possible_agents``.
@@ -227,15 +335,42 @@ class BattleEnv:
 class VecBattleEnv(Closeable):
     """What every vectorised battle env shares: argument checks, seeding, action checks, life cycle.
 
-    A subclass sets ``observation_space``, ``action_space`` and ``turn_based`` and implements
+    A subclass sets ``observation_space``, ``action_space`` and ``turn_based`` (a game with ``roles``:
+    ``roles``, ``observation_spaces`` and ``action_spaces`` instead of the first two) and implements
     ``_reset(seed, reseed) -> BattleStep`` and ``_step(checked_actions) -> BattleStep``.
     """
 
     is_vectorised = True
     num_seats = NUM_SEATS
     turn_based = False
-    observation_space: spaces.Space  # one seat's, set by the subclass
+    #: one role name per seat, or None: a symmetric game (every seat has the spaces below)
+    roles: Optional[Tuple[str, ...]] = None
+    # Every seat's in a symmetric game, set by the subclass; None in a game with roles (read the per-seat tuples).
+    observation_space: spaces.Space
     action_space: spaces.Space
+    _seat_spaces: Tuple[Tuple[spaces.Space, ...], Tuple[spaces.Space, ...]] = ((), ())
+
+    @property
+    def observation_spaces(self) -> Tuple[spaces.Space, ...]:
+        """One observation space per seat (a symmetric game: its one space, repeated)."""
+        if self.roles is None:
+            return (self.observation_space,) * self.num_seats
+        return self._seat_spaces[0]
+
+    @observation_spaces.setter
+    def observation_spaces(self, value: Sequence[spaces.Space]) -> None:
+        self._seat_spaces = (tuple(value), self._seat_spaces[1])
+
+    @property
+    def action_spaces(self) -> Tuple[spaces.Space, ...]:
+        """One action space per seat (a symmetric game: its one space, repeated)."""
+        if self.roles is None:
+            return (self.action_space,) * self.num_seats
+        return self._seat_spaces[1]
+
+    @action_spaces.setter
+    def action_spaces(self, value: Sequence[spaces.Space]) -> None:
+        self._seat_spaces = (self._seat_spaces[0], tuple(value))
 
     def __init__(self, num_envs: int, seed: Optional[int] = None, label: Optional[str] = None) -> None:
         self.closed = False
@@ -270,6 +405,7 @@ class VecBattleEnv(Closeable):
         reseed = seed is not None or not self._seeded
         if seed is None and not self._seeded:
             seed = self.seed
+            self._check_seat_spaces()
         self._reset_needed_because = 'the last reset() failed'
         step = self._reset(seed, reseed)
         self._remember(step)
@@ -277,12 +413,13 @@ class VecBattleEnv(Closeable):
         self._reset_needed_because = None
         return step
 
-    def step(self, actions: np.ndarray) -> BattleStep:
+    def step(self, actions: Union[np.ndarray, Sequence[np.ndarray]]) -> BattleStep:
         """Play one move (or one simultaneous round) in every game; finished games restart.
 
         Args:
             actions: ``[num_envs, 2]`` integers (column = seat; send 0 for a seat not to move), or for ``Box``
-                actions floats ``[num_envs, 2, *action_shape]``, clipped to the box.
+                actions floats ``[num_envs, 2, *action_shape]``, clipped to the box; in a game with roles, one array per
+                seat, ``actions[s]`` ``[num_envs, *action_shape_s]``.
 
         Returns:
             The :class:`BattleStep` after the move: a finished game's ``final_obs`` and ``result``, and the
@@ -305,13 +442,32 @@ class VecBattleEnv(Closeable):
         self._remember(step)
         return step
 
+    def _check_seat_spaces(self) -> None:
+        """A game with roles: a role per seat, a space per seat, and seats of one role with the same spaces."""
+        self.roles = check_roles(self.roles, self.num_seats, self.label)
+        if self.roles is None:
+            return
+        obs_spaces, act_spaces = seat_spaces(self)
+        if len(obs_spaces) != self.num_seats or len(act_spaces) != self.num_seats:
+            raise EnvError(f'{self.label}: a game with roles {self.roles} has {len(obs_spaces)} observation and '
+                           f'{len(act_spaces)} action spaces; expected one per seat ({self.num_seats})')
+        for s, role in enumerate(self.roles):
+            first = self.roles.index(role)
+            if (obs_spaces[s], act_spaces[s]) != (obs_spaces[first], act_spaces[first]):
+                raise EnvError(f'{self.label}: seats {first} and {s} share the role {role!r} but not their spaces '
+                               f'({obs_spaces[first]}, {act_spaces[first]} against {obs_spaces[s]}, {act_spaces[s]}); '
+                               f'expected the same spaces for the seats of one role')
+
     def _remember(self, step: BattleStep) -> None:
         """Keep what the next actions are checked against; copies, as the caller owns ``step``."""
-        self._mask = step.action_mask.copy()
+        self._mask = copy_seats(step.action_mask)
         self._to_move = step.to_move.copy()
 
-    def _check_actions(self, actions) -> np.ndarray:
-        """``actions`` as an int64 ``[B, 2]`` array, with seats not to move set to 0; raises on illegal ones."""
+    def _check_actions(self, actions):
+        """``actions`` as an int64 ``[B, 2]`` array, with seats not to move set to 0; raises on illegal ones.
+        A game with roles: a list of one checked array per seat."""
+        if self.roles is not None:
+            return self._check_seat_actions(actions)
         batch = np.asarray(actions)
         if is_continuous(self.action_space):
             return self._check_box_actions(batch)
@@ -361,6 +517,48 @@ class VecBattleEnv(Closeable):
             clipped = np.where(to_move, clipped, np.float32(0.0))
         return clipped
 
+    def _check_seat_actions(self, actions) -> List[np.ndarray]:
+        """A game with roles: ``actions[s]`` checked against seat s's own space, as new arrays (seats not to move
+        0, ``Box`` actions clipped to the seat's bounds)."""
+        S, roles = self.num_seats, cast(Tuple[str, ...], self.roles)
+        if not isinstance(actions, (tuple, list)) or len(actions) != S:
+            raise EnvError(f'{self.label}: actions of type {type(actions).__name__}; expected a tuple or list of '
+                           f'{S} arrays, one per seat (roles {self.roles})')
+        checked = []
+        for s, (seat_actions, space) in enumerate(zip(actions, self.action_spaces)):
+            batch = np.asarray(seat_actions)
+            shape, _ = action_layout(space)
+            to_move = self._to_move[:, s]
+            where = f'{self.label}: seat {s} ({self.agents[s]}, role {roles[s]!r})'
+            if batch.shape != (self.num_envs,) + shape:
+                raise EnvError(f'{where}: actions of shape {batch.shape}; expected shape {(self.num_envs,) + shape} '
+                               f'(num_envs, *action_shape) for {space!r}')
+            if is_continuous(space):
+                if batch.dtype.kind not in 'iuf':
+                    raise EnvError(f'{where}: actions of dtype {batch.dtype}; expected numbers in {space!r}')
+                movers = to_move.reshape((-1,) + (1,) * len(shape))
+                bad = ~np.isfinite(batch) & movers if batch.dtype.kind == 'f' else np.zeros(batch.shape, bool)
+                if bad.any():
+                    env = int(np.argwhere(bad)[0][0])
+                    raise EnvError(f'{where}: env {env} played action {batch[env].tolist()}; expected finite numbers '
+                                   f'in {space!r}')
+                box = cast(spaces.Box, space)
+                clipped = np.minimum(np.maximum(batch, box.low), box.high).astype(np.float32)
+                checked.append(np.where(movers, clipped, np.float32(0.0)))
+                continue
+            if batch.dtype.kind not in 'iu':
+                raise EnvError(f'{where}: actions of dtype {batch.dtype}; expected integers (indices into {space!r})')
+            batch = np.where(to_move, batch.astype(np.int64), 0)
+            in_range = (batch >= 0) & (batch < mask_width(space))
+            legal = in_range & self._mask[s][np.arange(self.num_envs), np.where(in_range, batch, 0)]
+            illegal = to_move & ~legal
+            if illegal.any():
+                env = int(np.flatnonzero(illegal)[0])
+                raise EnvError(f'{where}: env {env} played {"illegal" if in_range[env] else "out of range"} action '
+                               f'{int(batch[env])}; legal actions there: {np.flatnonzero(self._mask[s][env]).tolist()}')
+            checked.append(batch)
+        return checked
+
     def _raise_illegal(self, batch: np.ndarray, bad: np.ndarray, what: str) -> None:
         env, seat = (int(i) for i in np.argwhere(bad)[0])
         legal = np.flatnonzero(self._mask[env, seat]).tolist()
@@ -397,6 +595,10 @@ class NativeVecBattleEnv(VecBattleEnv):
     * ``_observe(rows) -> (obs, action_mask, to_move)`` of the games ``rows``: ``[R, 2, *obs_shape]``,
       ``[R, 2, A]`` bool and ``[R, 2]`` bool.
 
+    A game with ``roles`` sets ``roles``, ``observation_spaces`` and ``action_spaces``; its ``actions`` are a list of
+    one checked array per seat, and ``_observe`` gives ``obs`` and ``action_mask`` as tuples of one array per seat
+    (``[R, *obs_shape_s]``, ``[R, A_s]``).
+
     Args:
         cfg: the run's ``env`` section, completed from the registered class's :meth:`default_config`.
         num_envs: games played side by side (B).
@@ -426,16 +628,21 @@ class NativeVecBattleEnv(VecBattleEnv):
         zeros = np.zeros((self.num_envs, NUM_SEATS), np.float32)
         no_game_over = np.zeros(self.num_envs, bool)
         return BattleStep(obs, mask, to_move, zeros, no_game_over, no_game_over.copy(),
-                          np.zeros((self.num_envs, NUM_SEATS), np.int8), obs.copy())
+                          np.zeros((self.num_envs, NUM_SEATS), np.int8), copy_seats(obs))
 
     def _step(self, actions: np.ndarray) -> BattleStep:
         reward, terminated, truncated, result = self._advance(actions)
         obs, mask, to_move = self._observe(self._all_games)
-        final_obs = obs.copy()
+        final_obs = copy_seats(obs)
         finished = np.flatnonzero(terminated | truncated)
         if finished.size:
             self._reset_games(finished)
-            obs[finished], mask[finished], to_move[finished] = self._observe(finished)
+            if self.roles is None:
+                obs[finished], mask[finished], to_move[finished] = self._observe(finished)
+            else:
+                new_obs, new_mask, to_move[finished] = self._observe(finished)
+                for s in range(self.num_seats):
+                    obs[s][finished], mask[s][finished] = new_obs[s], new_mask[s]
         return BattleStep(obs, mask, to_move, reward, terminated, truncated, result, final_obs)
 
     def _reset_games(self, rows: np.ndarray) -> None:
