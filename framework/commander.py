@@ -51,7 +51,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -99,9 +99,13 @@ class Commander:
         self.dir = os.path.join(self.exp_dir, COMMANDER_DIR)
         kind = run_kind(cfg)
         self.coordinator = co = RunCoordinator(cfg, kind, clock=clock, say=self.say, logger=logger)
-        self.observation_space, self.action_space = kind.spaces()
+        # A game whose seats have roles: each player plays its category's, with that seat's spaces (no common ones).
+        self.roles = kind.roles
+        spaces: Tuple[Any, Any] = kind.spaces() if self.roles is None else (None, None)
+        self.observation_space, self.action_space = spaces
         self.chunk_steps = (self.par.chunk_len or cfg.policy.collect.n_steps) * cfg.env.collector_env_num
-        self.params = ParamService(co.store, co.player_ids, to_plain(cfg.policy), co.counters)
+        self.params = ParamService(co.store, co.player_ids, to_plain(cfg.policy), co.counters,
+                                   {pid: co.initial_ref(pid) for pid in co.player_ids})
         self.live = self.params.live
         self.collect = CollectTasks(co, self.par, self.chunk_steps)
         self.evals = EvalDispatch(co)
@@ -117,10 +121,10 @@ class Commander:
                      f'iterations {co.course_state()["train_iterations"]}')
         else:
             self.state.start_fresh()
-            # Learner processes start from (and may restart from) the same initial parameters.
-            policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, self.observation_space, self.action_space,
-                                                          seed=cfg.seed)
-            co.store_initial(policy.get_params())
+            # Learner processes start from (and may restart from) the same initial parameters (one set per role).
+            for role in dict.fromkeys(self.roles or (None,)):
+                policy = POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, *kind.spaces(role), seed=cfg.seed)
+                co.store_initial(policy.get_params(), category=role)
         self.sessions = SessionTable(cfg, co.player_ids, os.path.join(self.dir, LEDGER_FILE), resume, co.counters)
         self.report = ProgressReport(co, self.sessions, logger, clock, self.say, self.par.log_every_seconds,
                                      self.exp_dir, started)
@@ -173,6 +177,10 @@ class Commander:
                            player_ids=list(co.player_ids),
                            train_iteration=co.players[pid].train_iteration if pid else 0,
                            version=co.players[pid].version if pid else 0)
+        if self.roles is not None:
+            reply['player_roles'] = {p: cast(str, co.role_of(p)) for p in co.player_ids}
+            if pid:
+                reply['initial_ref'] = co.initial_ref(pid)
         replicas = self.par.learner_replicas
         if pid and replicas > 1:
             reply['replica'], reply['replicas'] = record.replica, replicas
@@ -214,12 +222,16 @@ class Commander:
     def _on_jobs(self, worker: WorkerRecord, message: Message) -> Reply:
         body = cast(JobsRequest, message.body)
         pid, count = body['player_id'], min(body['count'], MAX_JOBS_PER_REQUEST)
+        co = self.coordinator
         self._check_player(pid)
         infos = self.state.draw_jobs(pid, count, worker.session) if count else []
         worker.jobs.update(info['job_id'] for info in infos)
-        return 'job_batch', JobBatch(jobs=[JobOffer(job_id=info['job_id'], opponent_id=info['player_ids'][1],
-                                                    param_ref=info['players'][1]['param_ref'],
-                                                    kind=info['players'][1]['kind']) for info in infos]), None
+        offers = [JobOffer(job_id=info['job_id'], opponent_id=info['player_ids'][1],
+                           param_ref=info['players'][1]['param_ref'], kind=info['players'][1]['kind']) for info in infos]
+        if self.roles is not None:  # the role each opponent plays, so the collector builds it for that seat
+            for offer in offers:
+                offer['role'] = cast(str, co.league.get_player(offer['opponent_id']).category)
+        return 'job_batch', JobBatch(jobs=offers), None
 
     def _check_player(self, pid: str) -> None:
         if pid not in self.coordinator.player_ids:

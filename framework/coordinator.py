@@ -33,6 +33,7 @@ from sparring.framework.league_watch import watch_for
 from sparring.framework.run_setup import evaluation_opponents
 from sparring.league.exact_analysis import LeagueExactAnalysis, exact_analysis_of
 from sparring.league.job_protocol import JobInfo, PlayerProgress, SnapshotVerdict, stored_ref
+from sparring.worker.evaluation import opponent_role
 from sparring.worker.logger import RunLogger
 from sparring.worker.policy_pool import ParamStore
 from sparring.worker.run_kind import RunKind
@@ -117,10 +118,23 @@ class RunCoordinator:
         self.wall_seconds_before = float(wall_seconds_before)
         self.started = self.clock()
 
-    def store_initial(self, params, version: int = 0) -> None:
-        """Keep the parameters every player starts from (and a reset returns to), once per run."""
-        if INIT_REF not in self.store:
-            self.store.put(INIT_REF, params, dict(self.cfg.policy), version)
+    def role_of(self, pid: str) -> Optional[str]:
+        """The role player ``pid`` plays (its category) in a league of roles, else None."""
+        roles = self.cfg.league is not None and self.cfg.league.get('roles')
+        return self.league.get_player(pid).category if roles else None
+
+    def initial_ref(self, pid: str) -> str:
+        """Where the parameters active player ``pid`` starts from (and resets to) are kept."""
+        role = self.role_of(pid)
+        return INIT_REF if role is None else self.league.init_param_ref(role)
+
+    def store_initial(self, params, version: int = 0, category: Optional[str] = None) -> str:
+        """Keep the parameters every player starts from (and a reset returns to), once per run; in a league of
+        roles, once per role (``category``). Returns where they are kept."""
+        ref = self.league.init_param_ref(category) if category is not None else INIT_REF
+        if ref not in self.store:
+            self.store.put(ref, params, dict(self.cfg.policy), version)
+        return ref
 
     # ------------------------------------------------------------------------------ league operations
     @overload
@@ -220,9 +234,10 @@ class RunCoordinator:
         if self.logger is not None:
             self.logger.scalars(dict(snapshots_quarantined=len(self.dropped)), self.env_steps, prefix='run/dropped/')
 
-    def readable_eval_opponents(self) -> List[Tuple[str, str]]:
+    def readable_eval_opponents(self, pid: Optional[str] = None) -> List[Tuple[str, str]]:
         """The evaluation opponents whose parameters can be read: a snapshot whose file is damaged is quarantined
-        and left out, so no evaluation is recorded against the stand-in a worker would be served instead."""
+        and left out, so no evaluation is recorded against the stand-in a worker would be served instead. In a league
+        of roles, those of player ``pid``: the opponents that play another role than its own."""
         for _, ref in self.eval_opponents:
             if ref not in self.dropped and ref in self.store:  # stored parameters (a bot is not): read once
                 try:
@@ -231,7 +246,9 @@ class RunCoordinator:
                     pass  # noted in store.damaged
         for ref, why in list(self.store.damaged.items()):
             self.quarantine(ref, why)
-        return [(oid, ref) for oid, ref in self.eval_opponents if ref not in self.dropped]
+        role = None if pid is None else self.role_of(pid)
+        return [(oid, ref) for oid, ref in self.eval_opponents if ref not in self.dropped
+                and (role is None or opponent_role(self.cfg, oid, ref) not in (None, role))]
 
     def _dropped_for(self, entry: Union[JobsOp, GamesOp]) -> Set[str]:
         """The quarantined snapshots an operation sees. Recorded in the entry when it is first applied (so the

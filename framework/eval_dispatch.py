@@ -32,7 +32,8 @@ class EvalDispatch:
         job = co.pending.popleft()
         self.running[job['task_id']] = (worker.session, job)
         worker.eval_task_id = job['task_id']
-        pid, opponents = job['player_id'], co.readable_eval_opponents()
+        pid = job['player_id']
+        opponents = co.readable_eval_opponents(pid)
         self.opponents[job['task_id']] = [oid for oid, _ in opponents]
         return 'eval_job', dict(task_id=job['task_id'], player_id=pid, version=co.players[pid].version,
                                 opponents=[list(o) for o in opponents])
@@ -65,7 +66,7 @@ class EvalDispatch:
         del self.opponents[body['task_id']]
         worker.eval_task_id = None
         # An opponent found damaged while the job ran was played with a stand-in's parameters: not recorded.
-        readable = {oid for oid, _ in co.readable_eval_opponents()}
+        readable = {oid for oid, _ in co.readable_eval_opponents(pid)}
         results = GameOutcomes({oid: outcomes for oid, outcomes in results.items() if oid in readable},
                                {oid: n for oid, n in results.distinct_games.items() if oid in readable})
         co.record_evaluation(pid, results, body.get('returns', []), version=body['version'], journal=journal)

@@ -28,10 +28,13 @@ from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
+from sparring.config.registry import BOT_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.framework.player_loader import TrainedRun, is_bot
 from sparring.policy.base import Policy
+from sparring.policy.bot import parse_bot_ref
 from sparring.worker.battle_evaluator import BattleEvaluator
+from sparring.worker.policy_pool import BOT_PREFIX
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.env.gym_env import evaluator_env_config
 from sparring.worker.env.manager import make_env_manager
@@ -70,21 +73,31 @@ def elo_difference(score: float) -> float:
 
 
 class Opponents:
-    """Opponent names resolved to ``(label, policy)`` against one run's player."""
+    """Opponent names resolved to ``(label, policy)`` against one run's player; in a game whose seats have roles,
+    against a player of ``role``: a bot plays its own role (a bot of any role, the other one), and every opponent
+    must play another role than the player's."""
 
-    def __init__(self, run: TrainedRun, seed: int) -> None:
+    def __init__(self, run: TrainedRun, seed: int, role: Optional[str] = None) -> None:
         self.run = run
         self.seed = seed
+        self.role = role
         self._others: Dict[str, TrainedRun] = {}
 
     def resolve(self, name: str):
+        label, policy = self._resolve(name)
+        if self.role is not None and policy.role == self.role:
+            raise ConfigError(f'eval: opponent {name!r} plays the role {self.role!r}, as the player does; expected an '
+                              f'opponent of another role ({", ".join(r for r in self.run.roles or [] if r != self.role)})')
+        return label, policy
+
+    def _resolve(self, name: str):
         if is_bot(name):
-            return name, self.run.pool(self.seed).get(name)
+            return name, self.run.pool(self.seed, self._bot_role(name)).get(name)
         run_dir, sep, pid = name.rpartition(':')
         if sep and os.path.isdir(run_dir):
             other = self._others.get(run_dir) or self._others.setdefault(
                 run_dir, TrainedRun(run_dir, self.run.trust_code))
-            self._check_compatible(other, name)
+            self._check_compatible(other, name, other.role_of(other.resolve(pid)) if other.league else None)
             return name, other.policy(pid, seed=self.seed)
         if self.run.league is None or name not in self.run.player_ids:
             raise ConfigError(f'eval: opponent {name!r} is neither a bot reference (bot:<name>), a run\'s player '
@@ -92,8 +105,16 @@ class Opponents:
                               f'of {self.run.run_dir}')
         return name, self.run.policy(name, seed=self.seed)
 
-    def _check_compatible(self, other: TrainedRun, name: str) -> None:
-        mine, theirs = self.run.spaces(), other.spaces()
+    def _bot_role(self, ref: str) -> Optional[str]:
+        """The role a bot plays here: its own, or (a bot of any role) the one role other than the player's."""
+        if self.role is None:
+            return None
+        plays = getattr(BOT_REGISTRY.get(parse_bot_ref(ref[len(BOT_PREFIX):])[0]), 'roles', None)
+        others = [r for r in (self.run.roles or []) if r != self.role]
+        return plays[0] if plays and len(plays) == 1 else others[0]
+
+    def _check_compatible(self, other: TrainedRun, name: str, role: Optional[str] = None) -> None:
+        mine, theirs = self.run.spaces(role), other.spaces(role)
         if self.run.cfg.env.type != other.cfg.env.type or mine != theirs:
             raise ConfigError(f'eval: opponent {name!r} was trained on env {other.cfg.env.type!r} with spaces '
                               f'{theirs}; this run\'s player plays {self.run.cfg.env.type!r} with {mine}')
@@ -120,13 +141,14 @@ def evaluate_player(run_dir: str, against: Sequence[str], player: Optional[str] 
     cfg = run.cfg
     seed, games = _seed_and_games(cfg, seed, games)
     pid = run.resolve(player, snapshot)
+    role = run.role_of(pid)
     policy = _searching(cfg, run.policy(pid, seed=seed), search, seed)
-    opponents = Opponents(run, seed)
+    opponents = Opponents(run, seed, role)
     resolved: List[Tuple[str, Policy]] = [opponents.resolve(name) for name in against]
     env_seed = seed + LEAGUE_EVAL_SEED_OFFSET  # the league's evaluation games are played on these
     evaluator = BattleEvaluator(lambda: make_battle_env(cfg.env, cfg.env.evaluator_env_num, env_seed), games,
                                 deterministic=not sampled)
-    results = evaluator.evaluate(policy, resolved)  # each result counts its distinct games (GameFingerprints)
+    results = evaluator.evaluate(policy, resolved, role=role)  # each result counts its distinct games
     return dict(run=run_dir, player=pid, games=games, sampled=bool(sampled), seed=seed, search=search,
                 opponents={r.opponent_id: dict(outcome_statistics(r.outcomes), by_seat=_by_seat(r),
                                                distinct_games=r.distinct_games)

@@ -8,7 +8,7 @@ from typing import Dict, Optional, Tuple
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.commander import Commander
 from sparring.policy.base import Policy
-from sparring.worker.policy_pool import PolicyPool
+from sparring.worker.run_kind import run_kind
 from sparring.worker.remote.wire import arrays_to_params
 
 
@@ -17,8 +17,8 @@ class LivePolicies:
         """``pool_seed``: the seed of the snapshots' and bots' pool (default: the run's)."""
         self.commander = commander
         cfg = commander.cfg
-        self.pool = PolicyPool(commander.coordinator.store, commander.observation_space, commander.action_space,
-                               seed=cfg.seed if pool_seed is None else pool_seed, env_cfg=cfg.env)
+        self.kind = run_kind(cfg)
+        self.pool = self.kind.policy_pool(commander.coordinator.store, cfg.seed if pool_seed is None else pool_seed)
         self._live: Dict[str, Tuple[int, Policy]] = {}  # player -> (version, policy)
 
     def get(self, ref: str):
@@ -30,8 +30,10 @@ class LivePolicies:
         version: Optional[int]
         if held is None:
             cfg = self.commander.cfg
-            version, policy = None, POLICY_REGISTRY.get(cfg.policy.type)(
-                cfg.policy, self.commander.observation_space, self.commander.action_space, seed=cfg.seed)
+            role = self.commander.coordinator.role_of(ref)
+            version, policy = None, POLICY_REGISTRY.get(cfg.policy.type)(cfg.policy, *self.kind.spaces(role),
+                                                                          seed=cfg.seed)
+            policy.role = role
         else:
             version, policy = held
         if version != live.version:

@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Optional, Union
 from sparring.config.compile import save_config
 from sparring.config.schema import ConfigError
 from sparring.framework.commander import Commander
-from sparring.framework.coordinator import INIT_REF
 from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.framework.live_policies import LivePolicies
 from sparring.framework.local_launcher import LocalLauncher, worker_context
@@ -75,8 +74,10 @@ SYNC_BATCH = 64  # requests answered per journal sync, at most: a bound on how l
 
 def request_limit(commander: Commander) -> int:
     """The largest request a worker may send: a publish of the parameters, with room to spare."""
-    params = commander.coordinator.store.get(INIT_REF)['params']
-    return (2 << 20) + 2 * sum(t.numel() * t.element_size() for t in params.values())
+    co = commander.coordinator
+    largest = max(sum(t.numel() * t.element_size() for t in co.store.get(ref)['params'].values())
+                  for ref in {co.initial_ref(pid) for pid in co.player_ids})
+    return (2 << 20) + 2 * largest
 
 
 class ParallelRun:
@@ -266,7 +267,7 @@ class ParallelRun:
         try:
             for job in commander.evals.finals_pending():
                 policy = policies.get(job['player_id'])
-                opponents = commander.coordinator.readable_eval_opponents()
+                opponents = commander.coordinator.readable_eval_opponents(job['player_id'])
                 results, returns = evaluation(policy, opponents, policies.pool)
                 commander.finish_pending_evaluation(job, results, returns, version=policy.version)
         finally:

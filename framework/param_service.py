@@ -29,33 +29,41 @@ class LiveParams:
 
 
 class ParamService:
-    def __init__(self, store, player_ids, policy_cfg: dict, counters: Optional[Dict[str, int]] = None) -> None:
+    """``initial_refs``: where each player's initial parameters are (a game with roles has one per role; by default
+    every player's are ``init``)."""
+
+    def __init__(self, store, player_ids, policy_cfg: dict, counters: Optional[Dict[str, int]] = None,
+                 initial_refs: Optional[Mapping[str, str]] = None) -> None:
         self.store = store
         self.player_ids = list(player_ids)
         self.policy_cfg = policy_cfg
         self.counters = counters if counters is not None else {}
         self.live: Dict[str, LiveParams] = {}
         self._stored: Dict[str, Tuple[int, Dict[str, np.ndarray], dict]] = {}
-        self._layout: Optional[Dict[str, Tuple[tuple, np.dtype]]] = None  # name -> (shape, dtype) of every array
+        self.initial_refs = dict(initial_refs or {})
+        # initial ref -> {name -> (shape, dtype)} of every array of the players that start from it
+        self._layouts: Dict[str, Dict[str, Tuple[tuple, np.dtype]]] = {}
 
     def publish(self, pid: str, version: int, arrays: Dict[str, np.ndarray]) -> None:
         """Serve ``arrays`` as ``pid``'s newest parameters; raises MessageError for parameters unlike the player's."""
-        problem = self._problem(arrays)
+        problem = self._problem(arrays, self.initial_refs.get(pid, INIT_REF))
         if problem:
             self.counters['params_refused'] = self.counters.get('params_refused', 0) + 1
             raise MessageError('schema', f'publish of {pid!r} version {version} refused: {problem}')
         # The arrays are views of the received frames, which they keep alive: no copy needed.
         self.live[pid] = LiveParams(version, dict(arrays))
 
-    def _problem(self, arrays: Mapping[str, np.ndarray]) -> Optional[str]:
-        """What makes ``arrays`` unfit to be a player's parameters, or None."""
-        if self._layout is None:
-            initial = self.store.get(INIT_REF)['params']
-            self._layout = {name: (a.shape, a.dtype) for name, a in params_to_arrays(initial).items()}
-        if set(arrays) != set(self._layout):
-            missing, extra = sorted(set(self._layout) - set(arrays)), sorted(set(arrays) - set(self._layout))
+    def _problem(self, arrays: Mapping[str, np.ndarray], initial_ref: str) -> Optional[str]:
+        """What makes ``arrays`` unfit to be the parameters of a player that started from ``initial_ref``, or None."""
+        layout = self._layouts.get(initial_ref)
+        if layout is None:
+            initial = self.store.get(initial_ref)['params']
+            layout = self._layouts[initial_ref] = {name: (a.shape, a.dtype)
+                                                   for name, a in params_to_arrays(initial).items()}
+        if set(arrays) != set(layout):
+            missing, extra = sorted(set(layout) - set(arrays)), sorted(set(arrays) - set(layout))
             return f'its arrays differ from the player\'s: missing {short(missing)}, unknown {short(extra)}'
-        for name, (shape, dtype) in self._layout.items():
+        for name, (shape, dtype) in layout.items():
             array = arrays[name]
             if array.shape != shape or array.dtype != dtype:
                 return f'{name!r} is {array.dtype}{list(array.shape)}; the player\'s is {dtype}{list(shape)}'

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import List, Optional, cast
+from typing import Dict, List, Optional, cast
 
 from sparring.config.compile import CONFIG_FILENAME
 from sparring.config.registry import POLICY_REGISTRY
@@ -56,8 +56,8 @@ class TrainedRun:
                                         f'at every checkpoint and at the end)')
             self.league = cast(BaseLeague, BaseLeague.load(league_file))
         self._store: Optional[ParamStore] = None
-        self._spaces = None
-        self._pool: Optional[PolicyPool] = None
+        self._spaces: Dict[Optional[str], tuple] = {}
+        self._pools: Dict[Optional[str], PolicyPool] = {}
 
     # -- what the run holds ---------------------------------------------------------------------
     @property
@@ -70,11 +70,22 @@ class TrainedRun:
             return [SINGLE_AGENT]
         return [p.player_id for p in self.league.roster.players]
 
-    def spaces(self):
-        """(observation space, action space) of one seat."""
-        if self._spaces is None:
-            self._spaces = self.kind.spaces()
-        return self._spaces
+    @property
+    def roles(self) -> Optional[List[str]]:
+        """The roles of a game whose seats have them (the league's categories), else None."""
+        if self.league is None or not self.league.cfg.get('roles'):
+            return None
+        return self.league.categories
+
+    def role_of(self, pid: str) -> Optional[str]:
+        """The role player ``pid`` plays (its category) in a game whose seats have roles, else None."""
+        return self.league.get_player(pid).category if self.roles is not None and self.league is not None else None
+
+    def spaces(self, role: Optional[str] = None):
+        """(observation space, action space) of one seat: any seat's, or in a game with roles the seat of ``role``."""
+        if role not in self._spaces:
+            self._spaces[role] = self.kind.spaces(role)
+        return self._spaces[role]
 
     @property
     def store(self) -> ParamStore:
@@ -82,13 +93,16 @@ class TrainedRun:
             self._store = ParamStore(os.path.join(self.run_dir, 'params'))
         return self._store
 
-    def pool(self, seed: Optional[int] = None) -> PolicyPool:
-        """A policy pool over the run's store (bots seeded from ``seed``, the run's seed by default)."""
-        if self._pool is None or (seed is not None and seed != self._pool.seed):
-            obs_space, act_space = self.spaces()
-            self._pool = PolicyPool(self.store, obs_space, act_space, seed=self.cfg.seed if seed is None else seed,
-                                    env_cfg=self.cfg.env)
-        return self._pool
+    def pool(self, seed: Optional[int] = None, role: Optional[str] = None) -> PolicyPool:
+        """A policy pool over the run's store (bots seeded from ``seed``, the run's seed by default); in a game with
+        roles, the pool of ``role``'s seat."""
+        pool = self._pools.get(role)
+        if pool is None or (seed is not None and seed != pool.seed):
+            obs_space, act_space = self.spaces(role)
+            pool = self._pools[role] = PolicyPool(self.store, obs_space, act_space,
+                                                  seed=self.cfg.seed if seed is None else seed, env_cfg=self.cfg.env,
+                                                  role=role)
+        return pool
 
     # -- one player's policy --------------------------------------------------------------------
     def resolve(self, player: Optional[str] = None, snapshot: Optional[str] = None) -> str:
@@ -111,13 +125,15 @@ class TrainedRun:
     def policy(self, player: Optional[str] = None, snapshot: Optional[str] = None, seed: Optional[int] = None) -> Policy:
         """The policy of ``player`` (any player of the league) or ``snapshot``; see the module docstring."""
         pid = self.resolve(player, snapshot)
+        role = self.role_of(pid)
         if self.league is not None and self.league.get_player(pid).kind != 'active':
-            return self.pool(seed).get(stored_ref(self.league.get_player(pid).param_ref, f'player {pid!r}'))
+            return self.pool(seed, role).get(stored_ref(self.league.get_player(pid).param_ref, f'player {pid!r}'))
         params, version = self._newest_params(pid)
-        obs_space, act_space = self.spaces()
+        obs_space, act_space = self.spaces(role)
         policy = POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, obs_space, act_space,
                                                            seed=self.cfg.seed if seed is None else seed)
         policy.set_params(params, version)
+        policy.role = role
         return policy
 
     def _newest_params(self, pid: str):

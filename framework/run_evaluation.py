@@ -154,7 +154,7 @@ class BackgroundEvaluations:
         self.tasks_sent += 1
         entry = dict(entry, task_id=self.tasks_sent, params={k: v.detach().cpu() for k, v in params.items()})
         self.background.submit(entry['task_id'], entry['player_id'], entry['version'], entry['params'],
-                               self.coordinator.readable_eval_opponents())
+                               self.coordinator.readable_eval_opponents(entry['player_id']))
         self.in_flight.append(entry)
 
     def _record_due(self, round_: Optional[int]) -> Reports:

@@ -21,7 +21,7 @@ from easydict import EasyDict
 
 from sparring.config import compile_config, compile_section, load_config, save_config
 from sparring.config.compile import CONFIG_FILENAME, to_plain
-from sparring.config.registry import ENV_REGISTRY
+from sparring.config.registry import BOT_REGISTRY, ENV_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.framework.journal import COMMANDER_DIR, JOURNAL_FILE, STATE_FILE
 from sparring.framework.run_imports import record_import_folders
@@ -29,7 +29,8 @@ from sparring.policy.bot import parse_bot_ref
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.policy_pool import BOT_PREFIX
 from sparring.worker.run_files import refuse_linked_dirs
-from sparring.worker.run_kind import is_league_run
+from sparring.league.player import DEFAULT_CATEGORY
+from sparring.worker.run_kind import is_league_run, run_kind
 
 LEAGUE_STATE_FILE = 'league_state.npz'
 # What a resumed run may change (prefixes of dotted keys): budgets, evaluation and checkpoint settings, the
@@ -158,6 +159,14 @@ def complete_league_config(cfg) -> bool:
     if cfg.league is None:
         cfg.league = compile_section('league', dict(type='one_vs_one'))
         changed = True
+    roles = run_kind(cfg).roles
+    if roles is not None:
+        league, eval_opponents = role_league(cfg, roles)
+        if league is not None:
+            cfg.league = league
+        if eval_opponents is not None:
+            cfg.battle.eval_opponents = eval_opponents
+        return changed or league is not None or eval_opponents is not None
     bots = list(getattr(ENV_REGISTRY.get(cfg.env.type), 'reference_bots', ('random',)))
     if not cfg.league.reference_players:
         # The random bot anchors the rating scale: a fixed point every run shares.
@@ -171,6 +180,43 @@ def complete_league_config(cfg) -> bool:
         cfg.battle.eval_opponents = [BOT_PREFIX + b for b in bots if same_opponent(BOT_PREFIX + b) not in references]
         changed = changed or bool(cfg.battle.eval_opponents)
     return changed
+
+
+def role_league(cfg, roles: Tuple[str, ...]) -> Tuple[Optional[EasyDict], Optional[List[str]]]:
+    """What a game whose seats have roles completes: ``(league section, evaluation opponents)``, each None where the
+    config's stands. The league's categories are the roles (``league.roles``), each role's random bot is a reference
+    player of that role, and the game's bots that play one role are evaluation opponents. What a config sets is
+    checked: categories other than the roles, a search or an exact analysis (symmetric games' tools) are refused
+    with the key that asks for them."""
+    distinct = list(dict.fromkeys(roles))
+    categories = list(cfg.league.player_category)
+    if categories != [DEFAULT_CATEGORY] and sorted(categories) != sorted(distinct):
+        raise ConfigError(f'config key "league.player_category": {categories} in a game whose seats have the roles '
+                          f'{distinct}; expected the roles (or leave it out)')
+    for key in ('collect_search', 'exact_analysis'):
+        if cfg.battle[key]:
+            raise ConfigError(f'config key "battle.{key}": not available in a game whose seats have roles '
+                              f'({", ".join(distinct)}); expected it off')
+    if cfg.parallel.inference.workers:
+        raise ConfigError(f'config key "parallel.inference.workers": forward-pass workers serve the one network shape '
+                          f'of a symmetric game; a game whose seats have roles ({", ".join(distinct)}) acts in its '
+                          f'collectors: expected 0')
+    league = dict(cfg.league, roles=True, player_category=distinct if categories == [DEFAULT_CATEGORY] else categories)
+    changed = not cfg.league.get('roles') or league['player_category'] != categories
+    bot_classes = {name: BOT_REGISTRY.get(name) for name in getattr(ENV_REGISTRY.get(cfg.env.type), 'reference_bots',
+                                                                     ('random',))}
+    if not league['reference_players']:
+        anchor = 'random' if 'random' in bot_classes else next(iter(bot_classes))
+        league['reference_players'] = [dict(player_id=f'{anchor}_{role}', param_ref=BOT_PREFIX + anchor, category=role)
+                                       for role in distinct]
+        changed = True
+    section = compile_section('league', league) if changed else None
+    eval_opponents = None
+    if not cfg.battle.eval_opponents:
+        references = {same_opponent(r['param_ref']) for r in league['reference_players'] if r['param_ref']}
+        eval_opponents = [BOT_PREFIX + name for name, cls in bot_classes.items()
+                          if getattr(cls, 'roles', None) and same_opponent(BOT_PREFIX + name) not in references] or None
+    return section, eval_opponents
 
 
 def evaluation_opponents(league, cfg) -> List[Tuple[str, str]]:

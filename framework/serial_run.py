@@ -20,7 +20,7 @@ import torch
 
 from sparring.config.compile import CompiledConfig
 from sparring.config.registry import POLICY_REGISTRY
-from sparring.framework.coordinator import INIT_REF, RunCoordinator
+from sparring.framework.coordinator import RunCoordinator
 from sparring.framework.exploit_schedule import ExploitSchedule
 from sparring.framework.run_evaluation import (BackgroundEvaluations, EvaluationRecords, EvaluationStrategy,
                                                InlineEvaluation, Outcome)
@@ -33,7 +33,6 @@ from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.collector import SampleCollector
 from sparring.worker.learner import Learner
 from sparring.worker.logger import RunLogger
-from sparring.worker.policy_pool import PolicyPool
 from sparring.worker.run_kind import SINGLE_AGENT, RunKind, run_kind
 from sparring.worker.runtime import capture_rng, restore_rng
 from sparring.worker.state_file import StateFileError
@@ -55,8 +54,8 @@ class SerialRun:
         self.league = self.coordinator.league
         self.store = self.coordinator.store
         self.player_ids: List[str] = self.coordinator.player_ids
-        obs_space, act_space = self.kind.spaces()
-        self.pool = PolicyPool(self.store, obs_space, act_space, seed=cfg.seed, env_cfg=cfg.env)
+        self.roles = self.kind.roles  # a game whose seats have roles: each player plays its category's
+        self.pool = self.kind.policy_pool(self.store, cfg.seed)
         per_player_budget = max(1, cfg.train.max_env_steps // len(self.player_ids))
         # A resumed run's envs start new episodes, seeded by how far the run got: they neither replay
         # the first episodes nor depend on anything but the seed and the checkpoint.
@@ -68,11 +67,13 @@ class SerialRun:
             # Built on policy.collect.device; its Learner moves it to policy.device. In one process that
             # policy also collects and is evaluated, so it acts where it learns (no copy to keep fresh);
             # the pool's league snapshots act on policy.collect.device.
-            policy = policy_cls(cfg.policy, obs_space, act_space, seed=cfg.seed + index)
+            role = self.league.get_player(pid).category if self.roles else None
+            policy = policy_cls(cfg.policy, *self.kind.spaces(role), seed=cfg.seed + index)
+            policy.role = role
             if self.kind.keeps_initial_params:
-                # Every player starts from the same initial parameters, which resets return to.
-                self.coordinator.store_initial(policy.get_params())
-                policy.set_params(self.store.get(INIT_REF)['params'], 0)
+                # Every player (of a role) starts from the same initial parameters, which resets return to.
+                init_ref = self.coordinator.store_initial(policy.get_params(), category=role)
+                policy.set_params(self.store.get(init_ref)['params'], 0)
             self.pool.add_live(pid, policy)
             self.learners[pid] = Learner(policy, per_player_budget, battle=self.kind.is_league)
             self.collectors[pid] = self.kind.collector(policy, cfg.policy.collect.n_steps, cfg.seed + resumed_steps,
@@ -111,8 +112,9 @@ class SerialRun:
             while True:  # ends: each damaged snapshot is quarantined once, and then drawn no more
                 away = self.coordinator.draw_job(pid)['players'][1]
                 ref = stored_ref(away['param_ref'], f'opponent {away["player_id"]!r}')
+                role = self.league.get_player(away['player_id']).category if self.roles else None
                 try:
-                    return away['player_id'], self.pool.get(ref)
+                    return away['player_id'], self.pool.get(ref, role)
                 except StateFileError as err:
                     self.coordinator.quarantine(ref, str(err))
         return sample
@@ -122,7 +124,8 @@ class SerialRun:
         def policy_of(pid: str) -> Policy:
             return self.learners[pid].policy
         if self.cfg.train.eval_in_background:
-            background = BackgroundEvaluation(self.cfg, self.player_ids, seed_shift=resumed_steps)
+            roles = {pid: self.league.get_player(pid).category for pid in self.player_ids} if self.roles else None
+            background = BackgroundEvaluation(self.cfg, self.player_ids, seed_shift=resumed_steps, roles=roles)
             return BackgroundEvaluations(self.records, background, self.cfg.train.eval_every_iters, policy_of,
                                          lambda pid: self.learners[pid].train_iter)
         return InlineEvaluation(self.records, self._play, policy_of, self._spare_policy)

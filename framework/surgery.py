@@ -72,6 +72,10 @@ def surgery(checkpoint: str, new_config: dict, out: str, *, options: Optional[di
     if battle:
         complete_league_config(old_cfg)
         complete_league_config(new_cfg)
+        if old_cfg.league.get('roles') or new_cfg.league.get('roles'):
+            raise SurgeryError(f'surgery: env {old_cfg.env.type!r} has seats with roles (each role its own spaces and '
+                               f'network); surgery changes the one network of a symmetric game\'s players, expected '
+                               f'a game without roles')
         _check_same_league(old_cfg, new_cfg)
     _check_out_dir(out, old_exp)
     opts = resolve_options(options)

@@ -62,7 +62,7 @@ from typing import Dict, List, Optional, Sequence, Type, cast
 import numpy as np
 from easydict import EasyDict
 
-from sparring.config.schema import ConfigError, in_range
+from sparring.config.schema import ConfigError, in_range, of_type
 from sparring.config.registry import LEAGUE_REGISTRY, PLAYER_REGISTRY, RegistryError
 from sparring.league.config_util import merge_section, to_easydict, to_plain
 from sparring.league.meta_strategy import meta_game
@@ -135,6 +135,10 @@ class BaseLeague(LeagueStateMixin):
             seed=0,  # the league's own RNG: opponent and reset draws
             active_players=None,  # player type -> count (in each category); None = DEFAULT_ACTIVE_PLAYERS
             player_category=[DEFAULT_CATEGORY],  # the categories (AlphaStar's races): each has every active player
+            # True: the categories are the roles of a game whose seats differ (each role its own spaces): a player
+            # meets only the other roles' players, and each role starts from (and resets to) its own parameters,
+            # init_param_ref + '_' + the role
+            roles=False,
             players={},  # player type -> config over that type's default_config()
             init_param_ref='init',  # parameters new players start from and resets return to
             snapshot_param_ref='{player_id}',  # where a snapshot's frozen parameters go; fields:
@@ -170,6 +174,7 @@ class BaseLeague(LeagueStateMixin):
 
     config_constraints = {
         'seed': in_range(0, 2 ** 32 - 1),
+        'roles': of_type(bool),
         'episode_num': in_range(1, None),
         'seats': in_range(2, None),
         'payoff.decay': in_range(0.0, 1.0, open_lo=True),
@@ -230,6 +235,16 @@ class BaseLeague(LeagueStateMixin):
         section['reference_players'] = [ReferencePlayer.resolve_config(entry, f'{path}.reference_players.{i}')
                                         for i, entry in enumerate(references)]
         resolve_anchors(section['reference_players'], f'{path}.reference_players')
+        for i, ref in enumerate(section['reference_players']):
+            if ref['category'] is not None and ref['category'] not in categories:
+                raise ConfigError(f'config key "{path}.reference_players.{i}.category": {ref["category"]!r} is not one '
+                                  f'of the league\'s categories {categories}')
+            if section.get('roles') and ref['category'] is None:
+                raise ConfigError(f'config key "{path}.reference_players.{i}.category": a league of roles needs the '
+                                  f'role each reference player plays, one of {categories}; got None')
+        if section.get('roles') and len(categories) < 2:
+            raise ConfigError(f'config key "{path}.roles": a league of roles needs two roles or more in '
+                              f'"{path}.player_category", got {categories}')
         ids = [pid for pid, _, _ in active_player_ids(roster, categories)]
         ids += [r['player_id'] for r in section['reference_players']]
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
@@ -273,7 +288,8 @@ class BaseLeague(LeagueStateMixin):
                 for pid, name, category in active_player_ids(self.cfg.active_players, self.categories)]
 
     def _new_reference_players(self) -> List[ReferencePlayer]:
-        return [ReferencePlayer(r.player_id, r.param_ref, r.model) for r in self.cfg.reference_players]
+        return [ReferencePlayer(r.player_id, r.param_ref, r.model, category=r.get('category'))
+                for r in self.cfg.reference_players]
 
     def _build_players(self) -> None:
         active = self._new_active_players()
@@ -283,7 +299,7 @@ class BaseLeague(LeagueStateMixin):
             self._add_player(reference, fixed=entry.anchor, elo=entry.elo, trueskill=entry.trueskill)
         if self.cfg.initial_snapshots:
             for player in active:
-                self._add_snapshot(player, param_ref=self.cfg.init_param_ref)
+                self._add_snapshot(player, param_ref=self.init_param_ref(player.category))
 
     def _add_player(self, player: Player, rate: bool = True, **rating) -> None:
         player.attach(self, self.payoff.add_player(player.player_id))  # raises on a duplicate id
@@ -299,6 +315,11 @@ class BaseLeague(LeagueStateMixin):
         self._add_player(historical, like=parent.player_id)  # a snapshot starts at its parent's ratings
         parent.on_snapshot(historical)
         return historical
+
+    def init_param_ref(self, category: str) -> str:
+        """Where the parameters a player of ``category`` starts from (and resets to) are: ``init_param_ref``, or in
+        a league of roles, each role's own (``init_param_ref + '_' + category``)."""
+        return f'{self.cfg.init_param_ref}_{category}' if self.cfg.get('roles') else self.cfg.init_param_ref
 
     # ------------------------------------------------------------------------------ players
     @property
@@ -364,9 +385,10 @@ class BaseLeague(LeagueStateMixin):
             score = np.zeros((len(categories), len(categories)))
             games = np.zeros_like(score)
             for home_id, away_id, record in self.payoff.played_pairs():
-                home, away = self.roster.get(home_id).category, self.roster.get(away_id).category
-                if home is None or away is None:
-                    continue
+                home_player, away_player = self.roster.get(home_id), self.roster.get(away_id)
+                if 'reference' in (home_player.kind, away_player.kind):
+                    continue  # the bots, even those that play a role, are no category's population
+                home, away = home_player.category, away_player.category
                 i, j = at[home], at[away]
                 won = record['wins'] + 0.5 * record['draws']
                 score[i, j] += won
@@ -515,7 +537,7 @@ class BaseLeague(LeagueStateMixin):
 
     def _mutate_player(self, player: ActivePlayer) -> Optional[str]:
         """The parameters to reset ``player`` to after a snapshot, or None to keep training it."""
-        return self.cfg.init_param_ref if player.mutate(self.rng) else None
+        return self.init_param_ref(player.category) if player.mutate(self.rng) else None
 
     # ------------------------------------------------------------------------------ display
     def table(self, sort_by: str = 'elo', max_rows: int = 0) -> str:

@@ -28,7 +28,7 @@ Reference players (bots) belong to no category: every player may meet them.
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List, NotRequired, Optional, Sequence, Tuple, TypedDict
+from typing import Any, Dict, List, NotRequired, Optional, Sequence, Tuple, TypedDict, cast
 
 import numpy as np
 
@@ -146,6 +146,7 @@ class ReferencePlayer(Player):
             trueskill=None,  # its fixed (mu, sigma); None = the league's initial TrueSkill rating
             anchor=None,  # True: its ratings stay fixed (anchor the scale); False: rated like any player, from
             # the above; None: the league's first reference player anchors, unless another one is set True
+            category=None,  # the category (a game's role) it plays: only the others' players meet it; None: any
         )
 
     # Checked where the defaults cannot tell the type (None) or the value matters.
@@ -155,6 +156,7 @@ class ReferencePlayer(Player):
         'anchor': of_type(bool, allow_none=True),
         'elo': of_type(int, float, allow_none=True),
         'trueskill': mean_and_spread(allow_none=True),
+        'category': of_type(str, allow_none=True),
     }
 
     @classmethod
@@ -282,8 +284,8 @@ class ActivePlayer(Player):
     # ------------------------------------------------------------------------------- opponents
     def opponent_categories(self) -> Optional[Tuple[str, ...]]:
         """The categories its branches draw from (``opponent_categories`` in its config): None for every
-        category, else its own or the league's others."""
-        choice = self.cfg.get('opponent_categories', 'all')
+        category, else its own or the league's others (always the others in a league of roles)."""
+        choice = 'others' if self._require_league().cfg.get('roles') else self.cfg.get('opponent_categories', 'all')
         if choice == 'all':
             return None
         if choice == 'own':
@@ -300,8 +302,14 @@ class ActivePlayer(Player):
         return self._sp_branch(), 'sp'
 
     def _sp_branch(self) -> Player:
-        """Self-play: the player against its current self."""
-        return self
+        """Self-play: the player against its current self; in a league of roles, which never meets its own role,
+        against a current player of another role (one of its own type where there is one)."""
+        league = self._require_league()
+        if not league.cfg.get('roles'):
+            return self
+        others = self.opponent_categories()
+        same_type = league.roster.active(type(self), others)
+        return cast(Player, self._uniform(same_type if len(same_type) else league.roster.active(None, others)))
 
     def _pfsp_branch(self) -> Optional[Player]:
         """PFSP over every historical player of the league (of the categories it draws from)."""
@@ -310,7 +318,7 @@ class ActivePlayer(Player):
     def _reference_branch(self) -> Optional[Player]:
         """PFSP over the league's reference players (fixed bots or pretrained models), e.g. to train
         against scripted opponents beside self-play, as OpenAI Five began against its scripted bot."""
-        return self._pfsp(self.league.roster.reference())
+        return self._pfsp(self.league.roster.reference(self.opponent_categories()))
 
     def win_rates(self, group: PlayerGroup) -> np.ndarray:
         return self.league.payoff.win_rates_by_index(self.index, group.indices)

@@ -100,5 +100,9 @@ class Roster:
         """The active and historical players of ``category``, in joining order."""
         return self.group(('category', category), lambda p: p.kind != 'reference' and p.category == category)
 
-    def reference(self) -> PlayerGroup:
-        return self.group('reference', lambda p: p.kind == 'reference')
+    def reference(self, categories: Optional[Tuple[str, ...]] = None) -> PlayerGroup:
+        """The reference players; with ``categories``, those that meet them: of no category, or of one of them."""
+        if categories is None:
+            return self.group('reference', lambda p: p.kind == 'reference')
+        return self.group(('reference', categories), lambda p: p.kind == 'reference' and (
+            p.category is None or p.category in categories))

@@ -54,6 +54,9 @@ class Policy:
 
     #: feed-forward policies ignore ``state``; recurrent ones return it in ``ActOutput.state``
     recurrent = False
+    #: in a game whose seats have roles, the role this policy plays (set by whoever builds it for that role's
+    #: spaces); None in a symmetric game
+    role: Optional[str] = None
 
     @classmethod
     def default_config(cls) -> dict:

@@ -71,7 +71,8 @@ class Bot(Policy):
             included), kept as ``self.env_cfg`` (``{}`` when the bot is built outside a run).
 
     Class attributes: ``action_kinds`` (the action spaces it plays, of ``ACTION_KINDS``; ``('discrete',)``
-    by default) and ``config_constraints`` (checks of its options, as a config section's).
+    by default), ``roles`` (in a game whose seats have roles, the roles it plays; None: any seat) and
+    ``config_constraints`` (checks of its options, as a config section's).
     After construction: ``name`` (its registered name), ``cfg``, ``env_cfg``, ``rng``, ``continuous``,
     ``num_actions`` (``Discrete``) or ``action_shape`` (``Box``), ``obs_shape``.
     """
@@ -79,6 +80,8 @@ class Bot(Policy):
     config_constraints: dict = {}
     #: the action spaces this bot plays (ACTION_KINDS)
     action_kinds: Tuple[str, ...] = ('discrete',)
+    #: in a game with roles, the roles this bot plays (it is built with that seat's spaces); None: any seat
+    roles: Optional[Tuple[str, ...]] = None
 
     @classmethod
     def default_config(cls) -> dict:

@@ -42,9 +42,12 @@ class BackgroundEvaluation:
     """Send evaluation tasks to a child process and take their ``(outcomes, returns)`` in order (the outcomes
     as :class:`~sparring.worker.evaluation.GameOutcomes`, with the distinct games the child counted)."""
 
-    def __init__(self, cfg, player_ids: Sequence[str], seed_shift: int = 0) -> None:
+    def __init__(self, cfg, player_ids: Sequence[str], seed_shift: int = 0,
+                 roles: Optional[Dict[str, str]] = None) -> None:
+        """``roles``: in a game whose seats have roles, each player's role."""
         self.cfg = cfg
         self.player_ids = list(player_ids)
+        self.roles = dict(roles or {})
         self.seed_shift = int(seed_shift)
         self.unanswered: 'OrderedDict[int, dict]' = OrderedDict()  # task id -> the task, in the order sent
         self.answers: Dict[int, Tuple[GameOutcomes, list]] = {}
@@ -55,7 +58,7 @@ class BackgroundEvaluation:
         # From the fork server (not a fork of this process, whose torch thread pools would not survive it).
         context = worker_context()
         self.conn, child_end = context.Pipe()
-        self.process = context.Process(target=_serve, args=(dict(self.cfg), self.player_ids, self.seed_shift, child_end),
+        self.process = context.Process(target=_serve, args=(dict(self.cfg), self.player_ids, self.seed_shift, child_end, self.roles),
                                        name='sparring-background-eval', daemon=True)
         with main_script_hidden():
             self.process.start()
@@ -127,12 +130,12 @@ def _as_array(value):
     return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
 
 
-def _serve(cfg_dict: dict, player_ids: list, seed_shift: int, conn) -> None:
+def _serve(cfg_dict: dict, player_ids: list, seed_shift: int, conn, roles: Optional[dict] = None) -> None:
     """The child: build the evaluation once, then answer tasks in order until told to stop or the parent is gone."""
     # Ctrl-C in a terminal reaches the whole process group; the parent decides, and closes the child.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        evaluate, close = _build(cfg_dict, player_ids, seed_shift)
+        evaluate, close = _build(cfg_dict, player_ids, seed_shift, roles or {})
     except Exception:  # noqa: BLE001 -- told to the parent with the first task, then the child ends
         error = traceback.format_exc()
         task = _next_task(conn)
@@ -163,13 +166,13 @@ def _next_task(conn) -> Optional[dict]:
         return None
 
 
-def _build(cfg_dict: dict, player_ids: list, seed_shift: int):
+def _build(cfg_dict: dict, player_ids: list, seed_shift: int, roles: dict):
     """``(evaluate(task), close())`` of the child: the run kind's evaluation, the pool and one policy per player."""
     import torch
     from easydict import EasyDict
     from sparring.config.registry import POLICY_REGISTRY
     from sparring.worker.env.gym_env import import_env_modules
-    from sparring.worker.policy_pool import ParamStore, PolicyPool
+    from sparring.worker.policy_pool import ParamStore
     from sparring.worker.run_kind import run_kind
     from sparring.worker.runtime import set_torch_threads
     from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET, player_seed
@@ -178,11 +181,9 @@ def _build(cfg_dict: dict, player_ids: list, seed_shift: int):
     set_torch_threads(1)  # the other core trains
     import_env_modules(cfg.import_names)
     kind = run_kind(cfg)
-    observation_space, action_space = kind.spaces()
     # Seeded as the parallel mode's evaluator worker is, so both modes evaluate alike.
     seed = cfg.seed + LEAGUE_EVAL_SEED_OFFSET
-    pool = PolicyPool(ParamStore(os.path.join(cfg.exp_name, 'params')), observation_space, action_space, seed=seed,
-                      env_cfg=cfg.env)
+    pool = kind.policy_pool(ParamStore(os.path.join(cfg.exp_name, 'params')), seed)
     evaluation = kind.evaluation(seed_shift=seed_shift)
     policies: Dict[str, Policy] = {}
     policy_cls = POLICY_REGISTRY.get(cfg.policy.type)
@@ -191,8 +192,10 @@ def _build(cfg_dict: dict, player_ids: list, seed_shift: int):
         pid = task['player_id']
         policy = policies.get(pid)
         if policy is None:
-            policy = policies[pid] = policy_cls(cfg.policy, observation_space, action_space,
+            role = roles.get(pid)
+            policy = policies[pid] = policy_cls(cfg.policy, *kind.spaces(role),
                                                 seed=player_seed(seed, player_ids.index(pid)))
+            policy.role = role
             pool.add_live(pid, policy)
         policy.set_params({k: torch.from_numpy(v) for k, v in task['params'].items()}, task['version'])
         return evaluation(policy, task['opponents'], pool)

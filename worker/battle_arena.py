@@ -42,8 +42,11 @@ from sparring.worker.recurrent_state import (State, initial_state, is_recurrent,
 
 
 class Arena:
+    chunk_seats = 2  # the seats of a slot a chunk holds: both (the home seat's, and in self-play the other's)
+
     def __init__(self, env, home: Policy, deterministic: bool = False, search=None) -> None:
         self.env = env
+        self.home_spaces = (env.observation_space, env.action_space)  # what the home policy was built for
         self.home = home
         self.deterministic = deterministic
         self.search = search
@@ -124,6 +127,10 @@ class Arena:
         playing = {id(opp) for opp in self.opponents}
         self.opponent_states = {k: v for k, v in self.opponent_states.items() if k in playing}
 
+    def env_seat(self, home_seat: np.ndarray) -> np.ndarray:
+        """The env's seat of each slot's home player, given :attr:`home_seat` (here the same)."""
+        return home_seat
+
     def self_play_slots(self) -> np.ndarray:
         return np.array([opp is self.home for opp in self.opponents], dtype=bool)
 
@@ -158,7 +165,7 @@ class Arena:
         opp_seats = 1 - seats
         moving = step.to_move[rows, opp_seats] & ~selfplay
         acting = moving | (np.array([is_recurrent(opp) for opp in self.opponents], dtype=bool) & ~selfplay)
-        groups = list(_group_by_policy(self.opponents, np.flatnonzero(acting)))
+        groups = list(group_by_policy(self.opponents, np.flatnonzero(acting)))
         calls = []
         if self.search is None:
             calls.append(ActCall(self.home, home_obs, self.as_rows(take_rows(self.home_state, (h_rows, h_seats))),
@@ -222,7 +229,7 @@ class Arena:
         return out
 
 
-def _group_by_policy(opponents: List[Optional[Policy]], slots: np.ndarray):
+def group_by_policy(opponents: List[Optional[Policy]], slots: np.ndarray):
     groups: dict = {}
     for b in slots:
         policy = opponents[b]

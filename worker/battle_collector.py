@@ -31,7 +31,7 @@ import numpy as np
 from sparring.policy.base import Policy
 from sparring.policy.chunk_spec import PER_STEP, ChunkSpaces
 from sparring.policy.replay_opponents import opponent_code
-from sparring.worker.battle_arena import Arena
+from sparring.worker.role_arena import make_arena
 from sparring.worker.chunk import Chunk
 from sparring.worker.collector import CollectorCounters
 from sparring.worker.recurrent_state import WindowStates, take_rows
@@ -58,18 +58,22 @@ class BattleCollector(CollectorCounters):
         train_both_sides: in self-play games, learn from both seats' moves.
         search: the expert-iteration search that chooses the home player's moves (``battle.collect_search``),
             or None to act with the policy.
+        role: in a game whose seats have roles, the home player's role: it plays that seat only, and its chunks
+            hold only that seat's columns ``[T, B, ...]`` (:mod:`~sparring.worker.role_arena`); None otherwise.
     """
 
     def __init__(self, env, policy: Policy, n_steps: int, sample_opponent: OpponentSampler,
-                 player_id: Optional[str] = None, train_both_sides: bool = True, search=None) -> None:
+                 player_id: Optional[str] = None, train_both_sides: bool = True, search=None,
+                 role: Optional[str] = None) -> None:
         super().__init__(n_steps)
-        self.arena = Arena(env, policy, search=search)
+        self.arena = make_arena(env, policy, role=role, search=search)
         self.policy = policy
         self.sample_opponent = sample_opponent
         self.player_id = player_id
         self.train_both_sides = train_both_sides
         self._started = False
-        self.spec = policy.chunk_spec(ChunkSpaces(env.observation_space, env.action_space, battle=True))
+        obs_space, act_space = self.arena.home_spaces
+        self.spec = policy.chunk_spec(ChunkSpaces(obs_space, act_space, battle=True))
         searched = () if search is None else SEARCH_OUTPUTS + tuple(getattr(search, 'label_columns', None) or ())
         self._home_outputs = [name for name in HOME_OUTPUTS + searched if name in self.spec]
         can_fill = set(GAME_FIELDS + HOME_OUTPUTS + searched)
@@ -100,7 +104,7 @@ class BattleCollector(CollectorCounters):
         started = time.perf_counter()
         arena = self.arena
         T, B = self.n_steps, arena.num_envs
-        lead = (T, B, 2, *arena.agent_shape)
+        lead = (T, B, arena.chunk_seats, *arena.agent_shape)
         buf = self.spec.allocate(lead, self._fields)
         bootstrap = np.zeros(lead, dtype=np.float32)
         results: List[Tuple[str, str]] = []

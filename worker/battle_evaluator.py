@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from sparring.policy.base import Policy
-from sparring.worker.battle_arena import Arena
+from sparring.worker.role_arena import make_arena
 from sparring.worker.game_fingerprints import GameFingerprints
 
 
@@ -71,15 +71,17 @@ class BattleEvaluator:
         self.n_episodes = n_episodes
         self.deterministic = deterministic
 
-    def evaluate(self, policy: Policy, opponents: Sequence[Tuple[str, Policy]]) -> List[BattleEvalResult]:
+    def evaluate(self, policy: Policy, opponents: Sequence[Tuple[str, Policy]],
+                 role: Optional[str] = None) -> List[BattleEvalResult]:
+        """``policy`` against each opponent; in a game with roles it plays the seat of ``role``."""
         env = self.make_env()
         try:
-            return [self._play(env, policy, opponent_id, opponent) for opponent_id, opponent in opponents]
+            return [self._play(env, policy, opponent_id, opponent, role) for opponent_id, opponent in opponents]
         finally:
             env.close()
 
-    def _play(self, env, policy: Policy, opponent_id: str, opponent: Policy) -> BattleEvalResult:
-        arena = Arena(env, policy, deterministic=self.deterministic)
+    def _play(self, env, policy: Policy, opponent_id: str, opponent: Policy, role: Optional[str]) -> BattleEvalResult:
+        arena = make_arena(env, policy, role=role, deterministic=self.deterministic)
         B = env.num_envs
         quota = np.full(B, self.n_episodes // B)
         quota[: self.n_episodes % B] += 1
@@ -105,7 +107,7 @@ class BattleEvaluator:
                 if quota[slot] > 0:
                     outcomes.append(outcome)
                     returns.append(float(running[slot]))
-                    seats.append(int(home_seat[slot]))
+                    seats.append(int(arena.env_seat(home_seat)[slot]))
                     distinct.add(ended[slot])
                     quota[slot] -= 1
                 running[slot] = 0.0

@@ -18,12 +18,15 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from sparring.config.registry import BOT_REGISTRY
+from sparring.policy.bot import parse_bot_ref
 from sparring.worker.battle_evaluator import BattleEvalResult, BattleEvaluator
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.env.gym_env import evaluator_env_config
 from sparring.worker.env.manager import make_env_manager
 from sparring.worker.evaluator import Evaluator
 from sparring.worker.logger import format_outcome_rates
+from sparring.worker.policy_pool import BOT_PREFIX
 
 Outcomes = Dict[str, List[str]]
 
@@ -67,14 +70,22 @@ def min_score(per_opponent: Dict[str, dict]) -> float:
 
 
 class GameEvaluation:
-    """A league player against the evaluation opponents, on envs of its own."""
+    """A league player against the evaluation opponents, on envs of its own. In a game whose seats have roles a
+    player of one role (its policy's ``role``) is evaluated against the opponents of the other roles only."""
 
     def __init__(self, cfg, seed: int) -> None:
+        self.cfg = cfg
         self.battle = BattleEvaluator(lambda: make_battle_env(cfg.env, cfg.env.evaluator_env_num, seed),
                                       cfg.env.n_evaluator_episodes, deterministic=cfg.battle.eval_deterministic)
 
     def __call__(self, policy, opponents: Sequence[Sequence[str]], pool) -> Tuple[GameOutcomes, List[float]]:
-        results = self.battle.evaluate(policy, [(oid, pool.get(ref)) for oid, ref in opponents])
+        role = policy.role
+        if role is None:
+            playing = [(oid, pool.get(ref)) for oid, ref in opponents]
+        else:
+            roles = {oid: opponent_role(self.cfg, oid, ref) for oid, ref in opponents}
+            playing = [(oid, pool.get(ref, roles[oid])) for oid, ref in opponents if roles[oid] not in (None, role)]
+        results = self.battle.evaluate(policy, playing, role=role)
         return GameOutcomes({r.opponent_id: list(r.outcomes) for r in results},
                             {r.opponent_id: r.distinct_games for r in results if r.distinct_games is not None}), []
 
@@ -102,6 +113,19 @@ class GameEvaluation:
 
     def close(self) -> None:
         pass  # every evaluation makes and closes its own envs
+
+
+def opponent_role(cfg, opponent_id: str, param_ref: Optional[str]) -> Optional[str]:
+    """The role an evaluation opponent plays in a game with roles: a reference player's category, else the role of
+    the bot its reference names (None: a bot of no single role)."""
+    for ref in cfg.league.reference_players:
+        if ref['player_id'] == opponent_id:
+            return ref.get('category')
+    if param_ref and param_ref.startswith(BOT_PREFIX):
+        plays = getattr(BOT_REGISTRY.get(parse_bot_ref(param_ref[len(BOT_PREFIX):])[0]), 'roles', None)
+        if plays is not None and len(plays) == 1:
+            return plays[0]
+    return None
 
 
 class ReturnEvaluation:

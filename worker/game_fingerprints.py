@@ -28,11 +28,17 @@ class GameFingerprints:
     def step(self, actions, step) -> Dict[int, str]:
         """Feed the ``actions`` given to the env and the ``step`` it answered (a ``BattleStep``); returns
         ``{slot: fingerprint}`` of the games that ended at this step (their slots start a new hash)."""
-        actions, obs = np.asarray(actions), np.asarray(step.obs)
+        # A game with roles: one array per seat (their shapes differ); a slot's actions are its row of each.
+        per_seat = isinstance(actions, (list, tuple))
+        actions, obs = (actions if per_seat else np.asarray(actions)), np.asarray(step.obs)
         done = np.asarray(step.terminated) | np.asarray(step.truncated)
         ended: Dict[int, str] = {}
         for slot, game in enumerate(self._hashes):
-            game.update(np.ascontiguousarray(actions[slot]).tobytes())
+            if per_seat:
+                for seat_actions in actions:
+                    game.update(np.ascontiguousarray(seat_actions[slot]).tobytes())
+            else:
+                game.update(np.ascontiguousarray(actions[slot]).tobytes())
             # At a game's end the observation is already the next game's first one: the result stands for it.
             game.update(np.ascontiguousarray(obs[slot] if not done[slot] else step.result[slot]).tobytes())
             if done[slot]:

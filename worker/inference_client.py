@@ -331,9 +331,9 @@ class RemotePolicyPool(PolicyPool):
         self.local = local  # reference -> a network of its parameters here, for requests refused twice
         self._remote: 'OrderedDict[str, RemoteActingPolicy]' = OrderedDict()
 
-    def get(self, ref: str):
+    def get(self, ref: str, role: Optional[str] = None):
         if ref in self._live or ref.startswith(BOT_PREFIX):
-            return super().get(ref)
+            return super().get(ref, role)
         if ref not in self._remote:
             local = None if self.local is None else functools.partial(self.local, ref)
             self._remote[ref] = RemoteActingPolicy(self.make_shell(), ref, self.client, local)

@@ -100,9 +100,15 @@ class ParamSource(Protocol):
 
 
 class PolicyPool:
+    """The policies of parameter references: live ones by their player's id, stored ones built once (the
+    ``max_cached`` most recently used kept), bots by ``bot:<name>?<options>``. In a game whose seats have roles a
+    pool serves one ``role``: its spaces are that role's seat's, every policy it builds plays that role, and a bot
+    that plays other roles only is refused."""
+
     def __init__(self, store: ParamSource, observation_space: gym.Space, action_space: gym.Space,
-                 seed: int = 0, max_cached: int = 64, env_cfg: Optional[dict] = None) -> None:
+                 seed: int = 0, max_cached: int = 64, env_cfg: Optional[dict] = None, role: Optional[str] = None) -> None:
         self.store = store
+        self.role = role
         self.env_cfg = env_cfg  # the run's env section, passed to every bot
         self.observation_space = observation_space
         self.action_space = action_space
@@ -115,7 +121,10 @@ class PolicyPool:
     def add_live(self, ref: str, policy: Policy) -> None:
         self._live[ref] = policy
 
-    def get(self, ref: str) -> Policy:
+    def get(self, ref: str, role: Optional[str] = None) -> Policy:
+        """The policy of ``ref``; ``role``, where the caller names one, must be this pool's."""
+        if role is not None and role != self.role:
+            raise ValueError(f'policy pool of role {self.role!r}: asked for {ref!r} as a player of role {role!r}')
         if ref in self._live:
             return self._live[ref]
         if ref.startswith(BOT_PREFIX):
@@ -123,11 +132,17 @@ class PolicyPool:
                 # Each bot gets its own seeded RNG, derived from the run's seed and its name.
                 seed = (self.seed + zlib.crc32(ref.encode())) % 2 ** 31
                 name, options = parse_bot_ref(ref[len(BOT_PREFIX):])
+                bot_cls = BOT_REGISTRY.get(name)
+                plays = getattr(bot_cls, 'roles', None)
+                if self.role is not None and plays is not None and self.role not in plays:
+                    raise ConfigError(f'{ref}: the bot plays the role{"s" if len(plays) > 1 else ""} '
+                                      f'{", ".join(plays)}; expected a bot that plays {self.role!r}')
                 try:
-                    self._bots[ref] = BOT_REGISTRY.get(name)(options, self.observation_space, self.action_space,
-                                                             seed=seed, env=self.env_cfg)
+                    bot = bot_cls(options, self.observation_space, self.action_space, seed=seed, env=self.env_cfg)
                 except ValueError as err:  # ConfigError included: the bot refuses this game or its options
                     raise ConfigError(f'{ref}: {" ".join(str(err).split())}') from err
+                bot.role = self.role
+                self._bots[ref] = bot
                 if len(self._bots) > MAX_BOTS:
                     self._bots.popitem(last=False)
             self._bots.move_to_end(ref)
@@ -143,6 +158,7 @@ class PolicyPool:
         else:
             policy = POLICY_REGISTRY.get(cfg['type'])(cfg, self.observation_space, self.action_space, seed=self.seed)
             policy.set_params(entry['params'], entry['version'])
+        policy.role = self.role
         self._frozen[ref] = policy
         if len(self._frozen) > self.max_cached:
             self._frozen.popitem(last=False)
@@ -151,3 +167,28 @@ class PolicyPool:
     def forget(self, ref: str) -> None:
         """Drop a cached frozen policy (its stored parameters were replaced)."""
         self._frozen.pop(ref, None)
+
+
+class RolePools:
+    """The policy pools of a game whose seats have roles, one per role, behind the pool's own calls: ``get(ref,
+    role)`` builds ``ref`` for ``role``'s seat, ``add_live`` files a live policy under its ``role``."""
+
+    def __init__(self, pools: Dict[str, PolicyPool]) -> None:
+        self.pools = pools
+
+    def get(self, ref: str, role: Optional[str] = None) -> Policy:
+        if role not in self.pools:
+            raise ValueError(f'policy pools: {ref!r} asked for role {role!r}; expected one of {sorted(self.pools)}')
+        return self.pools[role].get(ref, role)
+
+    def add_live(self, ref: str, policy: Policy) -> None:
+        self.get_pool(policy.role).add_live(ref, policy)
+
+    def get_pool(self, role: Optional[str]) -> PolicyPool:
+        if role not in self.pools:
+            raise ValueError(f'policy pools: no pool of role {role!r}; expected one of {sorted(self.pools)}')
+        return self.pools[role]
+
+    def forget(self, ref: str) -> None:
+        for pool in self.pools.values():
+            pool.forget(ref)

@@ -11,7 +11,7 @@ between the two lives here, behind the same methods, so no other module asks "is
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Union
+from typing import Any, Callable, Optional, Tuple, Union, cast
 
 from sparring.config.schema import ConfigError
 from sparring.worker.battle_collector import BattleCollector
@@ -19,10 +19,13 @@ from sparring.worker.collector import SampleCollector
 from sparring.worker.env.battle import battle_env_class, is_battle_env, make_battle_env
 from sparring.worker.env.manager import make_env_manager
 from sparring.worker.evaluation import GameEvaluation, ReturnEvaluation
+from sparring.worker.policy_pool import PolicyPool, RolePools
+from sparring.worker.role_arena import home_seat_of
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET, SINGLE_AGENT_EVAL_SEED_OFFSET, player_seed
 
 SINGLE_AGENT = 'agent'  # the one player of a single-agent run
 SINGLE_AGENT_LEAGUE = 'single_agent'  # the league type of a single-agent run (one player, no opponents)
+_UNKNOWN = object()  # a game's roles before the first probe
 
 
 def is_league_run(cfg) -> bool:
@@ -42,24 +45,52 @@ class LeagueKind:
 
     def __init__(self, cfg) -> None:
         self.cfg = cfg
+        self._roles: object = _UNKNOWN
 
     def league_type(self) -> str:
         return self.cfg.league.type
 
-    def spaces(self):
-        """(observation space, action space) of one seat."""
-        return _spaces_of(make_battle_env(self.cfg.env, 1, self.cfg.seed))
+    @property
+    def roles(self) -> Optional[Tuple[str, ...]]:
+        """The game's seat roles (its league's categories), or None for a symmetric game."""
+        if self._roles is _UNKNOWN:
+            probe = make_battle_env(self.cfg.env, 1, self.cfg.seed)
+            try:
+                self._roles = probe.roles
+            finally:
+                probe.close()
+        return cast(Optional[Tuple[str, ...]], self._roles)
+
+    def spaces(self, role: Optional[str] = None) -> Tuple[Any, Any]:
+        """(observation space, action space) of one seat: any seat's in a symmetric game, the seat of ``role``'s in
+        a game with roles."""
+        probe = make_battle_env(self.cfg.env, 1, self.cfg.seed)
+        try:
+            if probe.roles is None and role is None:
+                return probe.observation_space, probe.action_space
+            seat = home_seat_of(probe, role)
+            return probe.observation_spaces[seat], probe.action_spaces[seat]
+        finally:
+            probe.close()
+
+    def policy_pool(self, store, seed: int):
+        """The run's policy pool: one for every seat in a symmetric game, one per role in a game with roles."""
+        if self.roles is None:
+            return PolicyPool(store, *self.spaces(), seed=seed, env_cfg=self.cfg.env)
+        return RolePools({role: PolicyPool(store, *self.spaces(role), seed=seed, env_cfg=self.cfg.env, role=role)
+                          for role in dict.fromkeys(self.roles)})
 
     def collector(self, policy, n_steps: int, seed: int, player_id: str, player_index: int,
                   sample_opponent: Optional[Callable]):
-        """A player's collector on envs of its own; ``sample_opponent(slot)`` draws each game's opponent."""
+        """A player's collector on envs of its own; ``sample_opponent(slot)`` draws each game's opponent. In a game
+        with roles the player plays its policy's ``role``."""
         if sample_opponent is None:
             raise ValueError(f'a league collector of {player_id!r} needs sample_opponent(slot): who each game is against')
         search = collect_search(self.cfg, policy, player_seed(seed, player_index))
         env = make_battle_env(self.cfg.env, self.cfg.env.collector_env_num, player_seed(seed, player_index),
                               training=True)
         return BattleCollector(env, policy, n_steps, sample_opponent, player_id=player_id,
-                               train_both_sides=self.cfg.battle.train_both_sides, search=search)
+                               train_both_sides=self.cfg.battle.train_both_sides, search=search, role=policy.role)
 
     def evaluation(self, seed_shift: int = 0) -> GameEvaluation:
         # Every league evaluation replays the same seeds, so evaluations differ only by the players.
@@ -79,10 +110,15 @@ class SingleAgentKind:
     def __init__(self, cfg) -> None:
         self.cfg = cfg
 
+    roles = None  # one agent: no seats
+
     def league_type(self) -> str:
         return SINGLE_AGENT_LEAGUE
 
-    def spaces(self):
+    def policy_pool(self, store, seed: int):
+        return PolicyPool(store, *self.spaces(), seed=seed, env_cfg=self.cfg.env)
+
+    def spaces(self, role: Optional[str] = None) -> Tuple[Any, Any]:
         return _spaces_of(make_env_manager(self.cfg.env, 1, self.cfg.seed, self.cfg.import_names))
 
     def collector(self, policy, n_steps: int, seed: int, player_id: str, player_index: int,

@@ -8,7 +8,8 @@ step (keys, shapes, dtypes, masks, results) is checked by :class:`DictBattleVecE
 top, over whole games, it checks what one step cannot show (the rules on positions and game ends are
 in :mod:`.check_rules`, the replays in :mod:`.check_replay`):
 
-* the spaces (the same for both seats; the action space's kind is reported, whatever it is);
+* the spaces (the same for both seats, or, in a game that names each seat's role, each seat's own; every seat's
+  kinds are reported, whatever they are);
 * an ``action_mask`` with every observation (``Discrete`` actions); in turn-based games all False for the seat
   not to move and some True for the seat to move; in simultaneous games some True for every seat;
 * observations inside the observation space (shape, bounds);
@@ -34,7 +35,7 @@ from gymnasium import spaces
 from sparring.config.registry import ENV_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.worker.env.battle import DictBattleVecEnv, SingleGameView, is_battle_env
-from sparring.worker.env.battle_api import NUM_SEATS, RESULT_NAME
+from sparring.worker.env.battle_api import NUM_SEATS, RESULT_NAME, check_roles
 from sparring.worker.env.check_replay import compare_seeds, random_actions, who_acts
 from sparring.worker.env.check_rules import Findings, PositionRules
 from sparring.worker.env.errors import EnvError
@@ -94,9 +95,8 @@ class _Watched:
         observations, infos = out[obs_at], out[infos_at]
         agents = list(self.game.possible_agents)
         no_mask = [a for a in agents if not (isinstance(infos.get(a), dict) and 'action_mask' in infos[a])]
-        space = self.game.observation_space(agents[0])
         other_dtype = [a for a in agents if isinstance(observations, dict) and isinstance(observations.get(a), np.ndarray)
-                       and observations[a].dtype != space.dtype]
+                       and observations[a].dtype != self.game.observation_space(a).dtype]
         self.log.append((call, no_mask, other_dtype))
 
 
@@ -178,24 +178,45 @@ class _Checker:
                 return False
             obs_spaces = [game.observation_space(a) for a in agents]
             act_spaces = [game.action_space(a) for a in agents]
-            for what, pair in (('observation_space', obs_spaces), ('action_space', act_spaces)):
-                if pair[0] != pair[1]:
-                    self.problems.add(what, f'{what}({agents[0]!r}) is {pair[0]!r} but {what}({agents[1]!r}) is '
-                                            f'{pair[1]!r}; expected the same for both seats (each observes from its '
-                                            f'own perspective, so one policy plays either seat)')
-            if not isinstance(obs_spaces[0], spaces.Box):
-                self.problems.add('obs_kind', f'observation_space is {obs_spaces[0]!r}; expected a Box')
-            act = act_spaces[0]
-            if isinstance(act, spaces.Discrete) and int(act.start) != 0:
-                self.problems.add('act_kind', f'action_space is {act!r}; expected Discrete(n) starting at 0')
-            elif not isinstance(act, (spaces.Discrete, spaces.Box)):
-                self.problems.add('act_kind', f'action_space is {act!r}; expected Discrete(n) or a Box')
+            roles = self._roles(game)
             kind = 'turn-based' if getattr(game, 'turn_based', False) else 'simultaneous (not turn-based)'
-            self.report.notes.append(f'spaces: observation {obs_spaces[0]!r}, action {act!r}; {kind}')
+            if roles is None:
+                for what, pair in (('observation_space', obs_spaces), ('action_space', act_spaces)):
+                    if pair[0] != pair[1]:
+                        self.problems.add(what, f'{what}({agents[0]!r}) is {pair[0]!r} but {what}({agents[1]!r}) is '
+                                                f'{pair[1]!r}; expected the same for both seats (each observes from its '
+                                                f'own perspective, so one policy plays either seat), or roles on the '
+                                                f'class naming each seat\'s role')
+                self._check_kinds(obs_spaces[0], act_spaces[0], '')
+                self.report.notes.append(f'spaces: observation {obs_spaces[0]!r}, action {act_spaces[0]!r}; {kind}')
+            else:
+                for agent, role, obs_space, act_space in zip(agents, roles, obs_spaces, act_spaces):
+                    self._check_kinds(obs_space, act_space, f'{agent} (role {role!r}): ')
+                    self.report.notes.append(f'seat {agent}, role {role!r}: observation {obs_space!r}, action '
+                                             f'{act_space!r}')
+                self.report.notes.append(f'roles {", ".join(roles)}; {kind}')
             self._check_render(game)
             return not self.problems.first
         finally:
             _close(game)
+
+    def _roles(self, game):
+        """The game's roles, checked (None: a symmetric game); a bad ``roles`` is a problem, and the game is then
+        checked as symmetric."""
+        try:
+            return check_roles(getattr(game, 'roles', None), NUM_SEATS, self.cls.__name__)
+        except EnvError as err:
+            self.problems.add('roles', _said(err))
+            return None
+
+    def _check_kinds(self, obs_space, act, who: str) -> None:
+        """One seat's spaces are of the kinds a battle env may have."""
+        if not isinstance(obs_space, spaces.Box):
+            self.problems.add('obs_kind', f'{who}observation_space is {obs_space!r}; expected a Box')
+        if isinstance(act, spaces.Discrete) and int(act.start) != 0:
+            self.problems.add('act_kind', f'{who}action_space is {act!r}; expected Discrete(n) starting at 0')
+        elif not isinstance(act, (spaces.Discrete, spaces.Box)):
+            self.problems.add('act_kind', f'{who}action_space is {act!r}; expected Discrete(n) or a Box')
 
     def _check_render(self, game) -> None:
         """Only turn-based games are played by people (``sparring play``), so only theirs must draw."""
@@ -287,17 +308,19 @@ class _Checker:
         for j, game in enumerate(getattr(vec, 'envs', [])):
             if not isinstance(game, _Watched):
                 continue
+            act_of = dict(zip(vec.agents, vec.action_spaces))
+            obs_of = dict(zip(vec.agents, vec.observation_spaces))
             for call, no_mask, other_dtype in game.log:
                 at = 0 if call == 'reset' else None
-                if not isinstance(vec.action_space, spaces.Discrete):
-                    no_mask = []  # Box actions carry no mask (battle_api): nothing to choose among
+                # Box actions carry no mask (battle_api): nothing to choose among
+                no_mask = [agent for agent in no_mask if isinstance(act_of[agent], spaces.Discrete)]
                 for agent in no_mask:
-                    n = getattr(vec.action_space, 'n', '?')
+                    n = getattr(act_of[agent], 'n', '?')
                     self.problems.add('no_mask', f"{where(j, at)}, {agent}: infos has no 'action_mask'; expected a "
                                                  f'bool array of shape ({n},) with every observation')
                 for agent in other_dtype:
                     self.warnings.add('dtype', f'{where(j, at)}, {agent}: an observation of another dtype than the '
-                                               f'observation space\'s {vec.observation_space.dtype} (it is converted)')
+                                               f'observation space\'s {obs_of[agent].dtype} (it is converted)')
             game.log.clear()
 
     # -- replays ---------------------------------------------------------------------------

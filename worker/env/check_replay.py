@@ -17,11 +17,25 @@ from typing import Callable, List, Optional, Tuple
 import numpy as np
 from gymnasium import spaces
 
-from sparring.worker.env.battle_api import NUM_SEATS, BattleStep
+from sparring.worker.env.battle_api import NUM_SEATS, BattleStep, seat_action_rows, seat_view, zero_actions
 
 
-def random_actions(vec, step: BattleStep, rng: np.random.Generator) -> np.ndarray:
-    """A random legal action for every seat to move (0 for the others); uniform in the bounds for a Box."""
+def random_actions(vec, step: BattleStep, rng: np.random.Generator):
+    """A random legal action for every seat to move (0 for the others); uniform in the bounds for a Box. A game
+    with roles: a list of one array per seat, each from that seat's space."""
+    if vec.roles is not None:
+        actions = zero_actions(vec)
+        for s, space in enumerate(vec.action_spaces):
+            seat = seat_action_rows(actions, s)
+            if isinstance(space, spaces.Discrete):
+                for j in np.flatnonzero(step.to_move[:, s]):
+                    legal = np.flatnonzero(step.seat_mask(s)[j])
+                    if legal.size:
+                        seat[j] = rng.choice(legal)
+            else:
+                low, high = np.maximum(space.low, -1.0), np.minimum(space.high, 1.0)
+                seat[:] = rng.uniform(low, high, seat.shape)
+        return actions
     space, B = vec.action_space, vec.num_envs
     if isinstance(space, spaces.Discrete):
         actions = np.zeros((B, NUM_SEATS), np.int64)
@@ -55,17 +69,24 @@ def _games(vec, seed: int, max_game_steps: int, games: int = 3) -> list:
     random moves (several games: a game with little chance may repeat by luck)."""
     rng = np.random.default_rng(12345)
     step = vec.reset(seed=seed)
-    positions = [(step.obs[0].copy(), step.action_mask[0].copy(), step.reward[0].copy())]
+    positions = [_position(step, step.obs)]
     ended = 0
     for _ in range(games * max_game_steps):
         step = vec.step(random_actions(vec, step, rng))
-        positions.append((step.final_obs[0].copy(), step.action_mask[0].copy(), step.reward[0].copy()))
+        positions.append(_position(step, step.final_obs))
         if step.terminated[0] or step.truncated[0]:
             ended += 1
             if ended == games:
                 break
-            positions.append((step.obs[0].copy(), step.action_mask[0].copy(), step.reward[0].copy()))
+            positions.append(_position(step, step.obs))
     return positions
+
+
+def _position(step: BattleStep, obs) -> tuple:
+    """Game 0's (observations, masks, rewards), each indexed by seat (copies)."""
+    seats = range(step.num_seats)
+    return ([seat_view(obs, s)[0].copy() for s in seats], [step.seat_mask(s)[0].copy() for s in seats],
+            step.reward[0].copy())
 
 
 def _first_difference(a: list, b: list, agents) -> Optional[str]:

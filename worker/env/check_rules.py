@@ -11,7 +11,7 @@ from typing import Dict, List
 import numpy as np
 from gymnasium import spaces
 
-from sparring.worker.env.battle_api import RESULT_NAME, BattleStep
+from sparring.worker.env.battle_api import RESULT_NAME, BattleStep, seat_view
 
 TOLERANCE = 1e-5  # for float bounds and zero sums
 
@@ -56,28 +56,31 @@ class PositionRules:
     def positions(self, step: BattleStep, rows, where, final: bool) -> None:
         """Observations and masks of the games ``rows``: the finished positions (``final``) or the current ones."""
         obs_all = step.final_obs if final else step.obs
-        space, agents = self.vec.observation_space, self.vec.agents
+        agents, obs_spaces = self.vec.agents, self.vec.observation_spaces  # each seat's own (roles: they differ)
+        seat_obs = [seat_view(obs_all, s) for s in range(len(agents))]
+        any_discrete = any(isinstance(space, spaces.Discrete) for space in self.vec.action_spaces)
         for j in rows:
-            obs = obs_all[j]
-            if obs.shape[1:] != tuple(space.shape):
-                self.problems.add('obs_shape', f'{where(j)}: observations of shape {obs.shape[1:]}; expected '
-                                               f'{tuple(space.shape)} ({space!r})')
-                continue
-            if isinstance(space, spaces.Box):
-                for s, agent in enumerate(agents):
-                    outside = (obs[s] < space.low - TOLERANCE) | (obs[s] > space.high + TOLERANCE)
+            for s, agent in enumerate(agents):
+                obs, space = seat_obs[s][j], obs_spaces[s]
+                if obs.shape != tuple(space.shape):
+                    self.problems.add('obs_shape', f'{where(j)}: observations of shape {obs.shape}; expected '
+                                                   f'{tuple(space.shape)} ({space!r})')
+                    break
+                if isinstance(space, spaces.Box):
+                    outside = (obs < space.low - TOLERANCE) | (obs > space.high + TOLERANCE)
                     if outside.any():
                         i = tuple(int(k) for k in np.argwhere(outside)[0])
                         self.problems.add('obs_bounds', f'{where(j)}, {agent}: observation[{", ".join(map(str, i))}] '
-                                                        f'= {obs[s][i]:g} lies outside the observation space '
+                                                        f'= {obs[i]:g} lies outside the observation space '
                                                         f'[{space.low[i]:g}, {space.high[i]:g}]')
-            if final or not isinstance(self.vec.action_space, spaces.Discrete):
-                continue
-            self._masks(step, j, where)
+            else:
+                if final or not any_discrete:
+                    continue
+                self._masks(step, j, where)
 
     def _masks(self, step: BattleStep, j: int, where) -> None:
-        mask, to_move, agents = step.action_mask[j], step.to_move[j], self.vec.agents
-        has_legal = mask.any(axis=-1)
+        to_move, agents = step.to_move[j], self.vec.agents
+        has_legal = np.array([step.seat_mask(s)[j].any() for s in range(len(agents))])
         if not np.array_equal(has_legal, to_move):
             self.problems.add('to_move', f'{where(j)}: to_move is {to_move.tolist()} but the action masks give legal '
                                          f'actions to {has_legal.tolist()}; expected a seat to move exactly when its '
@@ -92,7 +95,7 @@ class PositionRules:
                                                f'expected a True entry in the action_mask of the seat to move')
             else:
                 self.turns += 1
-                if np.array_equal(step.obs[j, 0], step.obs[j, 1]):
+                if not step.per_seat and np.array_equal(step.obs[j, 0], step.obs[j, 1]):
                     self.first_alike = self.first_alike or where(j)
                     self.alike += 1
         else:

@@ -26,7 +26,6 @@ from easydict import EasyDict
 from sparring.config import registry
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.policy.base import Policy
-from sparring.worker.policy_pool import PolicyPool
 from sparring.worker.remote.protocol import Registered
 from sparring.worker.remote.transport import RequestClient
 from sparring.worker.remote.wire import ID_HELD, MessageError, RequestTimeout, arrays_to_params
@@ -76,6 +75,7 @@ class Worker:
     par: EasyDict
     index: int
     player_ids: List[str]
+    player_roles: Dict[str, str]  # in a game whose seats have roles, each active player's role (else empty)
     workdir: str
     observation_space: gym.Space  # one player's, as the run's kind gives them
     action_space: gym.Space
@@ -145,6 +145,7 @@ class Worker:
         self.client.sender = self.worker_id
         self.index = info['index']
         self.player_ids = info['player_ids']
+        self.player_roles = dict(info.get('player_roles') or {})
         registry.ensure_builtins()
         try:
             registry.import_modules(self.cfg.import_names)
@@ -156,7 +157,7 @@ class Worker:
         set_torch_threads(self.cfg.torch_threads)
         # Global RNGs differ per worker (and from the commander's); the envs and policies get their own seeds.
         seed_everything(worker_rng_seed(self.cfg.seed, self.index))
-        self.observation_space, self.action_space = run_kind(self.cfg).spaces()
+        self.observation_space, self.action_space = self.spaces()  # None and None in a game with roles
         self.workdir = self.workdir_override or os.path.join(self.cfg.exp_name, 'workers', self.worker_id)
         os.makedirs(self.workdir, exist_ok=True)
         self.last_contact = self.clock()
@@ -183,9 +184,22 @@ class Worker:
                     raise
                 time.sleep(0.5)
 
-    def new_policy(self, seed: int) -> Policy:
-        return POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, self.observation_space, self.action_space,
-                                                         seed=seed)
+    def spaces(self, role: Optional[str] = None):
+        """(observation space, action space) of one seat (in a game whose seats have roles: ``role``'s; without a
+        role there, None and None: no seat's spaces are every player's)."""
+        if self.player_roles and role is None:
+            return None, None
+        return run_kind(self.cfg).spaces(role)
+
+    def new_policy(self, seed: int, player_id: Optional[str] = None) -> Policy:
+        """A fresh policy of the run's type; in a game whose seats have roles, for the role of ``player_id``."""
+        role = self.player_roles.get(player_id) if player_id is not None else None
+        if role is None:
+            return POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, self.observation_space,
+                                                             self.action_space, seed=seed)
+        policy = POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, *self.spaces(role), seed=seed)
+        policy.role = role
+        return policy
 
     # -- talking -----------------------------------------------------------------------------
     def request(self, kind: str, body: Optional[dict] = None, arrays=None):
@@ -353,15 +367,14 @@ class PlayerPolicies:
     def __init__(self, worker: Worker, seed: int) -> None:
         self.worker = worker
         self.seed = seed
-        self.pool = PolicyPool(RemoteParamStore(worker), worker.observation_space, worker.action_space, seed=seed,
-                               env_cfg=worker.cfg.env)
+        self.pool = run_kind(worker.cfg).policy_pool(RemoteParamStore(worker), seed)
         self.policies: Dict[str, Policy] = {}
 
     def get(self, player_id: str, refresh: bool = False) -> Policy:
         policy = self.policies.get(player_id)
         if policy is None:
             index = self.worker.player_ids.index(player_id)
-            policy = self.policies[player_id] = self.worker.new_policy(player_seed(self.seed, index))
+            policy = self.policies[player_id] = self.worker.new_policy(player_seed(self.seed, index), player_id)
             self.pool.add_live(player_id, policy)
             self._update(player_id, policy, None)
         elif refresh:

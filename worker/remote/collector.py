@@ -104,7 +104,7 @@ class _Results:
 def _opponent_policy(players, job: dict):
     if job['kind'] == 'active':  # a learning player: its newest parameters (itself, in self-play)
         return players.get(job['opponent_id'])
-    return players.pool.get(job['param_ref'])
+    return players.pool.get(job['param_ref'], job.get('role'))
 
 
 class CollectorWorker(Worker):

@@ -50,7 +50,9 @@ class LearnerWorker(Worker):
             self.player_id = str(info['player_id'])
             host = self.bind_host or self.par.host
             check_bind(host, self.security.secured)
-            self.policy = self.new_policy(self.cfg.seed + self.index)
+            # In a game whose seats have roles: its player's role's spaces and initial parameters.
+            self.observation_space, self.action_space = self.spaces(self.player_roles.get(self.player_id))
+            self.policy = self.new_policy(self.cfg.seed + self.index, self.player_id)
             self.learner = Learner(self.policy, max(1, self.cfg.train.max_env_steps // len(self.player_ids)),
                                    battle=is_league_run(self.cfg))
             # What a peer without the secret can make this socket hold: a few chunks of this run's size, no more.
@@ -97,7 +99,7 @@ class LearnerWorker(Worker):
                 self.learner.load_state_dict(state['learner'])
                 self.counts.update(state['counts'])
                 return True
-        reply = self.fetch_params('init')
+        reply = self.fetch_params(info.get('initial_ref', 'init'))  # a game with roles: its role's
         self.policy.set_params(arrays_to_params(reply.arrays), 0)
         return False
 

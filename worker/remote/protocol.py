@@ -140,6 +140,8 @@ class Registered(TypedDict):
     version: int
     restore: bool  # a worker id seen before in this run: restore from its checkpoint
     player_ids: List[str]
+    player_roles: NotRequired[Dict[str, str]]  # in a game whose seats have roles, each active player's role
+    initial_ref: NotRequired[str]  # ... and a learner's: where its player's initial parameters are (its role's)
     replica: NotRequired[int]  # for a learner of several replicas
     replicas: NotRequired[int]
     group_address: NotRequired[Optional[str]]
@@ -177,6 +179,7 @@ class JobOffer(TypedDict):
     opponent_id: str
     param_ref: Optional[str]
     kind: str  # the opponent's: 'active' | 'historical' | 'reference'
+    role: NotRequired[str]  # in a game whose seats have roles, the role the opponent plays
 
 
 class JobBatch(TypedDict):

@@ -1,0 +1,98 @@
+"""An asymmetric league (pursuit and evasion): each role's win rate against the other role's scripted bot over
+training, and exploiters trained against each role's initial and final players.
+
+For each seed the ready config ``dizoo/pursuit/config/pursuit_league.py`` trains for ``--env-steps`` env steps
+in serial mode, evaluating every ``--eval-every-iters`` rounds: the pursuer against ``pursuit_flee`` (and the
+random evader), the evader against ``pursuit_chase`` (and the random pursuer), ``--eval-games`` games each.
+Then, with ``--exploit-steps`` > 0, a fresh exploiter of the other role (``sparring exploit``) trains for that
+many env steps against each role's final player and against its initial parameters (the snapshot ``_h0``);
+an exploiter that gains less against the final player than against the initial one says the role learnt
+something an opponent cannot simply undo.
+
+Figures go to ``benchmarks/results/pursuit_roles.json`` (one entry per seed), stamped with the commit, CPU
+and load::
+
+    flock /tmp/bench.lock .venv/bin/python benchmarks/pursuit_roles.py --seeds 100 101
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import tempfile
+import time
+
+from results_file import add_smoke, apply_smoke, merge_results
+from sparring.dizoo.pursuit.config.pursuit_league import config as pursuit_config
+from sparring.framework import serial_pipeline
+from sparring.framework.exploit import exploit_player
+
+# role -> (its player, the other role's scripted bot it is measured against)
+ROLES = {'pursuer': ('naive_sp_pursuer_0', 'pursuit_flee'), 'evader': ('naive_sp_evader_0', 'pursuit_chase')}
+
+
+def train(seed: int, env_steps: int, eval_every: int, eval_games: int, exp_dir: str) -> dict:
+    config = copy.deepcopy(pursuit_config)
+    config['env'].update(n_evaluator_episodes=eval_games)
+    config['train'].update(max_env_steps=env_steps, max_wall_seconds=0.0, eval_every_iters=eval_every,
+                           progress_bar=False, tensorboard=False)
+    started = time.perf_counter()
+    summary = serial_pipeline(config, seed=seed, exp_name=exp_dir)
+    wall = time.perf_counter() - started
+    points = list(summary.get('history', [])) + [dict(env_steps=summary['env_steps'], eval=summary['eval'])]
+    curves = {role: [dict(env_steps=int(p['env_steps']), win=p['eval'][pid][bot]['win'])
+                     for p in points if pid in p['eval']] for role, (pid, bot) in ROLES.items()}
+    return dict(env_steps=summary['env_steps'], train_wall_seconds=round(wall, 1), curves=curves)
+
+
+def exploit(exp_dir: str, budget: int, eval_games: int, seed: int) -> dict:
+    """Per role: the exploiter's final win rate and mean return against the role's final and initial player."""
+    out = {}
+    for role, (pid, _) in ROLES.items():
+        figures = {}
+        for which, kwargs in (('final', dict(player=pid)), ('initial', dict(snapshot=f'{pid}_h0'))):
+            report = exploit_player(exp_dir, budget, seed=seed, eval_games=eval_games, **kwargs)
+            final = report['final']
+            figures[which] = dict(win=final['win'], mean_return=final['mean_return'], env_steps=report['env_steps'])
+        figures['gain_less_against_final'] = figures['final']['win'] < figures['initial']['win'] or (
+            figures['final']['win'] == figures['initial']['win']
+            and figures['final']['mean_return'] < figures['initial']['mean_return'])
+        out[role] = figures
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--seeds', type=int, nargs='+', default=[100])
+    parser.add_argument('--env-steps', type=int, default=300_000)
+    parser.add_argument('--eval-every-iters', type=int, default=20)
+    parser.add_argument('--eval-games', type=int, default=64)
+    parser.add_argument('--exploit-steps', type=int, default=60_000)
+    add_smoke(parser)
+    args = apply_smoke(parser.parse_args(), seeds=[0], env_steps=2048, eval_every_iters=1, eval_games=4,
+                       exploit_steps=512)
+    load_before = os.getloadavg()
+    results = {}
+    with tempfile.TemporaryDirectory(prefix='pursuit-roles-') as workdir:
+        for seed in args.seeds:
+            exp_dir = os.path.join(workdir, f'seed_{seed}')
+            entry = train(seed, args.env_steps, args.eval_every_iters, args.eval_games, exp_dir)
+            for role, curve in entry['curves'].items():
+                shown = ', '.join(f'{p["env_steps"] // 1000}k: {p["win"]:.2f}' for p in curve)
+                print(f'seed {seed} {role} vs {ROLES[role][1]}: {shown}')
+            if args.exploit_steps > 0:
+                entry['exploiters'] = exploit(exp_dir, args.exploit_steps, args.eval_games, seed)
+                for role, figures in entry['exploiters'].items():
+                    print(f'seed {seed} exploiter of the {role}: win {figures["initial"]["win"]:.2f} against the '
+                          f'initial player, {figures["final"]["win"]:.2f} against the final one '
+                          f'(mean return {figures["initial"]["mean_return"]:+.3f} / '
+                          f'{figures["final"]["mean_return"]:+.3f})')
+            entry.update(load_before=[round(x, 2) for x in load_before],
+                         load_after=[round(x, 2) for x in os.getloadavg()], exploit_steps=args.exploit_steps,
+                         eval_games=args.eval_games)
+            results[f'seed_{seed}'] = entry
+    merge_results('pursuit_roles', results)
+
+
+if __name__ == '__main__':
+    main()

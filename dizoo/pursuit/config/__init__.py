@@ -1,0 +1,1 @@
+"""Ready league configs for pursuit and evasion."""

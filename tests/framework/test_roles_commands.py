@@ -1,0 +1,60 @@
+"""The commands that use a run, on a game whose seats have roles: each player is opened with its role's spaces,
+``eval`` plays the other role's opponents (and refuses one of the player's own role), ``exploit`` trains an
+exploiter of the other role, ``export`` writes each role's network for its own observations."""
+import pytest
+import torch
+
+from sparring.config.schema import ConfigError
+from sparring.framework import serial_pipeline
+from sparring.framework.evaluate_player import evaluate_player
+from sparring.framework.exploit import exploit_player
+from sparring.framework.export import export_player
+from sparring.framework.player_loader import load_player
+
+pytestmark = pytest.mark.slow  # one short league run, shared by the tests
+
+
+@pytest.fixture(scope='module')
+def run_dir(tmp_path_factory):
+    exp = str(tmp_path_factory.mktemp('roles') / 'pursuit')
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        serial_pipeline(dict(
+            exp_name=exp, env=dict(type='pursuit', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=4,
+                                   max_steps=8),
+            policy=dict(type='ppo', model=dict(hidden_sizes=[16]), collect=dict(n_steps=8),
+                        learn=dict(epochs=1, num_minibatches=1)),
+            train=dict(max_env_steps=256, eval_every_iters=0, progress_bar=False, tensorboard=False)), seed=0)
+    finally:
+        torch.set_num_threads(before)
+    return exp
+
+
+def test_each_player_is_opened_with_its_roles_spaces(run_dir):
+    pursuer, evader = load_player(run_dir, 'naive_sp_pursuer_0'), load_player(run_dir, 'naive_sp_evader_0')
+    assert (pursuer.role, pursuer.observation_space.shape) == ('pursuer', (6,))
+    assert (evader.role, evader.observation_space.shape) == ('evader', (8,))
+    assert load_player(run_dir, 'random_evader').role == 'evader'
+
+
+def test_eval_plays_the_other_roles_opponents_and_refuses_the_own_role(run_dir):
+    report = evaluate_player(run_dir, ['bot:pursuit_chase', 'bot:random', 'naive_sp_pursuer_0_h0'],
+                             player='naive_sp_evader_0', games=4)
+    assert set(report['opponents']) == {'bot:pursuit_chase', 'bot:random', 'naive_sp_pursuer_0_h0'}
+    assert all(r['by_seat'].keys() == {1} or r['by_seat'].keys() == {'1'} for r in report['opponents'].values())
+    with pytest.raises(ConfigError, match=r"eval: opponent 'bot:pursuit_flee' plays the role 'evader', as the player "
+                                          r"does; expected an opponent of another role \(pursuer\)"):
+        evaluate_player(run_dir, ['bot:pursuit_flee'], player='naive_sp_evader_0', games=4)
+
+
+def test_exploit_trains_an_exploiter_of_the_other_role(run_dir):
+    report = exploit_player(run_dir, 128, player='naive_sp_pursuer_0', eval_games=4)
+    assert (report['player_role'], report['exploiter_role']) == ('pursuer', 'evader')
+    assert report['env_steps'] >= 128 and 'exact' not in report
+
+
+def test_export_writes_each_roles_network_for_its_own_observations(run_dir, tmp_path):
+    for player, size in (('naive_sp_pursuer_0', 6), ('naive_sp_evader_0', 8)):
+        info = export_player(run_dir, str(tmp_path / f'{player}.pt'), fmt='torchscript', player=player)
+        assert info['observation_shape'] == [size]
