@@ -38,6 +38,11 @@ class Records:
         self.results_dir = results_dir
         self._cache: Dict[str, dict] = {}
 
+    @property
+    def read(self) -> List[str]:
+        """The records read so far."""
+        return sorted(self._cache)
+
     def record(self, name: str) -> dict:
         if name not in self._cache:
             path = os.path.join(self.results_dir, f'{name}.json')
@@ -213,6 +218,37 @@ def vs_sb3_fresh_seeds(r: Records) -> List[str]:
          f'({num(theirs["median_env_steps"])})'),
          f'{cart["median_seconds_ratio"]:.2f}; faster on {faster} of {len(cart["per_seed"])} seeds']])
 
+
+@table('cartpole_vs_sb3')
+def cartpole_vs_sb3(r: Records) -> List[str]:
+    entry = r.get('cartpole_vs_sb3', 'seeds_300_329')
+    medians, ratios = entry['medians'], entry['ratios']
+    seeds = entry['seeds']
+    figures = [('env steps to 475', 'median_env_steps', 'env_steps', num),
+               ('wall seconds to 475', 'median_wall_seconds', 'wall_seconds', lambda x: f'{x:.1f}'),
+               ('CPU seconds to 475', 'median_cpu_seconds', 'cpu_seconds', lambda x: f'{x:.1f}'),
+               ('training CPU ms per env step', 'median_train_cpu_ms_per_env_step', 'train_cpu_ms_per_env_step',
+                lambda x: f'{x:.3f}')]
+    body = [['runs that reached 475', f'{medians["sparring"]["reached"]} of {medians["sparring"]["runs"]}',
+             f'{medians["sb3"]["reached"]} of {medians["sb3"]["runs"]}', '']]
+    for text, median_key, ratio_key, fmt in figures:
+        ratio = ratios[ratio_key]
+        body.append([f'{text} (median)', fmt(medians['sparring'][median_key]), fmt(medians['sb3'][median_key]),
+                     (f'{ratio["ratio"]:.2f} ({100 * ratio["level"]:.0f} % CI {ratio["ci_low"]:.2f}-'
+                     f'{ratio["ci_high"]:.2f})')])
+    return rows([f'CartPole-v1, fresh seeds {seeds[0]}-{seeds[-1]} ({len(seeds)})', 'sparring',
+                 f'SB3 {entry["versions"]["stable_baselines3"]}', 'sparring / SB3'], body)
+
+
+@table('startup')
+def startup(r: Records) -> List[str]:
+    names = {'version': '`sparring --version`', 'help': '`sparring --help`',
+             'load_player': "`load_player` of a small league's player"}
+    entries = [(key, r.get('startup', key)) for key in ('startup', 'startup_quiet')]
+    return rows(['command'] + [f'`{key}` (load {e["load_average_at_start"][0]:.1f}), seconds' for key, e in entries]
+                + ['target, seconds'],
+                [[text] + [f'{e["seconds"][k]:.3f}' for _, e in entries] + [str(entries[0][1]['targets'][k])]
+                 for k, text in names.items()])
 
 # -- connect four ------------------------------------------------------------------------------------------------
 @table('connect_four_league')
@@ -1130,9 +1166,14 @@ def _error(entry: dict, part: str = 'network') -> float:
     return (entry.get(part) or entry['alone'])['groups']['all']['error_rate']
 
 
+def _ratio(ratio: dict) -> str:
+    """'0.71 x (CI 0.46-0.89)' of a ratio with its bootstrap interval."""
+    return f'{ratio["ratio"]:.2f} x (CI {ratio["ci_low"]:.2f}-{ratio["ci_high"]:.2f})'
+
+
 @table('at_a_glance')
 def at_a_glance(r: Records) -> List[str]:
-    cart, fresh = r.get('vs_sb3', 'cartpole'), r.get('vs_sb3', 'fresh_seeds_100_112_amd', 'cartpole')
+    fresh30 = r.get('cartpole_vs_sb3', 'seeds_300_329')
     c4 = {label: r.get('connect_four_strength', label, 'final')
           for label in ('search_random25_60min', 'search_ready_seed1_60min', 'threads2_60min')}
     kuhn, leduc = r.get('strength', 'kuhn', 'result', 'final'), r.get('strength', 'leduc', 'result', 'final')
@@ -1154,10 +1195,11 @@ def at_a_glance(r: Records) -> List[str]:
     draws = statistics.mean(s['against']['pong_duel_heuristic']['draw'] for s in cont['seeds'].values())
     reports = [c['chunk_reports_per_second'] for c in capacity]
     body = [
-        ['PPO, CartPole-v1 to an evaluation return of 475',
-         (f'median {cart["sparring"]["median_seconds"]:.1f} s on the tuning seeds 0-4, {cart["median_seconds_ratio"]:.2f} x '
-         f"SB3's time; on fresh seeds 100-112 on an AMD EPYC, median {fresh['sparring']['median_seconds']:.1f} s against "
-         f"SB3's {fresh['sb3']['median_seconds']:.1f} s, {fresh['median_seconds_ratio']:.2f} x"),
+        [f'PPO, CartPole-v1 to an evaluation return of 475, {len(fresh30["seeds"])} fresh seeds against SB3',
+         (f'the same env steps (median {num(fresh30["medians"]["sparring"]["median_env_steps"])} against '
+          f'{num(fresh30["medians"]["sb3"]["median_env_steps"])}); {_ratio(fresh30["ratios"]["cpu_seconds"])} SB3\'s '
+          f'CPU time, {_ratio(fresh30["ratios"]["wall_seconds"])} its wall time; training alone '
+          f'{_ratio(fresh30["ratios"]["train_cpu_ms_per_env_step"])} its CPU per env step'),
          '[CartPole and SB3](#ppo-on-cartpole-and-pendulum-and-stable-baselines3-side-by-side)'],
         ['connect four, expert iteration, one hour',
          (f'{pct(c4["search_random25_60min"]["mcts_100"]["win"])} / {pct(c4["search_ready_seed1_60min"]["mcts_100"]["win"])} '

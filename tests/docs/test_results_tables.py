@@ -94,3 +94,19 @@ def test_no_generated_table_names_a_commit_a_session_or_an_issue():
     spec.loader.exec_module(diaries)
     found = {name: diaries.diary_lines(results_tables.render(name)) for name in results_tables.TABLES}
     assert not {name: marks for name, marks in found.items() if marks}
+
+
+def test_every_record_is_shown_on_a_page():
+    """A record no table reads and no page names is a measurement nobody can find: each one is read by a results
+    table or named (with its stamps) by a ``<!-- record: NAME -->`` line of a page."""
+    records = results_tables.Records()
+    for name in results_tables.TABLES:
+        results_tables.render(name, records)
+    named = set()
+    for folder, _, files in os.walk(os.path.join(ROOT, 'docs')):
+        for file in files:
+            if file.endswith('.md'):
+                with open(os.path.join(folder, file)) as f:
+                    named |= set(re.findall(r'<!-- record: (\w+) -->', f.read()))
+    unseen = set(records.names()) - set(records.read) - named
+    assert not unseen, f'records in benchmarks/results that no results table reads and no page names: {sorted(unseen)}'
