@@ -303,8 +303,9 @@ def main() -> None:
                        hopper=side_by_side('hopper', args, args.workdir, libraries))
     results.update(load_end=load(), wall_seconds=time.time() - started)
     for task in ('pendulum', 'hopper'):
-        if task in results:
-            print(json.dumps({k: v for k, v in results[task].items() if k != 'per_seed'}, indent=2))
+        summary_figures = {k: v for k, v in results.get(task, {}).items() if k != 'per_seed'}
+        if summary_figures:  # none without SB3's side
+            print(json.dumps(summary_figures, indent=2))
     merge_results('sac_vs_sb3', {results_key(args): results})
 
 

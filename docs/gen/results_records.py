@@ -104,7 +104,8 @@ def record_line(name: str, results_dir: str = RESULTS_DIR) -> str:
         cpus[str(s['cpu_model'])] = cpus.get(str(s['cpu_model']), 0) + 1
     span = dates[0] if dates[0] == dates[-1] else f'{dates[0]} to {dates[-1]}'
     cpu_text = ', '.join(f'{html.escape(cpu)} ({n})' for cpu, n in sorted(cpus.items(), key=lambda kv: -kv[1]))
-    return (f'*Record `benchmarks/results/{name}.json`: {len(stamps)} entries, dated {span}; CPU {cpu_text}; '
+    entries = f'{len(stamps)} entr{"y" if len(stamps) == 1 else "ies"}'
+    return (f'*Record `benchmarks/results/{name}.json`: {entries}, dated {span}; CPU {cpu_text}; '
             f'[every entry\'s stamp](records.md#{name.replace("_", "-")}).*')
 
 

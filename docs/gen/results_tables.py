@@ -281,7 +281,7 @@ def _strength_rows(r: Records, labels: Dict[str, str], steps_per_second: bool) -
     for label, text in labels.items():
         run = r.get('connect_four_strength', label)
         final = run['final']
-        row: List[object] = [f'{text} (`{label}`)', short(run['env_steps'], 2 if run['env_steps'] < 1e7 else 1)]
+        row: List[object] = [f'`{label}`: {text}', short(run['env_steps'], 2 if run['env_steps'] < 1e7 else 1)]
         if steps_per_second:
             row += [num(run['env_steps_per_second']),
                     span([run['load_start'][0], run['load_end'][0]])]
@@ -345,7 +345,7 @@ def connect_four_seats(r: Records) -> List[str]:
         seats = entry['by_seat']
         shortest = min(loss['length'] for loss in entry['losses'])
         short_losses = sum(loss['length'] <= 11 for loss in entry['losses'])
-        body.append([f'{text} (`{label}`)', f'{seats["first"]["loss"]} of {seats["first"]["games"]}',
+        body.append([f'`{label}`: {text}', f'{seats["first"]["loss"]} of {seats["first"]["games"]}',
                      f'{seats["second"]["loss"]} of {seats["second"]["games"]}',
                      f'{short_losses} within 11 moves' if short_losses else f'none within 11 moves (shortest {shortest})'])
     return rows(['run', 'lost as first player', 'lost as second player', 'short losses'], body)
@@ -424,7 +424,7 @@ def poker_variants(r: Records) -> List[str]:
         result = r.get('strength', label, 'result')
         curve = [c for c in result['curve'] if c['seconds'] > 60]
         final = result['final']
-        body.append([f'{text} (`{label}`)', f'{final["seconds"]:.0f} s', f'{final["meta_exploitability"]:.4f}',
+        body.append([f'`{label}`: {text}', f'{final["seconds"]:.0f} s', f'{final["meta_exploitability"]:.4f}',
                      f'{final["player_exploitability"]:.4f}',
                      span([c['player_exploitability'] for c in curve], 2)])
     return rows(['run (label in the record)', 'after', 'meta-strategy', 'answer (network)',
@@ -646,7 +646,7 @@ def vtrace_earlier(r: Records) -> List[str]:
                       ('cartpole_seeds_104_111_k0_k8', 'seeds 104-111')):
         for arm_k, m in r.get('vtrace_staleness', key, 'means').items():
             arm, k = arm_k.rsplit('_k', 1)
-            body.append([f'{text} (`{key}`)', arms.get(arm, arm), k, f'{m["mean"]:.0f} ± {m["sem"]:.0f}', m['n']])
+            body.append([f'`{key}`: {text}', arms.get(arm, arm), k, f'{m["mean"]:.0f} ± {m["sem"]:.0f}', m['n']])
     return rows(['entry', 'arm', 'staleness k', 'return, mean ± se', 'seeds'], body)
 
 
@@ -718,7 +718,7 @@ def sac_pendulum_earlier(r: Records) -> List[str]:
     for key, text in names.items():
         pendulum = r.get('sac_vs_sb3', key, 'pendulum')
         load = r.get('sac_vs_sb3', key, 'load_start')
-        body.append([f'{text} (`{key}`)', f'{pendulum["sparring"]["median_target_env_steps"]:.0f}',
+        body.append([f'`{key}`: {text}', f'{pendulum["sparring"]["median_target_env_steps"]:.0f}',
                      f'{pendulum["target_seconds_ratio"]:.2f} x', f'{pendulum["target_cpu_seconds_ratio"]:.2f} x'
                      if pendulum.get('target_cpu_seconds_ratio') else '-', f'{load[0]:.1f}'])
     return rows(['run (entry)', 'median env steps to -200', 'wall, sparring / SB3', 'CPU, sparring / SB3',
