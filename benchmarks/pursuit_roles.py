@@ -3,7 +3,8 @@ training, and exploiters trained against each role's initial and final players.
 
 For each seed the ready config ``dizoo/pursuit/config/pursuit_league.py`` trains for ``--env-steps`` env steps
 in serial mode, evaluating every ``--eval-every-iters`` rounds: the pursuer against ``pursuit_flee`` (and the
-random evader), the evader against ``pursuit_chase`` (and the random pursuer), ``--eval-games`` games each.
+random evader), the evader against ``pursuit_chase`` (and the random pursuer), ``--eval-games`` games each; the
+curve starts with each role's initial parameters (its snapshot ``_h0``) against the same bot.
 Then, with ``--exploit-steps`` > 0, a fresh exploiter of the other role (``sparring exploit``) trains for that
 many env steps against each role's final player and against its initial parameters (the snapshot ``_h0``);
 an exploiter that gains less against the final player than against the initial one says the role learnt
@@ -25,6 +26,7 @@ import time
 from results_file import add_smoke, apply_smoke, merge_results
 from sparring.dizoo.pursuit.config.pursuit_league import config as pursuit_config
 from sparring.framework import serial_pipeline
+from sparring.framework.evaluate_player import evaluate_player
 from sparring.framework.exploit import exploit_player
 
 # role -> (its player, the other role's scripted bot it is measured against)
@@ -39,9 +41,15 @@ def train(seed: int, env_steps: int, eval_every: int, eval_games: int, exp_dir: 
     started = time.perf_counter()
     summary = serial_pipeline(config, seed=seed, exp_name=exp_dir)
     wall = time.perf_counter() - started
-    points = list(summary.get('history', [])) + [dict(env_steps=summary['env_steps'], eval=summary['eval'])]
-    curves = {role: [dict(env_steps=int(p['env_steps']), win=p['eval'][pid][bot]['win'])
-                     for p in points if pid in p['eval']] for role, (pid, bot) in ROLES.items()}
+    points = list(summary.get('history', []))
+    if not points or points[-1]['env_steps'] != summary['env_steps']:  # the final evaluation, unless it was the last
+        points.append(dict(env_steps=summary['env_steps'], eval=summary['eval']))
+    curves = {}
+    for role, (pid, bot) in ROLES.items():
+        # Where it started: its initial parameters (the snapshot _h0), sampling as the league's evaluations do.
+        start = evaluate_player(exp_dir, [f'bot:{bot}'], snapshot=f'{pid}_h0', games=eval_games, sampled=True)
+        curves[role] = [dict(env_steps=0, win=start['opponents'][f'bot:{bot}']['win'])] + [
+            dict(env_steps=int(p['env_steps']), win=p['eval'][pid][bot]['win']) for p in points if pid in p['eval']]
     return dict(env_steps=summary['env_steps'], train_wall_seconds=round(wall, 1), curves=curves)
 
 
