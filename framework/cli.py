@@ -10,7 +10,7 @@ import first, so that the classes it registers can be named.
 
 Using what a run trained: ``sparring eval RUN --against bot:random RUN2:player_id ...`` (win / draw /
 loss with standard errors and an Elo difference, and how many distinct games were played; a single-agent
-run: ``sparring eval RUN``, greedy and sampled returns with standard errors), ``sparring play RUN [--seat first|second]`` (a person
+run: ``sparring eval RUN``, greedy and sampled returns with standard errors), ``sparring play RUN [--seat first|second | --role ROLE]`` (a person
 against the trained player in the terminal; exit 0 also when quit with ``q``), ``sparring export RUN --format onnx|torchscript --out FILE``,
 ``sparring report RUN`` (write ``RUN/report.html`` again: a league's page, or a single agent's return curve) and ``sparring exploit RUN --budget-steps N``
 (train a fresh exploiter against a frozen player: approximate exploitability). These commands and surgery
@@ -243,6 +243,8 @@ def _add_use_commands(sub, common: argparse.ArgumentParser) -> None:
                           parents=[common])
     _add_player_arguments(play)
     play.add_argument('--seat', choices=('first', 'second'), default='first', help='your seat (first moves first)')
+    play.add_argument('--role', default=None, help='a game whose seats have roles: the role you play (its seat), '
+                                                   'against a player of the other role')
     play.add_argument('--seed', type=int, default=None, help='the game\'s seed (chance moves)')
     export = sub.add_parser('export', help='write a trained player\'s network as ONNX or TorchScript',
                             parents=[common])
@@ -410,7 +412,7 @@ def _use_run(args: argparse.Namespace) -> int:
     elif args.command == 'play':
         from sparring.framework.play import play_game
         # A game played to its end and one quit with q both did what the person asked for: exit 0.
-        play_game(args.run, seat=args.seat, player=args.player, snapshot=args.snapshot, seed=args.seed,
+        play_game(args.run, seat=args.seat, player=args.player, snapshot=args.snapshot, seed=args.seed, role=args.role,
                   trust_code=args.trust_run_code)
     elif args.command == 'export':
         from sparring.framework.export import export_player

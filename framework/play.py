@@ -11,7 +11,7 @@ can be driven by a script or a test as well as by a terminal.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 from gymnasium import spaces
@@ -36,12 +36,18 @@ class _NativeTable:
         env._reset_games = lambda rows: None  # from now on: keep finished games as they ended
 
     def observe(self):
+        """Each seat's observation and mask (one array per seat: a game with roles has its own per seat), and
+        who moves."""
         s = self.step_result
-        return s.obs[0], s.action_mask[0], s.to_move[0]
+        seats = range(s.num_seats)
+        return [s.seat_obs(k)[0] for k in seats], [s.seat_mask(k)[0] for k in seats], s.to_move[0]
 
     def play(self, actions: np.ndarray):
         """Both seats' actions; returns the result per seat (+1/0/-1) when the game ended, else None."""
-        self.step_result = s = self.env.step(actions[None])
+        if self.env.roles is None:
+            self.step_result = s = self.env.step(actions[None])
+        else:  # one array per seat
+            self.step_result = s = self.env.step([actions[k:k + 1] for k in range(len(actions))])
         return s.result[0] if (s.terminated[0] or s.truncated[0]) else None
 
     def board(self) -> str:
@@ -76,11 +82,12 @@ class _SingleGameTable:
         self._keep(obs, infos)
 
     def _keep(self, obs, infos) -> None:
-        self.obs = np.stack([np.asarray(obs[a]) for a in self.agents])
-        self.mask = np.stack([np.asarray(infos[a]['action_mask'], bool) for a in self.agents])
+        # One array per seat: the seats of a game with roles observe and move differently.
+        self.obs = [np.asarray(obs[a]) for a in self.agents]
+        self.mask = [np.asarray(infos[a]['action_mask'], bool) for a in self.agents]
 
     def observe(self):
-        return self.obs, self.mask, self.mask.any(axis=-1)
+        return self.obs, self.mask, np.array([m.any() for m in self.mask])
 
     def play(self, actions: np.ndarray):
         obs, _, terminated, truncated, infos = self.game.step({a: int(actions[s]) for s, a in enumerate(self.agents)})
@@ -98,9 +105,10 @@ class _SingleGameTable:
 
 def _table(cfg, seed: int):
     env = make_battle_env(cfg.env, 1, seed)
-    if not isinstance(env.action_space, spaces.Discrete):
+    boxes = [space for space in env.action_spaces if not isinstance(space, spaces.Discrete)]
+    if boxes:
         env.close()
-        raise ConfigError(f'play: env {cfg.env.type!r} has continuous actions ({env.action_space}); play needs moves '
+        raise ConfigError(f'play: env {cfg.env.type!r} has continuous actions ({boxes[0]}); play needs moves '
                           f'a person can type, one of a Discrete action space')
     if not env.turn_based or getattr(env, 'team_size', None) is not None:
         env.close()
@@ -122,19 +130,21 @@ def _table(cfg, seed: int):
 
 def play_game(run_dir: str, seat: str = 'first', player: Optional[str] = None, snapshot: Optional[str] = None,
               seed: Optional[int] = None, read: Callable[[str], str] = input,
-              write: Callable[[str], None] = print, trust_code: bool = False) -> str:
+              write: Callable[[str], None] = print, trust_code: bool = False, role: Optional[str] = None) -> str:
     """One game of a person (``read`` / ``write``) against a run's player; returns 'win', 'draw' or
-    'loss' from the person's side, or 'quit'."""
+    'loss' from the person's side, or 'quit'. In a game whose seats have roles the person chooses a ``role`` (its
+    seat) and plays a player of the other role (by default the first active one)."""
     if seat not in SEATS:
         raise ConfigError(f'play: --seat must be one of {", ".join(SEATS)}, got {seat!r}')
     run = TrainedRun(run_dir, trust_code)
     if not run.kind.is_league:
         raise ConfigError(f'play: {run_dir} trained a single agent; play needs a two-player game')
-    pid = run.resolve(player, snapshot)
+    pid, person = _opponent_and_seat(run, seat, role, player, snapshot)
     policy = run.policy(pid)
     table = _table(run.cfg, run.cfg.seed if seed is None else int(seed))
-    person = SEATS.index(seat)
     machine = 1 - person
+    if role is not None:
+        seat = f'the {role}'
     state = policy.initial_state(1)
     write(f'you play {seat} against {pid} of {run_dir}; type a move number, or {QUIT} to quit')
     while True:
@@ -160,6 +170,29 @@ def play_game(run_dir: str, seat: str = 'first', player: Optional[str] = None, s
             outcome = RESULT_NAME[int(result[person])]
             write({'win': 'you win', 'draw': 'a draw', 'loss': 'you lose'}[outcome] + f' (you played {seat})')
             return outcome
+
+
+def _opponent_and_seat(run: TrainedRun, seat: str, role: Optional[str], player: Optional[str],
+                       snapshot: Optional[str]) -> Tuple[str, int]:
+    """The machine's player id and the person's seat: ``seat``'s, or in a game with roles ``role``'s, against a
+    player of the other role (the first active one unless ``player`` or ``snapshot`` names one)."""
+    roles = run.roles
+    if roles is None:
+        if role is not None:
+            raise ConfigError(f'play: --role {role!r}: env {run.cfg.env.type!r} has no roles; choose a --seat instead')
+        return run.resolve(player, snapshot), SEATS.index(seat)
+    seat_roles = list(run.kind.roles or ())
+    if role not in seat_roles:
+        raise ConfigError(f'play: env {run.cfg.env.type!r} has seats with roles; expected --role one of '
+                          f'{", ".join(seat_roles)}, got {role!r}')
+    if player is None and snapshot is None:
+        pid = next(p for p in run.active_ids if run.role_of(p) != role)
+    else:
+        pid = run.resolve(player, snapshot)
+        if run.role_of(pid) == role:
+            raise ConfigError(f'play: {pid!r} plays the role {role!r}, as you chose to; expected a player of another '
+                              f'role ({", ".join(r for r in roles if r != role)}) or another --role')
+    return pid, seat_roles.index(role)
 
 
 def _ask(table, seat: int, legal: np.ndarray, read, write) -> Optional[int]:

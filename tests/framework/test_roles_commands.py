@@ -58,3 +58,45 @@ def test_export_writes_each_roles_network_for_its_own_observations(run_dir, tmp_
     for player, size in (('naive_sp_pursuer_0', 6), ('naive_sp_evader_0', 8)):
         info = export_player(run_dir, str(tmp_path / f'{player}.pt'), fmt='torchscript', player=player)
         assert info['observation_shape'] == [size]
+
+
+@pytest.fixture(scope='module')
+def hide_and_seek(tmp_path_factory):
+    """A short run of a turn-based game whose seats have roles (``role_game.py``)."""
+    exp = str(tmp_path_factory.mktemp('hide') / 'run')
+    serial_pipeline(dict(
+        exp_name=exp, import_names=['tests.framework.role_game'],
+        env=dict(type='hide_and_seek', collector_env_num=2, evaluator_env_num=2, n_evaluator_episodes=2),
+        policy=dict(type='ppo', model=dict(hidden_sizes=[8]), collect=dict(n_steps=4),
+                    learn=dict(epochs=1, num_minibatches=1)),
+        train=dict(max_env_steps=64, eval_every_iters=0, progress_bar=False, tensorboard=False)), seed=0)
+    return exp
+
+
+def test_check_env_passes_a_turn_based_game_with_roles():
+    from sparring.worker.env.check import check_env
+    report = check_env('hide_and_seek', games=4, import_names=['tests.framework.role_game'])
+    assert report.passed, report.format()
+    assert "seat player_1, role 'seeker': observation Box(0.0, 1.0, (3,), float32), action Discrete(4)" in report.format()
+
+
+@pytest.mark.parametrize("role, moves", [("seeker", ["3", "1"]), ("hider", ["2"])])
+def test_play_lets_a_person_choose_a_role_against_the_other_role(hide_and_seek, role, moves):
+    from sparring.framework.play import play_game
+    said = []
+    outcome = play_game(hide_and_seek, role=role, read=lambda prompt: moves.pop(0), write=said.append)
+    assert outcome in ('win', 'loss')
+    opponent = 'naive_sp_hider_0' if role == 'seeker' else 'naive_sp_seeker_0'
+    assert said[0].startswith(f'you play the {role} against {opponent}')
+    if role == 'seeker':
+        assert '3 is not a legal move here: legal moves are 0 1 2' in said
+    assert said[-1].endswith(f'(you played the {role})')
+
+
+def test_play_refuses_a_missing_role_and_an_opponent_of_ones_own_role(hide_and_seek):
+    from sparring.framework.play import play_game
+    with pytest.raises(ConfigError, match=r"expected --role one of hider, seeker, got None"):
+        play_game(hide_and_seek, read=lambda prompt: 'q', write=lambda line: None)
+    with pytest.raises(ConfigError, match=r"'naive_sp_seeker_0' plays the role 'seeker', as you chose to"):
+        play_game(hide_and_seek, role='seeker', player='naive_sp_seeker_0', read=lambda prompt: 'q',
+                  write=lambda line: None)
