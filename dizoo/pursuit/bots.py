@@ -71,7 +71,8 @@ class FleeBot(_PursuitBot):
 
     @classmethod
     def default_config(cls) -> dict:
-        return dict(super().default_config(), wall_margin=0.2)
+        return dict(super().default_config(),
+                    wall_margin=0.2)  # within this distance of a wall (arena units) the evader is pushed off it
 
     config_constraints = {**_PursuitBot.config_constraints, 'wall_margin': in_range(0.0, 1.0)}
 

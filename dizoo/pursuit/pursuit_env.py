@@ -62,9 +62,9 @@ class PursuitEnv(NativeVecBattleEnv):
             battle_env_defaults(),
             pursuer_speed=0.06,  # arena units per step (the arena is 2 wide)
             evader_speed=0.06,  # as fast: the pursuer must corner the evader, the evader must keep out of corners
-            capture_radius=0.15,
+            capture_radius=0.15,  # the pursuer wins when it comes this close to the evader (arena units)
             max_steps=60,  # the evader wins if not caught by then
-            min_start_distance=0.8,
+            min_start_distance=0.8,  # the two start at least this far apart (arena units)
             shaping=1.0,  # the pursuer's reward per unit of distance closed (the evader's: minus that)
             discrete=False,  # True: nine directions (stay or a compass direction) instead of a velocity
         )
