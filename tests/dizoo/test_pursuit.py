@@ -151,3 +151,22 @@ def test_tools_of_symmetric_games_are_refused_in_a_role_game(key, value, message
     cfg = compile_config({'env': dict(type='pursuit'), 'policy': dict(type='ppo'), key: value}, save=False)
     with pytest.raises(ConfigError, match=message):
         complete_league_config(cfg)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('policy, env', [
+    (dict(type='sac', model=dict(hidden_sizes=[16]), collect=dict(n_steps=8)), dict()),  # Box moves, SAC
+    (dict(type='ppo', model=dict(hidden_sizes=[16]), collect=dict(n_steps=8),
+          learn=dict(epochs=1, num_minibatches=1)), dict(discrete=True)),  # compass moves, PPO
+])
+def test_sac_and_discrete_moves_train_a_league_of_roles(tmp_path, policy, env):
+    summary = serial_pipeline(dict(
+        exp_name=str(tmp_path / 'run'), policy=policy,
+        env=dict(type='pursuit', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=4, max_steps=6, **env),
+        train=dict(max_env_steps=256, eval_every_iters=0, progress_bar=False, tensorboard=False)), seed=0)
+    assert summary['env_steps'] >= 256
+    assert set(summary['eval']['naive_sp_pursuer_0']) == {'random_evader', 'pursuit_flee'}
+    assert set(summary['eval']['naive_sp_evader_0']) == {'random_pursuer', 'pursuit_chase'}
+    league = BaseLeague.load(str(tmp_path / 'run' / 'league_state.npz'))
+    _, _, games = league.category_payoff()
+    assert games[0, 1] > 0
