@@ -44,7 +44,7 @@ def commander(monkeypatch, tmp_path):
     fake = _Commander()
     monkeypatch.setattr(base, 'RequestClient', fake.client)
     spaces = (gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2))
-    monkeypatch.setattr(base, 'run_kind', lambda cfg: SimpleNamespace(spaces=lambda: spaces))
+    monkeypatch.setattr(base, 'run_kind', lambda cfg: SimpleNamespace(spaces=lambda role=None: spaces))
     monkeypatch.setattr(base, 'seed_everything', lambda seed: None)
     monkeypatch.setattr(base, 'set_torch_threads', lambda n: None)
     fake.workdir = str(tmp_path)
