@@ -17,18 +17,20 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from typing import Callable, Dict, Iterator, List, Optional, cast
+from typing import Any, Callable, Dict, Iterator, List, Literal, Mapping, Optional, cast, overload
 
 import gymnasium as gym
+import numpy as np
 import zmq
 from easydict import EasyDict
 
 from sparring.config import registry
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.policy.base import Policy
-from sparring.worker.remote.protocol import Registered
+from sparring.worker.remote.protocol import (ChunkReportBody, EvalReportBody, JobsBody, ParamsBody, PublishBody, Registered,
+                                             TaskBody)
 from sparring.worker.remote.transport import RequestClient
-from sparring.worker.remote.wire import ID_HELD, MessageError, RequestTimeout, arrays_to_params
+from sparring.worker.remote.wire import ID_HELD, Message, MessageError, RequestTimeout, arrays_to_params
 from sparring.worker.run_kind import run_kind
 from sparring.worker.runtime import seed_everything, set_torch_threads
 from sparring.worker.seeds import player_seed, worker_rng_seed
@@ -41,6 +43,7 @@ EXIT_ID_HELD = 5  # another live worker held this worker's id for as long as it 
 EXIT_CANNOT_JOIN = 6  # the worker lacks what the run needs (a module of its import_names) and left
 EXIT_DISK_FULL = 7  # a write of the worker's files (a checkpoint) failed, the disk full: it stopped, its last line says
 FIRST_ATTEMPT_SECONDS = 2.0  # a request's first wait for its reply; replies come within milliseconds
+TaskKind = Literal['collect_task', 'eval_task']  # the requests for work
 
 
 class CommanderLost(RuntimeError):
@@ -202,7 +205,22 @@ class Worker:
         return policy
 
     # -- talking -----------------------------------------------------------------------------
-    def request(self, kind: str, body: Optional[dict] = None, arrays=None):
+    # Each kind a worker asks with the body it writes (worker/remote/protocol.py); the session and number are added.
+    @overload
+    def request(self, kind: TaskKind, body: Optional[TaskBody] = None) -> Message: ...
+    @overload
+    def request(self, kind: Literal['jobs'], body: JobsBody) -> Message: ...
+    @overload
+    def request(self, kind: Literal['chunk_report'], body: ChunkReportBody) -> Message: ...
+    @overload
+    def request(self, kind: Literal['params_request'], body: ParamsBody) -> Message: ...
+    @overload
+    def request(self, kind: Literal['publish'], body: PublishBody, arrays: Mapping[str, np.ndarray]) -> Message: ...
+    @overload
+    def request(self, kind: Literal['eval_report'], body: EvalReportBody) -> Message: ...
+
+    def request(self, kind: str, body: Optional[Mapping[str, Any]] = None,
+                arrays: Optional[Mapping[str, np.ndarray]] = None) -> Message:
         """The reply to a request, asked again until the commander has answered nothing, not even a
         heartbeat, for ``worker_timeout_seconds``.
 
@@ -241,7 +259,7 @@ class Worker:
             self.last_contact = self.clock()  # an answer is a sign of life, as a heartbeat's is
             return reply
 
-    def work_on(self, kind: str, do: Callable[[dict], None]) -> None:
+    def work_on(self, kind: TaskKind, do: Callable[[dict], None]) -> None:
         """Ask for tasks (``collect_task``, ``eval_task``) and do each, until the commander says stop."""
         while self.directive != 'stop':
             reply = self.request(kind, self.task_request())
@@ -252,16 +270,14 @@ class Worker:
                 continue
             do(reply.body)
 
-    def request_until_given(self, kind: str, body: Optional[dict] = None):
-        """The first reply that is not ``wait`` (the commander asks to come back later)."""
+    def fetch_params(self, ref: str, have_version: Optional[int] = None) -> Message:
+        """The parameters under ``ref`` (``unchanged`` when the worker holds ``have_version`` of them already), asked
+        again while the commander says to come back later (``wait``)."""
         while True:
-            reply = self.request(kind, body)
+            reply = self.request('params_request', ParamsBody(ref=ref, have_version=have_version))
             if reply.kind != 'wait':
-                return reply
+                break
             time.sleep(reply.body['seconds'])
-
-    def fetch_params(self, ref: str, have_version: Optional[int] = None):
-        reply = self.request_until_given('params_request', dict(ref=ref, have_version=have_version))
         if reply.kind != 'params':
             raise RuntimeError(f'{self.worker_id}: expected parameters for {ref!r}, got a {reply.kind!r} reply')
         return reply
@@ -284,7 +300,7 @@ class Worker:
     def heartbeat_lost(self, extra: dict) -> None:
         """The heartbeat carrying ``extra`` did not get through: keep what it carried for the next one."""
 
-    def task_request(self) -> dict:
+    def task_request(self) -> TaskBody:
         """Fields a role adds to its next task request."""
         return {}
 

@@ -14,14 +14,16 @@ import logging
 import os
 import time
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Sequence, Tuple, Union
+from typing import Any, Callable, Deque, Dict, List, Literal, Sequence, Tuple, Union
 
 from sparring.worker.inference_client import ForwardClient, RemotePlayerPolicies
 from sparring.worker.inference_halves import Halves, SharedLock
 from sparring.worker.remote.base import PlayerPolicies, Worker
 from sparring.worker.remote.inference import inference_addresses
+from sparring.worker.remote.protocol import ChunkReportBody, JobsBody, TaskBody
 from sparring.worker.remote.security import Security
 from sparring.worker.remote.transport import DataPusher
+from sparring.worker.remote.wire import Message
 from sparring.worker.run_files import open_run_file
 from sparring.worker.run_kind import run_kind
 from sparring.worker.seeds import collector_seed
@@ -36,7 +38,8 @@ class JobFeed:
     """League jobs (one opponent per game) for one home player, fetched in batches, and the game
     each env slot is playing, so every finished game is reported with its job id."""
 
-    def __init__(self, request: Callable, player_id: str, policy_of: Callable[[dict], object], batch: int) -> None:
+    def __init__(self, request: Callable[[Literal['jobs'], JobsBody], Message], player_id: str,
+                 policy_of: Callable[[dict], object], batch: int) -> None:
         self.request = request  # the worker's request (a double-buffered collector's two feeds share it, locked)
         self.player_id = player_id
         self.policy_of = policy_of
@@ -51,7 +54,7 @@ class JobFeed:
             self._fetch(self.batch - len(self.queue))
 
     def _fetch(self, count: int) -> None:
-        reply = self.request('jobs', dict(player_id=self.player_id, count=count))
+        reply = self.request('jobs', JobsBody(player_id=self.player_id, count=count))
         self.queue.extend(reply.body['jobs'])
 
     def sample(self, slot: int):
@@ -165,9 +168,9 @@ class CollectorWorker(Worker):
             return self.halves_players
         return [self.players]
 
-    def task_request(self) -> dict:
+    def task_request(self) -> TaskBody:
         ids, self.undelivered_ids = self.undelivered_ids, []
-        return dict(undelivered=ids) if ids else {}
+        return TaskBody(undelivered=ids) if ids else TaskBody()
 
     def _home(self, player_id: str):
         """The collector and the job feed of ``player_id``, made on first use."""
@@ -204,9 +207,10 @@ class CollectorWorker(Worker):
         chunk = collector.collect()
         results = feed.results_of(chunk)
         self.env_steps += chunk.env_steps
-        reply = self.request('chunk_report', dict(task_id=task['task_id'], chunk_id=chunk.chunk_id, player_id=pid,
-                                                  version=chunk.version, env_steps=chunk.env_steps, results=results,
-                                                  episode_returns=[float(r) for r in chunk.episode_returns]))
+        reply = self.request('chunk_report', ChunkReportBody(
+            task_id=task['task_id'], chunk_id=chunk.chunk_id, player_id=pid, version=chunk.version,
+            env_steps=int(chunk.env_steps or 0), results=results,
+            episode_returns=[float(r) for r in chunk.episode_returns]))
         self.games_accepted += reply.body.get('accepted', 0)  # the collector's own count, to check the league's
         if self.audit is not None:  # what the commander acknowledged, kept through a kill
             self.audit.write(json.dumps(dict(chunk=chunk.chunk_id, games=len(results),

@@ -7,6 +7,7 @@ from typing import Any, Dict
 
 from sparring.worker.evaluation import distinct_games_of
 from sparring.worker.remote.base import PlayerPolicies, Worker
+from sparring.worker.remote.protocol import EvalReportBody
 from sparring.worker.remote.security import Security
 from sparring.worker.run_kind import run_kind
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
@@ -32,7 +33,8 @@ class EvaluatorWorker(Worker):
     def _evaluate(self, job: dict) -> None:
         policy = self.players.get(job['player_id'], refresh=True)
         results, returns = self.evaluation(policy, job['opponents'], self.players.pool)
-        body = dict(task_id=job['task_id'], player_id=job['player_id'], version=policy.version, results=dict(results))
+        body = EvalReportBody(task_id=job['task_id'], player_id=job['player_id'], version=policy.version,
+                              results=dict(results))
         distinct = distinct_games_of(results)
         if distinct:  # optional on the wire: a commander reads a report without it as before
             body['distinct_games'] = distinct

@@ -27,7 +27,7 @@ from sparring.worker.chunk import Chunk
 from sparring.worker.learner import Learner
 from sparring.worker.logger import RunLogger
 from sparring.worker.remote.base import Worker
-from sparring.worker.remote.protocol import Registered
+from sparring.worker.remote.protocol import PublishBody, Registered
 from sparring.worker.remote.replicas import ReplicaGroup
 from sparring.worker.remote.schema import MAX_ABS_VALUE, ChunkSchema
 from sparring.worker.remote.transport import DataPuller, SMALL_HEADER_BYTES, advertised_address
@@ -296,10 +296,11 @@ class LearnerWorker(Worker):
 
     def publish(self, final: bool, stats: Optional[dict] = None) -> None:
         consumed = self.group_totals['consumed'] if self.group is not None else self.arrived - len(self.queue)
-        body = dict(player_id=self.player_id, version=self.policy.version, train_iteration=self.learner.train_iter,
-                    final=final, chunks_consumed=consumed, endpoint=self.endpoint,
-                    stats=dict(stats or {}, **{k: float(v) for k, v in self.counts.items()},
-                               sample_reuse=self.learner.sample_reuse, wait_seconds=self.wait_seconds))
+        body = PublishBody(player_id=self.player_id, version=self.policy.version,
+                           train_iteration=self.learner.train_iter, final=final, chunks_consumed=consumed,
+                           endpoint=self.endpoint,
+                           stats=dict(stats or {}, **{k: float(v) for k, v in self.counts.items()},
+                                      sample_reuse=self.learner.sample_reuse, wait_seconds=self.wait_seconds))
         reply = self.request('publish', body, params_to_arrays(self.policy.get_params()))
         self.forget_stale_opponents(reply.body.get('opponent_ages'))
         reset_ref = reply.body.get('reset_param_ref')

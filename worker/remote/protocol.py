@@ -86,16 +86,26 @@ class NumberedRequest(SessionRequest):
     request_number: NotRequired[Count]
 
 
-class CollectTaskRequest(NumberedRequest):
+# What a worker writes into each numbered request (``*Body``; Worker.request adds the session and number), and the
+# request as the commander reads it.
+class TaskBody(TypedDict):
     undelivered: NotRequired[ChunkIds]  # chunks the collector could not deliver to their learner
 
 
-class JobsRequest(NumberedRequest):
+class CollectTaskRequest(TaskBody, NumberedRequest):
+    pass
+
+
+class JobsBody(TypedDict):
     player_id: str
     count: Count
 
 
-class ChunkReport(NumberedRequest):
+class JobsRequest(JobsBody, NumberedRequest):
+    pass
+
+
+class ChunkReportBody(TypedDict):
     task_id: Optional[int]
     chunk_id: str
     player_id: str
@@ -105,12 +115,20 @@ class ChunkReport(NumberedRequest):
     episode_returns: NotRequired[Returns]
 
 
-class ParamsRequest(NumberedRequest):
+class ChunkReport(ChunkReportBody, NumberedRequest):
+    pass
+
+
+class ParamsBody(TypedDict):
     ref: str
     have_version: Optional[int]  # the version the worker holds under ref (None: none)
 
 
-class PublishRequest(NumberedRequest):
+class ParamsRequest(ParamsBody, NumberedRequest):
+    pass
+
+
+class PublishBody(TypedDict):
     player_id: str
     version: Count
     train_iteration: Count
@@ -120,13 +138,21 @@ class PublishRequest(NumberedRequest):
     stats: NotRequired[Stats]
 
 
-class EvalReport(NumberedRequest):
+class PublishRequest(PublishBody, NumberedRequest):
+    pass
+
+
+class EvalReportBody(TypedDict):
     task_id: int
     player_id: str
     version: int
     results: Annotated[Dict[str, List[str]], _outcome_lists]  # outcomes by opponent id
     returns: NotRequired[Returns]
     distinct_games: NotRequired[Annotated[Dict[str, int], counts]]  # by opponent id (an older evaluator sends none)
+
+
+class EvalReport(EvalReportBody, NumberedRequest):
+    pass
 
 
 # -- replies ----------------------------------------------------------------------------
