@@ -73,6 +73,9 @@ class ProgressReport:
             results_quarantined=counters['results_quarantined'],
             **{f'learner_{k}': sum(w.stats.get(k, 0.0) for w in learners)
                for k in ('dropped_invalid', 'dropped_failed', 'dropped_stale', 'dropped_duplicate')},
+            # what the learners' chunk sockets refused (a chunk that does not fit the player's spec: rejected_schema)
+            **{f'learner_{k}': sum(w.stats.get(k, 0.0) for w in learners)
+               for k in sorted({k for w in learners for k in w.stats if k.startswith('rejected_')})},
             **{f'rejected_{k}': v for k, v in self.transport_rejects().items()})
         figures['dropped'] = sum(drops.values()) or None
         run: Dict[str, Any] = dict(env_steps_per_second=rate, jobs_abandoned=counters['jobs_abandoned'],

@@ -232,10 +232,12 @@ def test_drop_counts_reach_the_log_and_tensorboard_as_they_happen(tmp_path):
     logger = commander.report.logger = helpers.RecordingLogger()
     commander.report.transport_rejects = lambda: {'unauthenticated': 7}
     report(commander, a, pid, [[12345, 'win']])  # an unknown job: refused
+    _heartbeat(commander, learner, stats=dict(rejected_schema=2.0))  # chunks its socket refused: not the spec's
     commander.report.log_progress()
     seen = logger.scalars_seen
     assert seen['run/dropped/results_refused'] == 1 and seen['run/dropped/rejected_unauthenticated'] == 7
-    assert 'dropped=8' in logger.lines[-1]
+    assert seen['run/dropped/learner_rejected_schema'] == 2
+    assert 'dropped=10' in logger.lines[-1]
 
 
 def test_a_worker_that_chose_to_exit_is_restarted_with_its_last_words_in_the_log(tmp_path):
