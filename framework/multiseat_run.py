@@ -49,6 +49,23 @@ def check_seats(cfg, seats: int) -> None:
                           f'expected league.seats={seats}')
 
 
+Ranking = Tuple[Sequence[str], Sequence[int], Optional[Sequence[int]]]  # player ids, ranks, teams (None: none)
+
+
+def finish_jobs(league: BaseLeague, results: Sequence[Ranking]) -> int:
+    """Finished games ``(player_ids, ranks, teams)`` into ``league``, one ``finish_job`` per tuple of players (and
+    teams); returns how many games."""
+    by_job: Dict[Tuple[Tuple[str, ...], Optional[Tuple[int, ...]]], List[List[int]]] = defaultdict(list)
+    for player_ids, ranks, teams in results:
+        by_job[tuple(player_ids), None if teams is None else tuple(teams)].append(list(ranks))
+    for (player_ids, teams), rankings in by_job.items():
+        job = dict(player_ids=list(player_ids), result=rankings)
+        if teams is not None:
+            job['teams'] = list(teams)
+        league.finish_job(job)
+    return len(results)
+
+
 class MultiSeatRun:
     """The league, its players' learners and collectors, the policy pool and the exact analysis of one run."""
 
@@ -127,14 +144,9 @@ class MultiSeatRun:
         self.rounds += 1
         return stats
 
-    def record_games(self, results: Sequence[Tuple[Sequence[str], Sequence[int]]]) -> None:
-        """A chunk's finished games ``(player_ids, ranks)``, one ``finish_job`` per tuple of players."""
-        by_job: Dict[Tuple[str, ...], List[List[int]]] = defaultdict(list)
-        for player_ids, ranks in results:
-            by_job[tuple(player_ids)].append(list(ranks))
-        for player_ids, rankings in by_job.items():
-            self.league.finish_job(dict(player_ids=list(player_ids), result=rankings))
-            self.games += len(rankings)
+    def record_games(self, results: Sequence[Ranking]) -> None:
+        """A chunk's finished games (see :func:`finish_jobs`)."""
+        self.games += finish_jobs(self.league, results)
 
     # -- exact analysis -----------------------------------------------------------------------
     def exact_report(self) -> dict:

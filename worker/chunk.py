@@ -33,8 +33,10 @@ class Chunk:
     episode_lengths: List[int] = dataclasses.field(default_factory=list)
     # Battle chunks: (opponent_id, 'win' | 'draw' | 'loss' from the home view) per finished game.
     results: List[Tuple[str, str]] = dataclasses.field(default_factory=list)
-    # Chunks of games of three or more seats: (the job's player ids, each one's rank) per finished game.
-    rankings: List[Tuple[Tuple[str, ...], Tuple[int, ...]]] = dataclasses.field(default_factory=list)
+    # Chunks of games of three or more seats: (the job's player ids, each one's rank, each one's team or None in a
+    # free-for-all) per finished game.
+    rankings: List[Tuple[Tuple[str, ...], Tuple[int, ...], Optional[Tuple[int, ...]]]] = \
+        dataclasses.field(default_factory=list)
     # Env steps the chunk took. None: T * B (one column per env); a battle chunk has a column
     # per seat, so it says so itself.
     env_steps: Optional[int] = None

@@ -10,8 +10,9 @@ Chunks are columnar ``[T, S * B, ...]``, column ``S * b + s`` being seat s of sl
 collector's ``[T, 2B]`` (:mod:`sparring.worker.battle_collector`). The home policy acts, and its value is kept,
 for every seat it holds: its own, and with ``train_own_seats`` the seats where the league drew the player itself
 (self-play); ``value_mask`` marks them, ``train_mask`` those of them that had to move. Every finished game is
-reported once in ``chunk.rankings`` as ``(player_ids, ranks)``, the ranks in job order (0 the best), which a league
-of S seats records as it is (:mod:`sparring.league.multiseat`).
+reported once in ``chunk.rankings`` as ``(player_ids, ranks, teams)``, the ranks (0 the best) and, in a team game
+(the env's ``teams``), the teams in job order (None in a free-for-all), which a league of S seats records as they
+are (:mod:`sparring.league.multiseat`).
 
 Feed-forward policies with discrete actions (recurrent ones and searches are for the two-seat collector).
 """
@@ -107,7 +108,8 @@ class MultiSeatCollector(CollectorCounters):
         T, B, S = self.n_steps, self.env.num_envs, self.seats
         nxt: MultiSeatStep = self.current
         buf = self.spec.allocate((T, B, S), self._fields)
-        results: List[Tuple[Tuple[str, ...], Tuple[int, ...]]] = []
+        results: List[Tuple[Tuple[str, ...], Tuple[int, ...], Optional[Tuple[int, ...]]]] = []
+        teams = getattr(self.env, 'teams', None)
         version = self.policy.version
         returns = np.zeros((B, S))
         bootstrap = np.zeros((T, B, S), np.float32)  # the value of a game cut short, at its final observation
@@ -134,7 +136,8 @@ class MultiSeatCollector(CollectorCounters):
                 bootstrap[t, cut] = self._values(nxt.final_obs[cut])
             for slot in np.flatnonzero(nxt.terminated | nxt.truncated).tolist():
                 order = np.argsort(self.seat_job_index[slot])  # seats in job order
-                results.append((tuple(self.job_ids[slot]), tuple(int(r) for r in nxt.rank[slot, order])))
+                results.append((tuple(self.job_ids[slot]), tuple(int(r) for r in nxt.rank[slot, order]),
+                                None if teams is None else tuple(int(teams[s]) for s in order)))
                 episode_returns.append(float(returns[slot, self.home_seat[slot]]))
                 returns[slot] = 0.0
                 self.home_seat[slot] = (self.home_seat[slot] + 1) % S

@@ -6,6 +6,9 @@ import pytest
 
 from sparring.config import compile_section
 from sparring.config.registry import BOT_REGISTRY, POLICY_REGISTRY
+from sparring.framework.multiseat_run import finish_jobs
+from sparring.league import OneVsOneLeague
+from sparring.worker.env.multiseat_api import MultiSeatVecEnv
 from sparring.worker.multiseat_collector import MultiSeatCollector
 
 pytest.importorskip('pyspiel')
@@ -57,8 +60,8 @@ def test_the_home_seat_goes_round_and_every_game_is_reported_once_in_job_order()
     seats_before = collector.home_seat.copy()
     chunk = collector.collect()
     assert len(chunk.rankings) == collector.episodes == len(jobs) - 2  # each slot's first job, then one per game
-    for ids, ranks in chunk.rankings:
-        assert ids == ('me', 'bot_0', 'bot_1') and sorted(ranks)[0] == 0 and len(ranks) == S
+    for ids, ranks, teams in chunk.rankings:
+        assert ids == ('me', 'bot_0', 'bot_1') and sorted(ranks)[0] == 0 and len(ranks) == S and teams is None
     games_per_slot = np.bincount(jobs[2:], minlength=2)
     assert (collector.home_seat == (seats_before + games_per_slot) % S).all()
     # the home player's return of each game is its chips: in three-player Kuhn a hand is won or lost by 1 to 4
@@ -79,7 +82,7 @@ def test_the_ranks_are_those_of_each_seats_chips():
 
     collector.env.step = spy
     chunk = collector.collect()
-    assert [ranks for _, ranks in chunk.rankings] == seen
+    assert [ranks for _, ranks, _ in chunk.rankings] == seen
 
 
 @pytest.mark.parametrize('train_own_seats, held', [(True, 2), (False, 1)])
@@ -95,3 +98,50 @@ def test_a_job_of_the_wrong_size_is_refused():
     collector = MultiSeatCollector(env, policy, 4, lambda slot: (['me', 'x'], [policy]))
     with pytest.raises(ValueError, match='a job for 3 seats gave 2 player ids and 1 opponents'):
         collector.collect()
+
+
+class TeamCoins(MultiSeatVecEnv):
+    """Two teams of two: every seat shows 0 or 1 at once, the team with more ones wins (ties draw)."""
+
+    teams = (0, 1, 0, 1)
+
+    def __init__(self, num_envs, seed=0):
+        from gymnasium import spaces
+        super().__init__({}, num_envs, seed)
+        self.num_seats, self.turn_based = 4, False
+        self.observation_space = spaces.Box(0.0, 1.0, (2,), np.float32)
+        self.action_space = spaces.Discrete(2)
+
+    def _reset_games(self, rows):
+        pass
+
+    def _advance(self, actions):
+        team_ones = np.stack([actions[:, 0] + actions[:, 2], actions[:, 1] + actions[:, 3]], axis=1)
+        team_rank = (team_ones[:, ::-1] > team_ones).astype(np.int8)  # 1 where the other team showed more
+        rank = team_rank[:, [0, 1, 0, 1]]
+        B = len(actions)
+        return np.zeros((B, 4), np.float32), np.ones(B, bool), np.zeros(B, bool), rank
+
+    def _observe(self, rows):
+        n = len(rows)
+        return np.zeros((n, 4, 2), np.float32), np.ones((n, 4, 2), bool), np.ones((n, 4), bool)
+
+
+def test_a_team_game_reports_each_games_teams_in_job_order_and_the_league_compares_only_rivals():
+    env = TeamCoins(3)
+    policy = _policy(env)
+    bots = [BOT_REGISTRY.get('random')({}, env.observation_space, env.action_space, seed=k) for k in range(3)]
+    ids = ['naive_sp_0', 'bot_0', 'bot_1', 'bot_2']
+    collector = MultiSeatCollector(env, policy, 5, lambda slot: (ids, bots), player_id='naive_sp_0')
+    chunk = collector.collect()
+    assert len(chunk.rankings) == 15
+    for slot_game, (_, ranks, teams) in enumerate(chunk.rankings):
+        home = slot_game % 3 + slot_game // 3  # slot b starts at seat b and moves on one seat a game
+        seats = [(home + k) % 4 for k in range(4)]
+        assert teams == tuple(TeamCoins.teams[s] for s in seats)
+        assert ranks[0] == ranks[2] and ranks[1] == ranks[3]  # job order: home, bot_0 (a rival), bot_1 (a mate)
+    league = OneVsOneLeague(dict(seats=4, active_players=dict(naive_sp=1), payoff=dict(decay=1.0),
+                                 reference_players=[dict(player_id=i, param_ref=f'bot:{i}') for i in ids[1:]]))
+    assert finish_jobs(league, chunk.rankings) == 15
+    assert league.payoff.get_record('naive_sp_0', 'bot_1')['games'] == 0  # teammates in every game
+    assert league.payoff.get_record('naive_sp_0', 'bot_0')['games'] == 15

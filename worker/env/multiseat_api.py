@@ -5,7 +5,9 @@ instead of a win, draw or loss. A registered env says it is such a game with ``m
 attribute), is built as ``Cls(cfg, num_envs, seed)`` and has:
 
 * ``num_envs`` (B), ``num_seats`` (S, at least 2), ``observation_space`` and ``action_space`` (one policy plays
-  any seat: observations are from the seat's own perspective), ``turn_based``, ``agents`` (``player_<s>``);
+  any seat: observations are from the seat's own perspective), ``turn_based``, ``agents`` (``player_<s>``), and
+  ``teams``: None when each seat plays for itself (a free-for-all), or a team game's team index of each seat
+  (``(0, 1, 0, 1)``: two teams of two), whose teammates always share their rank;
 * ``reset(seed=None) -> MultiSeatStep`` and ``step(actions) -> MultiSeatStep`` with ``actions`` int ``[B, S]``
   (the actions of seats not to move are ignored; an illegal action of a seat to move raises :class:`EnvError`
   before any game changes); finished games restart automatically; ``close()``.
@@ -21,9 +23,10 @@ last observation, equal to ``obs`` elsewhere).
 """
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple, Optional
+from typing import Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
+from easydict import EasyDict
 from gymnasium import spaces
 
 from sparring.worker.env.battle_api import BATTLE_ENV_CONSTRAINTS, battle_env_defaults
@@ -72,6 +75,7 @@ class MultiSeatVecEnv(Closeable):
     multiseat = True
     turn_based = True
     num_seats: int
+    teams: Optional[Tuple[int, ...]] = None  # a team game's team of each seat; None: each seat for itself
     observation_space: spaces.Box
     action_space: spaces.Discrete
     reference_bots = ('random',)
@@ -82,14 +86,15 @@ class MultiSeatVecEnv(Closeable):
         return battle_env_defaults()
 
     def __init__(self, cfg: Optional[Mapping], num_envs: int, seed: Optional[int] = None) -> None:
-        name = getattr(type(self), 'registry_name', type(self).__name__)
+        registered = type(self).__dict__.get('registry_name')  # a subclass built by hand has none of its own
+        name = registered or type(self).__name__
         self.label = f'multi-seat env {name!r}'
         self.closed = False
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise EnvError(f'{self.label}: num_envs must be an int >= 1, got {num_envs!r}')
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
             raise EnvError(f'{self.label}: seed must be an int >= 0 or None, got {seed!r}')
-        self.cfg = complete_section('env', {'type': name, **(cfg or {})})
+        self.cfg = complete_section('env', {'type': name, **(cfg or {})}) if registered else EasyDict(cfg or {})
         self.num_envs = int(num_envs)
         self.seed = None if seed is None else int(seed)
         self.np_random = np.random.default_rng(seed)
