@@ -52,10 +52,11 @@ class EvaluationRecords:
 
 class InlineEvaluation:
     """Evaluations played at once, in this process. ``play(policy)`` plays one; ``policy_of(pid)`` is a player's
-    live policy; ``frozen_policy()`` a spare one, for parameters a checkpoint kept."""
+    live policy; ``frozen_policy(pid)`` a spare one for player ``pid``'s parameters a checkpoint kept (in a game
+    whose seats have roles, built for that player's role)."""
 
     def __init__(self, records: EvaluationRecords, play: Callable[[Policy], Outcome],
-                 policy_of: Callable[[str], Policy], frozen_policy: Callable[[], Policy]) -> None:
+                 policy_of: Callable[[str], Policy], frozen_policy: Callable[[str], Policy]) -> None:
         self.records, self.coordinator = records, records.coordinator
         self.play, self.policy_of, self.frozen_policy = play, policy_of, frozen_policy
         self.in_flight: List[dict] = []  # nothing is ever left in flight
@@ -86,9 +87,13 @@ class InlineEvaluation:
         """Background evaluations a checkpoint kept: played now, group by group, each group on a spare policy
         given each entry's parameters."""
         for group in sorted({e['group'] for e in left}):
-            policy = self.frozen_policy()
+            spares: Dict[Optional[str], Policy] = {}  # one per role (a symmetric game's: one)
 
-            def play(entry: dict, policy: Policy = policy) -> Outcome:
+            def play(entry: dict, spares: Dict[Optional[str], Policy] = spares) -> Outcome:
+                role = self.coordinator.role_of(entry['player_id'])
+                if role not in spares:
+                    spares[role] = self.frozen_policy(entry['player_id'])
+                policy = spares[role]
                 policy.set_params(entry['params'], entry['version'])
                 return self.play(policy)
             self.records.record_group([e for e in left if e['group'] == group], play)

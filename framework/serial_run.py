@@ -134,9 +134,12 @@ class SerialRun:
         """One evaluation of ``policy`` against the run's evaluation opponents."""
         return self.evaluation(policy, self.coordinator.readable_eval_opponents(), self.pool)
 
-    def _spare_policy(self) -> Policy:
-        obs_space, act_space = self.kind.spaces()
-        return POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, obs_space, act_space, seed=self.cfg.seed)
+    def _spare_policy(self, pid: str) -> Policy:
+        """A policy for player ``pid``'s kept parameters (its role's, in a game whose seats have roles)."""
+        role = self.coordinator.role_of(pid)
+        policy = POLICY_REGISTRY.get(self.cfg.policy.type)(self.cfg.policy, *self.kind.spaces(role), seed=self.cfg.seed)
+        policy.role = role
+        return policy
 
     # -- one round ----------------------------------------------------------------------------
     def train_round(self) -> Dict[str, dict]:

@@ -170,3 +170,30 @@ def test_sac_and_discrete_moves_train_a_league_of_roles(tmp_path, policy, env):
     league = BaseLeague.load(str(tmp_path / 'run' / 'league_state.npz'))
     _, _, games = league.category_payoff()
     assert games[0, 1] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('resume_in_background', [True, False])
+def test_evaluations_in_flight_at_a_checkpoint_are_played_for_each_players_role(tmp_path, resume_in_background):
+    from sparring.framework.run_setup import prepare_config
+    from sparring.framework.serial_run import SerialRun
+    config = short(tmp_path / 'saved', 2 * 32 * 20)
+    config['train'].update(eval_in_background=True)
+    run = SerialRun(prepare_config(config))
+    try:
+        for _ in range(3):
+            run.train_round()
+        run.evaluate_pending()
+        state = run.state_dict()
+    finally:
+        run.close()
+    assert {e['player_id'] for e in state['evaluations_in_flight']} == {'naive_sp_pursuer_0', 'naive_sp_evader_0'}
+    config['train']['eval_in_background'] = resume_in_background
+    resumed = SerialRun(prepare_config(config, resume=True), state)
+    try:
+        resumed.settle_evaluations()
+        assert set(resumed.last_eval['naive_sp_pursuer_0']) == {'random_evader', 'pursuit_flee'}
+        assert set(resumed.last_eval['naive_sp_evader_0']) == {'random_pursuer', 'pursuit_chase'}
+        assert not resumed.evaluations.in_flight
+    finally:
+        resumed.close()
