@@ -29,6 +29,7 @@ def test_ready_config_compiles_and_builds(path, tmp_path):
     from sparring.framework.multiseat_run import MultiSeatRun, is_multiseat_run
     from sparring.framework.run_setup import complete_league_config, evaluation_opponents
     from sparring.framework.serial_run import SerialRun
+    from sparring.worker.evaluation import opponent_role
     cfg.env.collector_env_num = cfg.env.evaluator_env_num = 2
     if is_multiseat_run(cfg):  # a game of three or more seats: its league, learners and collectors
         MultiSeatRun(cfg, say=lambda line: None).close()
@@ -36,8 +37,9 @@ def test_ready_config_compiles_and_builds(path, tmp_path):
     complete_league_config(cfg)
     run = SerialRun(cfg)
     try:
-        for _, ref in evaluation_opponents(run.league, cfg):
-            assert run.pool.get(ref) is not None
+        for oid, ref in evaluation_opponents(run.league, cfg):
+            role = opponent_role(cfg, oid, ref) if run.roles else None  # a game with roles: the pool of its role
+            assert run.pool.get(ref, role) is not None
         # One anchor of the Elo scale: two bots pinned at one rating would skew every player rated against them.
         elo = run.league.ratings.elo
         anchors = [r.player_id for r in run.league.reference_players if elo is not None and elo.is_fixed(r.player_id)]
