@@ -33,10 +33,7 @@ from sparring.policy.device import Placement, acting_device, check_device_spec
 from sparring.policy.finite_step import finite_update
 from sparring.policy.replay_buffer import (REPLAY_CONSTRAINTS, check_batch_fits_replay, chunk_transitions,
                                            make_replay_buffer, replay_default_config)
-
-# The replay columns DQN learns from (``next_mask`` only for masked actions); not the chosen move's mask nor
-# the opponent tags that ``chunk_transitions`` also gives.
-REPLAY_COLUMNS = ('obs', 'action', 'ret', 'discount', 'next_obs', 'next_mask')
+from sparring.policy.transitions import Transitions
 
 
 class _QNetwork(torch.nn.Module):
@@ -180,13 +177,14 @@ class DQNPolicy(Policy):
         return self.placement.numpy(self.net(self._obs_tensor(obs)).max(-1).values)
 
     # -- learning -----------------------------------------------------------------------------
-    def transitions(self, chunk: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
-        """The chunk's n-step transitions as replay columns (see ``replay_buffer.chunk_transitions``), only
-        those DQN learns from: they are the buffer's layout in checkpoints."""
+    def transitions(self, chunk: Dict[str, np.ndarray]) -> Transitions[np.ndarray]:
+        """The chunk's n-step transitions (see ``replay_buffer.chunk_transitions``) with only the fields DQN learns
+        from (``next_mask`` only for masked actions; not the chosen move's mask nor the opponent tags): they are the
+        buffer's layout in checkpoints."""
         learn = self.cfg['learn']
         data = chunk_transitions(chunk, learn['gamma'], learn['n_step'], 'DQN')
-        data['action'] = data['action'].astype(np.int64)  # gather's index type
-        return {key: data[key] for key in REPLAY_COLUMNS if key in data}
+        return data.replace(action=data.action.astype(np.int64),  # gather's index type
+                            mask=None, opponent=None, opponent_version=None)
 
     def _set_epsilon(self, progress: float) -> None:
         collect = self.cfg['collect']
@@ -198,19 +196,19 @@ class DQNPolicy(Policy):
             fraction = 1.0
         self.net.epsilon.fill_(F.LinearSchedule(collect['eps_start'], collect['eps_end'])(fraction))
 
-    def compute_loss(self, data: Dict[str, np.ndarray], weights: Optional[np.ndarray] = None):
-        """(weighted TD loss, TD errors, Q of the taken actions) on a batch of replay columns."""
+    def compute_loss(self, data: Transitions[np.ndarray], weights: Optional[np.ndarray] = None):
+        """(weighted TD loss, TD errors, Q of the taken actions) on a batch of transitions."""
         learn = self.cfg['learn']
-        batch = {k: self.placement.tensor(v) for k, v in data.items()}
-        batch['obs'], batch['next_obs'] = self._obs_tensor(data['obs']), self._obs_tensor(data['next_obs'])
+        batch = data.map(self.placement.tensor).replace(obs=self._obs_tensor(data.obs),
+                                                         next_obs=self._obs_tensor(data.next_obs))
         weight_tensor = None if weights is None else self.placement.tensor(weights)
-        q = self.net(batch['obs'])
-        q_taken = q.gather(-1, batch['action'].unsqueeze(-1)).squeeze(-1)
+        q = self.net(batch.obs)
+        q_taken = q.gather(-1, batch.action.unsqueeze(-1)).squeeze(-1)
         with torch.no_grad():
-            next_q_target = self.target_net(batch['next_obs'])
-            next_q_online = self.net(batch['next_obs']) if learn['double'] else None
-            boot = F.q_bootstrap(next_q_target, next_q_online, batch.get('next_mask'))
-            target = batch['ret'] + batch['discount'] * boot
+            next_q_target = self.target_net(batch.next_obs)
+            next_q_online = self.net(batch.next_obs) if learn['double'] else None
+            boot = F.q_bootstrap(next_q_target, next_q_online, batch.next_mask)
+            target = batch.ret + batch.discount * boot
         loss, td_error = F.td_loss(q_taken, target, weight_tensor, learn['loss'])
         return loss, td_error, q_taken.detach()
 
@@ -226,9 +224,9 @@ class DQNPolicy(Policy):
     def learn(self, chunk: Dict[str, np.ndarray], progress: float = 0.0) -> Dict[str, float]:
         learn = self.cfg['learn']
         data = self.transitions(chunk)
-        pushed = len(data['ret'])
+        pushed = len(data.ret)
         if pushed:
-            self.replay.push(data)
+            self.replay.push(data.columns())
         decision = chunk.get('train_mask')
         self.agent_steps += int(np.size(chunk['reward']) if decision is None else np.count_nonzero(decision))
         lr = self.lr_schedule(progress)
@@ -241,7 +239,7 @@ class DQNPolicy(Policy):
         for _ in range(updates):
             sample = self.replay.sample(learn['batch_size'], beta)
             weights = sample.weights if self.replay.prioritized else None
-            loss, td_error, q_taken = self.compute_loss(sample.data, weights)
+            loss, td_error, q_taken = self.compute_loss(Transitions.of(sample.data), weights)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if not finite_update(loss, self.net.parameters()):  # skipped and counted, never applied

@@ -19,6 +19,7 @@ import numpy as np
 
 from sparring.config.schema import ConfigError, in_range
 from sparring.policy import functional as F
+from sparring.policy.transitions import Transitions
 
 # Battle chunks may say whom each move was played against: the opponent's player id as an int64 code
 # and its parameter version (see ``replay_opponents``); transitions keep both (``chunk_transitions``).
@@ -291,9 +292,10 @@ REPLAY_CONSTRAINTS = {
 }
 
 
-def chunk_transitions(chunk: Dict[str, np.ndarray], gamma: float, n_step: int, who: str) -> Dict[str, np.ndarray]:
-    """A chunk's n-step transitions as replay columns: ``obs, action, ret, discount, next_obs`` and, for chunks
-    with action masks, ``mask`` (legal actions where the move was chosen) and ``next_mask`` (where it bootstraps).
+def chunk_transitions(chunk: Dict[str, np.ndarray], gamma: float, n_step: int, who: str) -> Transitions[np.ndarray]:
+    """A chunk's n-step :class:`~sparring.policy.transitions.Transitions`: ``obs, action, ret, discount, next_obs``
+    and, for chunks with action masks, ``mask`` (legal actions where the move was chosen) and ``next_mask`` (where
+    it bootstraps), and whom each move was against where the chunk says so.
 
     Transitions run between the policy's own decisions (``train_mask`` rows in battle chunks, every row in
     single-agent ones; see ``functional.nstep_transitions``). A truncated episode bootstraps from its final
@@ -322,4 +324,4 @@ def chunk_transitions(chunk: Dict[str, np.ndarray], gamma: float, n_step: int, w
     for key in OPPONENT_KEYS:  # who the move was played against (battle chunks that say so)
         if key in chunk:
             data[key] = np.asarray(chunk[key])[tr.row, tr.col]
-    return data
+    return Transitions.of(data)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 from typing import Any, Dict, Mapping, Optional, cast
 
 import gymnasium as gym
@@ -41,8 +42,9 @@ from sparring.policy.base import ActOutput, Policy
 from sparring.policy.chunk_spec import ChunkField, ChunkSpaces, ChunkSpec, next_obs_field
 from sparring.policy.device import Placement, acting_device, check_device_spec
 from sparring.policy.normalizer import RunningNormalizer, observation_normalizer
-from sparring.policy.replay_buffer import (OPPONENT_KEYS, REPLAY_CONSTRAINTS, check_batch_fits_replay, chunk_transitions,
+from sparring.policy.replay_buffer import (REPLAY_CONSTRAINTS, check_batch_fits_replay, chunk_transitions,
                                            make_replay_buffer, replay_default_config)
+from sparring.policy.transitions import Transitions
 from sparring.policy.replay_opponents import UNTAGGED, OpponentLedger
 from sparring.policy.sac_model import SACModel
 from sparring.policy.threads import torch_threads
@@ -259,13 +261,15 @@ class SACPolicy(Policy):
         return np.zeros(len(obs), dtype=np.float32)
 
     # -- learning -----------------------------------------------------------------------------
-    def transitions(self, chunk: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    def transitions(self, chunk: Dict[str, np.ndarray]) -> Transitions[np.ndarray]:
         learn = self.cfg['learn']
         data = chunk_transitions(chunk, learn['gamma'], learn['n_step'], 'SAC')
-        data['action'] = data['action'].astype(np.float32 if self.continuous else np.int64)
+        data = data.replace(action=data.action.astype(np.float32 if self.continuous else np.int64))
         if 'train_mask' in chunk:  # a battle chunk: whom each move was against, when the chunk says so
-            for key in OPPONENT_KEYS:
-                data[key] = data[key].astype(np.int64) if key in data else np.full(len(data['ret']), UNTAGGED, np.int64)
+            untagged = np.full(len(data.ret), UNTAGGED, np.int64)
+            data = data.replace(**{key: untagged if tags is None else tags.astype(np.int64)
+                                   for key, tags in (('opponent', data.opponent),
+                                                     ('opponent_version', data.opponent_version))})
         return data
 
     def opponent_mix(self) -> Dict[str, float]:
@@ -296,11 +300,11 @@ class SACPolicy(Policy):
     def _learn(self, chunk: Dict[str, np.ndarray], progress: float) -> Dict[str, float]:
         learn = self.cfg['learn']
         data = self.transitions(chunk)
-        pushed = len(data['ret'])
+        pushed = len(data.ret)
         if pushed:
-            self.replay.push(data)
+            self.replay.push(data.columns())
             if self.net.normalizer is not None:
-                self.net.normalizer.update(data['obs'])
+                self.net.normalizer.update(data.obs)
         decision = chunk.get('train_mask')
         self.agent_steps += int(np.size(chunk['reward']) if decision is None else np.count_nonzero(decision))
         ready = len(self.replay) >= max(learn['learning_starts'], 1)
@@ -322,42 +326,43 @@ class SACPolicy(Policy):
             rows = []
             for _ in range(updates):
                 sample = self.replay.sample(batch, beta)
-                stats, td_abs = self._step(self._batch(sample.data), self.placement.tensor(sample.weights))
+                stats, td_abs = self._step(self._batch(Transitions.of(sample.data)),
+                                           self.placement.tensor(sample.weights))
                 self.replay.update_priorities(sample.indices, self.placement.numpy(td_abs))
                 rows.append(stats)
             return rows
         # Uniform: every step's batch drawn in one go and moved to the device once; steps take slices.
-        drawn = self._batch(self.replay.sample(updates * batch).data)
-        return [self._step({k: v[i * batch:(i + 1) * batch] for k, v in drawn.items()}, None)[0]
+        drawn = self._batch(Transitions.of(self.replay.sample(updates * batch).data))
+        return [self._step(drawn.map(operator.itemgetter(slice(i * batch, (i + 1) * batch))), None)[0]
                 for i in range(updates)]
 
-    def _batch(self, data: Dict[str, np.ndarray]) -> Dict[str, torch.Tensor]:
-        batch = {k: self.placement.tensor(v) for k, v in data.items()}
-        batch['obs'], batch['next_obs'] = self._obs_tensor(data['obs']), self._obs_tensor(data['next_obs'])
+    def _batch(self, data: Transitions[np.ndarray]) -> Transitions[torch.Tensor]:
+        batch = data.map(self.placement.tensor).replace(obs=self._obs_tensor(data.obs),
+                                                         next_obs=self._obs_tensor(data.next_obs))
         if self.continuous:
-            batch['action'] = self.from_env_action(batch['action'])
+            batch = batch.replace(action=self.from_env_action(batch.action))
         return batch
 
-    def _step(self, batch: Dict[str, torch.Tensor], weights: Optional[torch.Tensor]):
+    def _step(self, batch: Transitions[torch.Tensor], weights: Optional[torch.Tensor]):
         learn = self.cfg['learn']
-        features, next_features = self.net.features(batch['obs']), self.net.features(batch['next_obs'])
+        features, next_features = self.net.features(batch.obs), self.net.features(batch.next_obs)
         params = self.optimizer.param_groups[0]['params']
         for p in params:
             p.grad = None
         if self.continuous:
-            shape = (len(batch['ret']), self.model.action_dim)
+            shape = (len(batch.ret), self.model.action_dim)
             # Drawn from the policy's CPU generator: the same numbers on any device.
             noise, next_noise = (torch.randn(shape, generator=self.generator) for _ in range(2))
             # The same losses and gradients by hand where sac_grad covers the networks (a third of the step's time).
             terms_of = G.continuous_step if self._hand_gradients else L.continuous_terms
-            terms = terms_of(self.model, features, next_features, batch['action'], batch['ret'], batch['discount'],
+            terms = terms_of(self.model, features, next_features, batch.action, batch.ret, batch.discount,
                              weights, self.log_alpha, self.target_entropy, self.target_critics,
                              noise.to(features.device), next_noise.to(features.device))
         else:
-            mask = batch.get('mask')
+            mask = batch.mask
             target_entropy = L.discrete_target_entropy(mask, self.model.action_dim, learn['target_entropy_ratio'])
-            terms = L.discrete_terms(self.model, features, next_features, batch['action'], mask,
-                                     batch.get('next_mask'), batch['ret'], batch['discount'], weights,
+            terms = L.discrete_terms(self.model, features, next_features, batch.action, mask,
+                                     batch.next_mask, batch.ret, batch.discount, weights,
                                      self.log_alpha, target_entropy.to(features.device), self.target_critics)
         if terms.loss.requires_grad:  # autograd's terms (the hand-written ones have their gradients already)
             terms.loss.backward()

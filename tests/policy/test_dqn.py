@@ -143,7 +143,7 @@ TARGET = [[0.5, 1.0], [2.0, 4.0], [0.0, 0.0]]
 def test_policy_loss_on_a_hand_computed_batch(double, mask, expected_errors):
     policy = _table_policy(ONLINE, TARGET, double=double)
     data = policy.transitions(_two_step_chunk(mask))
-    np.testing.assert_allclose(data['discount'], [0.5, 0.0])
+    np.testing.assert_allclose(data.discount, [0.5, 0.0])
     loss, td_error, q_taken = policy.compute_loss(data)
     np.testing.assert_allclose(q_taken, [1.0, 0.0])
     np.testing.assert_allclose(td_error, expected_errors)
@@ -158,8 +158,8 @@ def test_truncated_bootstraps_from_the_final_observation():
     chunk['terminated'][1, 0], chunk['truncated'][1, 0] = False, True
     chunk['next_obs'][1, 0] = np.eye(3, dtype=np.float32)[0]  # the cut episode's final state is s0
     data = policy.transitions(chunk)
-    np.testing.assert_allclose(data['discount'], [0.5, 0.5])
-    np.testing.assert_array_equal(data['next_obs'][1], [1.0, 0.0, 0.0])
+    np.testing.assert_allclose(data.discount, [0.5, 0.5])
+    np.testing.assert_array_equal(data.next_obs[1], [1.0, 0.0, 0.0])
     _, td_error, _ = policy.compute_loss(data)
     assert td_error[1].item() == pytest.approx(0.5 + 0.5 * 1.0 - 0.0)
 
@@ -304,8 +304,8 @@ def test_replay_keeps_only_the_columns_dqn_learns_from():
     chunk.update(action_mask=np.ones((8, 4, 2), bool), train_mask=np.ones((8, 4), bool),
                  opponent=np.full((8, 4), 7, np.int64), opponent_version=np.ones((8, 4), np.int64))
     data = policy.transitions(chunk)
-    assert list(data) == ['obs', 'action', 'ret', 'discount', 'next_obs', 'next_mask']
-    assert data['action'].dtype == np.int64
+    assert list(data.columns()) == ['obs', 'action', 'ret', 'discount', 'next_obs', 'next_mask']
+    assert data.action.dtype == np.int64
 
 
 def test_a_chunk_without_next_obs_is_refused():
