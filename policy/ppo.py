@@ -230,7 +230,7 @@ class PPOPolicy(Policy):
     # -- learning -----------------------------------------------------------------------------
     def _forward(self, batch: TrainBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """(heads, values) laid out like the batch's fields, under the current parameters."""
-        obs = self.net.prepare(batch.fields['obs'])
+        obs = self.net.prepare(batch.obs)
         if batch.windowed:
             head, value, _ = self.model.unroll(obs, batch.state, batch.starts)
             return head, value
@@ -347,14 +347,14 @@ class PPOPolicy(Policy):
         value_fit = self._after_policy_epochs(batch, progress)
         if self.net.normalizer is not None:
             # After the update, so the chunk's log-probs were computed with the statistics it used.
-            self.net.normalizer.update(fresh.steps('obs'))
+            self.net.normalizer.update(fresh.kept.obs)
         self._version += 1
         objective_stats = objective.after_update(batch, fresh)
         if self.replays_value:
             self.value_replay_batch = batch
         updates = max(len(rows), 1)
         policy_loss, value_loss, entropy, approx_kl, clip_fraction = step_means(rows, updates)
-        predicted, target = (self.placement.numpy(batch.steps(key)) for key in ('value', 'ret'))
+        predicted, target = self.placement.numpy(batch.kept.value), self.placement.numpy(batch.kept.ret)
         return UpdateStats(
             policy_loss=policy_loss, value_loss=value_loss, entropy=entropy, approx_kl=approx_kl,
             clip_fraction=clip_fraction,
@@ -393,7 +393,7 @@ class PPOPolicy(Policy):
         on = self.cfg['learn']['cuda_graph'] and graphed_steps.capturable(self.placement.device)
         runner = getattr(self, '_graph_runner', None)
         if (not on or (runner is not None and runner.failed) or replay is not None or batch.windowed
-                or ('acts' in batch.fields and not self.objective.acting_by_advantage)
+                or (batch.acts is not None and not self.objective.acting_by_advantage)
                 or self.net.normalizer is not None
                 or self.grad_clipper is not None or not self.objective.graph_safe
                 or graphed_steps.hooked(self._gradient_step().params)):
@@ -410,19 +410,20 @@ class PPOPolicy(Policy):
         learn = self.cfg['learn']
         head, value = self._forward(part)
         head, value = part.flatten_kept(head), part.flatten_kept(value)
-        mask = part.steps('mask') if 'mask' in part.fields else None
-        log_prob, entropy = self._policy_terms(head, part.steps('action'), mask)
+        kept = part.kept
+        mask = kept.mask
+        log_prob, entropy = self._policy_terms(head, kept.action, mask)
         v_loss = self._value_loss(part, value, replay) if self.value_in_policy_loss else value.new_zeros(())
-        if captured and 'acts' in part.fields:  # the policy terms where an action was chosen, as weights
-            terms = graphed_steps.acting_by_advantage(part.steps('acts'), log_prob, entropy, part.steps('adv'),
-                                                      part.steps('log_prob'), learn['normalize_advantage'])
+        acts = kept.acts if captured else None
+        if acts is not None:  # captured: the policy terms where an action was chosen, as weights
+            terms = graphed_steps.acting_by_advantage(acts, log_prob, entropy, kept.adv, kept.log_prob,
+                                                      learn['normalize_advantage'])
             pg_loss, approx_kl, clip_frac = self.objective.policy_loss(
-                Minibatch(part, head, mask, terms.log_prob, part.steps('log_prob'), terms.adv, clip_range))
+                Minibatch(part, head, mask, terms.log_prob, kept.log_prob, terms.adv, clip_range))
             approx_kl, clip_frac, entropy_mean = approx_kl * terms.scale, clip_frac * terms.scale, terms.entropy_mean
             return self._step_on(pg_loss, v_loss, entropy_mean, approx_kl, clip_frac, head)
         # The policy terms only where an action was chosen.
-        log_prob, entropy, adv, old_log_prob = part.acting_steps(log_prob, entropy, part.steps('adv'),
-                                                                 part.steps('log_prob'))
+        log_prob, entropy, adv, old_log_prob = part.acting_steps(log_prob, entropy, kept.adv, kept.log_prob)
         if log_prob.numel() == 0:  # a minibatch of value-only steps
             pg_loss = approx_kl = clip_frac = entropy_mean = value.new_zeros(())
         else:
@@ -445,12 +446,12 @@ class PPOPolicy(Policy):
 
     def _value_loss(self, part: TrainBatch, value: torch.Tensor, replay: Optional[TrainBatch]) -> torch.Tensor:
         """The value loss on a minibatch (``value`` its flat predictions), with the replayed chunk's part if any."""
-        values, old_values, targets = value, part.steps('value'), part.steps('ret')
+        values, old_values, targets = value, part.kept.value, part.kept.ret
         if replay is not None:
             replay_value = replay.flatten_kept(self._forward(replay)[1])
             values = torch.cat([values, replay_value])
-            old_values = torch.cat([old_values, replay.steps('value')])
-            targets = torch.cat([targets, replay.steps('ret')])
+            old_values = torch.cat([old_values, replay.kept.value])
+            targets = torch.cat([targets, replay.kept.ret])
         return F.value_loss(values, old_values, targets, self.cfg['learn']['value_clip_range'])
 
     def _make_optimizer(self) -> torch.optim.Optimizer:

@@ -124,9 +124,9 @@ class SeparateValuePPOPolicy(PPOPolicy):
         parts = [batch]
         if self.replays_value and self.value_replay_batch is not None:
             parts.append(self.value_replay_batch)
-        obs = torch.cat([p.steps('obs') for p in parts])
-        old_value = torch.cat([p.steps('value') for p in parts])
-        target = torch.cat([p.steps('ret') for p in parts])
+        obs = torch.cat([p.kept.obs for p in parts])
+        old_value = torch.cat([p.kept.value for p in parts])
+        target = torch.cat([p.kept.ret for p in parts])
         lr = self.value_lr_schedule(progress)
         for group in self.value_optimizer.param_groups:
             group['lr'] = lr

@@ -6,8 +6,21 @@ train on whole truncated-BPTT windows: the unit is a window of ``L`` consecutive
 env column, fields are ``[L, U, ...]`` (U = windows x columns), ``keep`` ``[L, U]`` marks the
 steps that count in the losses, ``state`` holds each window's initial recurrent state ``[U, ...]``
 (recorded by the collector) and ``starts`` ``[L, U]`` the steps whose observation begins a new
-episode (the state is zeroed there). Either way :meth:`TrainBatch.steps` gives a field as a
-flat tensor over the kept steps, so the losses are computed alike.
+episode (the state is zeroed there). Either way :attr:`TrainBatch.kept` gives the fields as flat
+tensors over the kept steps, so the losses are computed alike.
+
+A batch is read by attribute: ``batch.obs``, ``batch.adv`` in the batch's layout, ``batch.kept.adv``
+over its kept steps; a field the batch does not hold (an action mask in a game without one, the
+search's labels outside expert iteration) is None. What each field is:
+
+* ``obs``, ``action``, ``log_prob`` (the behaviour's), ``value`` (the value when acting): from the chunk;
+* ``adv``, ``ret``: the advantages and value targets worked out from it (GAE, or V-trace);
+* ``mask``: the legal actions (Discrete games); ``acts``: the kept steps where an action was chosen,
+  when not all of them (a turn-based game's value-only steps);
+* ``search_policy``, ``policy_weight``: expert iteration's targets and the weight of each step's
+  policy loss;
+* ``old_head``, ``magnet_head``: what an objective keeps for the update (the heads before it, MMD's
+  magnet's), set by the objective and dropped after it.
 """
 from __future__ import annotations
 
@@ -20,12 +33,83 @@ from sparring.policy.chunk_spec import STATE_PREFIX
 
 
 class TrainBatch:
+    """The fields a PPO update reads, in units (steps or windows) that minibatches draw (see the module)."""
+
     def __init__(self, fields: Dict[str, torch.Tensor], keep: Optional[torch.Tensor] = None,
                  state: Optional[Tuple[torch.Tensor, ...]] = None, starts: Optional[torch.Tensor] = None) -> None:
-        self.fields = fields
+        self.fields = fields  # the storage the attributes read, by name (taken, joined and saved as a whole)
         self.keep = keep  # windows only; None: every step counts
         self.state = state  # windows only
         self.starts = starts  # windows only
+
+    # -- the fields (see the module docstring) ---------------------------------------------------
+    @property
+    def obs(self) -> torch.Tensor:
+        return self.fields['obs']
+
+    @property
+    def action(self) -> torch.Tensor:
+        return self.fields['action']
+
+    @property
+    def log_prob(self) -> torch.Tensor:
+        return self.fields['log_prob']
+
+    @property
+    def value(self) -> torch.Tensor:
+        return self.fields['value']
+
+    @property
+    def adv(self) -> torch.Tensor:
+        return self.fields['adv']
+
+    @property
+    def ret(self) -> torch.Tensor:
+        return self.fields['ret']
+
+    @property
+    def mask(self) -> Optional[torch.Tensor]:
+        return self.fields.get('mask')
+
+    @property
+    def acts(self) -> Optional[torch.Tensor]:
+        return self.fields.get('acts')
+
+    @property
+    def search_policy(self) -> Optional[torch.Tensor]:
+        return self.fields.get('search_policy')
+
+    @property
+    def policy_weight(self) -> Optional[torch.Tensor]:
+        return self.fields.get('policy_weight')
+
+    @property
+    def old_head(self) -> Optional[torch.Tensor]:
+        return self.fields.get('old_head')
+
+    @old_head.setter
+    def old_head(self, value: Optional[torch.Tensor]) -> None:
+        self._set('old_head', value)
+
+    @property
+    def magnet_head(self) -> Optional[torch.Tensor]:
+        return self.fields.get('magnet_head')
+
+    @magnet_head.setter
+    def magnet_head(self, value: Optional[torch.Tensor]) -> None:
+        self._set('magnet_head', value)
+
+    def _set(self, name: str, value: Optional[torch.Tensor]) -> None:
+        """Hold ``value`` as field ``name``; None drops the field."""
+        if value is None:
+            self.fields.pop(name, None)
+        else:
+            self.fields[name] = value
+
+    @property
+    def kept(self) -> 'KeptSteps':
+        """The fields as flat tensors over the kept steps (``[kept steps, ...]``)."""
+        return KeptSteps(self)
 
     @property
     def windowed(self) -> bool:
@@ -58,15 +142,12 @@ class TrainBatch:
         flat = tensor.reshape(-1, *tensor.shape[2:])
         return flat if self.keep is None else flat[self.keep.reshape(-1)]
 
-    def steps(self, name: str) -> torch.Tensor:
-        return self.flatten_kept(self.fields[name])
-
     def acting_steps(self, *tensors: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         """Flat per-step tensors (``[kept steps, ...]``) restricted to the steps where an action was chosen
         (``acts``); all of them when every kept step acts."""
-        if 'acts' not in self.fields:
+        acts = self.kept.acts
+        if acts is None:
             return tensors
-        acts = self.steps('acts')
         return tuple(t[acts] for t in tensors)
 
     @classmethod
@@ -98,6 +179,75 @@ class TrainBatch:
     @classmethod
     def from_state_dict(cls, state: dict) -> 'TrainBatch':
         return cls(state['fields'], state['keep'], state['state'], state['starts'])
+
+
+class KeptSteps:
+    """A batch's fields as flat tensors over its kept steps (``[kept steps, ...]``), read by attribute."""
+
+    def __init__(self, batch: TrainBatch) -> None:
+        self._batch = batch
+
+    def _flat(self, tensor: torch.Tensor) -> torch.Tensor:
+        return self._batch.flatten_kept(tensor)
+
+    def _flat_optional(self, tensor: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+        return None if tensor is None else self._batch.flatten_kept(tensor)
+
+    @property
+    def obs(self) -> torch.Tensor:
+        return self._flat(self._batch.obs)
+
+    @property
+    def action(self) -> torch.Tensor:
+        return self._flat(self._batch.action)
+
+    @property
+    def log_prob(self) -> torch.Tensor:
+        return self._flat(self._batch.log_prob)
+
+    @property
+    def value(self) -> torch.Tensor:
+        return self._flat(self._batch.value)
+
+    @property
+    def adv(self) -> torch.Tensor:
+        return self._flat(self._batch.adv)
+
+    @property
+    def ret(self) -> torch.Tensor:
+        return self._flat(self._batch.ret)
+
+    @property
+    def mask(self) -> Optional[torch.Tensor]:
+        return self._flat_optional(self._batch.mask)
+
+    @property
+    def acts(self) -> Optional[torch.Tensor]:
+        return self._flat_optional(self._batch.acts)
+
+    @property
+    def search_policy(self) -> Optional[torch.Tensor]:
+        return self._flat_optional(self._batch.search_policy)
+
+    @property
+    def policy_weight(self) -> Optional[torch.Tensor]:
+        return self._flat_optional(self._batch.policy_weight)
+
+    @property
+    def old_head(self) -> Optional[torch.Tensor]:
+        return self._flat_optional(self._batch.old_head)
+
+    @property
+    def magnet_head(self) -> Optional[torch.Tensor]:
+        return self._flat_optional(self._batch.magnet_head)
+
+
+def present(tensor: Optional[torch.Tensor], name: str) -> torch.Tensor:
+    """``tensor``, an optional field the caller needs (an objective's own); ValueError naming it if the batch lacks
+    it."""
+    if tensor is None:
+        raise ValueError(f'PPO update: the batch holds no {name!r}, which this objective reads')
+    return tensor
 
 
 def _masks(chunk: Dict[str, np.ndarray]):

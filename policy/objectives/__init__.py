@@ -17,7 +17,7 @@ overrides only the steps it changes, e.g. a "reverse-KL to the old policy" objec
         def before_update(self, batch, progress):
             keep_old_heads(self.parts, batch)
         def policy_loss(self, mb):
-            ...  # from mb.head, mb.log_prob, mb.adv and mb.part.steps('old_head')
+            ...  # from mb.head, mb.log_prob, mb.adv and mb.part.kept.old_head
 
 and the line is its entry in ``OBJECTIVES`` below (the config's ``one_of`` check reads the names from
 there). An objective with config keys of its own also declares ``<NAME>_DEFAULTS`` / ``<NAME>_CONSTRAINTS``

@@ -194,7 +194,7 @@ class Objective:
 @torch.no_grad()
 def keep_old_heads(parts: PolicyParts, batch: TrainBatch) -> None:
     """The heads of the whole batch under the parameters the update starts from, as field ``old_head``."""
-    batch.fields['old_head'] = parts.forward(batch)[0]
+    batch.old_head = parts.forward(batch)[0]
 
 
 def categorical_dists(mb: Minibatch, *heads: torch.Tensor) -> list:

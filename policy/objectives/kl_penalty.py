@@ -19,7 +19,7 @@ from sparring.policy import distributions as D
 from sparring.policy import functional as F
 from sparring.policy.device import Placement
 from sparring.policy.objectives.base import Minibatch, Objective, PolicyLoss, PolicyParts, keep_old_heads
-from sparring.policy.train_batch import TrainBatch
+from sparring.policy.train_batch import TrainBatch, present
 
 # The epoch loop stops once the batch's KL passes this multiple of kl_target.
 KL_EARLY_STOP_MULTIPLE = 4.0
@@ -75,7 +75,7 @@ class KLPenaltyObjective(Objective):
 
     def policy_loss(self, mb: Minibatch) -> PolicyLoss:
         learn, part = self.learn, mb.part
-        old_head, new_head = part.acting_steps(part.steps('old_head'), mb.head)
+        old_head, new_head = part.acting_steps(present(part.kept.old_head, 'old_head'), mb.head)
         kl_mask = None if mb.mask is None else part.acting_steps(mb.mask)[0]
         kl = self._kl(old_head, new_head, kl_mask)
         loss, _ = F.kl_penalty_loss(mb.log_prob, mb.old_log_prob, mb.adv, kl, self.kl_beta, learn['eta'],
@@ -86,8 +86,7 @@ class KLPenaltyObjective(Objective):
     @torch.no_grad()
     def _whole_batch_kl(self, batch: TrainBatch) -> float:
         head, _ = self.parts.forward(batch)
-        mask = batch.steps('mask') if 'mask' in batch.fields else None
-        kl = self._kl(batch.steps('old_head'), batch.flatten_kept(head), mask)
+        kl = self._kl(present(batch.kept.old_head, 'old_head'), batch.flatten_kept(head), batch.kept.mask)
         (kl,) = batch.acting_steps(kl)
         return kl.mean().item() if kl.numel() else 0.0
 
@@ -102,7 +101,7 @@ class KLPenaltyObjective(Objective):
         stats = dict(kl=self.batch_kl, kl_beta=self.kl_beta, lr_multiplier=self.lr_multiplier)
         self.kl_beta, self.lr_multiplier = F.adapt_kl_penalty(self.batch_kl, learn['kl_target'], self.kl_beta,
                                                               self.lr_multiplier, learn['kl_adapt_factor'])
-        batch.fields.pop('old_head', None)  # not kept with a replayed batch
+        batch.old_head = None  # not kept with a replayed batch
         return stats
 
     def state_dict(self, placement: Placement) -> Dict[str, Any]:

@@ -20,7 +20,7 @@ from sparring.policy.device import Placement
 from sparring.policy.mmd import mmd_policy_loss
 from sparring.policy.objectives.base import (Minibatch, Objective, PolicyLoss, PolicyParts, categorical_dists,
                                              keep_old_heads)
-from sparring.policy.train_batch import TrainBatch
+from sparring.policy.train_batch import TrainBatch, present
 
 MAGNETS = ('uniform', 'moving')
 
@@ -67,16 +67,16 @@ class MMDObjective(Objective):
         """The old policy's heads, the magnet's heads (a moving magnet) and this update's alpha."""
         keep_old_heads(self.parts, batch)
         if self.magnet_net is not None:
-            obs = self.magnet_net.prepare(batch.fields['obs'])
-            batch.fields['magnet_head'] = self.magnet_net.model(obs)[0]
+            obs = self.magnet_net.prepare(batch.obs)
+            batch.magnet_head = self.magnet_net.model(obs)[0]
         self.current_magnet_coef = self._magnet_coef(progress)
 
     def policy_loss(self, mb: Minibatch) -> PolicyLoss:
         """(policy loss, KL to the old policy, clip fraction), as the PPO update logs them."""
         part = mb.part
-        heads = [mb.head, part.steps('old_head')]
+        heads = [mb.head, present(part.kept.old_head, 'old_head')]
         if self.magnet_net is not None:
-            heads.append(part.steps('magnet_head'))
+            heads.append(present(part.kept.magnet_head, 'magnet_head'))
         dists = categorical_dists(mb, *heads)
         magnet = dists[2] if len(dists) > 2 else None
         loss, kl_old, _ = mmd_policy_loss(mb.log_prob, mb.old_log_prob, mb.adv, dists[0], dists[1], magnet,
@@ -94,8 +94,7 @@ class MMDObjective(Objective):
                     magnet.lerp_(live, rate)
                 else:
                     magnet.copy_(live)
-        for name in ('old_head', 'magnet_head'):  # not kept with a replayed batch
-            batch.fields.pop(name, None)
+        batch.old_head = batch.magnet_head = None  # not kept with a replayed batch
         return dict(magnet_coef=self.current_magnet_coef)
 
     def reset(self) -> None:

@@ -31,7 +31,7 @@ from sparring.policy import functional as F
 from sparring.policy.chunk_spec import ChunkField, ChunkSpaces
 from sparring.policy.device import Placement
 from sparring.policy.objectives.base import Minibatch, Objective, PolicyLoss, PolicyParts
-from sparring.policy.train_batch import TrainBatch
+from sparring.policy.train_batch import TrainBatch, present
 
 # PPO's ``learn`` keys of this objective (refused under another one by ``check_config``).
 SEARCH_DEFAULTS = dict(
@@ -118,9 +118,12 @@ class SearchObjective(Objective):
         return TrainBatch.concat([*self.recent_batches, fresh], fill=dict(policy_weight=1.0))
 
     def policy_loss(self, mb: Minibatch) -> PolicyLoss:
+        kept = mb.part.kept
         log_probs, target = mb.part.acting_steps(D.categorical_log_probs(mb.head, mb.mask),
-                                                 mb.part.steps('search_policy'))
-        weight = mb.part.acting_steps(mb.part.steps('policy_weight'))[0] if 'policy_weight' in mb.part.fields else None
+                                                 present(kept.search_policy, 'search_policy'))
+        weight = kept.policy_weight
+        if weight is not None:
+            weight = mb.part.acting_steps(weight)[0]
         return PolicyLoss(*F.search_target_loss(log_probs, target, mb.log_prob, mb.old_log_prob, weight))
 
     def after_update(self, batch: TrainBatch, fresh: TrainBatch) -> Dict[str, float]:

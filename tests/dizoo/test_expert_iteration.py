@@ -187,7 +187,7 @@ def test_mirror_augmentation_mirrors_the_visits():
     fields = dict(obs=torch.zeros(1, 3, 6, 7), action=torch.tensor([0]),
                   search_policy=torch.tensor([[0.5, 0.3, 0.2, 0, 0, 0, 0]]))
     mirrored = with_mirror(TrainBatch(fields), dict(obs_axis=-1, actions=[6, 5, 4, 3, 2, 1, 0]))
-    assert mirrored.fields['search_policy'][1].tolist() == pytest.approx([0, 0, 0, 0, 0.2, 0.3, 0.5])
+    assert mirrored.search_policy[1].tolist() == pytest.approx([0, 0, 0, 0, 0.2, 0.3, 0.5])
 
 
 def _league_config(**battle):
@@ -263,13 +263,13 @@ def test_the_value_target_blends_the_result_with_the_search_value_where_the_play
     plain = small_ppo(env, objective='search', gamma=1.0, gae_lambda=1.0)
     chunk = BattleCollector(env, plain, 16, lambda slot: ('me', plain), search=acting).collect().data
     blended = small_ppo(env, objective='search', gamma=1.0, gae_lambda=1.0, search_value_weight=0.25)
-    result = plain._train_batch(chunk).fields['ret'].numpy()  # gamma = lambda = 1: each game's result
+    result = plain._train_batch(chunk).ret.numpy()  # gamma = lambda = 1: each game's result
     # by hand: 0.75 * result + 0.25 * search value where the seat moved; the result alone where it waited
     keep = chunk['value_mask'].reshape(-1)
     moved = chunk['train_mask'].reshape(-1)[keep]
     searched = chunk['search_value'].reshape(-1)[keep]
     expected = np.where(moved, 0.75 * result + 0.25 * searched, result)
-    np.testing.assert_allclose(blended._train_batch(chunk).fields['ret'].numpy(), expected, rtol=1e-6)
+    np.testing.assert_allclose(blended._train_batch(chunk).ret.numpy(), expected, rtol=1e-6)
     assert moved.any() and (~moved).any() and not np.allclose(expected, result)
     with pytest.raises(ValueError, match='search_value'):
         blended._train_batch({k: v for k, v in chunk.items() if k != 'search_value'})

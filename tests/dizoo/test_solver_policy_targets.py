@@ -128,7 +128,7 @@ def test_the_collector_records_policy_labels_and_the_learner_trains_towards_them
     np.testing.assert_array_equal(target[t, c], again)
     # The policy's target is the label where labelled and the search's visits elsewhere.
     keep = d['value_mask'].reshape(-1)
-    trained = policy._train_batch(d).fields['search_policy'].numpy()
+    trained = policy._train_batch(d).search_policy.numpy()
     expected = np.where(labelled[..., None], target, d['search_policy']).reshape(-1, 7)[keep]
     np.testing.assert_array_equal(trained, expected)
     assert not np.array_equal(trained, d['search_policy'].reshape(-1, 7)[keep])  # the search and the solver differ

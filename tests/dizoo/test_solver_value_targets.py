@@ -85,10 +85,10 @@ def test_the_collector_records_the_labels_where_the_player_moved_and_the_learner
     # The value target is the label there and the game's result (gamma = lambda = 1) elsewhere.
     keep = d['value_mask'].reshape(-1)
     result = policy._train_batch({k: v for k, v in d.items() if k not in ('value_target', 'value_labelled')})
-    fitted = policy._train_batch(d).fields['ret'].numpy()
-    expected = np.where(labelled.reshape(-1)[keep], d['value_target'].reshape(-1)[keep], result.fields['ret'].numpy())
+    fitted = policy._train_batch(d).ret.numpy()
+    expected = np.where(labelled.reshape(-1)[keep], d['value_target'].reshape(-1)[keep], result.ret.numpy())
     np.testing.assert_allclose(fitted, expected, rtol=1e-6)
-    assert not np.allclose(fitted, result.fields['ret'].numpy())  # some games' results differ from perfect play
+    assert not np.allclose(fitted, result.ret.numpy())  # some games' results differ from perfect play
     with pytest.raises(ValueError, match='value_labelled'):
         policy._train_batch({k: v for k, v in d.items() if k != 'value_labelled'})
 

@@ -106,9 +106,9 @@ def test_the_collector_records_tactics_and_the_learner_weighs_them():
     np.testing.assert_array_equal(d['policy_target'][t, c], again['policy_target'])
     batch = policy._train_batch(d)
     keep = d['value_mask'].reshape(-1)
-    np.testing.assert_array_equal(batch.fields['policy_weight'].numpy(), weight.reshape(-1)[keep])
+    np.testing.assert_array_equal(batch.policy_weight.numpy(), weight.reshape(-1)[keep])
     expected = np.where(labelled[..., None], d['policy_target'], d['search_policy']).reshape(-1, 7)[keep]
-    np.testing.assert_array_equal(batch.fields['search_policy'].numpy(), expected)
+    np.testing.assert_array_equal(batch.search_policy.numpy(), expected)
     # The learner's policy loss is the weighted one: the same chunk without the weights gives another.
     unweighted = copy.deepcopy(policy).learn({k: v for k, v in d.items() if k != 'policy_weight'})
     assert policy.learn(d)['policy_loss'] != pytest.approx(unweighted['policy_loss'])

@@ -97,14 +97,14 @@ def test_window_batch_layout_units_are_windows_by_columns():
     for window in range(2):
         for column in range(3):
             u = window * 3 + column
-            np.testing.assert_array_equal(batch.fields['adv'][:, u].numpy(), adv[window * 4:window * 4 + 4, column])
+            np.testing.assert_array_equal(batch.adv[:, u].numpy(), adv[window * 4:window * 4 + 4, column])
             np.testing.assert_array_equal(batch.state[0][u].numpy(), chunk['window_state_0'][window, column])
             done = chunk['terminated'][:, column]
             expected_starts = [False if window * 4 + k == 0 else done[window * 4 + k - 1] for k in range(4)]
             np.testing.assert_array_equal(batch.starts[:, u].numpy(), expected_starts)
     part = batch.take(torch.tensor([4, 1]))
     assert part.num_units == 2 and part.state[1].shape == (2, 8)
-    np.testing.assert_array_equal(part.fields['adv'][:, 0].numpy(), adv[4:8, 1])
+    np.testing.assert_array_equal(part.adv[:, 0].numpy(), adv[4:8, 1])
 
 
 def test_window_batch_keeps_only_masked_steps_in_the_losses():
@@ -115,8 +115,8 @@ def test_window_batch_keeps_only_masked_steps_in_the_losses():
     chunk['train_mask'][::2, 1] = False
     batch = window_batch(chunk, chunk['reward'], chunk['reward'], bptt_len=4)
     assert batch.num_steps == 8
-    np.testing.assert_array_equal(np.sort(batch.steps('adv').numpy()), np.sort(chunk['reward'][:, 1]))
-    assert batch.steps('acts').sum() == 4
+    np.testing.assert_array_equal(np.sort(batch.kept.adv.numpy()), np.sort(chunk['reward'][:, 1]))
+    assert batch.kept.acts.sum() == 4
 
 
 def test_window_batch_rejects_a_chunk_from_another_window_length():

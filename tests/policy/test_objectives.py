@@ -172,6 +172,6 @@ def test_the_search_window_moves_and_resets_with_the_policy():
     assert len(objective.recent_batches) == 2  # the window before the next chunk: search_window - 1
     assert objective.training_batch(fresh).num_units == 6
     objective.to(Placement(torch.device('meta')))
-    assert all(b.fields['obs'].device == torch.device('meta') for b in objective.recent_batches)
+    assert all(b.obs.device == torch.device('meta') for b in objective.recent_batches)
     objective.reset()
     assert not objective.recent_batches and objective.training_batch(fresh) is fresh

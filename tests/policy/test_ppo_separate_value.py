@@ -128,7 +128,7 @@ def test_reward_scale_multiplies_the_rewards_before_gae():
                  truncated=np.zeros((T, B), bool))
     batch = policy._train_batch(chunk)
     # rewards of 1 after scaling: returns 1 + 0.9 + 0.81, 1 + 0.9, 1
-    np.testing.assert_allclose(batch.steps('ret').numpy(), [2.71, 1.9, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(batch.kept.ret.numpy(), [2.71, 1.9, 1.0], rtol=1e-6)
     assert chunk['reward'][0, 0] == 2.0  # the caller's chunk is not touched
 
 

@@ -35,8 +35,8 @@ def test_on_its_own_fresh_chunk_vtrace_is_gae_with_lambda_one(env_type):
     vtrace_batch = policy._train_batch(chunk)
     adv, ret = F.gae(chunk['reward'], chunk['value'], chunk['next_value'], chunk['terminated'], chunk['truncated'],
                      gamma=0.99, lam=1.0)
-    np.testing.assert_allclose(vtrace_batch.steps('adv').numpy(), adv.reshape(-1), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(vtrace_batch.steps('ret').numpy(), ret.reshape(-1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(vtrace_batch.kept.adv.numpy(), adv.reshape(-1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(vtrace_batch.kept.ret.numpy(), ret.reshape(-1), rtol=1e-4, atol=1e-4)
 
 
 def test_a_stale_chunk_is_reweighted_by_the_current_policy():
@@ -51,7 +51,7 @@ def test_a_stale_chunk_is_reweighted_by_the_current_policy():
     batch = policy._train_batch(stale)
     _, gae_returns = F.gae(stale['reward'], stale['value'], stale['next_value'], stale['terminated'],
                            stale['truncated'], gamma=0.99, lam=1.0)
-    assert np.abs(batch.steps('ret').numpy() - gae_returns.reshape(-1)).max() > 1e-3
+    assert np.abs(batch.kept.ret.numpy() - gae_returns.reshape(-1)).max() > 1e-3
     # The clipped surrogate's ratio against the recorded log-probabilities is the importance weight, so the
     # advantages are V-trace's without rho (weighted, the correction would count twice).
     learn = policy.cfg['learn']
@@ -60,8 +60,8 @@ def test_a_stale_chunk_is_reweighted_by_the_current_policy():
     args = (stale['reward'], value, next_value, stale['terminated'], stale['truncated'], log_ratio)
     unweighted, _ = F.vtrace(*args, weight_advantages=False, **kwargs)
     weighted, _ = F.vtrace(*args, **kwargs)
-    np.testing.assert_allclose(batch.steps('adv').numpy(), unweighted.reshape(-1), rtol=1e-5, atol=1e-5)
-    assert np.abs(batch.steps('adv').numpy() - weighted.reshape(-1)).max() > 1e-3
+    np.testing.assert_allclose(batch.kept.adv.numpy(), unweighted.reshape(-1), rtol=1e-5, atol=1e-5)
+    assert np.abs(batch.kept.adv.numpy() - weighted.reshape(-1)).max() > 1e-3
     assert np.isfinite(policy.learn(stale)['policy_loss'])
 
 

@@ -42,8 +42,8 @@ def _recomputed(policy, data):
                          policy.bptt_len)
     with torch.no_grad():
         head, value = policy._forward(batch)
-        mask = batch.steps('mask') if 'mask' in batch.fields else None
-        log_prob, _ = policy._policy_terms(batch.flatten_kept(head), batch.steps('action'), mask)
+        mask = batch.kept.mask
+        log_prob, _ = policy._policy_terms(batch.flatten_kept(head), batch.kept.action, mask)
     T, B = data['reward'].shape
     L = policy.bptt_len
 
