@@ -183,6 +183,13 @@ class Bot(Policy):
         return f'{type(self).__name__}({self.name!r}, {self.cfg})'
 
 
+def given_mask(action_mask: Optional[np.ndarray], bot: str) -> np.ndarray:
+    """A ``Discrete`` game's legal actions, which :meth:`Bot.act` always hands a bot's ``_choose``."""
+    if action_mask is None:
+        raise ValueError(f'bot {bot!r}: _choose needs the legal actions of a Discrete game; got none')
+    return action_mask
+
+
 @BOT_REGISTRY.register('random')
 class RandomBot(Bot):
     """Uniform over the legal actions of a ``Discrete`` space, or over a ``Box`` with finite bounds.

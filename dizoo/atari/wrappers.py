@@ -67,7 +67,7 @@ class GreyResize(gymnasium.ObservationWrapper):
 
     def __init__(self, env: gymnasium.Env, size: int = 84) -> None:
         super().__init__(env)
-        shape = env.observation_space.shape
+        shape = env.observation_space.shape or ()
         if len(shape) not in (2, 3) or (len(shape) == 3 and shape[2] != 3):
             raise EnvError(f'GreyResize: observation space {env.observation_space!r}; expected frames of shape '
                            f'[H, W, 3] (RGB) or [H, W] (grey)')
@@ -127,16 +127,20 @@ class MaxAndSkip(gymnasium.Wrapper):
         return obs, info
 
     def step(self, action):
+        if self._last is None:
+            raise EnvError('MaxAndSkip: step() before reset(); expected reset() first')
         total = 0.0
         terminated = truncated = False
         info: dict = {}
+        previous, last = self._last, self._last
         for _ in range(self.skip):
             obs, reward, terminated, truncated, info = self.env.step(action)
-            self._previous, self._last = self._last, obs
+            previous, last = last, obs
             total += float(reward)
             if terminated or truncated:
                 break
-        return np.maximum(self._previous, self._last), total, terminated, truncated, info
+        self._previous, self._last = previous, last
+        return np.maximum(previous, last), total, terminated, truncated, info
 
 
 def lives_of(info: dict, wrapper: str) -> int:
@@ -215,7 +219,7 @@ class FireOnLifeStart(gymnasium.Wrapper):
 
 def clip_reward_to_sign(env: gymnasium.Env) -> gymnasium.Env:
     """Rewards become -1, 0 or +1, so one learning rate fits games whose scores differ in scale."""
-    return gymnasium.wrappers.TransformReward(env, lambda reward: float(np.sign(reward)))
+    return gymnasium.wrappers.TransformReward(env, lambda reward: float(np.sign(float(reward))))
 
 
 def action_meanings(env: gymnasium.Env) -> list:

@@ -95,8 +95,9 @@ class BoardGeometry:
         are two or more: every move loses then)."""
         occupied = own | opp
         wins, threats = self.completing_moves(own, occupied), self.completing_moves(opp, occupied)
-        single_block = ~wins.any(axis=-1) & (threats.sum(axis=-1) == 1)
-        return np.where(wins.any(axis=-1)[..., None], wins, threats & single_block[..., None])
+        can_win = np.any(wins, axis=-1)
+        single_block = ~can_win & (threats.sum(axis=-1) == 1)
+        return np.where(can_win[..., None], wins, threats & single_block[..., None])
 
     # -- observation planes --------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 from gymnasium import spaces
 
-from sparring.config.schema import ConfigError, in_range
+from sparring.config.schema import ConfigError, described, in_range
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.search_acting import SearchActing
 from sparring.config.registry import ENV_REGISTRY
@@ -48,9 +48,7 @@ def ply_range():
         if not ints or not 0 <= value[0] <= value[1]:
             raise ConfigError(f'expected None or [lo, hi] of ints with 0 <= lo <= hi, got {value!r}')
 
-    check.description = 'None or [lo, hi] of ints with 0 <= lo <= hi'
-    check.allow_none = True
-    return check
+    return described(check, 'None or [lo, hi] of ints with 0 <= lo <= hi', allow_none=True)
 
 
 class LineGameEnv(NativeVecBattleEnv):

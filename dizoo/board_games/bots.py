@@ -22,6 +22,8 @@ bot option.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from sparring.config.schema import all_of, in_range, of_type
@@ -30,7 +32,7 @@ from sparring.dizoo.board_games.mcts import LockstepUCT
 from sparring.dizoo.board_games.mcts_reference import SequentialUCT
 from sparring.dizoo.board_games.solver import SearchBudgetExceeded, Solver
 from sparring.config.registry import BOT_REGISTRY
-from sparring.policy.bot import Bot, choose_best
+from sparring.policy.bot import Bot, choose_best, given_mask
 
 
 class LineGameBot(Bot):
@@ -82,7 +84,8 @@ class LineGameHeuristicBot(LineGameBot):
     config_constraints = dict(LineGameBot.config_constraints, positional=of_type(bool),
                               block=of_type(bool))
 
-    def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+    def _choose(self, obs: np.ndarray, action_mask: Optional[np.ndarray]) -> np.ndarray:
+        action_mask = given_mask(action_mask, self.name)
         g = self.geometry
         own, opp = self._stones(obs)
         occupied = own | opp
@@ -125,7 +128,8 @@ class LineGameMCTSBot(LineGameBot):
         search_args = (self.geometry, self.cfg['num_simulations'], self.cfg['exploration'], self.rng)
         self.lockstep_search, self.sequential_search = LockstepUCT(*search_args), SequentialUCT(*search_args)
 
-    def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+    def _choose(self, obs: np.ndarray, action_mask: Optional[np.ndarray]) -> np.ndarray:
+        action_mask = given_mask(action_mask, self.name)
         own, opp = self._stones(obs)
         search = self.lockstep_search if len(obs) >= self.lockstep_from_batch else self.sequential_search
         return search.search(own, opp, action_mask)
@@ -195,7 +199,8 @@ class ConnectFourPerfectBot(LineGameBot):
             self.fallbacks += 1
             return self.solver.limited_scores(own, opp, self.cfg['fallback_depth'])
 
-    def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+    def _choose(self, obs: np.ndarray, action_mask: Optional[np.ndarray]) -> np.ndarray:
+        action_mask = given_mask(action_mask, self.name)
         own, opp = self._stones(obs)
         scores = np.stack([self.move_scores(int(o), int(p)) for o, p in zip(own, opp)]).astype(np.float64)
         return choose_best(np.where(action_mask, scores, -np.inf), self.rng)

@@ -17,14 +17,14 @@ RUN --search N``); the figures for the network alone and with search are reporte
 """
 from __future__ import annotations
 
-from typing import Callable, Tuple
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 
 from sparring.config.schema import ConfigError, in_range
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.bots import LineGameBot
-from sparring.policy.bot import choose_best
+from sparring.policy.bot import choose_best, given_mask
 
 # (own stones, opponent stones, legal [n, A]) of positions with ``own`` to move -> (priors [n, A], values [n])
 Evaluate = Callable[[np.ndarray, np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray]]
@@ -220,9 +220,9 @@ class GuidedSearchPlayer(LineGameBot):
         self.search = LockstepPUCT(self.geometry, policy_evaluator(guide, self.geometry), self.cfg['num_simulations'],
                                    self.cfg['c_puct'], self.rng)
 
-    def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+    def _choose(self, obs: np.ndarray, action_mask: Optional[np.ndarray]) -> np.ndarray:
         own, opp = self._stones(obs)
-        return self.search.search(own, opp, action_mask)
+        return self.search.search(own, opp, given_mask(action_mask, self.name))
 
 
 def guided_search_player(env_cfg, policy, num_simulations: int, seed: int = 0, c_puct: float = 1.5):

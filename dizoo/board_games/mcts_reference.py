@@ -56,6 +56,7 @@ class SequentialUCT:
                 score = child.value / child.visits + c * math.sqrt(log_visits / child.visits)
                 if score > best_score:
                     best_score, best_action, best_child = score, action, child
+            assert best_child is not None and best_action is not None  # a fully expanded node has children
             mover, other = other, mover | self._landing(mover | other, best_action)
             node = best_child
             path.append(node)

@@ -56,7 +56,7 @@ in part at that N.
 """
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
@@ -65,7 +65,7 @@ from sparring.config.schema import ConfigError, in_range, one_of
 from sparring.dizoo.board_games.bitboard import BoardGeometry
 from sparring.dizoo.board_games.guided_search import LockstepPUCT, policy_evaluator
 from sparring.dizoo.board_games.solver import SearchBudgetExceeded, Solver, outcome
-from sparring.policy.base import ActOutput
+from sparring.policy.base import ActOutput, Policy
 from sparring.policy.bot import choose_best
 
 KEY = 'battle.collect_search'
@@ -105,7 +105,8 @@ class SearchActing:
         self.cfg = merge_class_section(type(self), cfg, KEY, validate=False)
         self.geometry = geometry
         self.rng = np.random.default_rng(seed)
-        self._guide, self._search = None, None  # the arena's home policy and the search it guides
+        self._guide: Optional[Policy] = None  # the arena's home policy
+        self._search: Optional[LockstepPUCT] = None  # and the search it guides
         exact = self.cfg['exact_value_empty_cells'] > 0 or self.cfg['exact_policy_empty_cells'] > 0
         self._solver = self._exact_solver() if exact else None
 
@@ -149,13 +150,14 @@ class SearchActing:
         labels = dict(value_target=np.zeros(n, np.float32), value_labelled=np.zeros(n, bool),
                       policy_target=np.zeros((n, g.num_actions), np.float32), policy_labelled=np.zeros(n, bool))
         if self._solver is not None:
-            self._solver_labels(obs, action_mask, labels)
+            self._solver_labels(self._solver, obs, action_mask, labels)
         if self.cfg['tactics_weight'] > 0:
             labels['policy_weight'] = np.ones(n, np.float32)
             self._tactics_labels(obs, action_mask, labels)
         return {name: labels[name] for name in self.label_columns}
 
-    def _solver_labels(self, obs: np.ndarray, action_mask: np.ndarray, labels: Dict[str, np.ndarray]) -> None:
+    def _solver_labels(self, solver: Solver, obs: np.ndarray, action_mask: np.ndarray,
+                       labels: Dict[str, np.ndarray]) -> None:
         """The solver's values and best moves near the end (in ``labels``), as :meth:`exact_labels` says."""
         g = self.geometry
         value_cells, policy_cells = self.cfg['exact_value_empty_cells'], self.cfg['exact_policy_empty_cells']
@@ -166,7 +168,7 @@ class SearchActing:
             legal = action_mask[row]
             try:
                 if empty[row] <= policy_cells:  # every move's score; the position's outcome is the best one's
-                    scores = self._solver.move_scores(own, opp)
+                    scores = solver.move_scores(own, opp)
                     moves = scores if by_score else outcome(scores)
                     best = legal & (moves == moves[legal].max())
                     if not best[legal].all():  # the solver tells the moves apart: it has a move to teach
@@ -174,7 +176,7 @@ class SearchActing:
                         labels['policy_labelled'][row] = True
                     value = outcome(scores[legal].max())
                 else:
-                    value = outcome(self._solver.solve(own, opp))
+                    value = outcome(solver.solve(own, opp))
             except SearchBudgetExceeded:
                 continue
             if empty[row] <= value_cells:
@@ -198,7 +200,7 @@ class SearchActing:
         labels['policy_weight'][rows] = self.cfg['tactics_weight']
 
     def _search_for(self, policy) -> LockstepPUCT:
-        if policy is not self._guide:
+        if self._search is None or policy is not self._guide:
             if getattr(policy, 'recurrent', False):
                 raise ConfigError(f'config key "{KEY}": the search evaluates single positions; a recurrent '
                                   f'policy\'s value depends on its state')
@@ -206,6 +208,7 @@ class SearchActing:
             search = LockstepPUCT(self.geometry, policy_evaluator(policy, self.geometry), cfg['num_simulations'],
                                   cfg['c_puct'], self.rng, root_noise=cfg['root_noise'], noise_alpha=cfg['noise_alpha'])
             self._guide, self._search = policy, search
+            return search
         return self._search
 
     def act(self, policy, obs: np.ndarray, action_mask: np.ndarray) -> Tuple[ActOutput, np.ndarray, np.ndarray]:

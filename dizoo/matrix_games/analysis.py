@@ -7,7 +7,7 @@ since a one-shot game has no later decision for reach to reweight.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, Union
 
 import numpy as np
 
@@ -41,12 +41,12 @@ class MatrixGameAnalysis(ExactAnalysis):
         value_0, value_1 = x @ self.payoffs[0] @ y, y @ self.payoffs[1] @ x
         return float((best_0 - value_0 + best_1 - value_1) / 2.0)
 
-    def mixture(self, profiles: Sequence[np.ndarray], weights: Sequence[float]) -> np.ndarray:
+    def mixture(self, profiles: Sequence[np.ndarray], weights: Union[Sequence[float], np.ndarray]) -> np.ndarray:
         """The mixed strategy per seat of drawing profile k with probability ``weights[k]``."""
         w = np.asarray(weights, np.float64)
         return np.tensordot(w / w.sum(), np.stack(profiles), axes=1)
 
-    def population_exploitability(self, profiles: Sequence[np.ndarray], weights: Sequence[float]) -> float:
+    def population_exploitability(self, profiles: Sequence[np.ndarray], weights: Union[Sequence[float], np.ndarray]) -> float:
         return self.exploitability(self.mixture(profiles, weights))
 
     def distance_to_nash(self, profile: np.ndarray) -> float:

@@ -45,8 +45,8 @@ class MatrixGameEnv(NativeVecBattleEnv):
     """A one-shot simultaneous game given by ``payoffs[seat, own_action, opponent_action]``."""
 
     turn_based = False
-    payoffs: np.ndarray = None
-    nash: np.ndarray = None  # [seat, action] equilibrium mixed strategies
+    payoffs: np.ndarray  # [seat, own action, opponent action], set by each game's class
+    nash: np.ndarray  # [seat, action] equilibrium mixed strategies, set by each game's class
     zero_sum = False
     #: the expected reward of seat 0 at the equilibrium
     game_value: float = 0.0
@@ -57,6 +57,7 @@ class MatrixGameEnv(NativeVecBattleEnv):
         num_actions = self.payoffs.shape[1]
         self.observation_space = spaces.Box(0.0, 1.0, (2,), np.float32)
         self.action_space = spaces.Discrete(num_actions)
+        self.num_actions = int(num_actions)
         self._seat_one_hot = np.eye(2, dtype=np.float32)
 
     @classmethod
@@ -80,7 +81,7 @@ class MatrixGameEnv(NativeVecBattleEnv):
     def _observe(self, rows: np.ndarray):
         n = len(rows)
         obs = np.broadcast_to(self._seat_one_hot, (n, 2, 2)).copy()
-        return obs, np.ones((n, 2, self.action_space.n), bool), np.ones((n, 2), bool)
+        return obs, np.ones((n, 2, self.num_actions), bool), np.ones((n, 2), bool)
 
 
 @ENV_REGISTRY.register('zero_sum_2x2')

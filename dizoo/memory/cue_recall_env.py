@@ -11,7 +11,7 @@ reach 1.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Optional
 
 import gymnasium
 import numpy as np
@@ -23,6 +23,8 @@ from sparring.config.registry import ENV_REGISTRY
 
 @ENV_REGISTRY.register('cue_recall')
 class CueRecallEnv(gymnasium.Env):
+    registry_name: str  # the name ENV_REGISTRY.register gave the class
+
     @classmethod
     def default_config(cls) -> dict:
         return dict(
@@ -44,11 +46,11 @@ class CueRecallEnv(gymnasium.Env):
         'stop_value': of_type(int, float, allow_none=True),
     }
 
-    def __init__(self, cfg: Mapping = None) -> None:
-        cfg = compile_section('env', {'type': self.registry_name, **(cfg or {})})
-        self.cfg = cfg
-        self.num_cues = int(cfg.num_cues)
-        self.delay = int(cfg.delay)
+    def __init__(self, cfg: Optional[Mapping] = None) -> None:
+        section = compile_section('env', {'type': self.registry_name, **(cfg or {})})
+        self.cfg = section
+        self.num_cues = int(section.num_cues)
+        self.delay = int(section.delay)
         self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (self.num_cues + 1,), np.float32)
         self.action_space = gymnasium.spaces.Discrete(self.num_cues)
         self._cue = 0

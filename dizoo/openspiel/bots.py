@@ -19,7 +19,7 @@ from sparring.config.schema import in_range
 from sparring.dizoo.openspiel.spiel import require_pyspiel
 from sparring.config.registry import BOT_REGISTRY
 from sparring.policy.base import ActOutput
-from sparring.policy.bot import Bot
+from sparring.policy.bot import Bot, given_mask
 
 
 @BOT_REGISTRY.register('openspiel_mcts')
@@ -64,15 +64,18 @@ class OpenSpielMCTSBot(Bot):
             raise ValueError(f'bot {self.name!r}: {len(game_states)} game_states for {len(obs)} observations; '
                              f'expected one state per row')
         # Bot.act hands _choose only the rows with a legal action (those of seats to move), in order.
-        movers = np.ones(len(obs), bool) if action_mask is None else np.asarray(action_mask).any(axis=1)
+        movers = np.ones(len(obs), bool) if action_mask is None else np.any(np.asarray(action_mask), axis=1)
         self._movers_states = [s for s, moves in zip(game_states, movers) if moves]
         try:
             return super().act(obs, state, deterministic, action_mask)
         finally:
             self._movers_states = None
 
-    def _choose(self, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+    def _choose(self, obs: np.ndarray, action_mask: Optional[np.ndarray]) -> np.ndarray:
+        action_mask = given_mask(action_mask, self.name)
         states = self._movers_states
+        if states is None:
+            raise ValueError(f'bot {self.name!r}: _choose is called by act(), which is given the game states')
         actions = np.empty(len(obs), np.int64)
         for i, game_state in enumerate(states):
             self._check_state(game_state, action_mask[i], i)

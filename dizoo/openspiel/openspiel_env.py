@@ -77,7 +77,8 @@ class OpenSpielBattleEnv(NativeVecBattleEnv):
         self.label = f'battle env \'openspiel\' ({self.game})'
         self.view = SeatView(self.game)
         self.observation_space = spaces.Box(-np.inf, np.inf, self.view.shape, np.float32)
-        self.action_space = spaces.Discrete(self.game.num_distinct_actions())
+        self.num_actions = int(self.game.num_distinct_actions())
+        self.action_space = spaces.Discrete(self.num_actions)
         self.states: List = [None] * self.num_envs
         self._returns = [[0.0, 0.0] for _ in range(self.num_envs)]  # after the last step: rewards are changes
         self._mover = np.zeros(self.num_envs, np.int64)  # the seat to move in each game
@@ -115,7 +116,7 @@ class OpenSpielBattleEnv(NativeVecBattleEnv):
         n = len(rows)
         obs = np.empty((n, NUM_SEATS) + self.view.shape, np.float32)
         flat = obs.reshape(n, NUM_SEATS, self.view.size)
-        mask = np.zeros((n, NUM_SEATS, self.action_space.n), bool)
+        mask = np.zeros((n, NUM_SEATS, self.num_actions), bool)
         to_move = np.zeros((n, NUM_SEATS), bool)
         write = self.view.write
         for i, j in enumerate(rows.tolist()):

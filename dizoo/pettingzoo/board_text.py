@@ -29,5 +29,6 @@ def board_from_planes(planes, num_actions: int, agents: Sequence[str], mover: Op
         return None
     board = [''.join('X' if planes[r, c, 0] else 'O' if planes[r, c, 1] else '.' for c in range(cols))
              for r in range(rows)]
-    turn = f'{"XO"[list(agents).index(mover)]} ({mover}) to move' if mover in agents else 'game over'
+    playing = mover is not None and mover in agents
+    turn = f'{"XO"[list(agents).index(mover)]} ({mover}) to move' if mover is not None and playing else 'game over'
     return '\n'.join(board + [moves, f'X: {agents[0]}, O: {agents[1]}; {turn}'])

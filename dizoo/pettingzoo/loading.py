@@ -122,7 +122,7 @@ def _module_names() -> List[str]:
         if not family.ispkg:
             continue
         package = importlib.util.find_spec(f'pettingzoo.{family.name}')
-        for module in pkgutil.iter_modules(package.submodule_search_locations or []):
+        for module in pkgutil.iter_modules((package and package.submodule_search_locations) or []):
             if _VERSIONED.match(module.name):
                 names.append(f'{family.name}.{module.name}')
     return sorted(names)

@@ -56,6 +56,8 @@ def _observation_part(space: spaces.Space) -> Tuple[spaces.Space, bool]:
 class PettingZooBattleEnv(BattleEnv):
     """One game of a two-player PettingZoo env (see the module docstring)."""
 
+    cfg: Any  # the compiled section (an EasyDict), always given: see __init__
+
     @classmethod
     def default_config(cls) -> dict:
         return dict(
@@ -92,8 +94,10 @@ class PettingZooBattleEnv(BattleEnv):
             try:
                 flat = spaces.flatten_space(part)
             except NotImplementedError:
+                flat = None
+            if not isinstance(flat, spaces.Box):
                 raise ConfigError(f'config key "env.env": {name!r} observes {part} for {agent!r}; expected a space '
-                                  f'Gymnasium can flatten (Box, Discrete, MultiDiscrete, Tuple, Dict)') from None
+                                  f'Gymnasium can flatten (Box, Discrete, MultiDiscrete, Tuple, Dict)')
             self._parts[agent] = part, in_dict
             self._flat_spaces[agent] = spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32),
                                                   flat.shape, np.float32)

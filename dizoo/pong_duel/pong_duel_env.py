@@ -24,7 +24,7 @@ serve takes about 1.7 s, as in arcade Pong) turns discount horizons into game se
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 from gymnasium import spaces
@@ -106,6 +106,11 @@ def return_ball(ball: np.ndarray, velocity: np.ndarray, rows: np.ndarray, seat: 
 class PongCourt:
     """State and motion of B Pong courts, for a vectorised battle env that mixes it in: balls,
     paddles (``paddle_y`` ``[B, 2, *paddles_per_seat]``, each within its bounds), scores, steps."""
+
+    # What the court reads of the env it is mixed into (a NativeVecBattleEnv's).
+    num_envs: int
+    cfg: Any
+    np_random: np.random.Generator
 
     def _init_court(self, paddles_per_seat: tuple, lowest, highest) -> None:
         B = self.num_envs

@@ -31,7 +31,8 @@ class _PursuitBot(Bot):
     def __init__(self, cfg, observation_space, action_space, seed: int = 0, env=None) -> None:
         super().__init__(cfg, observation_space, action_space, seed, env)
         if self.obs_shape != (len(self.fields),):
-            raise ValueError(f'bot {self.name!r} plays the {self.roles[0]} of pursuit: observation shape '
+            role = self.roles[0] if self.roles else 'a seat'  # each pursuit bot names its one role
+            raise ValueError(f'bot {self.name!r} plays the {role} of pursuit: observation shape '
                              f'{self.obs_shape}; expected ({len(self.fields)},) ({", ".join(self.fields)})')
 
     def _direction(self, obs: np.ndarray) -> np.ndarray:

@@ -144,3 +144,11 @@ def test_policy_pool_keeps_the_last_bots_used_and_no_more(tmp_path):
     assert len(pool._bots) == MAX_BOTS
     assert 'bot:connect_four_mcts?num_simulations=2' not in pool._bots  # the least recently used went first
     assert f'bot:connect_four_mcts?num_simulations={3 * MAX_BOTS - 1}' in pool._bots
+
+
+def test_a_board_game_bots_choice_names_the_legal_actions_it_was_not_given():
+    from sparring.policy.bot import given_mask
+    mask = np.ones((2, 3), bool)
+    assert given_mask(mask, 'connect_four_heuristic') is mask
+    with pytest.raises(ValueError, match="bot 'connect_four_heuristic': _choose needs the legal actions"):
+        given_mask(None, 'connect_four_heuristic')

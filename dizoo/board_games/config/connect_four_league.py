@@ -11,9 +11,11 @@ rate against ``blocker`` after 1.2M steps, on the results page).
 Evaluation plays the reference players and the MCTS bot; ``benchmarks/league_games.py`` adds
 MCTS with 100 and 1000 simulations.
 """
+from typing import Any, Dict
+
 from sparring.dizoo.board_games.config import connect_four_sparring_partners
 
-config = dict(
+config: Dict[str, Any] = dict(
     exp_name='runs/connect_four_league',
     env=dict(type='connect_four', collector_env_num=64, evaluator_env_num=50, n_evaluator_episodes=200,
              stop_value=None),

@@ -10,9 +10,11 @@ games differ, a quarter of them uniformly at random (``random_moves``) so the ga
 the odd positions weaker players lead into; after that the most visited move is played. Same CNN as
 the PPO league (``connect_four_league.py``).
 """
+from typing import Any, Dict
+
 from sparring.dizoo.board_games.config import connect_four_sparring_partners
 
-config = dict(
+config: Dict[str, Any] = dict(
     exp_name='runs/connect_four_search',
     env=dict(type='connect_four', collector_env_num=128, evaluator_env_num=50, n_evaluator_episodes=200,
              stop_value=None),

@@ -6,9 +6,11 @@ is a constant lr of 1e-3 (no annealing) and the ``reference`` branch, which play
 :func:`sparring_partners` (random, the heuristic, and its tactical ``blocker`` and ``punisher`` options)
 beside its own snapshots. The docs' example league run (docs/gen/example_run.py) is this config for 90 s.
 """
+from typing import Any, Dict
+
 from sparring.dizoo.board_games.config import sparring_partners
 
-config = dict(
+config: Dict[str, Any] = dict(
     exp_name='runs/tictactoe_league',
     env=dict(type='tictactoe', collector_env_num=32, evaluator_env_num=50, n_evaluator_episodes=200),
     policy=dict(

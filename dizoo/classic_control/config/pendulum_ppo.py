@@ -4,7 +4,9 @@
 env steps per second, for about the same return by env step; with 8 the return falls (docs/results.md,
 "PPO on CartPole and Pendulum").
 """
-config = dict(
+from typing import Any, Dict
+
+config: Dict[str, Any] = dict(
     exp_name='runs/pendulum_ppo',
     env=dict(type='pendulum', collector_env_num=8, evaluator_env_num=8, n_evaluator_episodes=8, stop_value=-200),
     policy=dict(

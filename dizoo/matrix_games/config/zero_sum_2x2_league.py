@@ -5,7 +5,9 @@ solved on the exact meta-game), freezes it every ``one_phase_step`` updates and 
 response afresh (``mutate_prob=1``). The population's Nash meta-strategy approaches the game's
 equilibrium (3/8, 5/8) in both seats; the run reports its distance exactly.
 """
-config = dict(
+from typing import Any, Dict
+
+config: Dict[str, Any] = dict(
     exp_name='runs/zero_sum_2x2_league',
     env=dict(type='zero_sum_2x2', collector_env_num=64, evaluator_env_num=8, n_evaluator_episodes=64),
     policy=dict(

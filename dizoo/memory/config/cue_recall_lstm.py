@@ -3,7 +3,9 @@
 Stops once the evaluation success rate reaches 0.95; an MLP with the same budget stays at chance
 (0.25 with 4 cues), see ``cue_recall_mlp.py`` and ``benchmarks/ppo_variants.py``.
 """
-config = dict(
+from typing import Any, Dict
+
+config: Dict[str, Any] = dict(
     exp_name='runs/cue_recall_lstm',
     env=dict(type='cue_recall', num_cues=4, delay=8, collector_env_num=8, evaluator_env_num=8,
              n_evaluator_episodes=64, stop_value=0.95),

@@ -4,7 +4,9 @@ Discount horizon: gamma 0.99 is 100 steps, at 1/30 s per step about 3.3 s of gam
 logs it). ``benchmarks/surgery_league.py`` stops this league, widens the network and adds an
 observation feature (``env.extra_features``) by surgery, and resumes it.
 """
-config = dict(
+from typing import Any, Dict
+
+config: Dict[str, Any] = dict(
     exp_name='runs/pong_duel_league',
     env=dict(type='pong_duel', points_to_win=3, max_steps=600, extra_features=False,
              collector_env_num=32, evaluator_env_num=50, n_evaluator_episodes=200, stop_value=None),
