@@ -7,8 +7,9 @@ the same wall time on the same machine.
 
 The league is the ready config ``dizoo/openspiel/config/kuhn3_league.py`` (one player, self-play and PFSP over its
 snapshots in three seats, magnetic mirror descent), trained for ``--seconds`` of wall time; every evaluation
-records the NashConv of the live network and of the population's average (every snapshot with equal weight),
-against env steps and seconds. The solver side runs OpenSpiel's C++ CFR+ (or CFR) for the same wall time and
+records the NashConv of the live network, of the population's meta-strategy (a mixture solved on the exact
+three-player meta-game of the newest snapshots and the live network) and of its plain average, against env steps
+and seconds. The solver side runs OpenSpiel's C++ CFR+ (or CFR) for the same wall time and
 records the NashConv of its average policy after 1, 2, 4, ... iterations, against seconds (the solver's own time,
 NashConv not counted) and the game states it visited (iterations times the states of the game tree: the
 solver's counterpart of env steps). The target: NashConv <= 0.05 within 10 minutes on 2 cores.
@@ -39,10 +40,13 @@ def train_league(seconds: float, seed: int, exp_dir: str, eval_every: int, env_s
     summary = serial_pipeline(config, seed=seed)
     curve = [dict(env_steps=h['env_steps'], seconds=round(h['seconds'], 2),
                   nash_conv=round(next(iter(h['nash_conv'].values())), 5),
-                  meta_nash_conv=round(h['meta_nash_conv'], 5), snapshots=h['snapshots']) for h in summary['history']]
+                  meta_nash_conv=round(h['meta_nash_conv'], 5), average_nash_conv=round(h['average_nash_conv'], 5),
+                  snapshots=h['snapshots'], meta_support=h['meta_support']) for h in summary['history']]
     return dict(seconds=round(summary['wall_seconds'], 1), env_steps=summary['env_steps'], games=summary['games'],
                 final_nash_conv=curve[-1]['nash_conv'], final_meta_nash_conv=curve[-1]['meta_nash_conv'],
-                best_nash_conv=min(p['nash_conv'] for p in curve), curve=curve,
+                final_average_nash_conv=curve[-1]['average_nash_conv'],
+                best_nash_conv=min(p['nash_conv'] for p in curve),
+                best_meta_nash_conv=min(p['meta_nash_conv'] for p in curve), curve=curve,
                 reached_target=_first_below(curve, 'nash_conv'), meta_reached_target=_first_below(curve, 'meta_nash_conv'))
 
 
@@ -99,8 +103,10 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory(prefix='kuhn3-') as folder:
         league = train_league(args.seconds, args.seed, os.path.join(folder, 'run'), args.eval_every, args.env_steps)
     print(f'league: {league["env_steps"]:,} env steps in {league["seconds"]} s; NashConv live '
-          f'{league["final_nash_conv"]:.4f} (best {league["best_nash_conv"]:.4f}), population average '
-          f'{league["final_meta_nash_conv"]:.4f}; target {TARGET} reached: {league["reached_target"]}')
+          f'{league["final_nash_conv"]:.4f} (best {league["best_nash_conv"]:.4f}), meta-strategy '
+          f'{league["final_meta_nash_conv"]:.4f} (best {league["best_meta_nash_conv"]:.4f}), average '
+          f'{league["final_average_nash_conv"]:.4f}; target {TARGET} reached by the network: '
+          f'{league["reached_target"]}, by the meta-strategy: {league["meta_reached_target"]}')
     solver = run_solver(args.seconds, args.solver)
     print(f'{args.solver}: {solver["iterations"]:,} iterations in {solver["seconds"]} s; NashConv '
           f'{solver["final_nash_conv"]:.6f}; target {TARGET} reached: {solver["reached_target"]}')

@@ -8,9 +8,11 @@ it and reports its iteration, and the league's snapshot / reset verdict is carri
 parameters in the run's parameter store, from which the policy pool plays it later).
 
 With ``battle.exact_analysis`` (and an env that offers one, as OpenSpiel's games do), every
-``train.eval_every_iters`` rounds the run measures the NashConv of each active player's network and of the
-population's average: every snapshot taken since training began, mixed with equal weight (the average strategy
-of fictitious play; with S players the Nash meta-strategy of the two-seat leagues has no cheap counterpart).
+``train.eval_every_iters`` rounds the run measures the NashConv of each active player's network, of the
+population's **meta-strategy** (a mixture of the newest :data:`META_WINDOW` snapshots and the live players, found
+by multiplicative weights on their exact S-player meta-game: the counterpart of the two-seat leagues' Nash
+meta-strategy, as S-player games have no cheap exact Nash solver) and of its plain **average** (every snapshot
+taken since training began with equal weight, fictitious play's average strategy).
 
 The run stops at ``train.max_env_steps`` or ``train.max_wall_seconds``. What it does not do yet, unlike a
 two-seat league run: resume from a checkpoint, parallel mode, evaluation games against reference bots.
@@ -38,6 +40,7 @@ from sparring.worker.runtime import seed_everything, set_torch_threads
 from sparring.worker.seeds import player_seed
 
 INIT_REF = 'init'  # the parameters every player starts from (as the two-seat run's)
+META_WINDOW = 32  # the newest snapshots the meta-strategy mixes (with the live players): its meta-game has K^S entries
 LEAGUE_STATE_FILE = 'league_state.npz'
 
 
@@ -150,26 +153,29 @@ class MultiSeatRun:
 
     # -- exact analysis -----------------------------------------------------------------------
     def exact_report(self) -> dict:
-        """NashConv of each active player's network and of the population average (see the module docstring)."""
+        """NashConv of each active player's network, of the population's meta-strategy and of its plain average
+        (see the module docstring)."""
         if self.analysis is None:
             raise RuntimeError('exact_report: battle.exact_analysis is off in this run')
-        live = {pid: self.analysis.nash_conv(self.analysis.profile(self.learners[pid].policy))
-                for pid in self.player_ids}
+        live = {pid: self.analysis.profile(self.learners[pid].policy) for pid in self.player_ids}
+        nash_conv = {pid: self.analysis.nash_conv(profile) for pid, profile in live.items()}
         snapshots = [stored_ref(p.param_ref, p.player_id) for p in self.league.historical_players
                      if p.param_ref != INIT_REF]
         for ref in snapshots:
             if ref not in self._profiles:
                 self._profiles[ref] = self.analysis.profile(self.pool.get(ref))
-        if snapshots:
-            profiles = [self._profiles[ref] for ref in snapshots]
-            meta = self.analysis.population_nash_conv(profiles, [1.0] * len(profiles))
-        else:
-            meta = live[self.player_ids[0]]
-        report = dict(env_steps=self.env_steps, seconds=self.wall_seconds, rounds=self.rounds, nash_conv=live,
-                      meta_nash_conv=meta, snapshots=len(snapshots))
+        average = self.analysis.population_nash_conv([self._profiles[ref] for ref in snapshots], [1.0] * len(snapshots)) \
+            if snapshots else nash_conv[self.player_ids[0]]
+        candidates = [self._profiles[ref] for ref in snapshots[-META_WINDOW:]] + list(live.values())
+        weights = self.analysis.meta_strategy(candidates)
+        meta = self.analysis.population_nash_conv(candidates, weights)
+        report = dict(env_steps=self.env_steps, seconds=self.wall_seconds, rounds=self.rounds, nash_conv=nash_conv,
+                      meta_nash_conv=meta, average_nash_conv=average, snapshots=len(snapshots),
+                      meta_support=int((weights > 1e-3).sum()))
         self.history.append(report)
         if self.logger is not None:
-            self.logger.scalars(dict(meta_nash_conv=meta, **{f'nash_conv/{pid}': v for pid, v in live.items()}),
+            self.logger.scalars(dict(meta_nash_conv=meta, average_nash_conv=average,
+                                     **{f'nash_conv/{pid}': v for pid, v in nash_conv.items()}),
                                 self.env_steps, prefix='exact/')
         return report
 

@@ -127,3 +127,27 @@ def test_a_two_player_tree_is_not_taken_for_three_players():
     tree = decision_tree('kuhn_poker', dict(players=3), players=None)
     with pytest.raises(ConfigError, match='has 3 players; expected 2'):
         decision_tree(tree)
+
+
+def test_the_exact_meta_game_of_three_profiles_and_its_meta_strategy():
+    from open_spiel.python import policy as openspiel_policy
+    from open_spiel.python.algorithms.expected_game_score import policy_value
+    from sparring.dizoo.openspiel.exploitability import OpenSpielNashConv
+    analysis = OpenSpielNashConv('kuhn_poker', dict(players=3))
+    tree = analysis.tree
+    legal = tree.mask[tree.info_input]
+    uniform = legal / legal.sum(axis=1, keepdims=True)
+    first = np.zeros_like(uniform)
+    first[np.arange(len(first)), legal.argmax(axis=1)] = 1.0
+    solver = pyspiel.CFRPlusSolver(tree.game)
+    for _ in range(300):
+        solver.evaluate_and_update_policy()
+    average = solver.average_policy()
+    cfr = np.array([[dict(average.get_state_policy(key)).get(a, 0.0) for a in range(2)] for key in tree.info_keys])
+    game = analysis.meta_game([uniform, first, cfr])
+    assert game.shape == (3, 3, 3, 3) and np.allclose(game.sum(axis=0), 0.0)  # zero-sum in every profile
+    everyone_uniform = policy_value(tree.game.new_initial_state(), [openspiel_policy.UniformRandomPolicy(tree.game)] * 3)
+    assert game[:, 0, 0, 0] == pytest.approx(everyone_uniform)
+    weights = analysis.meta_strategy([uniform, first, cfr])
+    assert weights.sum() == pytest.approx(1.0) and weights[2] > 0.9  # the near-equilibrium profile carries it
+    assert analysis.population_nash_conv([uniform, first, cfr], weights) < 0.05 < analysis.nash_conv(uniform)

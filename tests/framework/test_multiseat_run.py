@@ -32,7 +32,8 @@ def test_the_ready_config_trains_a_three_seat_league_scored_by_nash_conv(tmp_pat
     assert [h['rounds'] for h in summary['history']] == [4, 8, 12]
     last = summary['exact']
     assert 0.0 < last['nash_conv']['naive_sp_0'] < 2.0625 + 1e-9  # uniform random play's is 2.0625
-    assert last['snapshots'] >= 2 and last['meta_nash_conv'] > 0.0
+    assert last['snapshots'] >= 2 and last['meta_nash_conv'] > 0.0 and last['average_nash_conv'] > 0.0
+    assert 1 <= last['meta_support'] <= last['snapshots'] + 1
     league = BaseLeague.load(os.path.join(summary['exp_dir'], 'league_state.npz'))
     assert league.cfg.seats == 3 and summary['games'] > 0
     # every game's pairs are in the payoff: the home player met its snapshots as well as itself
