@@ -29,14 +29,17 @@ from results_file import add_smoke, apply_smoke, merge_results
 TARGET = 0.05
 
 
-def train_league(seconds: float, seed: int, exp_dir: str, eval_every: int, env_steps: int = 10 ** 10) -> dict:
-    """The ready config trained for ``seconds``; its NashConv curve and summary."""
+def train_league(seconds: float, seed: int, exp_dir: str, eval_every: int, env_steps=None) -> dict:
+    """The ready config trained for ``seconds`` (and at most ``env_steps``: None keeps the config's budget, which
+    its magnet's annealing follows); its NashConv curve and summary."""
     from sparring.dizoo.openspiel.config.kuhn3_league import config as ready
     from sparring.framework import serial_pipeline
     config = copy.deepcopy(ready)
     config.update(exp_name=exp_dir)
-    config['train'].update(max_wall_seconds=float(seconds), max_env_steps=int(env_steps), eval_every_iters=eval_every,
-                           tensorboard=False, progress_bar=False)
+    config['train'].update(max_wall_seconds=float(seconds), eval_every_iters=eval_every, tensorboard=False,
+                           progress_bar=False)
+    if env_steps is not None:
+        config['train'].update(max_env_steps=int(env_steps))
     summary = serial_pipeline(config, seed=seed)
     curve = [dict(env_steps=h['env_steps'], seconds=round(h['seconds'], 2),
                   nash_conv=round(next(iter(h['nash_conv'].values())), 5),
@@ -94,8 +97,9 @@ def main(argv=None) -> None:
     parser.add_argument('--seconds', type=float, default=600.0, help='wall time of each side (default: 10 minutes)')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--solver', choices=('cfr_plus', 'cfr'), default='cfr_plus')
-    parser.add_argument('--eval-every', type=int, default=10, help='league rounds between two NashConv points')
-    parser.add_argument('--env-steps', type=int, default=10 ** 10, help='the league\'s env-step budget (a cap)')
+    parser.add_argument('--eval-every', type=int, default=20, help='league rounds between two NashConv points')
+    parser.add_argument('--env-steps', type=int, default=None,
+                        help='the league\'s env-step budget (default: the ready config\'s, which its annealing follows)')
     add_smoke(parser)
     args = apply_smoke(parser.parse_args(argv), seconds=3.0, eval_every=1, env_steps=4096 * 3)
     load = os.getloadavg()
