@@ -14,8 +14,11 @@ by multiplicative weights on their exact S-player meta-game: the counterpart of 
 meta-strategy, as S-player games have no cheap exact Nash solver) and of its plain **average** (every snapshot
 taken since training began with equal weight, fictitious play's average strategy).
 
-The run stops at ``train.max_env_steps`` or ``train.max_wall_seconds``. What it does not do yet, unlike a
-two-seat league run: resume from a checkpoint, parallel mode, evaluation games against reference bots.
+The run stops at ``train.max_env_steps`` or ``train.max_wall_seconds``. Every ``train.checkpoint_every_iters``
+rounds, at the end and on an interrupt it saves a checkpoint (the league, the learners, the counters, the NashConv
+history, the RNGs); ``resume=True`` continues from the newest, its envs starting new games seeded by how far the
+run got. What it does not do yet, unlike a two-seat league run: parallel mode, evaluation games against reference
+bots.
 """
 from __future__ import annotations
 
@@ -32,11 +35,13 @@ from sparring.framework.run_summary import RunSummary
 from sparring.league.base_league import BaseLeague, build_league
 from sparring.league.job_protocol import stored_ref
 from sparring.worker.env.multiseat_api import is_multiseat_env
+from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
+from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.learner import Learner
 from sparring.worker.logger import RunLogger, format_stats
 from sparring.worker.multiseat_collector import MultiSeatCollector
 from sparring.worker.policy_pool import ParamStore, PolicyPool
-from sparring.worker.runtime import seed_everything, set_torch_threads
+from sparring.worker.runtime import capture_rng, restore_rng, seed_everything, set_torch_threads
 from sparring.worker.seeds import player_seed
 
 INIT_REF = 'init'  # the parameters every player starts from (as the two-seat run's)
@@ -73,7 +78,7 @@ class MultiSeatRun:
     """The league, its players' learners and collectors, the policy pool and the exact analysis of one run."""
 
     def __init__(self, cfg, say: Callable[[str], None] = print, logger: Optional[RunLogger] = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter, state: Optional[dict] = None) -> None:
         self.cfg, self.say, self.logger, self.clock = cfg, say, logger, clock
         env_cls = ENV_REGISTRY.get(cfg.env.type)
         probe = env_cls(cfg.env, 1, cfg.seed)
@@ -86,6 +91,8 @@ class MultiSeatRun:
         self.pool = PolicyPool(self.store, obs_space, act_space, seed=cfg.seed, env_cfg=cfg.env)
         policy_cls = POLICY_REGISTRY.get(cfg.policy.type)
         budget = max(1, cfg.train.max_env_steps // len(self.player_ids))
+        # A resumed run's envs start new games, seeded by how far the run got.
+        seed = cfg.seed + (int(state['env_steps']) if state is not None else 0)
         self.learners: Dict[str, Learner] = {}
         self.collectors: Dict[str, MultiSeatCollector] = {}
         for index, pid in enumerate(self.player_ids):
@@ -95,7 +102,7 @@ class MultiSeatRun:
             policy.set_params(self.store.get(INIT_REF)['params'], 0)
             self.pool.add_live(pid, policy)
             self.learners[pid] = Learner(policy, budget, battle=True)
-            env = env_cls(cfg.env, cfg.env.collector_env_num, player_seed(cfg.seed, index))
+            env = env_cls(cfg.env, cfg.env.collector_env_num, player_seed(seed, index))
             self.collectors[pid] = MultiSeatCollector(env, policy, cfg.policy.collect.n_steps, self._sampler(pid),
                                                       player_id=pid, train_own_seats=cfg.battle.train_both_sides)
         self.analysis = None
@@ -111,6 +118,8 @@ class MultiSeatRun:
         self.games = 0
         self.history: List[dict] = []
         self.started = clock()
+        if state is not None:
+            self.load_state_dict(state)
 
     @property
     def wall_seconds(self) -> float:
@@ -179,6 +188,25 @@ class MultiSeatRun:
                                 self.env_steps, prefix='exact/')
         return report
 
+    # -- checkpoints --------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """The checkpoint: the league, the learners, the collectors' counters, the course and the RNGs."""
+        return dict(league_state=self.league.state_dict(),
+                    learners={pid: learner.state_dict() for pid, learner in self.learners.items()},
+                    collectors={pid: collector.state_dict() for pid, collector in self.collectors.items()},
+                    env_steps=self.env_steps, rounds=self.rounds, games=self.games, history=self.history,
+                    wall_seconds=self.wall_seconds, rng=capture_rng())
+
+    def load_state_dict(self, state: dict) -> None:
+        self.league.load_state_dict(state['league_state'])
+        for pid in self.player_ids:
+            self.learners[pid].load_state_dict(state['learners'][pid])
+            self.collectors[pid].load_state_dict(state['collectors'][pid])
+        self.env_steps, self.rounds, self.games = int(state['env_steps']), int(state['rounds']), int(state['games'])
+        self.history = list(state['history'])
+        self.started = self.clock() - float(state['wall_seconds'])
+        restore_rng(state['rng'])
+
     def done(self) -> bool:
         train = self.cfg.train
         return self.env_steps >= train.max_env_steps or bool(train.max_wall_seconds and
@@ -197,42 +225,62 @@ def is_multiseat_run(cfg) -> bool:
 def multiseat_pipeline(cfg, resume: bool = False) -> RunSummary:
     """The serial pipeline of a compiled config whose env has S seats: :func:`run_multiseat` with the run's log
     (lines, progress and TensorBoard under the experiment directory)."""
-    if resume:
-        raise ConfigError(f'--resume: env {cfg.env.type!r} is a game of three or more seats, whose serial runs do '
-                          f'not resume yet; expected a new run (another exp_name)')
     set_torch_threads(cfg.torch_threads)
     seed_everything(cfg.seed)
     with RunLogger(cfg.exp_name, cfg.train.max_env_steps, cfg.train.tensorboard, cfg.train.progress_bar) as log:
-        return run_multiseat(cfg, logger=log, say=log.line)
+        with terminate_as_interrupt():
+            return run_multiseat(cfg, logger=log, say=log.line, resume=resume)
 
 
-def run_multiseat(cfg, logger: Optional[RunLogger] = None, say: Callable[[str], None] = print) -> RunSummary:
-    """Train the league of a compiled config whose env has three or more seats; a summary (env steps, seconds,
-    rounds, games, the NashConv history and the league table)."""
-    run = MultiSeatRun(cfg, say=say, logger=logger)
-    every = cfg.train.eval_every_iters
+def run_multiseat(cfg, logger: Optional[RunLogger] = None, say: Callable[[str], None] = print,
+                  resume: bool = False) -> RunSummary:
+    """Train the league of a compiled config whose env has three or more seats (``resume``: from the newest
+    checkpoint); a summary (env steps, seconds, rounds, games, the NashConv history, the league table and the last
+    checkpoint)."""
+    ckpt = CheckpointManager(cfg.exp_name)
+    state = ckpt.load_latest() if resume else None
+    run = MultiSeatRun(cfg, say=say, logger=logger, state=state)
+    if state is not None:
+        say(f'resumed from {ckpt.resumed_from} at {run.env_steps} env steps, round {run.rounds}')
+    every, save_every = cfg.train.eval_every_iters, cfg.train.checkpoint_every_iters
     try:
-        while not run.done():
-            stats = run.train_round()
-            first = stats[run.player_ids[0]]
-            if logger is not None:
-                for pid, figures in stats.items():
-                    logger.scalars(figures, run.env_steps, prefix=f'train/{pid}/')
-                logger.progress(run.env_steps)
-            line = dict(round=run.rounds, steps=run.env_steps, games=run.games,
-                        historical=len(run.league.historical_players), kl=first.get('approx_kl'))
-            if run.analysis is not None and every and run.rounds % every == 0:
-                report = run.exact_report()
-                line.update(nash_conv=report['nash_conv'][run.player_ids[0]], meta_nash_conv=report['meta_nash_conv'])
-            say(format_stats(line))
+        try:
+            _rounds(run, every, save_every, ckpt, say, logger)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep what was done, then stop
+            with shielded():
+                path = ckpt.save(run.state_dict(), run.rounds)
+            say(f'interrupted after {run.env_steps} env steps: saved {path}; resume=True (--resume) continues')
+            raise
         if run.analysis is not None and (not run.history or run.history[-1]['env_steps'] != run.env_steps):
             run.exact_report()
+        path = ckpt.save(run.state_dict(), run.rounds)
         run.league.save(os.path.join(cfg.exp_name, LEAGUE_STATE_FILE))
         table = run.league.table()
         say(table)
         return RunSummary(exp_dir=cfg.exp_name, env_steps=run.env_steps, wall_seconds=run.wall_seconds,
-                          reached_stop_value=False, stop_env_steps=None, stop_seconds=None, checkpoint='',
+                          reached_stop_value=False, stop_env_steps=None, stop_seconds=None, checkpoint=path,
                           rounds=run.rounds, games=run.games, history=run.history,
                           exact=run.history[-1] if run.history else {}, league_table=table)
     finally:
         run.close()
+
+
+def _rounds(run: MultiSeatRun, every: int, save_every: int, ckpt: CheckpointManager, say: Callable[[str], None],
+            logger: Optional[RunLogger]) -> None:
+    """Rounds until the budget is spent: the log line, the periodic NashConv and checkpoints."""
+    while not run.done():
+        raise_if_stopped()
+        stats = run.train_round()
+        first = stats[run.player_ids[0]]
+        if logger is not None:
+            for pid, figures in stats.items():
+                logger.scalars(figures, run.env_steps, prefix=f'train/{pid}/')
+            logger.progress(run.env_steps)
+        line = dict(round=run.rounds, steps=run.env_steps, games=run.games,
+                    historical=len(run.league.historical_players), kl=first.get('approx_kl'))
+        if run.analysis is not None and every and run.rounds % every == 0:
+            report = run.exact_report()
+            line.update(nash_conv=report['nash_conv'][run.player_ids[0]], meta_nash_conv=report['meta_nash_conv'])
+        say(format_stats(line))
+        if save_every and run.rounds % save_every == 0:
+            ckpt.save(run.state_dict(), run.rounds)

@@ -49,10 +49,16 @@ def test_league_seats_must_match_the_game(tmp_path):
         MultiSeatRun(compile_config(config, save=False), say=lambda line: None)
 
 
-def test_a_resume_is_refused_in_one_line(tmp_path):
-    serial_pipeline(small(tmp_path, max_env_steps=64))
-    with pytest.raises(ConfigError, match='do not resume yet'):
-        serial_pipeline(small(tmp_path, max_env_steps=64), resume=True)
+def test_a_resumed_run_continues_from_its_checkpoint(tmp_path):
+    first = serial_pipeline(small(tmp_path, max_env_steps=64 * 6))
+    assert first['checkpoint'].endswith('iter_00000006.pt')
+    resumed = serial_pipeline(small(tmp_path, max_env_steps=64 * 6), resume=True, max_env_steps=64 * 10)
+    assert resumed['env_steps'] == 64 * 10 and resumed['rounds'] == 10
+    assert [h['rounds'] for h in resumed['history']] == [4, 6, 8, 10]  # the history before, then the new points
+    assert resumed['games'] > first['games']
+    league = BaseLeague.load(os.path.join(resumed['exp_dir'], 'league_state.npz'))
+    assert league.get_player('naive_sp_0').step == 10  # the learner's iterations went on from 6
+    assert league.payoff.totals('naive_sp_0')['games'] > 0
 
 
 def test_a_two_seat_game_refuses_a_league_of_three_seats(tmp_path):
