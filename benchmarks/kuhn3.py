@@ -8,8 +8,8 @@ the same wall time on the same machine.
 The league is the ready config ``dizoo/openspiel/config/kuhn3_league.py`` (one player, self-play and PFSP over its
 snapshots in three seats, magnetic mirror descent), trained for ``--seconds`` of wall time; every evaluation
 records the NashConv of the live network, of the population's meta-strategy (a mixture solved on the exact
-three-player meta-game of the newest snapshots and the live network) and of its plain average, against env steps
-and seconds. The solver side runs OpenSpiel's C++ CFR+ (or CFR) for the same wall time and
+three-player meta-game of the newest snapshots and the live network) and of the newest eight snapshots' average,
+against env steps and seconds. The solver side runs OpenSpiel's C++ CFR+ (or CFR) for the same wall time and
 records the NashConv of its average policy after 1, 2, 4, ... iterations, against seconds (the solver's own time,
 NashConv not counted) and the game states it visited (iterations times the states of the game tree: the
 solver's counterpart of env steps). The target: NashConv <= 0.05 within 10 minutes on 2 cores.
@@ -49,8 +49,10 @@ def train_league(seconds: float, seed: int, exp_dir: str, eval_every: int, env_s
                 final_nash_conv=curve[-1]['nash_conv'], final_meta_nash_conv=curve[-1]['meta_nash_conv'],
                 final_average_nash_conv=curve[-1]['average_nash_conv'],
                 best_nash_conv=min(p['nash_conv'] for p in curve),
-                best_meta_nash_conv=min(p['meta_nash_conv'] for p in curve), curve=curve,
-                reached_target=_first_below(curve, 'nash_conv'), meta_reached_target=_first_below(curve, 'meta_nash_conv'))
+                best_meta_nash_conv=min(p['meta_nash_conv'] for p in curve),
+                best_average_nash_conv=min(p['average_nash_conv'] for p in curve), curve=curve,
+                reached_target=_first_below(curve, 'nash_conv'), meta_reached_target=_first_below(curve, 'meta_nash_conv'),
+                average_reached_target=_first_below(curve, 'average_nash_conv'))
 
 
 def _first_below(curve, key):
@@ -109,8 +111,9 @@ def main(argv=None) -> None:
     print(f'league: {league["env_steps"]:,} env steps in {league["seconds"]} s; NashConv live '
           f'{league["final_nash_conv"]:.4f} (best {league["best_nash_conv"]:.4f}), meta-strategy '
           f'{league["final_meta_nash_conv"]:.4f} (best {league["best_meta_nash_conv"]:.4f}), average '
-          f'{league["final_average_nash_conv"]:.4f}; target {TARGET} reached by the network: '
-          f'{league["reached_target"]}, by the meta-strategy: {league["meta_reached_target"]}')
+          f'{league["final_average_nash_conv"]:.4f} (best {league["best_average_nash_conv"]:.4f}); target {TARGET} '
+          f'reached by the network: {league["reached_target"]}, the meta-strategy: {league["meta_reached_target"]}, '
+          f'the recent average: {league["average_reached_target"]}')
     solver = run_solver(args.seconds, args.solver)
     print(f'{args.solver}: {solver["iterations"]:,} iterations in {solver["seconds"]} s; NashConv '
           f'{solver["final_nash_conv"]:.6f}; target {TARGET} reached: {solver["reached_target"]}')

@@ -11,8 +11,9 @@ With ``battle.exact_analysis`` (and an env that offers one, as OpenSpiel's games
 ``train.eval_every_iters`` rounds the run measures the NashConv of each active player's network, of the
 population's **meta-strategy** (a mixture of the newest :data:`META_WINDOW` snapshots and the live players, found
 by multiplicative weights on their exact S-player meta-game: the counterpart of the two-seat leagues' Nash
-meta-strategy, as S-player games have no cheap exact Nash solver) and of its plain **average** (every snapshot
-taken since training began with equal weight, fictitious play's average strategy).
+meta-strategy, as S-player games have no cheap exact Nash solver) and of the **recent average** (the newest
+:data:`AVERAGE_WINDOW` snapshots with equal weight: the average of the last iterates, which smooths the oscillation
+a last iterate keeps in a game of three or more players).
 
 The run stops at ``train.max_env_steps`` or ``train.max_wall_seconds``. Every ``train.checkpoint_every_iters``
 rounds, at the end and on an interrupt it saves a checkpoint (the league, the learners, the counters, the NashConv
@@ -46,6 +47,7 @@ from sparring.worker.seeds import player_seed
 
 INIT_REF = 'init'  # the parameters every player starts from (as the two-seat run's)
 META_WINDOW = 32  # the newest snapshots the meta-strategy mixes (with the live players): its meta-game has K^S entries
+AVERAGE_WINDOW = 8  # the newest snapshots the recent average mixes with equal weight
 LEAGUE_STATE_FILE = 'league_state.npz'
 
 
@@ -162,7 +164,7 @@ class MultiSeatRun:
 
     # -- exact analysis -----------------------------------------------------------------------
     def exact_report(self) -> dict:
-        """NashConv of each active player's network, of the population's meta-strategy and of its plain average
+        """NashConv of each active player's network, of the population's meta-strategy and of its recent average
         (see the module docstring)."""
         if self.analysis is None:
             raise RuntimeError('exact_report: battle.exact_analysis is off in this run')
@@ -173,8 +175,9 @@ class MultiSeatRun:
         for ref in snapshots:
             if ref not in self._profiles:
                 self._profiles[ref] = self.analysis.profile(self.pool.get(ref))
-        average = self.analysis.population_nash_conv([self._profiles[ref] for ref in snapshots], [1.0] * len(snapshots)) \
-            if snapshots else nash_conv[self.player_ids[0]]
+        recent = [self._profiles[ref] for ref in snapshots[-AVERAGE_WINDOW:]]
+        average = self.analysis.population_nash_conv(recent, [1.0] * len(recent)) if recent \
+            else nash_conv[self.player_ids[0]]
         candidates = [self._profiles[ref] for ref in snapshots[-META_WINDOW:]] + list(live.values())
         weights = self.analysis.meta_strategy(candidates)
         meta = self.analysis.population_nash_conv(candidates, weights)
