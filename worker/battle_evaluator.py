@@ -98,7 +98,7 @@ class BattleEvaluator:
         while (quota > 0).any():
             actions, _ = arena.act()
             step = arena.step(actions)
-            ended = fingerprints.step(actions, step)
+            ended = fingerprints.step(actions, arena.step_result)  # the env's own step: every seat's view
             # Read before finished(): it flips the home seat of the slots whose game ended.
             home_seat = arena.home_seat.copy()
             home_reward = step.reward[slots, home_seat]

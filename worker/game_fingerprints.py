@@ -28,19 +28,22 @@ class GameFingerprints:
     def step(self, actions, step) -> Dict[int, str]:
         """Feed the ``actions`` given to the env and the ``step`` it answered (a ``BattleStep``); returns
         ``{slot: fingerprint}`` of the games that ended at this step (their slots start a new hash)."""
-        # A game with roles: one array per seat (their shapes differ); a slot's actions are its row of each.
-        per_seat = isinstance(actions, (list, tuple))
-        actions, obs = (actions if per_seat else np.asarray(actions)), np.asarray(step.obs)
+        # A game with roles: one array per seat for the actions and observations (their shapes differ); a slot's
+        # are its row of each.
+        per_seat = getattr(step, 'per_seat', False)
+        seat_actions = list(actions) if per_seat else [np.asarray(actions)]
+        seat_obs = list(step.obs) if per_seat else [np.asarray(step.obs)]
         done = np.asarray(step.terminated) | np.asarray(step.truncated)
         ended: Dict[int, str] = {}
         for slot, game in enumerate(self._hashes):
-            if per_seat:
-                for seat_actions in actions:
-                    game.update(np.ascontiguousarray(seat_actions[slot]).tobytes())
-            else:
-                game.update(np.ascontiguousarray(actions[slot]).tobytes())
+            for seat in seat_actions:
+                game.update(np.ascontiguousarray(seat[slot]).tobytes())
             # At a game's end the observation is already the next game's first one: the result stands for it.
-            game.update(np.ascontiguousarray(obs[slot] if not done[slot] else step.result[slot]).tobytes())
+            if done[slot]:
+                game.update(np.ascontiguousarray(step.result[slot]).tobytes())
+            else:
+                for seat in seat_obs:
+                    game.update(np.ascontiguousarray(seat[slot]).tobytes())
             if done[slot]:
                 ended[slot] = game.hexdigest()
                 self._hashes[slot] = _new_hash()

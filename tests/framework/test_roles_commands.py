@@ -43,6 +43,7 @@ def test_eval_plays_the_other_roles_opponents_and_refuses_the_own_role(run_dir):
                              player='naive_sp_evader_0', games=4)
     assert set(report['opponents']) == {'bot:pursuit_chase', 'bot:random', 'naive_sp_pursuer_0_h0'}
     assert all(r['by_seat'].keys() == {1} or r['by_seat'].keys() == {'1'} for r in report['opponents'].values())
+    assert all(1 <= r['distinct_games'] <= 4 for r in report['opponents'].values())  # each seat's moves hashed
     with pytest.raises(ConfigError, match=r"eval: opponent 'bot:pursuit_flee' plays the role 'evader', as the player "
                                           r"does; expected an opponent of another role \(pursuer\)"):
         evaluate_player(run_dir, ['bot:pursuit_flee'], player='naive_sp_evader_0', games=4)

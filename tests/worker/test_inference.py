@@ -521,7 +521,7 @@ class _StubWorker:
         return SimpleNamespace(body=dict(unchanged=have_version == 7, version=7),
                                arrays=params_to_arrays(self.policy.get_params()))
 
-    def new_policy(self, seed):
+    def new_policy(self, seed, player_id=None):
         return POLICY_REGISTRY.get('ppo')(self.cfg.policy, self.observation_space, self.action_space, seed=seed)
 
 
