@@ -88,9 +88,9 @@ def render(results_dir: str = RESULTS_DIR) -> str:
     return '\n'.join(out)
 
 
-def record_line(name: str, results_dir: str = RESULTS_DIR) -> str:
+def record_line(name: str, results_dir: str = RESULTS_DIR, page: str = 'results.md') -> str:
     """One line under a results section: the record it comes from, its entries' dates and CPUs, and a link to
-    their stamps (``<!-- record: NAME -->`` on a page)."""
+    their stamps (``<!-- record: NAME -->`` on a page; ``page``, its path under docs/, places the link)."""
     records = load(results_dir)
     if name not in records:
         raise UnstampedEntries(f'a page names the record {name!r}; benchmarks/results has no {name}.json')
@@ -106,7 +106,7 @@ def record_line(name: str, results_dir: str = RESULTS_DIR) -> str:
     cpu_text = ', '.join(f'{html.escape(cpu)} ({n})' for cpu, n in sorted(cpus.items(), key=lambda kv: -kv[1]))
     entries = f'{len(stamps)} entr{"y" if len(stamps) == 1 else "ies"}'
     return (f'*Record `benchmarks/results/{name}.json`: {entries}, dated {span}; CPU {cpu_text}; '
-            f'[every entry\'s stamp](records.md#{name.replace("_", "-")}).*')
+            f'[every entry\'s stamp]({"../" * page.count("/")}records.md#{name.replace("_", "-")}).*')
 
 
 def _short(commit: str) -> str:

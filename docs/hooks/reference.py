@@ -72,7 +72,8 @@ def on_page_markdown(markdown, page, config, files):
             markdown = markdown.replace(marker, getattr(module, function)())
     if RECORD_MARKER.search(markdown):
         import results_records
-        markdown = RECORD_MARKER.sub(lambda m: results_records.record_line(m.group(1)), markdown)
+        where = page.file.src_uri if page is not None else 'results.md'
+        markdown = RECORD_MARKER.sub(lambda m: results_records.record_line(m.group(1), page=where), markdown)
     if TABLE_MARKER.search(markdown):
         import results_tables
         records = results_tables.Records()

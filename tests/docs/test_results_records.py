@@ -90,3 +90,8 @@ def test_each_results_section_names_a_record_that_exists_and_a_missing_one_fails
         assert results_records.record_line(name).startswith(f'*Record `benchmarks/results/{name}.json`: ')
     with pytest.raises(results_records.UnstampedEntries, match="names the record 'nothing'"):
         results_records.record_line('nothing', str(tmp_path))
+
+
+def test_a_record_line_links_to_the_records_page_from_any_folder():
+    assert '](records.md#vs-sb3)' in results_records.record_line('vs_sb3')
+    assert '](../records.md#vs-sb3)' in results_records.record_line('vs_sb3', page='concepts/categories.md')
