@@ -14,6 +14,10 @@ before the surgery keep their own policy config and parameters; where the env's 
 actions changed, their parameter-store entries get an adapter, so they still play. The
 parameters resets return to (``init``) are transplanted too; the snapshots that pointed at them
 keep the old ones under ``init@before_surgery_<k>``.
+
+In a game whose seats have roles each role is operated on apart, with its seat's spaces: its learners (recorded in
+its seat against the other role's random bot), the snapshots of its players and its own reset parameters
+(``init_<role>``). The observation and action maps come from each seat's feature names there.
 """
 from __future__ import annotations
 
@@ -38,8 +42,11 @@ from sparring.policy.feature_map import (AdaptedPolicy, SpaceAdapter, SurgeryErr
 from sparring.policy.surgery import compare, new_space_observations, resolve_options, transplant
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.env.battle import make_battle_env
+from sparring.worker.env.battle_api import VecBattleEnv
 from sparring.worker.env.manager import make_env_manager
 from sparring.worker.run_files import open_run_file, write_atomically
+from sparring.policy.bot import RandomBot
+from sparring.worker.role_arena import RoleArena, home_seat_of, opposite_role
 from sparring.worker.run_kind import is_league_run
 
 if TYPE_CHECKING:  # only named for the type checker: surgery takes PPO-style policies by duck typing
@@ -69,52 +76,62 @@ def surgery(checkpoint: str, new_config: dict, out: str, *, options: Optional[di
     battle = is_league_run(new_cfg)
     if battle != is_league_run(old_cfg):
         raise SurgeryError('surgery: the old and the new config must both be league (battle) runs or both single-agent')
+    roles = None
     if battle:
         complete_league_config(old_cfg)
         complete_league_config(new_cfg)
-        if old_cfg.league.get('roles') or new_cfg.league.get('roles'):
-            raise SurgeryError(f'surgery: env {old_cfg.env.type!r} has seats with roles (each role its own spaces and '
-                               f'network); surgery changes the one network of a symmetric game\'s players, expected '
-                               f'a game without roles')
         _check_same_league(old_cfg, new_cfg)
+        roles = _check_same_roles(old_cfg, new_cfg, obs_map, act_map)
     _check_out_dir(out, old_exp)
     opts = resolve_options(options)
     state = CheckpointManager.load(ckpt_path)
 
-    old_env, new_env = EnvSpaces.of(old_cfg, battle), EnvSpaces.of(new_cfg, battle)
-    obs_map = as_feature_map(obs_map, flat_size(old_env.observation_space), 'observation') or observation_map(
-        old_env.observation_space, new_env.observation_space, old_env.observation_names, new_env.observation_names)
-    act_map = as_feature_map(act_map, flat_size(old_env.action_space), 'action') or action_map(
-        old_env.action_space, new_env.action_space, old_env.action_names, new_env.action_names)
-
     report: Dict[str, Any] = dict(checkpoint=ckpt_path, out=out, options=opts, changes=[], players={})
     learners = state['learners'] if battle else {'learner': state['learner']}
-    recorded = None
-    for index, (pid, learner_state) in enumerate(learners.items()):
-        old = old_env.build(old_cfg.policy, old_cfg.seed)
-        old.load_state_dict(learner_state['policy'])
-        recorded = _record_both(old, old_cfg, new_cfg, old_env, new_env, obs_map, act_map, battle, record_steps,
-                                record_envs)
-        old.load_state_dict(learner_state['policy'])  # recording drew from its RNG: the checkpoint's state again
-        new = new_env.build(new_cfg.policy, new_cfg.seed + index)
-        result = transplant(as_ppo(old), as_ppo(new), obs_map, act_map, opts, observations=recorded.old.flat_obs,
-                            action_mask=recorded.old.flat_mask, new_observations=recorded.new.flat_obs,
-                            names={axis: names for axis, names in (('obs', new_env.observation_names),
-                                                                   ('actions', new_env.action_names))
-                                   if names is not None})
-        learner_state['policy'] = new.state_dict()
-        report['changes'] = result.changes
-        report['players'][pid] = recorded.compare(old, new, obs_map, act_map, new_env)
-
+    # The players of each role (a symmetric game: one group of every player, role None), in the league's order.
+    category = {p['player_id']: p.get('category') for p in state['league_state']['players']} if roles else {}
     renamed: Dict[str, str] = {}
-    if battle and recorded is not None:  # a league checkpoint has learners: recorded is set
-        renamed = _carry_param_store(old_exp, out, old_cfg, new_cfg, old_env, new_env, obs_map, act_map, opts,
-                                     recorded)
+    adapted = False
+    groups: List[Optional[str]] = list(roles) if roles else [None]
+    for role in groups:
+        old_env, new_env = EnvSpaces.of(old_cfg, battle, role), EnvSpaces.of(new_cfg, battle, role)
+        role_obs_map = as_feature_map(obs_map, flat_size(old_env.observation_space), 'observation') or observation_map(
+            old_env.observation_space, new_env.observation_space, old_env.observation_names, new_env.observation_names)
+        role_act_map = as_feature_map(act_map, flat_size(old_env.action_space), 'action') or action_map(
+            old_env.action_space, new_env.action_space, old_env.action_names, new_env.action_names)
+        recorded = None
+        for index, (pid, learner_state) in enumerate(learners.items()):
+            if role is not None and category.get(pid) != role:
+                continue
+            old = old_env.build(old_cfg.policy, old_cfg.seed)
+            old.load_state_dict(learner_state['policy'])
+            recorded = _record_both(old, old_cfg, new_cfg, old_env, new_env, role_obs_map, role_act_map, battle,
+                                    record_steps, record_envs, role)
+            old.load_state_dict(learner_state['policy'])  # recording drew from its RNG: the checkpoint's state again
+            new = new_env.build(new_cfg.policy, new_cfg.seed + index)
+            result = transplant(as_ppo(old), as_ppo(new), role_obs_map, role_act_map, opts,
+                                observations=recorded.old.flat_obs, action_mask=recorded.old.flat_mask,
+                                new_observations=recorded.new.flat_obs,
+                                names={axis: names for axis, names in (('obs', new_env.observation_names),
+                                                                       ('actions', new_env.action_names))
+                                       if names is not None})
+            learner_state['policy'] = new.state_dict()
+            report['changes'] = result.changes if role is None else report['changes'] + [
+                f'{role}: {change}' for change in result.changes if f'{role}: {change}' not in report['changes']]
+            report['players'][pid] = recorded.compare(old, new, role_obs_map, role_act_map, new_env)
+        if battle and recorded is not None:  # a league checkpoint has learners: recorded is set
+            refs = None if role is None else {p['param_ref'] for p in state['league_state']['players']
+                                              if p.get('category') == role and p['param_ref']}
+            renamed.update(_carry_param_store(old_exp, out, old_cfg, new_cfg, old_env, new_env, role_obs_map,
+                                              role_act_map, opts, recorded, role, refs))
+            adapted = adapted or not (role_obs_map.is_identity and role_act_map.is_identity)
+
+    if battle and report['players']:
         for player in state['league_state']['players']:
             if player['kind'] == 'historical' and player['param_ref'] in renamed:
                 player['param_ref'] = renamed[player['param_ref']]
         report['historical_players'] = sum(p['kind'] == 'historical' for p in state['league_state']['players'])
-        report['adapted_snapshots'] = not (obs_map.is_identity and act_map.is_identity)
+        report['adapted_snapshots'] = adapted
     report['renamed_param_refs'] = renamed
     report['max_prob_change'] = _worst(report['players'], 'max_prob_change')
     report['max_value_change'] = _worst(report['players'], 'max_value_change')
@@ -162,6 +179,19 @@ def _check_out_dir(out: str, old_exp: str) -> None:
         raise FileExistsError(f'surgery: {out!r} already holds a checkpoint ({existing}); choose an empty --out')
 
 
+def _check_same_roles(old_cfg, new_cfg, obs_map, act_map) -> Optional[List[str]]:
+    """The roles of a game whose seats have them (each is operated on apart, with its own spaces), else None."""
+    old_roles = list(old_cfg.league.player_category) if old_cfg.league.get('roles') else None
+    new_roles = list(new_cfg.league.player_category) if new_cfg.league.get('roles') else None
+    if old_roles != new_roles:
+        raise SurgeryError(f'surgery: the roles change from {old_roles} to {new_roles}; training continues in the '
+                           f'same league, so its roles must stay the same')
+    if old_roles is not None and (obs_map is not None or act_map is not None):
+        raise SurgeryError(f'surgery: explicit observation or action maps in a game with roles ({", ".join(old_roles)}) '
+                           f'would apply to every role\'s spaces; expected the maps found from the feature names')
+    return old_roles
+
+
 def _check_same_league(old_cfg, new_cfg) -> None:
     for key in ('type', 'active_players'):
         if to_plain(old_cfg.league[key]) != to_plain(new_cfg.league[key]):
@@ -180,12 +210,19 @@ class EnvSpaces:
         self.action_names = None if action_names is None else list(action_names)
 
     @classmethod
-    def of(cls, cfg, battle: bool) -> 'EnvSpaces':
+    def of(cls, cfg, battle: bool, role: Optional[str] = None) -> 'EnvSpaces':
+        """The spaces of one seat: any seat's, or in a game with roles the seat of ``role`` (whose feature names are
+        ``observation_names[seat]``, where the game names them per seat)."""
         env = make_battle_env(cfg.env, 1, cfg.seed) if battle else make_env_manager(cfg.env, 1, cfg.seed,
                                                                                      cfg.import_names)
         try:
-            return cls(env.observation_space, env.action_space, getattr(env, 'observation_names', None),
-                       getattr(env, 'action_names', None))
+            obs_names, act_names = getattr(env, 'observation_names', None), getattr(env, 'action_names', None)
+            if role is None:
+                return cls(env.observation_space, env.action_space, obs_names, act_names)
+            battle_env = cast(VecBattleEnv, env)
+            seat = home_seat_of(battle_env, role)
+            return cls(battle_env.observation_spaces[seat], battle_env.action_spaces[seat],
+                       None if obs_names is None else obs_names[seat], None if act_names is None else act_names[seat])
         finally:
             env.close()
 
@@ -221,8 +258,12 @@ class Recording:
         return None if self.mask is None else self.mask.reshape(-1, self.mask.shape[-1])
 
 
-def record(cfg, policy: Policy, battle: bool, steps: int, num_envs: int, seed: int) -> Recording:
-    """Play ``policy`` (against itself in a battle env) for ``steps`` vector steps; record what it saw."""
+def record(cfg, policy: Policy, battle: bool, steps: int, num_envs: int, seed: int,
+           role: Optional[str] = None) -> Recording:
+    """Play ``policy`` (against itself in a battle env; in a game with roles, in ``role``'s seat against the other
+    role's random bot) for ``steps`` vector steps; record what it saw."""
+    if role is not None:
+        return _record_role(cfg, policy, role, steps, num_envs, seed)
     # In process: a few steps do not pay for starting env subprocesses.
     env = make_battle_env(cfg.env, num_envs, seed) if battle else make_env_manager(
         dict(cfg.env, manager=dict(type='base')), num_envs, seed, cfg.import_names)
@@ -249,6 +290,31 @@ def record(cfg, policy: Policy, battle: bool, steps: int, num_envs: int, seed: i
             state = _restart_finished(policy, out.state, observed, battle, len(obs))
         masks = np.stack(mask_list) if masked else None
         return Recording(np.stack(obs_list), masks)
+    finally:
+        env.close()
+
+
+def _record_role(cfg, policy: Policy, role: str, steps: int, num_envs: int, seed: int) -> Recording:
+    """What ``policy`` saw in ``role``'s seat for ``steps`` vector steps, against the other role's random bot."""
+    env = make_battle_env(cfg.env, num_envs, seed)
+    try:
+        arena = RoleArena(env, policy, role)
+        roles = cast(Tuple[str, ...], env.roles)
+        seat = roles.index(opposite_role(roles, role))
+        bot = RandomBot({}, env.observation_spaces[seat], env.action_spaces[seat], seed=seed)
+        for slot in range(num_envs):
+            arena.set_opponent(slot, 'random', bot)
+        masked = isinstance(arena.home_spaces[1], gym.spaces.Discrete)
+        obs_list: List[np.ndarray] = []
+        mask_list: List[Any] = []
+        step = arena.reset()
+        for _ in range(steps):
+            obs_list.append(step.obs[:, 0].copy())
+            mask_list.append(step.action_mask[:, 0].copy() if masked else None)
+            actions, _ = arena.act()
+            step = arena.step(actions)
+            arena.finished(step)
+        return Recording(np.stack(obs_list), np.stack(mask_list) if masked else None)
     finally:
         env.close()
 
@@ -312,13 +378,13 @@ def _new_space_mask(mask: np.ndarray, act_map) -> np.ndarray:
 
 
 def _record_both(old: Policy, old_cfg, new_cfg, old_env: EnvSpaces, new_env: EnvSpaces, obs_map, act_map,
-                 battle: bool, steps: int, num_envs: int) -> PairedRecordings:
+                 battle: bool, steps: int, num_envs: int, role: Optional[str] = None) -> PairedRecordings:
     seed = new_cfg.seed + 7_777_777  # away from the training and evaluation seeds
-    in_old = record(old_cfg, old, battle, steps, num_envs, seed)
+    in_old = record(old_cfg, old, battle, steps, num_envs, seed, role)
     raw_means = in_old.flat_obs.reshape(len(in_old.flat_obs), -1).astype(np.float64).mean(0).astype(np.float32)
     adapter = SpaceAdapter.from_maps(old_env.observation_space, old_env.action_space, obs_map, act_map, raw_means)
     played = AdaptedPolicy(old, adapter, new_env.observation_space, new_env.action_space)
-    in_new = record(new_cfg, played, battle, steps, num_envs, seed)
+    in_new = record(new_cfg, played, battle, steps, num_envs, seed, role)
     return PairedRecordings(in_old, in_new, adapter)
 
 
@@ -330,15 +396,20 @@ def _worst(players: Dict[str, dict], key: str) -> Optional[float]:
 # -- the league's parameter store ----------------------------------------------------------------
 
 def _carry_param_store(old_exp: str, out: str, old_cfg, new_cfg, old_env: EnvSpaces, new_env: EnvSpaces,
-                       obs_map, act_map, opts: dict, recorded: PairedRecordings) -> Dict[str, str]:
+                       obs_map, act_map, opts: dict, recorded: PairedRecordings, role: Optional[str] = None,
+                       role_refs: Optional[set] = None) -> Dict[str, str]:
     """Copy the parameter store into ``out``: snapshots with (composed) adapters where the env's
-    spaces changed, the reset parameters transplanted. Returns {old ref: new ref} of renamed refs."""
+    spaces changed, the reset parameters transplanted. Returns {old ref: new ref} of renamed refs. In a game with
+    roles, the entries of ``role`` alone: its players' ``role_refs`` and its reset parameters (``init_<role>``)."""
     from sparring.worker.policy_pool import ParamStore
     source_dir = os.path.join(old_exp, 'params')
     if not os.path.isdir(source_dir):
         return {}
     old_store, new_store = ParamStore(source_dir), ParamStore(os.path.join(out, 'params'))
     refs = sorted(urllib.parse.unquote(name[:-len('.pt')]) for name in os.listdir(source_dir) if name.endswith('.pt'))
+    init_ref = INIT_REF if role is None else f'{old_cfg.league.init_param_ref}_{role}'
+    if role is not None:  # this role's entries: its players' (and their renamed reset parameters), its own init
+        refs = [r for r in refs if r in (role_refs or set()) or r == init_ref or r.startswith(init_ref + BEFORE_SURGERY)]
     spaces_changed = not (obs_map.is_identity and act_map.is_identity)
     fill = recorded.adapter.obs_fill
     renamed = {}
@@ -350,15 +421,15 @@ def _carry_param_store(old_exp: str, out: str, old_cfg, new_cfg, old_env: EnvSpa
                        SpaceAdapter.from_maps(old_env.observation_space, old_env.action_space, obs_map, act_map,
                                               fill)).to_dict()
         target = ref
-        if ref == INIT_REF:
-            earlier = sum(r.startswith(INIT_REF + BEFORE_SURGERY) for r in refs)
-            target = renamed[ref] = f'{INIT_REF}{BEFORE_SURGERY}{earlier + 1}'
+        if ref == init_ref:
+            earlier = sum(r.startswith(init_ref + BEFORE_SURGERY) for r in refs)
+            target = renamed[ref] = f'{init_ref}{BEFORE_SURGERY}{earlier + 1}'
             init_old = old_env.build(old_cfg.policy, old_cfg.seed)
             init_old.set_params(entry['params'], entry['version'])
             init_new = new_env.build(new_cfg.policy, new_cfg.seed)
             transplant(as_ppo(init_old), as_ppo(init_new), obs_map, act_map, opts, observations=recorded.old.flat_obs,
                        action_mask=recorded.old.flat_mask, new_observations=recorded.new.flat_obs)
-            new_store.put(INIT_REF, init_new.get_params(), dict(new_cfg.policy), entry['version'])
+            new_store.put(init_ref, init_new.get_params(), dict(new_cfg.policy), entry['version'])
         new_store.put(target, entry['params'], entry['policy_cfg'], entry['version'], adapter=adapter)
     return renamed
 

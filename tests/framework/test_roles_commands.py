@@ -101,3 +101,30 @@ def test_play_refuses_a_missing_role_and_an_opponent_of_ones_own_role(hide_and_s
     with pytest.raises(ConfigError, match=r"'naive_sp_seeker_0' plays the role 'seeker', as you chose to"):
         play_game(hide_and_seek, role='seeker', player='naive_sp_seeker_0', read=lambda prompt: 'q',
                   write=lambda line: None)
+
+
+def test_surgery_widens_each_roles_network_and_the_league_goes_on(run_dir, tmp_path):
+    from sparring.framework.surgery import surgery
+    from sparring.worker.policy_pool import ParamStore
+    new_dir = tmp_path / 'wide'
+    config = dict(
+        exp_name=str(new_dir), env=dict(type='pursuit', collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=4,
+                                        max_steps=8),
+        policy=dict(type='ppo', model=dict(hidden_sizes=[24]), collect=dict(n_steps=8),
+                    learn=dict(epochs=1, num_minibatches=1)),
+        train=dict(max_env_steps=512, eval_every_iters=0, progress_bar=False, tensorboard=False))
+    report = surgery(run_dir, config, str(new_dir), record_steps=8, record_envs=4, log=lambda line: None)
+    assert set(report['players']) == {'naive_sp_pursuer_0', 'naive_sp_evader_0'}
+    assert report['max_value_change'] <= 1e-5  # the same function: values and (Box moves) mean actions kept
+    assert all(s['max_mean_action_change'] <= 1e-5 for sets in report['players'].values() for s in sets.values())
+    assert any(c.startswith('pursuer: actor.0: 16 -> 24') for c in report['changes'])
+    assert any(c.startswith('evader: actor.0: 16 -> 24') for c in report['changes'])
+    # each role's reset parameters transplanted for its own observations, the old ones kept for its snapshots
+    store = ParamStore(str(new_dir / 'params'))
+    for role, size in (('pursuer', 6), ('evader', 8)):
+        assert tuple(store.get(f'init_{role}')['params']['model.actor_trunk.0.weight'].shape) == (24, size)
+        assert tuple(store.get(f'init_{role}@before_surgery_1')['params']['model.actor_trunk.0.weight'].shape) == (
+            16, size)
+    resumed = serial_pipeline(config, exp_name=str(new_dir), resume=True)
+    assert resumed['env_steps'] >= 512
+    assert load_player(str(new_dir), 'naive_sp_evader_0').observation_space.shape == (8,)
