@@ -1303,3 +1303,21 @@ def journal_sync(r: Records) -> List[str]:
         [names.get(mode['mode'], mode['mode'].replace('sync every', 'synced once per') + ' commits'),
          num(mode['commits_per_second'])] for mode in entry['modes']])
 
+
+
+@table('pursuit_roles')
+def pursuit_roles(r: Records) -> List[str]:
+    body = []
+    for key in r.record('pursuit_roles'):
+        if key.startswith('_'):
+            continue
+        entry = r.get('pursuit_roles', key)
+        curves, exploiters = entry['curves'], entry['exploiters']
+        for role, bot in (('pursuer', '`pursuit_flee`'), ('evader', '`pursuit_chase`')):
+            curve = curves[role]
+            exploiter = exploiters[role]
+            body.append([f'`{key}`', role, f'{short(entry["env_steps"], 0)} ({entry["train_wall_seconds"]:.0f} s)',
+                         f'{curve[0]["win"]:.2f} -> {curve[-1]["win"]:.2f} against {bot}',
+                         f'{pct(exploiter["initial"]["win"], 0)} / {pct(exploiter["final"]["win"], 0)}'])
+    return rows(['entry', 'role', 'env steps (training seconds)', ("win rate against the other role's bot, "
+                 'start -> end'), "a fresh exploiter's wins against the initial / final player"], body)
