@@ -1321,3 +1321,65 @@ def pursuit_roles(r: Records) -> List[str]:
                          f'{pct(exploiter["initial"]["win"], 0)} / {pct(exploiter["final"]["win"], 0)}'])
     return rows(['entry', 'role', 'env steps (training seconds)', ("win rate against the other role's bot, "
                  'start -> end'), "a fresh exploiter's wins against the initial / final player"], body)
+
+
+# -- connect four against perfect play (the levers page) ----------------------------------------------------------
+PERFECT_GROUPS = ('end-easy', 'middle-easy', 'begin-easy', 'middle-medium', 'begin-medium', 'begin-hard', 'all')
+MCTS = ('bot:connect_four_mcts?num_simulations=100', 'bot:connect_four_mcts?num_simulations=1000')
+
+
+def _perfect_table(r: Records, spec: List[tuple]) -> List[str]:
+    """Error rates by group of ``perfect_levers.json`` entries: ``spec`` rows of (text, env steps, entry, part,
+    the ``vs_mcts/`` entry of its wins from the empty board or None)."""
+    sizes = r.get('perfect_levers', spec[0][2], spec[0][3], 'groups')
+    body = []
+    for text, steps, key, part, vs_mcts in spec:
+        groups = r.get('perfect_levers', key, part, 'groups')
+        wins = ''
+        if vs_mcts:
+            opponents = r.get('perfect_levers', vs_mcts, 'opponents')
+            wins = ' / '.join(pct(opponents[bot]['win']) for bot in MCTS)
+        body.append([text, steps] + [f'{100 * groups[g]["error_rate"]:.1f} %' for g in PERFECT_GROUPS] + [wins])
+    return rows(['player', 'env steps'] + [f'{g} ({sizes[g]["positions"]})' for g in PERFECT_GROUPS]
+                + ['wins vs MCTS-100 / 1000'], body)
+
+
+@table('perfect_hour_minibatches32')
+def perfect_hour_minibatches32(r: Records) -> List[str]:
+    run = 'seed2/search_openings_0_30_minibatches32_'
+    spec = [('**32 minibatches, an hour**', '1.64M', run + '1638k', 'network', 'vs_mcts/search_openings_0_30_minibatches32_1638k'),
+            ('the same with search 100', '1.64M', run + '1638k', 'search_100', None),
+            ('the same run resumed to 2.05M (1.25 hours)', '2.05M', run + '2048k', 'network', None),
+            ('with search 100', '2.05M', run + '2048k', 'search_100', None),
+            ('the same run at 819k', '819k', run + '819k', 'network', None),
+            ('with search 100', '819k', run + '819k', 'search_100', None),
+            ('the same run at 410k', '410k', run + '410k', 'network', None),
+            ('with search 100', '410k', run + '410k', 'search_100', None),
+            ('8 minibatches (the config before), run again', '410k', 'seed2/search_openings_0_30_410k_rerun', 'network',
+             None),
+            ('the same with search 100', '410k', 'seed2/search_openings_0_30_410k_rerun', 'search_100', None)]
+    return _perfect_table(r, spec)
+
+
+@table('perfect_hour_tactics')
+def perfect_hour_tactics(r: Records) -> List[str]:
+    seed0, seed100 = ('seed2/search_openings_0_30_minibatches32_tactics8_',
+                      'seed2/seed100_search_openings_0_30_minibatches32_tactics8_')
+    spec = [('**tactics w = 8 + 32 minibatches (the ready config), seed 0, an hour**', '1.64M', seed0 + '1638k',
+             'network', 'vs_mcts/search_openings_0_30_minibatches32_tactics8_1638k'),
+            ('the same with search 100', '1.64M', seed0 + '1638k', 'search_100', None),
+            ('**the same, seed 100 (no probe used it), an hour**', '1.64M', seed100 + '1638k', 'network',
+             'vs_mcts/seed100_search_openings_0_30_minibatches32_tactics8_1638k'),
+            ('the same with search 100', '1.64M', seed100 + '1638k', 'search_100', None),
+            ('seed 0 with search 400', '1.64M', seed0 + '1638k_search400', 'search_400', None),
+            ('seed 100 with search 400', '1.64M', seed100 + '1638k_search400', 'search_400', None),
+            ('seed 100 at 819k', '819k', seed100 + '819k', 'network', None),
+            ('with search 100', '819k', seed100 + '819k', 'search_100', None),
+            ('seed 0 at 819k', '819k', seed0 + '819k', 'network', None),
+            ('with search 100', '819k', seed0 + '819k', 'search_100', None),
+            ('seed 0 at 410k', '410k', seed0 + '410k', 'network', None),
+            ('with search 100', '410k', seed0 + '410k', 'search_100', None),
+            ('32 minibatches without the tactics weight, seed 0, an hour (above)', '1.64M',
+             'seed2/search_openings_0_30_minibatches32_1638k', 'network', 'vs_mcts/search_openings_0_30_minibatches32_1638k'),
+            ('with search 100', '1.64M', 'seed2/search_openings_0_30_minibatches32_1638k', 'search_100', None)]
+    return _perfect_table(r, spec)

@@ -15,11 +15,15 @@ sys.path.insert(0, os.path.join(ROOT, 'docs', 'hooks'))
 import results_tables  # noqa: E402  (docs/gen is not a package)
 
 PAGE = os.path.join(ROOT, 'docs', 'results.md')
+PAGES = [PAGE, os.path.join(ROOT, 'docs', 'perfect-play-levers.md')]  # the pages whose tables come from records
 
 
 def page_markers():
-    with open(PAGE) as f:
-        return re.findall(r'^<!-- table: (\w+) -->$', f.read(), re.M)
+    out = []
+    for path in PAGES:
+        with open(path) as f:
+            out += re.findall(r'^<!-- table: (\w+) -->$', f.read(), re.M)
+    return out
 
 
 @pytest.mark.parametrize('name', sorted(results_tables.TABLES))
