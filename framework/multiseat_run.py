@@ -178,7 +178,9 @@ class MultiSeatRun:
         recent = [self._profiles[ref] for ref in snapshots[-AVERAGE_WINDOW:]]
         average = self.analysis.population_nash_conv(recent, [1.0] * len(recent)) if recent \
             else nash_conv[self.player_ids[0]]
-        candidates = [self._profiles[ref] for ref in snapshots[-META_WINDOW:]] + list(live.values())
+        window = max(0, min(META_WINDOW, self.analysis.meta_capacity() - len(live)))  # Leduc's meta-game is huge
+        candidates = [self._profiles[ref] for ref in snapshots[len(snapshots) - window:]] + list(live.values())
+        candidates = candidates[max(0, len(candidates) - self.analysis.meta_capacity()):]
         weights = self.analysis.meta_strategy(candidates)
         meta = self.analysis.population_nash_conv(candidates, weights)
         report = dict(env_steps=self.env_steps, seconds=self.wall_seconds, rounds=self.rounds, nash_conv=nash_conv,

@@ -151,3 +151,15 @@ def test_the_exact_meta_game_of_three_profiles_and_its_meta_strategy():
     weights = analysis.meta_strategy([uniform, first, cfr])
     assert weights.sum() == pytest.approx(1.0) and weights[2] > 0.9  # the near-equilibrium profile carries it
     assert analysis.population_nash_conv([uniform, first, cfr], weights) < 0.05 < analysis.nash_conv(uniform)
+
+
+def test_the_meta_game_is_refused_past_its_capacity():
+    from sparring.dizoo.openspiel.exploitability import OpenSpielNashConv
+    analysis = OpenSpielNashConv('kuhn_poker', dict(players=4))  # 3,960 terminal histories, a K^3 meta-game
+    capacity = analysis.meta_capacity()
+    assert capacity ** 3 * 3960 <= 2 ** 23 < (capacity + 1) ** 3 * 3960
+    legal = analysis.tree.mask[analysis.tree.info_input]
+    uniform = legal / legal.sum(axis=1, keepdims=True)
+    assert analysis.meta_game([uniform] * 2).shape == (4, 2, 2, 2, 2)
+    with pytest.raises(ValueError, match=f'{capacity + 1} profiles .* exceed its capacity of {capacity}'):
+        analysis.meta_game([uniform] * (capacity + 1))
