@@ -61,17 +61,6 @@ NO_ANNEALING = dict(anneal_lr=False, anneal_clip_range=False)
 SHORT_BUDGET = dict(collect=dict(n_steps=32), learn=dict(lr=1e-3, clip_range=0.2))
 
 
-class Sampling:
-    """A policy seen by the evaluator as acting greedily, but sampling its actions (PPO's own play)."""
-
-    def __init__(self, policy) -> None:
-        self.policy = policy
-        self.version = policy.version
-
-    def act(self, obs, state=None, deterministic: bool = False, action_mask=None):
-        return self.policy.act(obs, state, deterministic=False, action_mask=action_mask)
-
-
 def score(returns) -> dict:
     """Mean, standard error of the mean (sample std / sqrt(n)) and range of whole-game scores."""
     values = np.asarray(returns, dtype=np.float64)
@@ -80,12 +69,13 @@ def score(returns) -> dict:
                 max=float(values.max()), games=len(values))
 
 
-def whole_games(policy, games: int) -> dict:
-    """Raw scores of ``games`` whole games, always on the same seeded evaluation envs (8 in process)."""
+def whole_games(policy, games: int, deterministic: bool = True) -> dict:
+    """Raw scores of ``games`` whole games, always on the same seeded evaluation envs (8 in process); greedy, or
+    the actions PPO samples in its own play (``deterministic=False``)."""
     env_cfg = evaluator_env_config(breakout_config['env'])
     with make_env_manager(env_cfg, EVAL_ENVS, EVAL_SEED) as env:
         started = time.perf_counter()
-        result = Evaluator(env, policy, games).evaluate()
+        result = Evaluator(env, policy, games, deterministic=deterministic).evaluate()
     return dict(score(result.returns), agent_steps=result.env_steps, seconds=time.perf_counter() - started)
 
 
@@ -115,7 +105,7 @@ def train(config: dict, seed: int, agent_steps: int, games: int, workdir: str) -
                 wall_seconds=summary['wall_seconds'], train_iter=summary['train_iter'],
                 collect_agent_steps_per_second=summary['collect_steps_per_second'],
                 overall_agent_steps_per_second=summary['env_steps'] / summary['wall_seconds'],
-                greedy=whole_games(policy, games), sampled=whole_games(Sampling(policy), games))
+                greedy=whole_games(policy, games), sampled=whole_games(policy, games, deterministic=False))
 
 
 def shown(s: dict) -> str:

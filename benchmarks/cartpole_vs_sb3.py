@@ -8,7 +8,8 @@ The protocol, the same for both libraries:
   machine's load falls on both alike (the bootstrap below keeps each seed's two runs together);
 * both clocks, wall and process CPU, start before the envs and the model are built;
 * both are evaluated by one function (``peer_runs.evaluate_greedy``) after the update on every 1,280 env steps:
-  8 greedy episodes on 8 CartPole-v1 envs seeded ``seed + 10_000``, so both see the same start states;
+  8 greedy episodes on 8 CartPole-v1 envs seeded ``seed + 10_000``, so both see the same start states, each
+  library choosing the actions through its own call for greedy actions (``policy.greedy``, ``model.predict``);
 * a run ends at its first evaluation with a mean of at least 475 (the target) or at 100k env steps (not reached:
   the slowest in the medians); its time splits into training and evaluation, wall and CPU.
 
@@ -109,7 +110,7 @@ def sparring_run(seed: int, protocol: dict, workdir: str) -> dict:
     learner = Learner(policy, cfg.train.max_env_steps)  # the ready config's budget: its clip range anneals over it
 
     def act(obs):
-        return policy.act(obs.astype(np.float32), deterministic=True).action
+        return policy.greedy(obs.astype(np.float32))[0]
 
     while learner.env_steps < protocol['max_env_steps']:
         learner.train(collector.collect())

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Dict, List, Optional, Sequence, Tuple, cast
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -218,25 +218,11 @@ def evaluate_returns(run: TrainedRun, games: Optional[int] = None, sampled_only:
         env = make_env_manager(evaluator_env_config(cfg.env, cfg.import_names), cfg.env.evaluator_env_num,
                                seed + SINGLE_AGENT_EVAL_SEED_OFFSET, cfg.import_names)
         try:
-            acting = policy if mode == 'greedy' else _Sampling(policy)
-            evaluator = Evaluator(env, cast(Policy, acting), games)  # _Sampling acts as a policy
+            evaluator = Evaluator(env, policy, games, deterministic=mode == 'greedy')
             modes[mode] = return_statistics(evaluator.evaluate().returns)
         finally:
             env.close()
     return dict(run=run.run_dir, player=pid, games=games, seed=seed, returns=modes)
-
-
-class _Sampling:
-    """A policy that samples its actions where the evaluator asks for greedy ones (sampled evaluation)."""
-
-    def __init__(self, policy) -> None:
-        self._policy = policy
-
-    def __getattr__(self, name):
-        return getattr(self._policy, name)
-
-    def act(self, obs, state=None, deterministic: bool = False, **kwargs):
-        return self._policy.act(obs, state, deterministic=False, **kwargs)
 
 
 def return_statistics(returns: Sequence[float]) -> dict:

@@ -10,7 +10,7 @@ by a learner with :meth:`Policy.to_learner_device`; what it hands out is always 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Optional
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -77,6 +77,13 @@ class Policy:
     def act(self, obs: np.ndarray, state: Any = None, deterministic: bool = False,
             action_mask: Optional[np.ndarray] = None) -> ActOutput:
         raise NotImplementedError
+
+    def greedy(self, obs: np.ndarray, state: Any = None,
+               action_mask: Optional[np.ndarray] = None) -> Tuple[np.ndarray, Any]:
+        """``(actions, next state)``: the actions ``act(..., deterministic=True)`` takes, all an evaluation needs.
+        A policy that can leave out what acting to learn costs besides (values, log-probabilities) overrides it."""
+        out = self.act(obs, state, deterministic=True, action_mask=action_mask)
+        return out.action, out.state
 
     def value(self, obs: np.ndarray, state: Any = None) -> np.ndarray:
         raise NotImplementedError

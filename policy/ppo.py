@@ -182,6 +182,20 @@ class PPOPolicy(Policy):
         next_state = None if next_state is None else tuple(host(part) for part in next_state)
         return ActOutput(host(action), host(log_prob), host(value), next_state)
 
+    @torch.inference_mode()
+    def greedy(self, obs: np.ndarray, state: Any = None,
+               action_mask: Optional[np.ndarray] = None) -> Tuple[np.ndarray, Any]:
+        """:meth:`act`'s deterministic actions from the policy's half of the network alone (no value, no
+        log-probability): what an evaluation needs, at about a third of ``act``'s cost on a small MLP."""
+        if self.recurrent:
+            return super().greedy(obs, state, action_mask)
+        prepared = self.net.prepare(self._obs_tensor(obs))
+        # The policy's half of the network: the model's own where it has one, else the first of its two answers.
+        policy_output = getattr(self.model, 'policy_output', None)
+        head = policy_output(prepared) if policy_output is not None else self.model(prepared)[0]
+        action, _ = self.draw(head, self.model.log_std if self.continuous else None, True, action_mask)
+        return self.placement.numpy(action), None
+
     def draw(self, head: torch.Tensor, log_std: Optional[torch.Tensor], deterministic: bool = False,
              action_mask: Optional[np.ndarray] = None) -> Tuple[torch.Tensor, torch.Tensor]:
         """``(action, log_prob)`` drawn with the policy's generator from its network's output ``head`` (and a

@@ -1,4 +1,4 @@
-"""Evaluator: plays deterministic episodes on its own envs and says when the run may stop.
+"""Evaluator: plays greedy (or sampled) episodes on its own envs and says when the run may stop.
 
 Episodes are spread evenly over the envs (a fixed quota per env), so short episodes on a fast
 env cannot crowd out long ones and bias the mean. A recurrent policy's state is carried per env
@@ -27,22 +27,26 @@ class EvalResult:
 
 
 class Evaluator:
-    """Plays deterministic episodes of a single-agent policy and says when the run may stop.
+    """Plays greedy episodes of a single-agent policy (its :meth:`~sparring.policy.base.Policy.greedy` actions)
+    and says when the run may stop.
 
     Args:
         env_manager: the evaluator's own vectorised envs.
         policy: the policy evaluated.
         n_episodes: episodes per evaluation, spread evenly over the envs.
         stop_value: the mean return at which the run may stop (None: never).
+        deterministic: False plays the actions the policy samples (``act``) instead of its greedy ones.
     """
 
-    def __init__(self, env_manager, policy: Policy, n_episodes: int, stop_value: Optional[float] = None) -> None:
+    def __init__(self, env_manager, policy: Policy, n_episodes: int, stop_value: Optional[float] = None,
+                 deterministic: bool = True) -> None:
         if n_episodes < 1:
             raise ValueError(f'Evaluator: n_episodes must be >= 1, got {n_episodes}')
         self.env = env_manager
         self.policy = policy
         self.n_episodes = n_episodes
         self.stop_value = stop_value
+        self.deterministic = deterministic
         self.history: List[tuple] = []  # (version, mean return)
 
     def evaluate(self) -> EvalResult:
@@ -54,9 +58,8 @@ class Evaluator:
         state = initial_state(self.policy, B)
         env_steps = 0
         while (quota > 0).any():
-            out = self.policy.act(obs, state, deterministic=True)
-            state = out.state
-            step = self.env.step(out.action)
+            action, state = self._actions(obs, state)
+            step = self.env.step(action)
             env_steps += B
             zero_rows(state, step.terminated | step.truncated)
             finished = np.flatnonzero((step.terminated | step.truncated) & (quota > 0))
@@ -70,3 +73,10 @@ class Evaluator:
         return EvalResult(mean=mean, std=float(values.std()), min=float(values.min()), max=float(values.max()),
                           returns=returns, env_steps=env_steps,
                           reached_stop_value=self.stop_value is not None and mean >= self.stop_value)
+
+    def _actions(self, obs: np.ndarray, state):
+        """(actions, next state): greedy ones, or sampled where the evaluator is not ``deterministic``."""
+        if self.deterministic:
+            return self.policy.greedy(obs, state)
+        out = self.policy.act(obs, state)
+        return out.action, out.state

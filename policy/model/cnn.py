@@ -101,5 +101,9 @@ class NatureCNNActorCritic(nn.Module):
         hidden = self.features(obs)
         return self.policy_head(hidden), self.value_head(hidden).squeeze(-1)
 
+    def policy_output(self, obs: torch.Tensor) -> torch.Tensor:
+        """The first half of :meth:`forward`'s answer alone (logits or Gaussian mean)."""
+        return self.policy_head(self.features(obs))
+
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.value_head(self.features(obs)).squeeze(-1)

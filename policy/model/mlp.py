@@ -114,6 +114,10 @@ class MLPActorCritic(nn.Module):
         critic = actor if self.critic_trunk is self.actor_trunk else self.critic_trunk(x)
         return self.policy_head(actor), self.value_head(critic).squeeze(-1)
 
+    def policy_output(self, obs: torch.Tensor) -> torch.Tensor:
+        """The first half of :meth:`forward`'s answer alone (logits or Gaussian mean), the value trunk left out."""
+        return self.policy_head(self.actor_trunk(self.encode(obs)))
+
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         x = self.encode(obs)
         return self.value_head(self.critic_trunk(x)).squeeze(-1)
