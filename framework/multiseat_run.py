@@ -32,6 +32,7 @@ import numpy as np
 
 from sparring.config.registry import ENV_REGISTRY, POLICY_REGISTRY
 from sparring.config.schema import ConfigError
+from sparring.framework.run_setup import closing_report
 from sparring.framework.run_summary import RunSummary
 from sparring.league.base_league import BaseLeague, build_league
 from sparring.league.job_protocol import stored_ref
@@ -48,7 +49,6 @@ from sparring.worker.seeds import player_seed
 INIT_REF = 'init'  # the parameters every player starts from (as the two-seat run's)
 META_WINDOW = 32  # the newest snapshots the meta-strategy mixes (with the live players): its meta-game has K^S entries
 AVERAGE_WINDOW = 8  # the newest snapshots the recent average mixes with equal weight
-LEAGUE_STATE_FILE = 'league_state.npz'
 
 
 def check_seats(cfg, seats: int) -> None:
@@ -259,13 +259,12 @@ def run_multiseat(cfg, logger: Optional[RunLogger] = None, say: Callable[[str], 
         if run.analysis is not None and (not run.history or run.history[-1]['env_steps'] != run.env_steps):
             run.exact_report()
         path = ckpt.save(run.state_dict(), run.rounds)
-        run.league.save(os.path.join(cfg.exp_name, LEAGUE_STATE_FILE))
+        pictures = closing_report(run.league, {}, cfg.exp_name, say)  # league state, report page, pictures, table
         table = run.league.table()
-        say(table)
         return RunSummary(exp_dir=cfg.exp_name, env_steps=run.env_steps, wall_seconds=run.wall_seconds,
                           reached_stop_value=False, stop_env_steps=None, stop_seconds=None, checkpoint=path,
                           rounds=run.rounds, games=run.games, history=run.history,
-                          exact=run.history[-1] if run.history else {}, league_table=table)
+                          exact=run.history[-1] if run.history else {}, league_table=table, pictures=pictures)
     finally:
         run.close()
 

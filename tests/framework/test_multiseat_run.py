@@ -40,6 +40,7 @@ def test_the_ready_config_trains_a_three_seat_league_scored_by_nash_conv(tmp_pat
     assert league.payoff.totals('naive_sp_0')['games'] > 0
     assert league.get_player('naive_sp_0').self_play_games > 0
     assert 'naive_sp_0_h1' in summary['league_table']
+    assert {os.path.basename(p) for p in summary['pictures']} >= {'payoff.svg', 'ratings.svg'}
 
 
 def test_league_seats_must_match_the_game(tmp_path):
