@@ -1328,20 +1328,118 @@ PERFECT_GROUPS = ('end-easy', 'middle-easy', 'begin-easy', 'middle-medium', 'beg
 MCTS = ('bot:connect_four_mcts?num_simulations=100', 'bot:connect_four_mcts?num_simulations=1000')
 
 
+def _perfect_groups(r: Records, key, part: str) -> dict:
+    """The error figures by group of a scored player: ``key`` an entry of ``perfect_levers.json``, or a
+    ``(record, entry)`` pair."""
+    record, entry = key if isinstance(key, tuple) else ('perfect_levers', key)
+    return r.get(record, entry, part, 'groups')
+
+
 def _perfect_table(r: Records, spec: List[tuple]) -> List[str]:
-    """Error rates by group of ``perfect_levers.json`` entries: ``spec`` rows of (text, env steps, entry, part,
-    the ``vs_mcts/`` entry of its wins from the empty board or None)."""
-    sizes = r.get('perfect_levers', spec[0][2], spec[0][3], 'groups')
+    """Error rates by group of scored players: ``spec`` rows of (text, env steps, entry, part, the ``vs_mcts/``
+    entry of its wins from the empty board or None); the wins column only where some row has them."""
+    sizes = _perfect_groups(r, spec[0][2], spec[0][3])
+    with_wins = any(row[4] for row in spec)
     body = []
     for text, steps, key, part, vs_mcts in spec:
-        groups = r.get('perfect_levers', key, part, 'groups')
-        wins = ''
-        if vs_mcts:
-            opponents = r.get('perfect_levers', vs_mcts, 'opponents')
-            wins = ' / '.join(pct(opponents[bot]['win']) for bot in MCTS)
-        body.append([text, steps] + [f'{100 * groups[g]["error_rate"]:.1f} %' for g in PERFECT_GROUPS] + [wins])
+        groups = _perfect_groups(r, key, part)
+        row = [text, steps] + [f'{100 * groups[g]["error_rate"]:.1f} %' for g in PERFECT_GROUPS]
+        if with_wins:
+            opponents = r.get('perfect_levers', vs_mcts, 'opponents') if vs_mcts else None
+            row.append(' / '.join(pct(opponents[bot]['win']) for bot in MCTS) if opponents else '')
+        body.append(row)
     return rows(['player', 'env steps'] + [f'{g} ({sizes[g]["positions"]})' for g in PERFECT_GROUPS]
-                + ['wins vs MCTS-100 / 1000'], body)
+                + (['wins vs MCTS-100 / 1000'] if with_wins else []), body)
+
+
+def _with_search(text: str, steps: str, key, search: str = 'search_100') -> List[tuple]:
+    """A player's row and the row of the same player with its search."""
+    return [(text, steps, key, 'network', None), ('the same with search 100', steps, key, search, None)]
+
+
+@table('perfect_levers_probes')
+def perfect_levers_probes(r: Records) -> List[str]:
+    return _perfect_table(r, [
+        *_with_search('none (the demo league)', '400k', 'seed1/baseline_demo_400k'),
+        *_with_search('a. random openings, 0-30 plies', '400k', 'seed1/lever_a'),
+        *_with_search('b. perfect player at depths 2, 4, 6 as reference players', '400k', 'seed1/lever_b'),
+        ('none, at 200k of the 400k schedule', '200k', 'seed1/baseline_at_iter100', 'network', None),
+        ('a, at 200k', '200k', 'seed1/lever_a_at_iter100', 'network', None),
+        ('b, at 200k', '200k', 'seed1/lever_b_at_iter100', 'network', None),
+        ('d. larger CNN (conv 128x4x4, 128x2x2; hidden 512), at 200k', '200k', 'seed1/lever_d_at_iter100', 'network',
+         None)])
+
+
+@table('perfect_levers_1m')
+def perfect_levers_1m(r: Records) -> List[str]:
+    return _perfect_table(r, [
+        *_with_search('random openings 0-30 (`connect_four_perfect_levers.py`)', '1M', 'seed2/perfect_levers_1M'),
+        *_with_search('the league without the lever (`connect_four_league.py`)', '1M', 'seed2/league_1M'),
+        *_with_search('the demo league (figures above)', '400k', ('perfect_play', 'connect_four_demo_400k_steps'))])
+
+
+@table('perfect_expert_iteration')
+def perfect_expert_iteration(r: Records) -> List[str]:
+    return _perfect_table(r, [
+        *_with_search('expert iteration + random openings 0-30 (`connect_four_search_openings.py`)', '410k',
+                      'seed2/search_openings_0_30_410k'),
+        *_with_search('the same, at 205k of that run', '205k', 'seed2/search_openings_0_30_205k'),
+        *_with_search('expert iteration without the openings (`connect_four_search.py`, same budget and seed), at 205k',
+                      '205k', 'seed2/search_205k'),
+        *_with_search('expert iteration without the openings, at the end', '410k', 'seed2/search_410k'),
+        *_with_search('PPO league + random openings 0-30 (`connect_four_perfect_levers.py`, above)', '1M',
+                      'seed2/perfect_levers_1M')])
+
+
+@table('perfect_lever_c')
+def perfect_lever_c(r: Records) -> List[str]:
+    return _perfect_table(r, [
+        *_with_search('openings 0-30 + solver values with at most 16 empty cells', '205k',
+                      'seed1/search_openings_0_30_exact16_205k'),
+        *_with_search('openings 0-30 alone (the run above at 205k)', '205k', 'seed1/search_openings_0_30_205k')])
+
+
+@table('perfect_levers_fe')
+def perfect_levers_fe(r: Records) -> List[str]:
+    return _perfect_table(r, [
+        *_with_search('openings 0-30 (the run above at 205k)', '205k', 'seed1/search_openings_0_30_205k'),
+        *_with_search('c. openings 0-30 + solver values, at most 16 empty cells', '205k',
+                      'seed1/search_openings_0_30_exact16_205k'),
+        *_with_search('f. openings 0-40', '205k', 'seed1/search_openings_0_40_205k'),
+        *_with_search('e. openings 0-30 + solver policy and values, at most 20 empty cells', '205k',
+                      'seed1/search_openings_0_30_exact20_policy20_205k'),
+        *_with_search('f + e by score: openings 0-40 + solver policy (best score) and values, at most 20 empty cells',
+                      '205k', 'seed1/search_openings_0_40_exact20_policy20_score_205k')])
+
+
+@table('perfect_levers_fe_reported')
+def perfect_levers_fe_reported(r: Records) -> List[str]:
+    return _perfect_table(r, [
+        *_with_search('openings 0-30 (`connect_four_search_openings.py`)', '205k', 'seed2/search_openings_0_30_205k'),
+        *_with_search('f. openings 0-40', '205k', 'seed2/search_openings_0_40_205k'),
+        *_with_search('f. openings 0-40, its last checkpoint', '250k', 'seed2/search_openings_0_40_250k'),
+        *_with_search('f + e by score', '205k', 'seed2/search_openings_0_40_exact20_policy20_score_205k'),
+        *_with_search('openings 0-30 at 410k (above)', '410k', 'seed2/search_openings_0_30_410k')])
+
+
+@table('perfect_missed_wins')
+def perfect_missed_wins(r: Records) -> List[str]:
+    spec = [('openings 0-30, 205k', 'seed1/search_openings_0_30_205k'),
+            ('c (values, 16), 205k', 'seed1/search_openings_0_30_exact16_205k'),
+            ('e (policy and values, 20), 205k', 'seed1/search_openings_0_30_exact20_policy20_205k'),
+            ('f (openings 0-40), 205k', 'seed1/search_openings_0_40_205k'),
+            ('f + e by score, 205k', 'seed1/search_openings_0_40_exact20_policy20_score_205k'),
+            ('openings 0-30, 410k', 'seed1/search_openings_0_30_410k')]
+    body = []
+    for text, key in spec:
+        groups = _perfect_groups(r, key, 'network')
+        end, middle = groups['end-easy'], groups['middle-easy']
+
+        def pair(figure: str, end: dict = end, middle: dict = middle) -> str:
+            return f'{end[figure]} / {middle[figure]}'
+        deeper = [g['errors'] - g['missed_wins'] - g['missed_blocks'] for g in (end, middle)]
+        body.append([text, pair('errors'), pair('missed_wins'), pair('missed_blocks'), f'{deeper[0]} / {deeper[1]}'])
+    return rows(['player', 'errors', 'missed wins in one', 'missed blocks', 'deeper'], body)
 
 
 @table('perfect_hour_minibatches32')
@@ -1383,3 +1481,29 @@ def perfect_hour_tactics(r: Records) -> List[str]:
              'seed2/search_openings_0_30_minibatches32_1638k', 'network', 'vs_mcts/search_openings_0_30_minibatches32_1638k'),
             ('with search 100', '1.64M', 'seed2/search_openings_0_30_minibatches32_1638k', 'search_100', None)]
     return _perfect_table(r, spec)
+
+
+@table('perfect_tactics_probes')
+def perfect_tactics_probes(r: Records) -> List[str]:
+    run = 'seed1/search_openings_0_30_'
+    spec = [('openings 0-30 (above)', run + '205k', 'network'),
+            ('the same config and seed, run again', run + '205k_rerun', 'network'),
+            ('g. tactics, w = 8', run + 'tactics8_205k', 'network'),
+            ('the same with search 100', run + 'tactics8_205k', 'search_100'),
+            ('g. tactics, w = 32', run + 'tactics32_205k', 'network'),
+            ('the same with search 100', run + 'tactics32_205k', 'search_100'),
+            ('h + g. tactical openings 0.5, tactics w = 8', run + 'tactical50_tactics8_205k', 'network'),
+            ('the same with search 100', run + 'tactical50_tactics8_205k', 'search_100'),
+            ('i. 32 minibatches', run + 'minibatches32_205k', 'network'),
+            ('the same with search 100', run + 'minibatches32_205k', 'search_100'),
+            ('i. 64 minibatches', run + 'minibatches64_205k', 'network'),
+            ('the same with search 100', run + 'minibatches64_205k', 'search_100')]
+    sizes = _perfect_groups(r, spec[0][1], 'network')
+    body = []
+    for text, key, part in spec:
+        groups = _perfect_groups(r, key, part)
+        missed = (f'{groups["end-easy"]["missed_wins"]} / {groups["middle-easy"]["missed_wins"]}'
+                  if part == 'network' else '')
+        body.append([text] + [f'{100 * groups[g]["error_rate"]:.1f} %' for g in PERFECT_GROUPS] + [missed])
+    return rows(['player, 205k env steps'] + [f'{g} ({sizes[g]["positions"]})' for g in PERFECT_GROUPS]
+                + ['missed wins (end / middle-easy)'], body)
