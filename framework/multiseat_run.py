@@ -18,8 +18,9 @@ a last iterate keeps in a game of three or more players).
 The run stops at ``train.max_env_steps`` or ``train.max_wall_seconds``. Every ``train.checkpoint_every_iters``
 rounds, at the end and on an interrupt it saves a checkpoint (the league, the learners, the counters, the NashConv
 history, the RNGs); ``resume=True`` continues from the newest, its envs starting new games seeded by how far the
-run got. What it does not do yet, unlike a two-seat league run: parallel mode, evaluation games against reference
-bots.
+run got. Every ``train.eval_every_iters`` rounds the first player also plays ``env.n_evaluator_episodes`` games with
+the league's reference players in the other seats (rated, as a two-seat run's evaluation games are). What it does
+not do yet, unlike a two-seat league run: parallel mode.
 """
 from __future__ import annotations
 
@@ -44,11 +45,12 @@ from sparring.worker.logger import RunLogger, format_stats
 from sparring.worker.multiseat_collector import MultiSeatCollector
 from sparring.worker.policy_pool import ParamStore, PolicyPool
 from sparring.worker.runtime import capture_rng, restore_rng, seed_everything, set_torch_threads
-from sparring.worker.seeds import player_seed
+from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET, player_seed
 
 INIT_REF = 'init'  # the parameters every player starts from (as the two-seat run's)
 META_WINDOW = 32  # the newest snapshots the meta-strategy mixes (with the live players): its meta-game has K^S entries
 AVERAGE_WINDOW = 8  # the newest snapshots the recent average mixes with equal weight
+EVAL_STEPS = 8  # vector steps per chunk of an evaluation (it collects chunks until it has its games)
 
 
 def check_seats(cfg, seats: int) -> None:
@@ -107,6 +109,8 @@ class MultiSeatRun:
             env = env_cls(cfg.env, cfg.env.collector_env_num, player_seed(seed, index))
             self.collectors[pid] = MultiSeatCollector(env, policy, cfg.policy.collect.n_steps, self._sampler(pid),
                                                       player_id=pid, train_own_seats=cfg.battle.train_both_sides)
+        self.env_cls = env_cls
+        self.last_eval: Dict[str, dict] = {}
         self.analysis = None
         if cfg.battle.exact_analysis:
             make = getattr(env_cls, 'exact_analysis', None)
@@ -127,9 +131,9 @@ class MultiSeatRun:
     def wall_seconds(self) -> float:
         return self.clock() - self.started
 
-    def _sampler(self, pid: str):
+    def _sampler(self, pid: str, eval_flag: bool = False):
         def sample(slot: int) -> Tuple[List[str], list]:
-            job = self.league.get_job_info(pid)
+            job = self.league.get_job_info(pid, eval_flag=eval_flag)
             refs = [stored_ref(p['param_ref'], f'opponent {p["player_id"]!r}') for p in job['players'][1:]]
             return job['player_ids'], [self.pool.get(ref) for ref in refs]
         return sample
@@ -161,6 +165,41 @@ class MultiSeatRun:
     def record_games(self, results: Sequence[Ranking]) -> None:
         """A chunk's finished games (see :func:`finish_jobs`)."""
         self.games += finish_jobs(self.league, results)
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def evaluate(self, pid: str) -> dict:
+        """``env.n_evaluator_episodes`` games of ``pid``'s network with the league's reference players in the other
+        seats (in turn, its own seat going round; the same seeds at every evaluation), recorded in the league as
+        rated games. Its report: the mean chips (returns) of its seat, and by reference player how often it finished
+        ahead of it (a tie counts half). Empty when the league has no reference players."""
+        if not self.league.reference_players:
+            return {}
+        cfg = self.cfg
+        env = self.env_cls(cfg.env, cfg.env.evaluator_env_num, cfg.seed + LEAGUE_EVAL_SEED_OFFSET)
+        collector = MultiSeatCollector(env, self.learners[pid].policy, EVAL_STEPS, self._sampler(pid, eval_flag=True),
+                                       player_id=pid, train_own_seats=False)
+        games: List[Ranking] = []
+        returns: List[float] = []
+        try:
+            while len(games) < cfg.env.n_evaluator_episodes:
+                chunk = collector.collect()
+                games += chunk.rankings
+                returns += chunk.episode_returns
+        finally:
+            collector.close()
+        games, returns = games[:cfg.env.n_evaluator_episodes], returns[:cfg.env.n_evaluator_episodes]
+        finish_jobs(self.league, games)
+        ahead: Dict[str, List[float]] = defaultdict(list)
+        for player_ids, ranks, _ in games:
+            for opponent, rank in zip(player_ids[1:], ranks[1:]):
+                ahead[opponent].append(1.0 if ranks[0] < rank else 0.5 if ranks[0] == rank else 0.0)
+        chips = float(np.mean(returns))
+        rates = {opponent: float(np.mean(scores)) for opponent, scores in ahead.items()}
+        self.last_eval[pid] = report = dict(chips=chips, games=len(games), ahead=rates)
+        if self.logger is not None:
+            self.logger.scalars(dict(chips=chips, **{f'ahead_of/{o}': r for o, r in rates.items()}), self.env_steps,
+                                prefix=f'eval/{pid}/')
+        return report
 
     # -- exact analysis -----------------------------------------------------------------------
     def exact_report(self) -> dict:
@@ -264,7 +303,8 @@ def run_multiseat(cfg, logger: Optional[RunLogger] = None, say: Callable[[str], 
         return RunSummary(exp_dir=cfg.exp_name, env_steps=run.env_steps, wall_seconds=run.wall_seconds,
                           reached_stop_value=False, stop_env_steps=None, stop_seconds=None, checkpoint=path,
                           rounds=run.rounds, games=run.games, history=run.history,
-                          exact=run.history[-1] if run.history else {}, league_table=table, pictures=pictures)
+                          exact=run.history[-1] if run.history else {}, league_table=table, pictures=pictures,
+                          eval=run.last_eval)
     finally:
         run.close()
 
@@ -282,6 +322,8 @@ def _rounds(run: MultiSeatRun, every: int, save_every: int, ckpt: CheckpointMana
             logger.progress(run.env_steps)
         line = dict(round=run.rounds, steps=run.env_steps, games=run.games,
                     historical=len(run.league.historical_players), kl=first.get('approx_kl'))
+        if every and run.rounds % every == 0 and run.league.reference_players:
+            line.update(eval_chips=run.evaluate(run.player_ids[0]).get('chips'))
         if run.analysis is not None and every and run.rounds % every == 0:
             report = run.exact_report()
             line.update(nash_conv=report['nash_conv'][run.player_ids[0]], meta_nash_conv=report['meta_nash_conv'])

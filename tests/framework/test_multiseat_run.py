@@ -69,3 +69,14 @@ def test_a_two_seat_game_refuses_a_league_of_three_seats(tmp_path):
     config['league'].update(seats=3)
     with pytest.raises(ConfigError, match=r'"league.seats": 3, but env \'openspiel\' is a two-seat game; expected 2'):
         serial_pipeline(config)
+
+
+def test_evaluation_games_seat_the_reference_players_and_are_rated(tmp_path):
+    summary = serial_pipeline(small(tmp_path))
+    report = summary['eval']['naive_sp_0']
+    assert report['games'] == 16 and set(report['ahead']) == {'random'} and 0.0 <= report['ahead']['random'] <= 1.0
+    assert -2.0 <= report['chips'] <= 4.0  # a three-player Kuhn hand wins at most 4 chips and loses at most 2
+    league = BaseLeague.load(os.path.join(summary['exp_dir'], 'league_state.npz'))
+    # three evaluations of 16 games with the random bot in both other seats: it meets the player twice a game (its
+    # two seats do not play each other)
+    assert league.payoff.totals('random')['games'] == 3 * 16 * 2
