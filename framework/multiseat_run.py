@@ -37,7 +37,7 @@ from sparring.framework.run_setup import closing_report
 from sparring.framework.run_summary import RunSummary
 from sparring.league.base_league import BaseLeague, build_league
 from sparring.league.job_protocol import stored_ref
-from sparring.worker.env.multiseat_api import is_multiseat_env
+from sparring.worker.env.multiseat_api import is_multiseat_env, seat_layout
 from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.worker.learner import Learner
@@ -85,9 +85,7 @@ class MultiSeatRun:
                  clock: Callable[[], float] = time.perf_counter, state: Optional[dict] = None) -> None:
         self.cfg, self.say, self.logger, self.clock = cfg, say, logger, clock
         env_cls = ENV_REGISTRY.get(cfg.env.type)
-        probe = env_cls(cfg.env, 1, cfg.seed)
-        obs_space, act_space, seats = probe.observation_space, probe.action_space, probe.num_seats
-        probe.close()
+        obs_space, act_space, seats = seat_layout(env_cls, cfg.env, cfg.seed)
         check_seats(cfg, seats)
         self.league: BaseLeague = build_league(cfg.league)
         self.player_ids = [p.player_id for p in self.league.active_players]

@@ -19,7 +19,7 @@ import os
 from typing import Dict, List, Optional, cast
 
 from sparring.config.compile import CONFIG_FILENAME
-from sparring.config.registry import POLICY_REGISTRY
+from sparring.config.registry import ENV_REGISTRY, POLICY_REGISTRY
 from sparring.framework.run_imports import load_run_config
 from sparring.framework.run_setup import LEAGUE_STATE_FILE
 from sparring.league.base_league import BaseLeague
@@ -28,6 +28,7 @@ from sparring.league.job_protocol import stored_ref
 from sparring.policy.base import Policy
 from sparring.policy.device import devices_usable_here
 from sparring.worker.checkpoint import CheckpointManager
+from sparring.worker.env.multiseat_api import is_multiseat_env, seat_layout
 from sparring.worker.policy_pool import BOT_PREFIX, ParamStore, PolicyPool
 from sparring.worker.run_kind import SINGLE_AGENT, run_kind
 
@@ -84,7 +85,11 @@ class TrainedRun:
     def spaces(self, role: Optional[str] = None):
         """(observation space, action space) of one seat: any seat's, or in a game with roles the seat of ``role``."""
         if role not in self._spaces:
-            self._spaces[role] = self.kind.spaces(role)
+            env_cls = ENV_REGISTRY.get(self.cfg.env.type) if self.cfg.env.type in ENV_REGISTRY else None
+            if is_multiseat_env(env_cls):  # a game of three or more seats: every seat has the same spaces
+                self._spaces[role] = seat_layout(env_cls, self.cfg.env, self.cfg.seed)[:2]
+            else:
+                self._spaces[role] = self.kind.spaces(role)
         return self._spaces[role]
 
     @property

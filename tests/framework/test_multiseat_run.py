@@ -41,6 +41,12 @@ def test_the_ready_config_trains_a_three_seat_league_scored_by_nash_conv(tmp_pat
     assert league.get_player('naive_sp_0').self_play_games > 0
     assert 'naive_sp_0_h1' in summary['league_table']
     assert {os.path.basename(p) for p in summary['pictures']} >= {'payoff.svg', 'ratings.svg'}
+    # the trained player loads from the run, and scores what the run last measured
+    from sparring import load_player
+    from sparring.dizoo.openspiel.exploitability import policy_nash_conv
+    player = load_player(summary['exp_dir'])
+    assert policy_nash_conv('kuhn_poker', player, game_params=dict(players=3)) == \
+        pytest.approx(last['nash_conv']['naive_sp_0'], abs=1e-6)
 
 
 def test_league_seats_must_match_the_game(tmp_path):

@@ -59,6 +59,15 @@ def is_multiseat_env(env_cls) -> bool:
     return bool(getattr(env_cls, 'multiseat', False))
 
 
+def seat_layout(env_cls, env_cfg, seed: Optional[int] = None) -> Tuple[spaces.Box, spaces.Discrete, int]:
+    """``(observation space, action space, seats)`` of a multi-seat env class, from a probe game it closes."""
+    probe = env_cls(env_cfg, 1, seed)
+    try:
+        return probe.observation_space, probe.action_space, probe.num_seats
+    finally:
+        probe.close()
+
+
 class MultiSeatVecEnv(Closeable):
     """Base of vectorised games of S seats (see the module docstring).
 
