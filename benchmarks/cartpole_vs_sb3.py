@@ -17,7 +17,7 @@ sparring runs its ready config (``dizoo/classic_control/config/cartpole_ppo.py``
 pipeline uses (env manager, collector, learner), without the pipeline's logging and checkpoints; SB3 runs
 rl-zoo's tuned CartPole hyperparameters (8 envs x 32 steps, batch 256, 20 epochs, lr 1e-3 and clip 0.2 annealed
 over 1e5 steps, gamma 0.98, lambda 0.8). The figures: per seed the env steps, wall and CPU seconds to the target,
-each split into training and evaluation, and the training's CPU milliseconds per env step; over the seeds the
+each split into training and evaluation, and the CPU time per env step of the training and of the evaluations; over the seeds the
 medians and the ratio of medians (sparring / SB3) with a paired bootstrap 95 % interval, for wall and CPU time.
 
     .venv/bin/python benchmarks/cartpole_vs_sb3.py --seeds $(seq 300 329)
@@ -59,6 +59,7 @@ class Run:
         self.seed, self.protocol = seed, protocol
         self.next_eval = protocol['eval_every']
         self.curve: list = []  # (env steps, mean return)
+        self.eval_env_steps = 0  # env steps played by the evaluations (8 a vector step, finished envs included)
         self.at_target: dict = {}
         self.clocks = Clocks()
 
@@ -69,18 +70,23 @@ class Run:
         """Evaluate ``act`` now (after the update on ``env_steps``); whether the target is met."""
         while self.next_eval <= env_steps:
             self.next_eval += self.protocol['eval_every']
-        mean = self.clocks.evaluation(lambda: evaluate_greedy(act, ENV_ID, EVAL_EPISODES,
+        def counted(obs):
+            self.eval_env_steps += EVAL_EPISODES
+            return act(obs)
+        mean = self.clocks.evaluation(lambda: evaluate_greedy(counted, ENV_ID, EVAL_EPISODES,
                                                               self.seed + EVAL_SEED_OFFSET))
         self.curve.append((int(env_steps), mean))
         if mean >= self.protocol['target']:
-            self.at_target = dict(self.clocks.split(), env_steps=int(env_steps))
+            self.at_target = dict(self.clocks.split(), env_steps=int(env_steps), eval_env_steps=self.eval_env_steps)
         return bool(self.at_target)
 
     def result(self, env_steps: int) -> dict:
         reached = bool(self.at_target)
-        figures = self.at_target or dict(self.clocks.split(), env_steps=int(env_steps))
+        figures = self.at_target or dict(self.clocks.split(), env_steps=int(env_steps),
+                                         eval_env_steps=self.eval_env_steps)
         return dict(reached=reached, curve=self.curve, evaluations=len(self.curve),
                     train_cpu_ms_per_env_step=1000 * figures['train_cpu_seconds'] / max(figures['env_steps'], 1),
+                    eval_cpu_us_per_env_step=1e6 * figures['eval_cpu_seconds'] / max(figures['eval_env_steps'], 1),
                     **figures)
 
 
@@ -201,13 +207,15 @@ def summary(per_seed: dict, libraries) -> dict:
             **{f'median_{key}': _finite(median(column(library, key)))
                for key in ('env_steps', 'wall_seconds', 'cpu_seconds', 'train_wall_seconds', 'train_cpu_seconds',
                            'eval_wall_seconds', 'eval_cpu_seconds')},
-            median_train_cpu_ms_per_env_step=median(column(library, 'train_cpu_ms_per_env_step', False)))
+            **{f'median_{key}': median(column(library, key, False))
+               for key in ('train_cpu_ms_per_env_step', 'eval_cpu_us_per_env_step')})
     out: dict = dict(medians=figures)
     if set(libraries) == set(LIBRARIES):
-        out['ratios'] = {key: ratio_of_medians(column('sparring', key, key != 'train_cpu_ms_per_env_step'),
-                                               column('sb3', key, key != 'train_cpu_ms_per_env_step'))
+        paces = ('train_cpu_ms_per_env_step', 'eval_cpu_us_per_env_step')  # every run's, reached or not
+        out['ratios'] = {key: ratio_of_medians(column('sparring', key, key not in paces),
+                                               column('sb3', key, key not in paces))
                          for key in ('wall_seconds', 'cpu_seconds', 'env_steps', 'train_wall_seconds',
-                                     'train_cpu_seconds', 'train_cpu_ms_per_env_step')}
+                                     'train_cpu_seconds') + paces}
     return out
 
 
@@ -221,7 +229,8 @@ def _print_summary(result: dict) -> None:
               f'steps, {_s(m["median_wall_seconds"])} wall s (training {_s(m["median_train_wall_seconds"])}, '
               f'evaluation {_s(m["median_eval_wall_seconds"])}), {_s(m["median_cpu_seconds"])} CPU s (training '
               f'{_s(m["median_train_cpu_seconds"])}, evaluation {_s(m["median_eval_cpu_seconds"])}); training '
-              f'{m["median_train_cpu_ms_per_env_step"]:.3f} CPU ms per env step')
+              f'{m["median_train_cpu_ms_per_env_step"]:.3f} CPU ms per env step, evaluation '
+              f'{m["median_eval_cpu_us_per_env_step"]:.1f} CPU us per env step')
     for key, r in result.get('ratios', {}).items():
         print(f'sparring / SB3, median {key}: {_s(r["ratio"], 3)} (95 % CI {_s(r["ci_low"], 3)}-{_s(r["ci_high"], 3)}, '
               f'{r["pairs"]} seeds)')

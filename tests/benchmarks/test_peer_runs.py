@@ -71,7 +71,8 @@ def test_evaluate_greedy_starts_every_call_from_the_same_states(peer_runs):
 
 def _run(reached, env_steps, wall, cpu, ms):
     return dict(reached=reached, env_steps=env_steps, wall_seconds=wall, cpu_seconds=cpu, train_wall_seconds=wall - 1,
-                train_cpu_seconds=cpu - 1, eval_wall_seconds=1.0, eval_cpu_seconds=1.0, train_cpu_ms_per_env_step=ms)
+                train_cpu_seconds=cpu - 1, eval_wall_seconds=1.0, eval_cpu_seconds=1.0, train_cpu_ms_per_env_step=ms,
+                eval_cpu_us_per_env_step=100 * ms)
 
 
 def test_the_summary_counts_an_unreached_run_as_the_slowest_and_pairs_the_seeds(cartpole_vs_sb3):
@@ -84,6 +85,8 @@ def test_the_summary_counts_an_unreached_run_as_the_slowest_and_pairs_the_seeds(
     assert ours['median_wall_seconds'] == 3.0 and theirs['median_wall_seconds'] == 10.0  # the unreached is inf
     assert ours['median_env_steps'] == 1500 and theirs['median_env_steps'] == 3000
     assert ours['median_train_cpu_ms_per_env_step'] == 0.2  # every run's pace, reached or not
+    assert theirs['median_eval_cpu_us_per_env_step'] == 50.0
+    assert out['ratios']['eval_cpu_us_per_env_step']['ratio'] == pytest.approx(0.4)
     assert out['ratios']['wall_seconds']['ratio'] == pytest.approx(0.3)
     assert out['ratios']['cpu_seconds']['ratio'] == pytest.approx(2.0 / 7.0)
     assert set(cartpole_vs_sb3.summary(per_seed, ('sparring',))) == {'medians'}  # one library: no ratios
