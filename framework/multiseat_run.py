@@ -33,13 +33,13 @@ import numpy as np
 
 from sparring.config.registry import ENV_REGISTRY, POLICY_REGISTRY
 from sparring.config.schema import ConfigError
+from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.framework.run_setup import closing_report
 from sparring.framework.run_summary import RunSummary
 from sparring.league.base_league import BaseLeague, build_league
 from sparring.league.job_protocol import stored_ref
-from sparring.worker.env.multiseat_api import is_multiseat_env, seat_layout
-from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.worker.checkpoint import CheckpointManager
+from sparring.worker.env.multiseat_api import is_multiseat_env, seat_layout
 from sparring.worker.learner import Learner
 from sparring.worker.logger import RunLogger, format_stats
 from sparring.worker.multiseat_collector import MultiSeatCollector
