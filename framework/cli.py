@@ -4,7 +4,7 @@
 (what is registered, and the ready configs), ``sparring --version``, ``sparring worker --role collector
 --commander tcp://HOST:PORT`` (join a parallel run), ``sparring surgery --checkpoint RUN --config
 new_config.py --out NEW_RUN`` and ``sparring check-env (ENV_TYPE | CONFIG.py)`` (play random games of a
-two-player env and check that it keeps the battle env protocol). ``list``, ``check-env`` and the commands that
+two-player env, or of one of three or more seats, and check that it keeps its protocol). ``list``, ``check-env`` and the commands that
 use a run take ``--import MODULE``: a module of the user's (from the current folder or the import path) to
 import first, so that the classes it registers can be named.
 
@@ -368,8 +368,9 @@ def _run(args: argparse.Namespace) -> int:
 # -- sparring check-env ------------------------------------------------------------------------
 
 def _add_check_env(sub, common: argparse.ArgumentParser) -> None:
-    check = sub.add_parser('check-env', help='play random games of a two-player env and check it keeps the battle '
-                                             'env protocol (exit 0: passed, warnings printed; 2: problems listed)',
+    check = sub.add_parser('check-env', help='play random games of a two-player env (or one of three or more seats) '
+                                             'and check it keeps its protocol (exit 0: passed, warnings printed; 2: '
+                                             'problems listed)',
                            parents=[common])
     check.add_argument('env', metavar='ENV_TYPE | CONFIG.py', help='a registered env type (with its default options) '
                                                                    'or a config file (its env section and import_names)')
@@ -378,13 +379,13 @@ def _add_check_env(sub, common: argparse.ArgumentParser) -> None:
 
 
 def _check_env(args: argparse.Namespace) -> int:
-    from sparring.worker.env.check import check_env
+    from sparring.worker.env.check_multiseat import check_any_env  # games of three or more seats too
     env, import_names = args.env, []
     if args.env.endswith('.py') or os.path.sep in args.env:  # a config file, not a registered name
         make_importable(os.path.dirname(os.path.abspath(args.env)))
         config = load_config_file(args.env)
         env, import_names = config.get('env', {}), config.get('import_names', [])
-    report = check_env(env, games=args.games, seed=args.seed, import_names=import_names)
+    report = check_any_env(env, games=args.games, seed=args.seed, import_names=import_names)
     print(report.format())
     return 0 if report.passed else USAGE_ERROR
 
