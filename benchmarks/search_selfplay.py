@@ -4,14 +4,17 @@ The ready perfect-play config (``dizoo/board_games/config/connect_four_search.py
 PUCT a move, guided by the player's CNN). Two sections, each measured in fresh processes:
 
 * ``collect``: the player collecting ``--chunks`` chunks by self-play in one process (after one chunk of warm-up):
-  env steps per second of collection; the network's evaluations (rows of its forward passes) per second and per
-  call, as a histogram of batch sizes; the share of the collection's time inside those forward passes. Then, in
-  the same process, the in-process forward roofline (:func:`~sparring.worker.inference_forward.forward_rows`, the
-  run's torch threads) at the mean batch size seen and at powers of two, and the ratio of the collection's
-  evaluations per second to the roofline at its mean batch size.
+  env steps per second and per CPU second of collection; the network's evaluations (rows of its forward passes)
+  per CPU second and per call, as a histogram of batch sizes; the share of the collection's CPU time inside those
+  forward passes. Then, in the same process, the in-process forward roofline
+  (:func:`~sparring.worker.inference_forward.forward_rows`, the run's torch threads) in rows per CPU second at the
+  mean batch size seen and at powers of two, and the ratio of the collection's evaluations per CPU second to the
+  roofline at its mean batch size. CPU seconds, because on a shared machine the wall clock also counts the
+  other processes: one core's collection is one thread, and its CPU time is what it used.
 * ``run``: whole serial runs of the ready config for ``--seconds`` of training (periodic evaluation and
   checkpoints off; the final evaluation cut to two games against the random bot and not counted): env steps per
-  second, and the network's evaluations per second over the run's wall time (learning included).
+  second and per CPU second of the process (the update's two threads included), and the network's evaluations per
+  second over the run's wall time (learning included).
 
 ``--against TREE`` alternates every measurement between this checkout and another (e.g. a ``git worktree add`` of
 the commit before; its ``.typecheck/sparring`` is imported), ``--repeats`` of each, and records both sides'
@@ -57,7 +60,7 @@ def _ready_config(smoke: bool) -> dict:
 
 class CountingEvaluations:
     """Counts the rows of every ``probabilities_and_value`` call of PPO policies (the search's evaluations, and the
-    one pass a move for the recorded log-probabilities and values) and the seconds spent in them."""
+    one pass a move for the recorded log-probabilities and values) and the CPU seconds spent in them."""
 
     def __init__(self) -> None:
         from sparring.policy.ppo import PPOPolicy
@@ -66,9 +69,9 @@ class CountingEvaluations:
         original = PPOPolicy.probabilities_and_value
 
         def counted(policy, obs, action_mask=None):
-            started = time.perf_counter()
+            started = time.process_time()
             out = original(policy, obs, action_mask)
-            self.seconds += time.perf_counter() - started
+            self.seconds += time.process_time() - started
             self.sizes[len(obs)] += 1
             return out
         PPOPolicy.probabilities_and_value = counted
@@ -98,7 +101,8 @@ class CountingEvaluations:
 
 
 def roofline(policy, sizes, seconds: float = ROOFLINE_SECONDS) -> dict:
-    """Rows per second of the in-process forward pass by batch size (random observations of the board's planes)."""
+    """Rows per CPU second of the in-process forward pass by batch size (random observations of the board's
+    planes): CPU seconds, not wall seconds, so that other processes on a shared machine count less."""
     import numpy as np
     from sparring.worker.inference_forward import forward_rows
     rng = np.random.default_rng(0)
@@ -106,11 +110,11 @@ def roofline(policy, sizes, seconds: float = ROOFLINE_SECONDS) -> dict:
     for size in sizes:
         obs = rng.integers(-1, 2, (size, *policy.observation_space.shape)).astype(policy.observation_space.dtype)
         forward_rows(policy, obs)
-        calls, started = 0, time.perf_counter()
-        while time.perf_counter() - started < seconds:
+        calls, started = 0, time.process_time()
+        while time.process_time() - started < seconds:
             forward_rows(policy, obs)
             calls += 1
-        out[str(size)] = round(size * calls / (time.perf_counter() - started))
+        out[str(size)] = round(size * calls / (time.process_time() - started))
     return out
 
 
@@ -133,23 +137,24 @@ def collect_child(chunks: int, smoke: bool) -> dict:
     collector.collect()  # warm-up: the first games and the first passes
     counting.reset()
     load_start = os.getloadavg()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     env_steps = sum(collector.collect().env_steps for _ in range(chunks))
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     load_end = os.getloadavg()
     collector.close()
     mean_batch = counting.rows / max(counting.calls, 1)
     roof = roofline(policy, sorted({max(1, round(mean_batch)), *ROOFLINE_SIZES}),
                     seconds=0.05 if smoke else ROOFLINE_SECONDS)
-    evaluations_per_second = counting.rows / seconds
+    per_cpu_second = counting.rows / cpu_seconds
     at_mean = roof[str(max(1, round(mean_batch)))]
-    return dict(env_steps=env_steps, seconds=round(seconds, 3), env_steps_per_second=round(env_steps / seconds, 1),
+    return dict(env_steps=env_steps, seconds=round(seconds, 3), cpu_seconds=round(cpu_seconds, 3),
+                env_steps_per_second=round(env_steps / seconds, 1),
+                env_steps_per_cpu_second=round(env_steps / cpu_seconds, 1),
                 evaluations=counting.rows, calls=counting.calls, mean_batch=round(mean_batch, 1),
-                batch_histogram=counting.histogram(), evaluations_per_second=round(evaluations_per_second),
-                forward_share=round(counting.seconds / seconds, 3),
-                evaluations_per_second_inside_forward=round(counting.rows / max(counting.seconds, 1e-9)),
-                roofline_rows_per_second=roof, roofline_at_mean_batch=at_mean,
-                share_of_roofline=round(evaluations_per_second / at_mean, 3),
+                batch_histogram=counting.histogram(), evaluations_per_second=round(counting.rows / seconds),
+                evaluations_per_cpu_second=round(per_cpu_second), forward_share=round(counting.seconds / cpu_seconds, 3),
+                roofline_rows_per_cpu_second=roof, roofline_at_mean_batch=at_mean,
+                share_of_roofline=round(per_cpu_second / at_mean, 3),
                 torch_threads=cfg.torch_threads, load_start=load_start, load_end=load_end)
 
 
@@ -165,10 +170,12 @@ def run_child(seconds: float, smoke: bool) -> dict:
                            checkpoint_every_iters=0,
                            progress_bar=False, tensorboard=False)
     load_start = os.getloadavg()
+    cpu_started = time.process_time()
     summary = serial_pipeline(config, seed=0)
-    wall = summary['wall_seconds']
-    return dict(env_steps=summary['env_steps'], wall_seconds=round(wall, 2),
-                env_steps_per_second=round(summary['env_steps'] / wall, 1), rounds=summary['rounds'],
+    wall, cpu = summary['wall_seconds'], time.process_time() - cpu_started
+    return dict(env_steps=summary['env_steps'], wall_seconds=round(wall, 2), cpu_seconds=round(cpu, 2),
+                env_steps_per_second=round(summary['env_steps'] / wall, 1),
+                env_steps_per_cpu_second=round(summary['env_steps'] / cpu, 1), rounds=summary['rounds'],
                 evaluations_per_second=round(counting.rows / wall), mean_batch=round(counting.rows / max(counting.calls, 1), 1),
                 load_start=load_start, load_end=os.getloadavg())
 
@@ -184,13 +191,14 @@ def child(root: str, section: str, args) -> dict:
 
 def _line(name: str, section: str, figures: dict) -> str:
     if section == 'collect':
-        return (f'{name:8s} collect: {figures["env_steps_per_second"]:7.0f} env steps/s, '
-                f'{figures["evaluations_per_second"]:7d} evaluations/s (mean batch {figures["mean_batch"]}), '
-                f'{figures["forward_share"]:.0%} of the time in forward passes; roofline at that batch '
-                f'{figures["roofline_at_mean_batch"]} rows/s: {figures["share_of_roofline"]:.0%} of it '
-                f'(load {figures["load_end"][0]:.2f})')
-    return (f'{name:8s} run: {figures["env_steps_per_second"]:7.0f} env steps/s over {figures["wall_seconds"]} s, '
-            f'{figures["evaluations_per_second"]} evaluations/s of the wall (load {figures["load_end"][0]:.2f})')
+        return (f'{name:8s} collect: {figures["env_steps_per_second"]:6.0f} env steps/s '
+                f'({figures["env_steps_per_cpu_second"]:.0f} per CPU second), {figures["evaluations_per_cpu_second"]} '
+                f'evaluations per CPU second (mean batch {figures["mean_batch"]}), {figures["forward_share"]:.0%} of '
+                f'the time in forward passes; roofline at that batch {figures["roofline_at_mean_batch"]} rows per CPU '
+                f'second: {figures["share_of_roofline"]:.0%} of it (load {figures["load_end"][0]:.2f})')
+    return (f'{name:8s} run: {figures["env_steps_per_second"]:6.0f} env steps/s over {figures["wall_seconds"]} s '
+            f'({figures["env_steps_per_cpu_second"]:.0f} per CPU second), {figures["evaluations_per_second"]} '
+            f'evaluations/s of the wall (load {figures["load_end"][0]:.2f})')
 
 
 def measure(args) -> dict:
@@ -207,14 +215,17 @@ def measure(args) -> dict:
                 runs[name].append(figures)
                 print(_line(name, section, figures), flush=True)
         medians = {name: statistics.median(r['env_steps_per_second'] for r in rs) for name, rs in runs.items()}
-        entry = dict(runs=runs, median_env_steps_per_second=medians)
+        cpu_medians = {name: statistics.median(r['env_steps_per_cpu_second'] for r in rs) for name, rs in runs.items()}
+        entry = dict(runs=runs, median_env_steps_per_second=medians, median_env_steps_per_cpu_second=cpu_medians)
         if section == 'collect':
             entry['median_share_of_roofline'] = {name: statistics.median(r['share_of_roofline'] for r in rs)
                                                  for name, rs in runs.items()}
         if args.against:
             entry['ratio'] = round(medians['this'] / medians['against'], 3)
-            print(f'{section}: medians this {medians["this"]:.0f}, against {medians["against"]:.0f} env steps/s: '
-                  f'ratio {entry["ratio"]:.3f}', flush=True)
+            entry['cpu_ratio'] = round(cpu_medians['this'] / cpu_medians['against'], 3)
+            print(f'{section}: medians this {medians["this"]:.0f}, against {medians["against"]:.0f} env steps/s '
+                  f'(ratio {entry["ratio"]:.3f}); per CPU second {cpu_medians["this"]:.0f} against '
+                  f'{cpu_medians["against"]:.0f} (ratio {entry["cpu_ratio"]:.3f})', flush=True)
         out[section] = entry
     out['load_end'] = os.getloadavg()
     return out
