@@ -102,6 +102,8 @@ class _Forest:
         priors, values = self.puct.evaluate(self.mover[nodes], self.other[nodes], legal)
         priors = np.where(legal, np.asarray(priors, np.float64), 0.0)
         total = priors.sum(axis=1, keepdims=True)
+        if (total > 0).all():
+            return priors / total, -np.asarray(values, np.float64)
         uniform = legal / np.maximum(legal.sum(axis=1, keepdims=True), 1)
         return np.where(total > 0, priors / np.where(total > 0, total, 1.0), uniform), -np.asarray(values, np.float64)
 
@@ -110,6 +112,7 @@ class _Forest:
 
     def simulate(self, simulation: int) -> None:
         n, num_actions = len(self.roots), self.num_actions
+        child = self.child.reshape(-1)  # by edge
         trees, at = np.arange(n), self.roots
         # The edges each descent took, level by level: trees, flat edge index (node * A + action), child.
         edge_trees, edges, children = [], [], []
@@ -119,7 +122,8 @@ class _Forest:
         while len(trees):
             depth += 1
             action = self._choose(at)
-            nxt = self.child[at, action]
+            edge = at * num_actions + action
+            nxt = child[edge]
             fresh = nxt < 0
             if fresh.any():  # the child is made below: the descent ends at it
                 fresh_trees.append(trees[fresh])
@@ -127,10 +131,11 @@ class _Forest:
                 fresh_actions.append(action[fresh])
                 nxt[fresh] = self.roots[trees[fresh]] + simulation + 1
             edge_trees.append(trees)
-            edges.append(at * num_actions + action)
+            edges.append(edge)
             children.append(nxt)
             ended = fresh | self.terminal[nxt]
-            leaf[trees[ended]], leaf_depth[trees[ended]] = nxt[ended], depth
+            stopped = trees[ended]
+            leaf[stopped], leaf_depth[stopped] = nxt[ended], depth
             walking = ~ended
             trees, at = trees[walking], nxt[walking]
         leaf_value = np.zeros(n)
