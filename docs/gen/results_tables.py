@@ -221,23 +221,26 @@ def vs_sb3_fresh_seeds(r: Records) -> List[str]:
 
 @table('cartpole_vs_sb3')
 def cartpole_vs_sb3(r: Records) -> List[str]:
-    entry = r.get('cartpole_vs_sb3', 'seeds_300_329')
-    medians, ratios = entry['medians'], entry['ratios']
-    seeds = entry['seeds']
     figures = [('env steps to 475', 'median_env_steps', 'env_steps', num),
                ('wall seconds to 475', 'median_wall_seconds', 'wall_seconds', lambda x: f'{x:.1f}'),
                ('CPU seconds to 475', 'median_cpu_seconds', 'cpu_seconds', lambda x: f'{x:.1f}'),
                ('training CPU ms per env step', 'median_train_cpu_ms_per_env_step', 'train_cpu_ms_per_env_step',
                 lambda x: f'{x:.3f}')]
-    body = [['runs that reached 475', f'{medians["sparring"]["reached"]} of {medians["sparring"]["runs"]}',
-             f'{medians["sb3"]["reached"]} of {medians["sb3"]["runs"]}', '']]
-    for text, median_key, ratio_key, fmt in figures:
-        ratio = ratios[ratio_key]
-        body.append([f'{text} (median)', fmt(medians['sparring'][median_key]), fmt(medians['sb3'][median_key]),
-                     (f'{ratio["ratio"]:.2f} ({100 * ratio["level"]:.0f} % CI {ratio["ci_low"]:.2f}-'
-                     f'{ratio["ci_high"]:.2f})')])
-    return rows([f'CartPole-v1, fresh seeds {seeds[0]}-{seeds[-1]} ({len(seeds)})', 'sparring',
-                 f'SB3 {entry["versions"]["stable_baselines3"]}', 'sparring / SB3'], body)
+    body = []
+    for key in r.record('cartpole_vs_sb3'):
+        if key.startswith('_'):
+            continue
+        entry = r.get('cartpole_vs_sb3', key)
+        medians, ratios, seeds = entry['medians'], entry['ratios'], entry['seeds']
+        label = f'`{key}`: {len(seeds)} seeds, load {entry["load_before"][0]:.1f} -> {entry["load_after"][0]:.1f}'
+        body.append([label, 'runs that reached 475', f'{medians["sparring"]["reached"]} of {medians["sparring"]["runs"]}',
+                     f'{medians["sb3"]["reached"]} of {medians["sb3"]["runs"]}', ''])
+        for text, median_key, ratio_key, fmt in figures:
+            ratio = ratios[ratio_key]
+            body.append(['', f'{text} (median)', fmt(medians['sparring'][median_key]), fmt(medians['sb3'][median_key]),
+                         (f'{ratio["ratio"]:.2f} ({100 * ratio["level"]:.0f} % CI {ratio["ci_low"]:.2f}-'
+                         f'{ratio["ci_high"]:.2f})')])
+    return rows(['entry', 'CartPole-v1, fresh seeds', 'sparring', 'SB3', 'sparring / SB3'], body)
 
 
 @table('startup')
@@ -1173,7 +1176,11 @@ def _ratio(ratio: dict) -> str:
 
 @table('at_a_glance')
 def at_a_glance(r: Records) -> List[str]:
-    fresh30 = r.get('cartpole_vs_sb3', 'seeds_300_329')
+    fresh30 = [value for key, value in r.record('cartpole_vs_sb3').items() if not key.startswith('_')]
+
+    def cart_ratios(figure: str) -> str:
+        return ' and '.join(_ratio(entry['ratios'][figure]) for entry in fresh30)
+    cart_steps = ' and '.join(f'{entry["ratios"]["env_steps"]["ratio"]:.2f}' for entry in fresh30)
     c4 = {label: r.get('connect_four_strength', label, 'final')
           for label in ('search_random25_60min', 'search_ready_seed1_60min', 'threads2_60min')}
     kuhn, leduc = r.get('strength', 'kuhn', 'result', 'final'), r.get('strength', 'leduc', 'result', 'final')
@@ -1195,11 +1202,10 @@ def at_a_glance(r: Records) -> List[str]:
     draws = statistics.mean(s['against']['pong_duel_heuristic']['draw'] for s in cont['seeds'].values())
     reports = [c['chunk_reports_per_second'] for c in capacity]
     body = [
-        [f'PPO, CartPole-v1 to an evaluation return of 475, {len(fresh30["seeds"])} fresh seeds against SB3',
-         (f'the same env steps (median {num(fresh30["medians"]["sparring"]["median_env_steps"])} against '
-          f'{num(fresh30["medians"]["sb3"]["median_env_steps"])}); {_ratio(fresh30["ratios"]["cpu_seconds"])} SB3\'s '
-          f'CPU time, {_ratio(fresh30["ratios"]["wall_seconds"])} its wall time; training alone '
-          f'{_ratio(fresh30["ratios"]["train_cpu_ms_per_env_step"])} its CPU per env step'),
+        [f'PPO, CartPole-v1 to an evaluation return of 475, {len(fresh30)} sets of 30 fresh seeds against SB3',
+         (f"sparring's CPU time {cart_ratios('cpu_seconds')} SB3's, its wall time {cart_ratios('wall_seconds')}: "
+          f'the env steps to the target differ between the sets ({cart_steps} x); a training step costs '
+          f"{cart_ratios('train_cpu_ms_per_env_step')} SB3's"),
          '[CartPole and SB3](#ppo-on-cartpole-and-pendulum-and-stable-baselines3-side-by-side)'],
         ['connect four, expert iteration, one hour',
          (f'{pct(c4["search_random25_60min"]["mcts_100"]["win"])} / {pct(c4["search_ready_seed1_60min"]["mcts_100"]["win"])} '
@@ -1507,3 +1513,25 @@ def perfect_tactics_probes(r: Records) -> List[str]:
         body.append([text] + [f'{100 * groups[g]["error_rate"]:.1f} %' for g in PERFECT_GROUPS] + [missed])
     return rows(['player, 205k env steps'] + [f'{g} ({sizes[g]["positions"]})' for g in PERFECT_GROUPS]
                 + ['missed wins (end / middle-easy)'], body)
+
+
+@table('search_selfplay')
+def search_selfplay(r: Records) -> List[str]:
+    entry = r.get('search_selfplay', 'ready')
+    collect, run = entry['collect'], entry['run']
+    body = []
+    for side, text in (('this', 'this checkout'), ('against', 'the checkout before (`--against`)')):
+        runs = collect['runs'][side]
+        body.append([text, num(collect['median_env_steps_per_second'][side]),
+                     num(collect['median_env_steps_per_cpu_second'][side]),
+                     f'{statistics.median(x["evaluations_per_cpu_second"] for x in runs):,.0f}',
+                     f'{statistics.median(x["mean_batch"] for x in runs):.0f}',
+                     pct(statistics.median(x['forward_share'] for x in runs), 0),
+                     pct(collect['median_share_of_roofline'][side], 0),
+                     num(run['median_env_steps_per_second'][side])])
+    body.append(['this / before', f'{collect["ratio"]:.2f}', f'{collect["cpu_ratio"]:.2f}', '', '', '', '',
+                 f'{run["ratio"]:.2f}'])
+    return rows(['expert iteration self-play (medians of the repeats)', 'collection env steps/s',
+                 'collection env steps per CPU second', 'network evaluations per CPU second', 'positions a pass',
+                 'CPU time in forward passes', 'of the forward roofline at that batch', 'whole run env steps/s'],
+                body)
