@@ -75,7 +75,8 @@ def test_a_league_state_file_round_trips_and_one_without_a_version_is_refused(tm
     restored.restore(path)
     assert restored.payoff.state_dict()['wins'].sum() == 1
     state = league.state_dict()
-    state.pop('payoff')  # arrays aside, this is what the league state file held before versions
+    state.pop('payoff')  # arrays aside, and without the version the state dict now carries itself, this is what
+    state.pop(FORMAT_KEY)  # the league state file held before versions
     old = _versionless(tmp_path / 'old_league_state.npz', state)
     with pytest.raises(LeagueError, match=_refusal(old, 'league state file', 'none: written before versions',
                                                    LEAGUE_STATE_VERSION)):
