@@ -1535,3 +1535,15 @@ def search_selfplay(r: Records) -> List[str]:
                  'collection env steps per CPU second', 'network evaluations per CPU second', 'positions a pass',
                  'CPU time in forward passes', 'of the forward roofline at that batch', 'whole run env steps/s'],
                 body)
+
+
+@table('league_speed_against')
+def league_speed_against(r: Records) -> List[str]:
+    entry = r.get('league_speed', 'against')
+    per_second = entry['env_steps_per_second']
+    return rows([f'`{entry["variant"]}`, {entry["seconds"]:.0f} s runs, {entry["repeats"]} interleaved pairs',
+                 'this checkout', 'the checkout before', 'this / before'], [
+        ['env steps/s, median (range)', f'{num(entry["median"]["this"])} ({num(min(per_second["this"]))}-{num(max(per_second["this"]))})',
+         f'{num(entry["median"]["against"])} ({num(min(per_second["against"]))}-{num(max(per_second["against"]))})', f'{entry["ratio"]:.2f}'],
+        ['env steps per CPU second, median', num(entry['cpu_median']['this']), num(entry['cpu_median']['against']),
+         f'{entry["cpu_ratio"]:.2f}']])
