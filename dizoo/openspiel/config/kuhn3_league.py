@@ -9,8 +9,9 @@ exact three-player meta-game) and of the newest snapshots' average (see :mod:`sp
 """
 from sparring.dizoo.openspiel.config import poker_mmd_config
 
-# A stronger magnet than the two-player configs' 0.05 (which cycled here), annealed towards 0.03 over the 4 million
-# env steps that 10 minutes give on 2 busy cores; see benchmarks/kuhn3.py for the curves.
+# A stronger magnet than the two-player configs' 0.05 (which cycled here), annealed towards 0.03 over 4 million env
+# steps (351 s at load 1.2 on the 2-core AMD EPYC: meta-strategy NashConv 0.037, network 0.047; record kuhn3.json,
+# benchmarks/kuhn3.py).
 config = poker_mmd_config('kuhn_poker', max_wall_seconds=600.0, n_steps=32, mmd_kl_coef=20.0, magnet_coef=0.1,
                           magnet_coef_final=0.03, one_phase_step=20, eval_every_iters=20, max_env_steps=4_000_000)
 config.update(exp_name='runs/kuhn3_league')
