@@ -119,18 +119,23 @@ def label_cost(args) -> None:
     for cfg in (dict(exact_value_empty_cells=42), dict(exact_policy_empty_cells=42)):
         SearchActing(cfg, g).exact_labels(*warm)
     print(f'load {os.getloadavg()[0]:.2f}, {cpu_model()}')
+    by_empty = {}
     for empty in args.empty:
         obs, mask = seat_view(empty, args.per)
-        row = [f'{empty:2d} empty cells']
+        row, figures = [f'{empty:2d} empty cells'], {}
         for name, cfg in (('value', dict(exact_value_empty_cells=empty)),
                           ('value+policy', dict(exact_value_empty_cells=empty, exact_policy_empty_cells=empty))):
             acting = SearchActing(cfg, g)
             started = time.process_time()
             labels = acting.exact_labels(obs, mask)
             ms = (time.process_time() - started) * 1000 / args.per
+            figures[name] = dict(cpu_ms_per_position=round(ms, 4), labelled=float(labels['value_labelled'].mean()))
             row.append(f'{name} {ms:.3f} ms/position ({labels["value_labelled"].mean():.0%} labelled)')
+        by_empty[str(empty)] = figures
         print(', '.join(row), flush=True)
     print(f'load {os.getloadavg()[0]:.2f}')
+    merge_results('perfect_label_cost', {'label_cost': dict(positions_per_size=args.per, seed=args.seed,
+                                                            by_empty_cells=by_empty)})
 
 
 def _starts(count: int, openings, seed: int, win_in_one_only: bool = True):
@@ -280,7 +285,8 @@ def main() -> None:
     sc.add_argument('--label', default=None, help='the entry\'s name in the results (default: RUN)')
     sc.add_argument('--results', default='perfect_play',
                     help='the results file under benchmarks/results/, without .json (the levers\' probes: perfect_levers)')
-    cost = commands.add_parser('label-cost', help='the solver labels\' CPU ms per position, by empty cells')
+    cost = commands.add_parser('label-cost', help='the solver labels\' CPU ms per position, by empty cells '
+                                                  '(benchmarks/results/perfect_label_cost.json)')
     cost.add_argument('--per', type=int, default=300, help='positions per number of empty cells')
     cost.add_argument('--empty', type=int, nargs='*', default=[8, 12, 16, 18, 20, 22, 24, 28])
     cost.add_argument('--seed', type=int, default=0)

@@ -1547,3 +1547,44 @@ def league_speed_against(r: Records) -> List[str]:
          f'{num(entry["median"]["against"])} ({num(min(per_second["against"]))}-{num(max(per_second["against"]))})', f'{entry["ratio"]:.2f}'],
         ['env steps per CPU second, median', num(entry['cpu_median']['this']), num(entry['cpu_median']['against']),
          f'{entry["cpu_ratio"]:.2f}']])
+
+
+@table('perfect_label_cost')
+def perfect_label_cost(r: Records) -> List[str]:
+    by_empty = r.get('perfect_label_cost', 'label_cost', 'by_empty_cells')
+    sizes = sorted(by_empty, key=int)
+
+    def ms(x: float) -> str:
+        return f'{x:.3f}' if x < 0.1 else f'{x:.2f}' if x < 10 else f'{x:.1f}'
+    return rows(['empty cells'] + sizes, [
+        ['value only (lever c), ms a position'] + [ms(by_empty[n]['value']['cpu_ms_per_position']) for n in sizes],
+        ["value and policy (every move's score), ms a position"]
+        + [ms(by_empty[n]['value+policy']['cpu_ms_per_position']) for n in sizes]])
+
+
+@table('kuhn3')
+def kuhn3(r: Records) -> List[str]:
+    def reached(point) -> str:
+        if point is None:
+            return 'not reached'
+        seconds = point['seconds']
+        where = f', {short(point["env_steps"])} env steps' if 'env_steps' in point else f', {num(point["iterations"])} iterations'
+        return (f'at {seconds:.1f} s' if seconds >= 1 else f'at {seconds:.3f} s') + where
+    body = []
+    for key in r.record('kuhn3'):
+        if key.startswith('_'):
+            continue
+        entry = r.get('kuhn3', key)
+        league, solver = entry['league'], entry['solver']
+        for what, final, best, hit in (('the live network', 'final_nash_conv', 'best_nash_conv', 'reached_target'),
+                                       ('the meta-strategy', 'final_meta_nash_conv', 'best_meta_nash_conv',
+                                        'meta_reached_target'),
+                                       ('the newest eight snapshots, averaged', 'final_average_nash_conv',
+                                        'best_average_nash_conv', 'average_reached_target')):
+            body.append([f'`{key}`', (f'league ({short(league["env_steps"])} env steps in {league["seconds"]:.0f} s): '
+                         f'{what}'), f'{league[final]:.4f}', f'{league[best]:.4f}', reached(league[hit])])
+        body.append([f'`{key}`', (f'OpenSpiel {solver["solver"].replace("_plus", "+").upper()} '
+                     f'({num(solver["iterations"])} iterations in {solver["seconds"]:.0f} s)'),
+                     f'{solver["final_nash_conv"]:.1e}', '', reached(solver['reached_target'])])
+    target = next(r.get('kuhn3', k, 'target') for k in r.record('kuhn3') if not k.startswith('_'))
+    return rows(['entry', 'player', 'NashConv at the end', 'best', f'NashConv <= {target}, first'], body)

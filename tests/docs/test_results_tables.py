@@ -42,10 +42,11 @@ def test_every_table_is_on_the_page_once_and_every_marker_has_a_table():
         f'tables not on the page: {set(results_tables.TABLES) - set(markers)}')
 
 
-def test_the_page_holds_no_table_written_by_hand():
-    with open(PAGE) as f:
+@pytest.mark.parametrize('path', PAGES, ids=os.path.basename)
+def test_the_results_pages_hold_no_table_written_by_hand(path):
+    with open(path) as f:
         hand = [line for line in f if line.startswith('|')]
-    assert not hand, f'docs/results.md has table lines written by hand (make them a table function): {hand[:3]}'
+    assert not hand, f'{os.path.relpath(path, ROOT)} has table lines written by hand (make them a table function): {hand[:3]}'
 
 
 def test_a_table_shows_what_its_record_says(tmp_path):
