@@ -137,7 +137,7 @@ def observation_layout(space: gym.Space) -> Tuple[Tuple[int, ...], np.dtype]:
 
 def action_layout(space: gym.Space) -> Tuple[Tuple[int, ...], np.dtype]:
     """``(shape, dtype)`` of one action: ``((), int64)`` for ``Discrete``, ``(shape, float32)`` for ``Box`` (as a battle
-    env takes them: ``worker/env/battle_api.action_layout``, held together by a test)."""
+    env takes them: ``worker/env/battle_step.action_layout``, held together by a test)."""
     if isinstance(space, gym.spaces.Box):
         return tuple(space.shape), np.dtype(np.float32)
     return (), np.dtype(np.int64)

@@ -35,7 +35,8 @@ from typing import Callable, Dict, List, Optional, Tuple, cast
 import numpy as np
 
 from sparring.policy.base import Policy
-from sparring.worker.env.battle_api import RESULT_NAME, BattleStep, action_layout, is_continuous
+from sparring.worker.env.battle_api import RESULT_NAME
+from sparring.worker.env.battle_step import BattleStep, action_layout, is_continuous
 from sparring.worker.inference_wave import ActCall, act_together
 from sparring.worker.recurrent_state import (State, initial_state, is_recurrent, put_rows, take_rows,
                                              zero_rows)

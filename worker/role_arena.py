@@ -6,7 +6,7 @@ role in every game (a role has one seat here), and an opponent ``opponents[b]`` 
 every other seat. There is no self-play (a policy plays one role) and no seat alternation.
 
 What the collector and the evaluator read is the game **as the home seat sees it**: :attr:`current`, and
-what :meth:`reset` and :meth:`step` return, are :class:`~sparring.worker.env.battle_api.BattleStep`\\ s of one
+what :meth:`reset` and :meth:`step` return, are :class:`~sparring.worker.env.battle_step.BattleStep`\\ s of one
 seat (``obs`` ``[B, 1, *obs_shape]``, ``reward``, ``to_move`` and ``result`` ``[B, 1]``, ...), so their chunks
 hold only the home seat's columns, ``[T, B, ...]``, built from its own spaces (:attr:`home_spaces`), and
 their code is the symmetric arena's with one seat per slot. :meth:`act` returns the actions every seat plays,
@@ -23,7 +23,8 @@ import numpy as np
 
 from sparring.policy.base import Policy
 from sparring.worker.battle_arena import Arena, group_by_policy
-from sparring.worker.env.battle_api import RESULT_NAME, BattleStep, is_continuous, seat_action_rows, zero_actions
+from sparring.worker.env.battle_api import RESULT_NAME
+from sparring.worker.env.battle_step import BattleStep, is_continuous, seat_action_rows, zero_actions
 from sparring.worker.inference_wave import ActCall, act_together
 from sparring.worker.recurrent_state import State, initial_state, is_recurrent, put_rows, take_rows, zero_rows
 

@@ -31,7 +31,8 @@ from gymnasium import spaces
 
 from sparring.config.schema import ConfigError, in_range
 from sparring.config.registry import ENV_REGISTRY
-from sparring.worker.env.battle_api import BATTLE_ENV_CONSTRAINTS, NativeVecBattleEnv, mask_width
+from sparring.worker.env.battle_api import BATTLE_ENV_CONSTRAINTS, NativeVecBattleEnv
+from sparring.worker.env.battle_step import mask_width
 
 OBS_FIELDS = ('ball_x', 'ball_y', 'ball_vx', 'ball_vy', 'own_paddle_y', 'opponent_paddle_y', 'score_difference')
 OBS_INDEX = {name: i for i, name in enumerate(OBS_FIELDS)}

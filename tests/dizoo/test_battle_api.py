@@ -8,7 +8,8 @@ from sparring.config.compile import compile_config
 from sparring.config.schema import ConfigError
 from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.battle import DictBattleVecEnv, SingleGameView, is_battle_env, make_battle_env
-from sparring.worker.env.battle_api import BattleEnv, BattleStep, VecBattleEnv
+from sparring.worker.env.battle_api import BattleEnv, VecBattleEnv
+from sparring.worker.env.battle_step import BattleStep
 from sparring.worker.env.errors import EnvError
 
 LINES = [(0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6)]

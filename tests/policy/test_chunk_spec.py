@@ -111,7 +111,7 @@ def test_battle_observations_are_float32_whatever_the_space():
 def test_the_spec_lays_out_observations_and_actions_as_the_envs_batch_them():
     import gymnasium as gym
     from sparring.policy.chunk_spec import action_layout, observation_layout
-    from sparring.worker.env.battle_api import action_layout as battle_action_layout
+    from sparring.worker.env.battle_step import action_layout as battle_action_layout
     from sparring.worker.env.spaces import batch_obs_dtype
     for space in (gym.spaces.Box(-1.0, 1.0, (3,), np.float64), gym.spaces.Box(0, 255, (2, 2), np.uint8),
                   gym.spaces.Discrete(4), gym.spaces.MultiDiscrete([2, 3]), gym.spaces.MultiBinary(3)):

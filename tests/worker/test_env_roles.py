@@ -5,8 +5,8 @@ from gymnasium import spaces
 
 from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.battle import DictBattleVecEnv, SingleGameView
-from sparring.worker.env.battle_api import (BattleEnv, BattleStep, NativeVecBattleEnv, seat_action_rows,
-                                            seat_spaces, zero_actions)
+from sparring.worker.env.battle_api import BattleEnv, NativeVecBattleEnv
+from sparring.worker.env.battle_step import BattleStep, seat_action_rows, seat_spaces, zero_actions
 from sparring.worker.env.errors import EnvError
 
 

@@ -5,5 +5,6 @@ from sparring.worker.env.env_group import StepResult
 from sparring.worker.env.manager import BaseEnvManager, EnvManager, make_env_manager
 from sparring.worker.env.subprocess_manager import SubprocessEnvManager
 from sparring.worker.env.battle import DictBattleVecEnv, is_battle_env, make_battle_env
-from sparring.worker.env.battle_api import BattleEnv, BattleStep, NativeVecBattleEnv, VecBattleEnv
+from sparring.worker.env.battle_api import BattleEnv, NativeVecBattleEnv, VecBattleEnv
+from sparring.worker.env.battle_step import BattleStep
 from sparring.worker.env.check import EnvCheckReport, check_env

@@ -17,9 +17,10 @@ import numpy as np
 from gymnasium import spaces
 
 from sparring.config.registry import ENV_REGISTRY
-from sparring.worker.env.battle_api import (NUM_SEATS, RESULT_CODE, RESULT_NAME, BattleEnv, BattleStep,
-                                            NativeVecBattleEnv, VecBattleEnv, action_layout, check_roles,
-                                            copy_seats, is_continuous, mask_width, seat_view)
+from sparring.worker.env.battle_api import (NUM_SEATS, RESULT_CODE, RESULT_NAME, BattleEnv, NativeVecBattleEnv,
+                                            VecBattleEnv)
+from sparring.worker.env.battle_step import (BattleStep, action_layout, check_roles, copy_seats, is_continuous,
+                                             mask_width, seat_view)
 from sparring.worker.env.closeable import close_all
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import complete_section, import_env_modules

@@ -35,7 +35,8 @@ from gymnasium import spaces
 from sparring.config.registry import ENV_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.worker.env.battle import DictBattleVecEnv, SingleGameView, is_battle_env
-from sparring.worker.env.battle_api import NUM_SEATS, RESULT_NAME, check_roles
+from sparring.worker.env.battle_api import NUM_SEATS, RESULT_NAME
+from sparring.worker.env.battle_step import check_roles
 from sparring.worker.env.check_replay import compare_seeds, random_actions, who_acts
 from sparring.worker.env.check_rules import Findings, PositionRules
 from sparring.worker.env.errors import EnvError

@@ -17,7 +17,8 @@ from typing import Callable, List, Optional, Tuple
 import numpy as np
 from gymnasium import spaces
 
-from sparring.worker.env.battle_api import NUM_SEATS, BattleStep, seat_action_rows, seat_view, zero_actions
+from sparring.worker.env.battle_api import NUM_SEATS
+from sparring.worker.env.battle_step import BattleStep, seat_action_rows, seat_view, zero_actions
 
 
 def random_actions(vec, step: BattleStep, rng: np.random.Generator):

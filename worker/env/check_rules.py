@@ -11,7 +11,8 @@ from typing import Dict, List
 import numpy as np
 from gymnasium import spaces
 
-from sparring.worker.env.battle_api import RESULT_NAME, BattleStep, seat_view
+from sparring.worker.env.battle_api import RESULT_NAME
+from sparring.worker.env.battle_step import BattleStep, seat_view
 
 TOLERANCE = 1e-5  # for float bounds and zero sums
 

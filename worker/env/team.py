@@ -33,7 +33,8 @@ import numpy as np
 from gymnasium import spaces
 
 from sparring.config.schema import in_range
-from sparring.worker.env.battle_api import NUM_SEATS, BattleStep, NativeVecBattleEnv
+from sparring.worker.env.battle_api import NUM_SEATS, NativeVecBattleEnv
+from sparring.worker.env.battle_step import BattleStep
 from sparring.worker.env.errors import EnvError
 
 TEAM_ENV_CONSTRAINTS = {'team_size': in_range(1, None), 'team_spirit': in_range(0.0, 1.0)}
