@@ -33,6 +33,7 @@ from sparring.framework.league_watch import watch_for
 from sparring.framework.run_setup import evaluation_opponents
 from sparring.league.exact_analysis import LeagueExactAnalysis, exact_analysis_of
 from sparring.league.job_protocol import JobInfo, PlayerProgress, SnapshotVerdict, stored_ref
+from sparring.worker.env.multiseat_api import is_multiseat_env
 from sparring.worker.evaluation import opponent_role
 from sparring.worker.logger import RunLogger
 from sparring.worker.policy_pool import ParamStore
@@ -79,6 +80,11 @@ class RunCoordinator:
         self.logger = logger
         self.league = LEAGUE_REGISTRY.get(kind.league_type())(cfg.league)
         seats = cfg.league.get('seats', 2) if kind.is_league else 2
+        if kind.is_league and is_multiseat_env(ENV_REGISTRY.get(cfg.env.type)):
+            # serial_pipeline hands such games to framework/multiseat_run before any coordinator is built
+            raise ConfigError(f'env {cfg.env.type!r} is a game of {seats} seats: such games train in serial mode '
+                              f'(serial_pipeline, or sparring train --mode serial); the run coordinator, and '
+                              f'with it parallel mode, takes games of two seats')
         if seats != 2:  # a game of three or more seats runs in framework/multiseat_run
             raise ConfigError(f'config key "league.seats": {seats}, but env {cfg.env.type!r} is a two-seat game; '
                               f'expected 2, or an env of that many seats (e.g. type=\'openspiel_multiseat\' with '

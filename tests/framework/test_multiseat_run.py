@@ -77,6 +77,14 @@ def test_a_two_seat_game_refuses_a_league_of_three_seats(tmp_path):
         serial_pipeline(config)
 
 
+def test_parallel_mode_refuses_a_game_of_three_seats_in_one_line_before_any_worker_starts(tmp_path):
+    from sparring.framework import parallel_pipeline
+    with pytest.raises(ConfigError, match=r"env 'openspiel_multiseat' is a game of 3 seats: such games train in serial "
+                                          r"mode \(serial_pipeline, or sparring train --mode serial\)"):
+        parallel_pipeline(small(tmp_path))
+    assert not os.path.exists(tmp_path / 'kuhn3' / 'commander')
+
+
 def test_evaluation_games_seat_the_reference_players_and_are_rated(tmp_path):
     summary = serial_pipeline(small(tmp_path))
     report = summary['eval']['naive_sp_0']
