@@ -1517,21 +1517,25 @@ def perfect_tactics_probes(r: Records) -> List[str]:
 
 @table('search_selfplay')
 def search_selfplay(r: Records) -> List[str]:
-    entry = r.get('search_selfplay', 'ready')
-    collect, run = entry['collect'], entry['run']
     body = []
-    for side, text in (('this', 'this checkout'), ('against', 'the checkout before (`--against`)')):
-        runs = collect['runs'][side]
-        body.append([text, num(collect['median_env_steps_per_second'][side]),
-                     num(collect['median_env_steps_per_cpu_second'][side]),
-                     f'{statistics.median(x["evaluations_per_cpu_second"] for x in runs):,.0f}',
-                     f'{statistics.median(x["mean_batch"] for x in runs):.0f}',
-                     pct(statistics.median(x['forward_share'] for x in runs), 0),
-                     pct(collect['median_share_of_roofline'][side], 0),
-                     num(run['median_env_steps_per_second'][side])])
-    body.append(['this / before', f'{collect["ratio"]:.2f}', f'{collect["cpu_ratio"]:.2f}', '', '', '', '',
-                 f'{run["ratio"]:.2f}'])
-    return rows(['expert iteration self-play (medians of the repeats)', 'collection env steps/s',
+    for key in r.record('search_selfplay'):
+        if key.startswith('_'):
+            continue
+        entry = r.get('search_selfplay', key)
+        collect, run = entry['collect'], entry.get('run')
+        label = f'`{key}` (load {entry["load_start"][0]:.1f}, {entry["repeats"]} pairs)'
+        for side, text in (('this', 'this checkout'), ('against', 'the checkout before')):
+            runs = collect['runs'][side]
+            body.append([label if side == 'this' else '', text, num(collect['median_env_steps_per_second'][side]),
+                         num(collect['median_env_steps_per_cpu_second'][side]),
+                         f'{statistics.median(x["evaluations_per_cpu_second"] for x in runs):,.0f}',
+                         f'{statistics.median(x["mean_batch"] for x in runs):.0f}',
+                         pct(statistics.median(x['forward_share'] for x in runs), 0),
+                         pct(collect['median_share_of_roofline'][side], 0),
+                         num(run['median_env_steps_per_second'][side]) if run else '-'])
+        body.append(['', 'this / before', f'{collect["ratio"]:.2f}', f'{collect["cpu_ratio"]:.2f}', '', '', '', '',
+                     f'{run["ratio"]:.2f}' if run else '-'])
+    return rows(['entry', 'expert iteration self-play (medians of the repeats)', 'collection env steps/s',
                  'collection env steps per CPU second', 'network evaluations per CPU second', 'positions a pass',
                  'CPU time in forward passes', 'of the forward roofline at that batch', 'whole run env steps/s'],
                 body)
