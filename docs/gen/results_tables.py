@@ -1169,18 +1169,13 @@ def _error(entry: dict, part: str = 'network') -> float:
     return (entry.get(part) or entry['alone'])['groups']['all']['error_rate']
 
 
-def _ratio(ratio: dict) -> str:
-    """'0.71 x (CI 0.46-0.89)' of a ratio with its bootstrap interval."""
-    return f'{ratio["ratio"]:.2f} x (CI {ratio["ci_low"]:.2f}-{ratio["ci_high"]:.2f})'
-
-
 @table('at_a_glance')
 def at_a_glance(r: Records) -> List[str]:
     fresh30 = [value for key, value in r.record('cartpole_vs_sb3').items() if not key.startswith('_')]
 
     def cart_ratios(figure: str) -> str:
-        return ' and '.join(_ratio(entry['ratios'][figure]) for entry in fresh30)
-    cart_steps = ' and '.join(f'{entry["ratios"]["env_steps"]["ratio"]:.2f}' for entry in fresh30)
+        return ' / '.join(f'{entry["ratios"][figure]["ratio"]:.2f}' for entry in fresh30) + ' x'
+    cart_sets = ' / '.join(f'{entry["seeds"][0]}-{entry["seeds"][-1]}' for entry in fresh30)
     c4 = {label: r.get('connect_four_strength', label, 'final')
           for label in ('search_random25_60min', 'search_ready_seed1_60min', 'threads2_60min')}
     kuhn, leduc = r.get('strength', 'kuhn', 'result', 'final'), r.get('strength', 'leduc', 'result', 'final')
@@ -1203,9 +1198,9 @@ def at_a_glance(r: Records) -> List[str]:
     reports = [c['chunk_reports_per_second'] for c in capacity]
     body = [
         [f'PPO, CartPole-v1 to an evaluation return of 475, {len(fresh30)} sets of 30 fresh seeds against SB3',
-         (f"sparring's CPU time {cart_ratios('cpu_seconds')} SB3's, its wall time {cart_ratios('wall_seconds')}: "
-          f'the env steps to the target differ between the sets ({cart_steps} x); a training step costs '
-          f"{cart_ratios('train_cpu_ms_per_env_step')} SB3's"),
+         (f"seeds {cart_sets}: sparring's CPU time {cart_ratios('cpu_seconds')} SB3's, its wall time "
+          f"{cart_ratios('wall_seconds')}, its env steps to the target {cart_ratios('env_steps')}; a training step "
+          f"costs {cart_ratios('train_cpu_ms_per_env_step')} SB3's CPU"),
          '[CartPole and SB3](#ppo-on-cartpole-and-pendulum-and-stable-baselines3-side-by-side)'],
         ['connect four, expert iteration, one hour',
          (f'{pct(c4["search_random25_60min"]["mcts_100"]["win"])} / {pct(c4["search_ready_seed1_60min"]["mcts_100"]["win"])} '
