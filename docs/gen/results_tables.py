@@ -1587,3 +1587,28 @@ def kuhn3(r: Records) -> List[str]:
                      f'{solver["final_nash_conv"]:.1e}', '', reached(solver['reached_target'])])
     target = next(r.get('kuhn3', k, 'target') for k in r.record('kuhn3') if not k.startswith('_'))
     return rows(['entry', 'player', 'NashConv at the end', 'best', f'NashConv <= {target}, first'], body)
+
+
+@table('forward_pass_ab')
+def forward_pass_ab(r: Records) -> List[str]:
+    """The no-slowdown check of a change to the forward-pass path: pairs ``abN`` run before and after, alternated."""
+    record = r.record('forward_pass')
+    pairs = sorted({key.split('_ab')[1].split('_')[0] for key in record if key.startswith('rows_by_batch_size_ab')},
+                   key=int)
+    where = [('in_process', 'in process'), ('server_in_thread', 'server in a thread'),
+             ('server_in_process', 'server process')]
+    body = []
+    figures: Dict[str, Dict[str, List[float]]] = {w: {'before': [], 'after': []} for w, _ in where}
+    for n in pairs:
+        sides = {side: r.get('forward_pass', f'rows_by_batch_size_ab{n}_{side}') for side in ('before', 'after')}
+        row: List[object] = [f'`ab{n}` (load {sides["before"]["load_average_measured"][0]:.1f})']
+        for w, _ in where:
+            for side in sides:
+                figures[w][side].append(sides[side][w]['64']['rows_per_second'])
+            row.append(f'{sides["before"][w]["64"]["rows_per_second"] / 1e3:.1f}k / '
+                       f'{sides["after"][w]["64"]["rows_per_second"] / 1e3:.1f}k')
+        body.append(row)
+    body.append(['after / before, ratio of the medians']
+                + [f'{statistics.median(figures[w]["after"]) / statistics.median(figures[w]["before"]):.2f}'
+                   for w, _ in where])
+    return rows(['pair: rows/s at 64 rows, before / after'] + [text for _, text in where], body)
