@@ -18,6 +18,9 @@ CartPole-v1 to 475 has a script of its own, with many seeds and a confidence int
 
     .venv/bin/python benchmarks/vs_sb3.py [--pendulum-seeds 0 1 2] [--only pendulum update]
 
+``--smoke``: one Pendulum seed of 1,024 env steps, written to a temporary folder (the update rows have their own
+smoke run, ``update_throughput.py --smoke``); without SB3 installed it runs sparring's side and says so.
+
 Writes ``benchmarks/results/vs_sb3.json`` (through ``results_file``): every seed, medians and ratios (its
 ``cartpole`` entries were measured by this script's earlier CartPole protocol, before ``cartpole_vs_sb3.py``).
 """
@@ -36,6 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from peer_runs import load, prepare_process  # noqa: E402
+from results_file import add_smoke, apply_smoke, peer_missing  # noqa: E402
 
 EVAL_EPISODES = 8
 PENDULUM_STEPS = 100_000
@@ -44,13 +48,13 @@ SB3_PENDULUM = dict(n_steps=1024, gae_lambda=0.95, gamma=0.9, n_epochs=10, ent_c
 SB3_PENDULUM_ENVS = 4
 
 
-def sparring_run(task: str, seed: int, workdir: str) -> dict:
+def sparring_run(task: str, seed: int, workdir: str, steps: int) -> dict:
     import copy
     from sparring.dizoo.classic_control.config.pendulum_ppo import config
     from sparring.framework import serial_pipeline
     config = copy.deepcopy(config)
     config['train'] = dict(config.get('train', {}), progress_bar=False, tensorboard=False,
-                           max_env_steps=PENDULUM_STEPS)
+                           max_env_steps=steps)
     config['torch_threads'] = 1
     config['env']['stop_value'] = None
     summary = serial_pipeline(config, seed=seed, exp_name=os.path.join(workdir, f'sparring_{task}_{seed}'))
@@ -58,14 +62,14 @@ def sparring_run(task: str, seed: int, workdir: str) -> dict:
                 seconds=summary['wall_seconds'], steps_per_second=summary['env_steps'] / summary['wall_seconds'])
 
 
-def sb3_pendulum(seed: int) -> dict:
+def sb3_pendulum(seed: int, steps: int) -> dict:
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
     started = time.perf_counter()
     env = make_vec_env('Pendulum-v1', n_envs=SB3_PENDULUM_ENVS, seed=seed)
     model = PPO('MlpPolicy', env, seed=seed, device='cpu', verbose=0, **SB3_PENDULUM)
-    model.learn(PENDULUM_STEPS)
+    model.learn(steps)
     seconds = time.perf_counter() - started
     eval_env = make_vec_env('Pendulum-v1', n_envs=EVAL_EPISODES, seed=seed + 10_000)
     mean, std = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES, deterministic=True)
@@ -73,27 +77,30 @@ def sb3_pendulum(seed: int) -> dict:
                 steps_per_second=model.num_timesteps / seconds)
 
 
-def child(library: str, task: str, seed: int, workdir: str) -> dict:
+def child(library: str, task: str, seed: int, workdir: str, steps: int) -> dict:
     prepare_process()
     before = load()
-    result = sparring_run(task, seed, workdir) if library == 'sparring' else sb3_pendulum(seed)
+    result = sparring_run(task, seed, workdir, steps) if library == 'sparring' else sb3_pendulum(seed, steps)
     return dict(result, load_before=before, load_after=load())
 
 
-def run_child(library: str, task: str, seed: int, workdir: str) -> dict:
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), '--child', library, task, str(seed), workdir],
+def run_child(library: str, task: str, seed: int, workdir: str, steps: int) -> dict:
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), '--child', library, task, str(seed), workdir,
+                          str(steps)],
                          check=True, capture_output=True, text=True, cwd=HERE)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 # -- the side-by-side runs ------------------------------------------------------------------------
-def side_by_side(task: str, seeds, workdir: str) -> dict:
+def side_by_side(task: str, seeds, workdir: str, steps: int, libraries=('sparring', 'sb3')) -> dict:
     per_seed = {}
     for seed in seeds:
-        order = ('sparring', 'sb3') if seed % 2 == 0 else ('sb3', 'sparring')
-        per_seed[seed] = {library: run_child(library, task, seed, workdir) for library in order}
+        order = libraries if seed % 2 == 0 else tuple(reversed(libraries))
+        per_seed[seed] = {library: run_child(library, task, seed, workdir, steps) for library in order}
         print(f'{task} seed {seed}: ' + '  '.join(f'{lib} {_brief(task, r)} (load {r["load_before"][0]})'
                                                    for lib, r in per_seed[seed].items()), flush=True)
+    if 'sb3' not in libraries:  # a smoke run without SB3: sparring's side alone, nothing to compare
+        return dict(per_seed=per_seed)
     return dict(per_seed=per_seed, **_pendulum_summary(per_seed))
 
 
@@ -119,27 +126,40 @@ def main() -> None:
                         help='torch threads of the update micro-benchmark (each count measured on its own)')
     parser.add_argument('--entry', default=None,
                         help='store the figures under this name in the JSON (default: as the top-level entries)')
-    parser.add_argument('--child', nargs=4, metavar=('LIBRARY', 'TASK', 'SEED', 'WORKDIR'), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    parser.add_argument('--pendulum-steps', type=int, default=PENDULUM_STEPS, help='env steps of each Pendulum run')
+    parser.add_argument('--child', nargs=5, metavar=('LIBRARY', 'TASK', 'SEED', 'WORKDIR', 'STEPS'),
+                        help=argparse.SUPPRESS)
+    add_smoke(parser)
+    args = apply_smoke(parser.parse_args(), pendulum_seeds=[0], only=['pendulum'], pendulum_steps=1024,
+                       entry='smoke')
     if args.child:
-        library, task, seed, workdir = args.child
-        print(json.dumps(child(library, task, int(seed), workdir)))
+        library, task, seed, workdir, steps = args.child
+        print(json.dumps(child(library, task, int(seed), workdir, int(steps))))
         return
     import tempfile
 
-    import stable_baselines3
     import torch
     from results_file import cpu_model, merge_results
+    libraries = ('sparring', 'sb3')
+    if peer_missing('stable_baselines3', 'SB3', "pip install -e '.[bench]'"):
+        if not args.smoke:
+            parser.error("needs Stable-Baselines3 for its side: pip install -e '.[bench]'")
+        libraries = ('sparring',)
+    sb3_version = None
+    if 'sb3' in libraries:
+        import stable_baselines3
+        sb3_version = stable_baselines3.__version__
     results = dict(machine=dict(cpus=os.cpu_count(), cpu_model=cpu_model(), python=platform.python_version(),
-                                torch=torch.__version__, stable_baselines3=stable_baselines3.__version__),
+                                torch=torch.__version__, stable_baselines3=sb3_version),
                    started=time.strftime('%Y-%m-%d %H:%M:%S'), load_at_start=load())
     print(f'load average at start: {results["load_at_start"]}', flush=True)
     with tempfile.TemporaryDirectory() as workdir:
         if 'pendulum' in args.only:
-            results['pendulum'] = side_by_side('pendulum', args.pendulum_seeds, workdir)
-            p = results['pendulum']
-            print(f'Pendulum median eval at 100k: sparring {p["sparring"]["median_eval"]:.0f}, SB3 '
-                  f'{p["sb3"]["median_eval"]:.0f}; steps/s ratio {p["steps_per_second_ratio"]:.2f}', flush=True)
+            results['pendulum'] = p = side_by_side('pendulum', args.pendulum_seeds, workdir, args.pendulum_steps,
+                                                   libraries)
+            if 'sb3' in libraries:
+                print(f'Pendulum median eval at {args.pendulum_steps:,} env steps: sparring {p["sparring"]["median_eval"]:.0f}, SB3 '
+                      f'{p["sb3"]["median_eval"]:.0f}; steps/s ratio {p["steps_per_second_ratio"]:.2f}', flush=True)
         if 'update' in args.only:
             from update_throughput import compare_updates
             results['update'] = compare_updates(run_in_child=_update_child, threads=args.update_threads)

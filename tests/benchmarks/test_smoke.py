@@ -17,9 +17,7 @@ BENCHMARKS = os.path.join(ROOT, 'benchmarks')
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Scripts without a --smoke run yet, and why. Shrink this list; never grow it.
-WITHOUT_SMOKE_YET = {
-    'vs_sb3': 'needs Stable-Baselines3 (the bench extra, which CI does not install)',
-}
+WITHOUT_SMOKE_YET: dict = {}
 
 
 # Smoke runs left out of this test, with the reason (the script's exit code judges timing, which a shared machine
