@@ -108,7 +108,8 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
             raw.send_multipart([b'not a sparring message'])
             broken = b'{"kind":'  # signed with the run's secret, as a buggy worker would
             raw.send_multipart([MAGIC, broken, run.security.signer.tag([MAGIC, broken])])
-            # ... and at the learner: a signed chunk full of NaN, and an unsigned one
+            # ... and at the learner: a signed chunk that fits no spec (2 x 2 arrays full of NaN), refused at its
+            # socket by the player's chunk schema, and an unsigned one
             learner = next(w for w in commander.sessions.workers.values() if w.role == 'learner')
             body = dict(chunk_id='evil', player_id=learner.player_id, version=0, env_steps=4)
             arrays = {k: np.full((2, 2), np.nan, np.float32) for k in ('obs', 'log_prob', 'value', 'reward',
@@ -124,7 +125,7 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
 
         def learner_refused_both():
             stats = commander.sessions.stats.get('learner-naive_sp_0', {})
-            return stats.get('rejected_unauthenticated', 0) >= 1 and stats.get('dropped_invalid', 0) >= 1
+            return stats.get('rejected_unauthenticated', 0) >= 1 and stats.get('rejected_schema', 0) >= 1
 
         _wait(learner_refused_both, 'the learner to report the refused chunks', step=run.step)
         # the learner too, once it has a checkpoint to restart from
@@ -146,7 +147,7 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
     assert summary['rejected_messages'].get('unauthenticated', 0) >= 1
     assert summary['rejected_messages'].get('malformed', 0) >= 2
     first_learner = next(s for wid, s in summary['worker_stats'].items() if wid.startswith('learner-naive_sp_0/'))
-    assert first_learner['rejected_unauthenticated'] >= 1 and first_learner['dropped_invalid'] >= 1
+    assert first_learner['rejected_unauthenticated'] >= 1 and first_learner['rejected_schema'] >= 1
     assert set(summary['eval']['naive_sp_0']) == {'random'}
     recorded, abandoned = _check_games_counted_once(str(exp), run.commander.coordinator.league)
     assert abandoned, 'the killed collector held unfinished games'
