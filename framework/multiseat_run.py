@@ -34,7 +34,7 @@ import numpy as np
 from sparring.config.registry import ENV_REGISTRY, POLICY_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
-from sparring.framework.run_setup import closing_report
+from sparring.framework.run_setup import closing_report, reset_from_verdict
 from sparring.framework.run_summary import RunSummary
 from sparring.league.base_league import BaseLeague, build_league
 from sparring.league.job_protocol import stored_ref
@@ -153,10 +153,7 @@ class MultiSeatRun:
             if verdict['snapshot'] and verdict['historical_player'] is not None:
                 ref = stored_ref(verdict['historical_player']['param_ref'], 'the snapshot')
                 self.store.put(ref, policy.get_params(), dict(self.cfg.policy), policy.version)
-            if verdict['reset']:
-                reset_to = stored_ref(verdict['reset_param_ref'], f'the reset of {pid!r}')
-                policy.set_params(self.store.get(reset_to)['params'], policy.version)
-                policy.reset_optimizer()
+            reset_from_verdict(self.store, policy, verdict, pid)
         self.rounds += 1
         return stats
 

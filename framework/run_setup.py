@@ -27,7 +27,8 @@ from sparring.framework.journal import COMMANDER_DIR, JOURNAL_FILE, STATE_FILE
 from sparring.framework.run_imports import record_import_folders
 from sparring.policy.bot import parse_bot_ref
 from sparring.worker.checkpoint import CheckpointManager
-from sparring.worker.policy_pool import BOT_PREFIX
+from sparring.league.job_protocol import stored_ref
+from sparring.worker.policy_pool import BOT_PREFIX, ParamStore
 from sparring.worker.run_files import refuse_linked_dirs
 from sparring.league.player import DEFAULT_CATEGORY
 from sparring.worker.env.multiseat_api import is_multiseat_env
@@ -274,3 +275,14 @@ def closing_report(league, last_eval: Dict[str, dict], exp_dir: str, line: Calla
     for picture in pictures:
         line(f'picture: {picture}')
     return pictures
+
+
+def reset_from_verdict(store: ParamStore, policy, verdict, player_id: str) -> None:
+    """Carry out a snapshot verdict's reset (``verdict['reset']``) on ``policy``: the parameters stored under
+    ``verdict['reset_param_ref']`` and a fresh optimiser. Versions keep counting upward, so staleness stays
+    meaningful across a reset."""
+    if not verdict['reset']:
+        return
+    reset_to = stored_ref(verdict['reset_param_ref'], f'the reset of {player_id!r}')
+    policy.set_params(store.get(reset_to)['params'], policy.version)
+    policy.reset_optimizer()

@@ -24,7 +24,7 @@ from sparring.framework.coordinator import RunCoordinator
 from sparring.framework.exploit_schedule import ExploitSchedule
 from sparring.framework.run_evaluation import (BackgroundEvaluations, EvaluationRecords, EvaluationStrategy,
                                                InlineEvaluation, Outcome)
-from sparring.framework.run_setup import LEAGUE_STATE_FILE
+from sparring.framework.run_setup import LEAGUE_STATE_FILE, reset_from_verdict
 from sparring.league.job_protocol import stored_ref
 from sparring.policy.base import Policy
 from sparring.policy.replay_opponents import forget_stale_opponents
@@ -159,11 +159,7 @@ class SerialRun:
             if verdict['historical_player'] is not None:  # a snapshot
                 self.pool.forget(stored_ref(verdict['historical_player']['param_ref'], 'the snapshot'))
                 self._forget_stale_opponents()
-            if verdict['reset']:
-                # Keep counting versions upward: staleness must stay meaningful across a reset.
-                reset_to = stored_ref(verdict['reset_param_ref'], f'the reset of {pid!r}')
-                policy.set_params(self.store.get(reset_to)['params'], policy.version)
-                policy.reset_optimizer()
+            reset_from_verdict(self.store, policy, verdict, pid)
         self.rounds += 1
         return stats
 
