@@ -10,6 +10,10 @@ many env steps against each role's final player and against its initial paramete
 an exploiter that gains less against the final player than against the initial one says the role learnt
 something an opponent cannot simply undo.
 
+For scale, ``scripted_baseline`` plays the two scripted bots against each other (``--baseline-games`` games, on
+the evaluation's bot settings): how often each role's bot wins against the other role's, the figure a learnt
+role's win rate against that same bot can be set beside. ``--baseline-only`` measures just that.
+
 Figures go to ``benchmarks/results/pursuit_roles.json`` (one entry per seed), stamped with the commit, CPU
 and load::
 
@@ -23,7 +27,11 @@ import os
 import tempfile
 import time
 
+import numpy as np
+
 from results_file import add_smoke, apply_smoke, merge_results
+from sparring.config.compile import compile_config
+from sparring.config.registry import BOT_REGISTRY, ENV_REGISTRY
 from sparring.dizoo.pursuit.config.pursuit_league import config as pursuit_config
 from sparring.framework import serial_pipeline
 from sparring.framework.evaluate_player import evaluate_player
@@ -53,6 +61,28 @@ def train(seed: int, env_steps: int, eval_every: int, eval_games: int, exp_dir: 
     return dict(env_steps=summary['env_steps'], train_wall_seconds=round(wall, 1), curves=curves)
 
 
+def scripted_baseline(games: int, seed: int, num_envs: int = 64) -> dict:
+    """The scripted bots against each other: each role's bot's win rate against the other role's (a game has a
+    winner, so the two add up to 1), on the ready config's env with each bot's default settings."""
+    env_cfg = compile_config(copy.deepcopy(pursuit_config), seed=seed).env
+    env = ENV_REGISTRY.get('pursuit')(env_cfg, num_envs, seed)
+    # Seat 0 is the pursuer's: the bot the evader is measured against; seat 1 the evader's, the pursuer's opponent.
+    names = (ROLES['evader'][1], ROLES['pursuer'][1])
+    bots = [BOT_REGISTRY.get(name)(BOT_REGISTRY.get(name).default_config(), env.observation_spaces[seat],
+                                   env.action_spaces[seat], seed=seed + seat) for seat, name in enumerate(names)]
+    step, pursuer_wins = env.reset(), []
+    try:
+        while len(pursuer_wins) < games:
+            step = env.step([bot.act(step.seat_obs(seat)).action for seat, bot in enumerate(bots)])
+            ended = step.terminated | step.truncated
+            pursuer_wins += (step.result[ended, 0] > 0).tolist()
+    finally:
+        env.close()
+    pursuer = float(np.mean(pursuer_wins[:games]))
+    return dict(games=games, pursuer_bot=names[0], evader_bot=names[1],
+                pursuer_bot_win=pursuer, evader_bot_win=1.0 - pursuer)
+
+
 def exploit(exp_dir: str, budget: int, eval_games: int, seed: int) -> dict:
     """Per role: the exploiter's final win rate and mean return against the role's final and initial player."""
     out = {}
@@ -76,11 +106,19 @@ def main() -> None:
     parser.add_argument('--eval-every-iters', type=int, default=20)
     parser.add_argument('--eval-games', type=int, default=64)
     parser.add_argument('--exploit-steps', type=int, default=60_000)
+    parser.add_argument('--baseline-games', type=int, default=2000)
+    parser.add_argument('--baseline-only', action='store_true', help='only the scripted bots against each other')
     add_smoke(parser)
     args = apply_smoke(parser.parse_args(), seeds=[0], env_steps=2048, eval_every_iters=1, eval_games=4,
-                       exploit_steps=512)
+                       exploit_steps=512, baseline_games=16)
     load_before = os.getloadavg()
-    results = {}
+    baseline = scripted_baseline(args.baseline_games, args.seeds[0])
+    print(f'scripted bots, {baseline["games"]} games: pursuit_chase (pursuer) wins {baseline["pursuer_bot_win"]:.2f} '
+          f'against pursuit_flee (evader), which wins {baseline["evader_bot_win"]:.2f}')
+    results = {'scripted_baseline': baseline}
+    if args.baseline_only:
+        merge_results('pursuit_roles', results)
+        return
     with tempfile.TemporaryDirectory(prefix='pursuit-roles-') as workdir:
         for seed in args.seeds:
             exp_dir = os.path.join(workdir, f'seed_{seed}')

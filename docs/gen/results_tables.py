@@ -1310,7 +1310,7 @@ def journal_sync(r: Records) -> List[str]:
 def pursuit_roles(r: Records) -> List[str]:
     body = []
     for key in r.record('pursuit_roles'):
-        if key.startswith('_'):
+        if key.startswith('_') or key == 'scripted_baseline':
             continue
         entry = r.get('pursuit_roles', key)
         curves, exploiters = entry['curves'], entry['exploiters']
@@ -1320,6 +1320,10 @@ def pursuit_roles(r: Records) -> List[str]:
             body.append([f'`{key}`', role, f'{short(entry["env_steps"], 0)} ({entry["train_wall_seconds"]:.0f} s)',
                          f'{curve[0]["win"]:.2f} -> {curve[-1]["win"]:.2f} against {bot}',
                          f'{pct(exploiter["initial"]["win"], 0)} / {pct(exploiter["final"]["win"], 0)}'])
+    base = r.get('pursuit_roles', 'scripted_baseline')
+    for role in ('pursuer', 'evader'):  # for scale: the role's own scripted bot in its place
+        text = f'{base[f"{role}_bot_win"]:.2f}: `{base[f"{role}_bot"]}` itself, {base["games"]} games'
+        body.append(['`scripted_baseline`', role, '-', text, '-'])
     return rows(['entry', 'role', 'env steps (training seconds)', ("win rate against the other role's bot, "
                  'start -> end'), "a fresh exploiter's wins against the initial / final player"], body)
 
