@@ -30,7 +30,7 @@ With a ``search`` (expert iteration, ``battle.collect_search``) the home policy'
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Tuple, cast
+from typing import Callable, List, Optional, Tuple, cast
 
 import numpy as np
 
@@ -38,8 +38,8 @@ from sparring.policy.base import Policy
 from sparring.worker.env.battle_api import RESULT_NAME
 from sparring.worker.env.battle_step import BattleStep, action_layout, is_continuous
 from sparring.worker.inference_wave import ActCall, act_together
-from sparring.worker.recurrent_state import (State, initial_state, is_recurrent, put_rows, take_rows,
-                                             zero_rows)
+from sparring.worker.recurrent_state import (OpponentStates, State, initial_state, is_recurrent, put_rows,
+                                             take_rows, zero_rows)
 
 
 class Arena:
@@ -67,8 +67,8 @@ class Arena:
                              'actions; this game has teams or Box actions, or the player is recurrent')
         # The home policy's recurrent state per (slot, seat): each part [B, 2, ...]; None if feed-forward.
         self.home_state: State = None
-        # Recurrent opponents' states: id(policy) -> (policy, state with one row per slot).
-        self.opponent_states: Dict[int, Tuple[Policy, State]] = {}
+        # Recurrent opponents' states, one row per slot (and team agent).
+        self.opponent_states = OpponentStates((B, *self.agent_shape))
         self._reset_home_state()
 
     def _reset_home_state(self) -> None:
@@ -119,14 +119,9 @@ class Arena:
     def set_opponent(self, slot: int, opponent_id: str, policy: Policy) -> None:
         self.opponent_ids[slot] = opponent_id
         self.opponents[slot] = policy
-        if is_recurrent(policy) and policy is not self.home:
-            if id(policy) not in self.opponent_states:
-                self.opponent_states[id(policy)] = (policy, self.from_rows(
-                    initial_state(policy, self.num_envs * self.agents_per_seat)))
-            zero_rows(self.opponent_states[id(policy)][1], slot)  # a new game for it in this slot
-        # Forget the states of opponents no slot plays any more.
-        playing = {id(opp) for opp in self.opponents}
-        self.opponent_states = {k: v for k, v in self.opponent_states.items() if k in playing}
+        if policy is not self.home:
+            self.opponent_states.seat(policy, slot)  # a new game for it in this slot
+        self.opponent_states.keep(self.opponents)
 
     def env_seat(self, home_seat: np.ndarray) -> np.ndarray:
         """The env's seat of each slot's home player, given :attr:`home_seat` (here the same)."""
@@ -138,8 +133,7 @@ class Arena:
     def reset(self) -> BattleStep:
         self.step_result = self.env.reset()
         self._reset_home_state()
-        for _, state in self.opponent_states.values():
-            zero_rows(state, slice(None))
+        self.opponent_states.zero(slice(None))
         return self.step_result
 
     def act(self) -> Tuple[np.ndarray, dict]:
@@ -175,7 +169,7 @@ class Arena:
             kwargs = {}
             if getattr(policy, 'needs_game_state', False):
                 kwargs['game_states'] = self.env.game_states(idx)
-            state = self.opponent_states[id(policy)][1] if id(policy) in self.opponent_states else None
+            state = self.opponent_states.of(policy)
             calls.append(ActCall(policy, self.as_rows(step.obs[idx, opp_seats[idx]]),
                                  self.as_rows(take_rows(state, idx)), self._mask_rows(step, idx, opp_seats[idx]),
                                  self.deterministic, kwargs))
@@ -203,8 +197,7 @@ class Arena:
                     home[name] = np.zeros((B, 2, *column.shape[1:]), column.dtype)
                     home[name][h_rows, h_seats] = column
         for (policy, idx), o in zip(groups, opponent_outs):
-            state = self.opponent_states[id(policy)][1] if id(policy) in self.opponent_states else None
-            put_rows(state, idx, self.from_rows(o.state))
+            put_rows(self.opponent_states.of(policy), idx, self.from_rows(o.state))
             moves = moving[idx]
             actions[idx[moves], opp_seats[idx[moves]]] = self.from_rows(o.action)[moves]
         return actions, home
@@ -225,8 +218,7 @@ class Arena:
                for b in done]  # a slot whose game ended had an opponent
         self.home_seat[done] = 1 - self.home_seat[done]
         zero_rows(self.home_state, done)
-        for _, state in self.opponent_states.values():
-            zero_rows(state, done)
+        self.opponent_states.zero(done)
         return out
 
 

@@ -7,7 +7,7 @@ policy: one policy object acts for many env columns, collectors and arenas at on
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, Optional, Tuple
 
 import numpy as np
 
@@ -45,6 +45,45 @@ def zero_rows(state: State, rows) -> None:
     if state is not None:
         for part in state:
             part[rows] = 0
+
+
+class OpponentStates:
+    """The recurrent states of the opponents in play: one state per opponent policy, its rows laid out as ``lead``
+    (a row per slot ``(B,)``, per slot and team agent ``(B, N)``, per slot and seat ``(B, S)``), so a policy that
+    plays in several slots acts for all of them in one call. A feed-forward opponent has none (:meth:`of` is None).
+    Iterating yields the ids of the policies that have a state.
+    """
+
+    def __init__(self, lead: Tuple[int, ...]) -> None:
+        self.lead = tuple(int(n) for n in lead)
+        self._states: Dict[int, Tuple[Any, Tuple[np.ndarray, ...]]] = {}
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._states)
+
+    def of(self, policy) -> State:
+        """``policy``'s state (each part ``[*lead, ...]``), or None for a policy without one."""
+        entry = self._states.get(id(policy))
+        return None if entry is None else entry[1]
+
+    def seat(self, policy, rows) -> None:
+        """``policy`` begins a game in ``rows`` (an index into ``lead``): its state there starts at zeros."""
+        if not is_recurrent(policy):
+            return
+        if id(policy) not in self._states:
+            parts = policy.initial_state(int(np.prod(self.lead)))
+            self._states[id(policy)] = (policy, tuple(p.reshape(*self.lead, *p.shape[1:]) for p in parts))
+        zero_rows(self._states[id(policy)][1], rows)
+
+    def keep(self, playing: Iterable) -> None:
+        """Forget the states of the policies not among ``playing`` (no slot plays them any more)."""
+        ids = {id(policy) for policy in playing}
+        self._states = {k: v for k, v in self._states.items() if k in ids}
+
+    def zero(self, rows) -> None:
+        """New games in ``rows`` for every opponent."""
+        for _, state in self._states.values():
+            zero_rows(state, rows)
 
 
 class WindowStates:

@@ -17,7 +17,7 @@ recurrent opponent's per slot, zeroed when a slot's game ends (and an opponent's
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple, cast
+from typing import List, Optional, Tuple, cast
 
 import numpy as np
 
@@ -26,7 +26,8 @@ from sparring.worker.battle_arena import Arena, group_by_policy
 from sparring.worker.env.battle_api import RESULT_NAME
 from sparring.worker.env.battle_step import BattleStep, is_continuous, seat_action_rows, zero_actions
 from sparring.worker.inference_wave import ActCall, act_together
-from sparring.worker.recurrent_state import State, initial_state, is_recurrent, put_rows, take_rows, zero_rows
+from sparring.worker.recurrent_state import (OpponentStates, State, initial_state, is_recurrent, put_rows,
+                                             take_rows, zero_rows)
 
 
 def home_seat_of(env, role: Optional[str]) -> int:
@@ -81,7 +82,7 @@ class RoleArena:
         self._continuous = [is_continuous(space) for space in env.action_spaces]
         self.step_result: Optional[BattleStep] = None  # the env's own step, every seat
         self.home_state: State = None
-        self.opponent_states: Dict[int, Tuple[Policy, State]] = {}
+        self.opponent_states = OpponentStates((B,))
         self._reset_home_state()
 
     @property
@@ -124,12 +125,8 @@ class RoleArena:
                              f'roles; expected a player of another role than {self.role!r}')
         self.opponent_ids[slot] = opponent_id
         self.opponents[slot] = policy
-        if is_recurrent(policy):
-            if id(policy) not in self.opponent_states:
-                self.opponent_states[id(policy)] = (policy, initial_state(policy, self.num_envs))
-            zero_rows(self.opponent_states[id(policy)][1], slot)
-        playing = {id(opp) for opp in self.opponents}
-        self.opponent_states = {k: v for k, v in self.opponent_states.items() if k in playing}
+        self.opponent_states.seat(policy, slot)
+        self.opponent_states.keep(self.opponents)
 
     def env_seat(self, home_seat: np.ndarray) -> np.ndarray:
         """The env's seat of each slot's home player (its role's), where :attr:`home_seat` says 0, the view's one."""
@@ -141,8 +138,7 @@ class RoleArena:
     def reset(self) -> BattleStep:
         self.step_result = self.env.reset()
         self._reset_home_state()
-        for _, state in self.opponent_states.values():
-            zero_rows(state, slice(None))
+        self.opponent_states.zero(slice(None))
         return self.current
 
     def _mask(self, step: BattleStep, seat: int, rows) -> Optional[np.ndarray]:
@@ -163,9 +159,9 @@ class RoleArena:
         for seat in self.other_seats:
             moving = step.to_move[:, seat]
             for policy, idx in group_by_policy(self.opponents, np.flatnonzero(moving | recurrent)):
-                state = self.opponent_states[id(policy)][1] if id(policy) in self.opponent_states else None
-                calls.append(ActCall(policy, step.seat_obs(seat)[idx], take_rows(state, idx),
-                                     self._mask(step, seat, idx), self.deterministic))
+                state = take_rows(self.opponent_states.of(policy), idx)
+                calls.append(ActCall(policy, step.seat_obs(seat)[idx], state, self._mask(step, seat, idx),
+                                     self.deterministic))
                 plan.append((seat, policy, idx, moving[idx]))
         out, *opponent_outs = act_together(calls)
         actions = zero_actions(self.env)
@@ -173,8 +169,7 @@ class RoleArena:
         if self.home_state is not None:
             put_rows(self.home_state, (rows, np.zeros(B, np.int64)), out.state)
         for (seat, policy, idx, moves), o in zip(plan, opponent_outs):
-            state = self.opponent_states[id(policy)][1] if id(policy) in self.opponent_states else None
-            put_rows(state, idx, o.state)
+            put_rows(self.opponent_states.of(policy), idx, o.state)
             seat_action_rows(actions, seat)[idx[moves]] = np.asarray(o.action)[moves]
         home = dict(action=np.asarray(out.action)[:, None].copy(), log_prob=np.asarray(out.log_prob)[:, None],
                     value=np.asarray(out.value)[:, None], home_controlled=np.ones((B, 1), bool))
@@ -189,8 +184,7 @@ class RoleArena:
         done = np.flatnonzero(step.terminated | step.truncated)
         out = [(int(b), cast(str, self.opponent_ids[b]), RESULT_NAME[int(step.result[b, 0])]) for b in done]
         zero_rows(self.home_state, done)
-        for _, state in self.opponent_states.values():
-            zero_rows(state, done)
+        self.opponent_states.zero(done)
         return out
 
 
