@@ -7,15 +7,12 @@ self-play and against a frozen recurrent opponent).
 """
 import numpy as np
 import pytest
-import torch
 
 import sparring.dizoo  # noqa: F401  (registers the envs)
 from sparring.config import compile_config, compile_section
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.run_setup import complete_league_config
 from sparring.framework.serial_run import SerialRun
-from sparring.policy import functional as F
-from sparring.policy.train_batch import window_batch
 from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.chunk import Chunk
 from sparring.worker.collector import SampleCollector
@@ -23,6 +20,7 @@ from sparring.worker.env.battle import make_battle_env
 from sparring.worker.env.manager import make_env_manager
 from sparring.worker.evaluator import Evaluator
 from tests.configs import tiny_league_config
+from tests.recurrent import StateSpy, recomputed
 
 pytestmark = pytest.mark.usefixtures('one_torch_thread')
 
@@ -32,40 +30,6 @@ LSTM = dict(type='lstm', hidden_size=8, encoder_sizes=[8], bptt_len=4)
 def _lstm_policy(env, n_steps=12, seed=0):
     cfg = compile_section('policy', dict(type='ppo', model=LSTM, collect=dict(n_steps=n_steps)))
     return POLICY_REGISTRY.get('ppo')(cfg, env.observation_space, env.action_space, seed=seed)
-
-
-def _recomputed(policy, data):
-    """Log-probs and values [T, B] recomputed from the chunk's window states, as the learner does."""
-    adv, ret = F.gae(data['reward'], data['value'], data['next_value'], data['terminated'], data['truncated'],
-                     0.99, 0.95)
-    batch = window_batch({k: v for k, v in data.items() if k not in ('train_mask', 'value_mask')}, adv, ret,
-                         policy.bptt_len)
-    with torch.no_grad():
-        head, value = policy._forward(batch)
-        mask = batch.kept.mask
-        log_prob, _ = policy._policy_terms(batch.flatten_kept(head), batch.kept.action, mask)
-    T, B = data['reward'].shape
-    L = policy.bptt_len
-
-    def back(x):  # [L, W * B] -> [T, B]
-        return x.reshape(L, T // L, B).transpose(0, 1).reshape(T, B).numpy()
-
-    return back(log_prob), back(value.reshape(-1))
-
-
-class _Spy:
-    """Wraps a policy's act to record the states it is given."""
-
-    def __init__(self, policy):
-        self.states, self.returned = [], []
-        self._act = policy.act
-        policy.act = self
-
-    def __call__(self, obs, state=None, *args, **kwargs):
-        self.states.append(None if state is None else tuple(np.array(s, copy=True) for s in state))
-        out = self._act(obs, state, *args, **kwargs)
-        self.returned.append(tuple(np.array(s, copy=True) for s in out.state))
-        return out
 
 
 def test_recomputed_windows_reproduce_the_acting_log_probs_across_chunks_and_resets():
@@ -78,19 +42,19 @@ def test_recomputed_windows_reproduce_the_acting_log_probs_across_chunks_and_res
         chunk.validate(collector.spec)
         data = chunk.data
         assert data['window_state_0'].shape == (3, 3, 8) and data['window_state_1'].shape == (3, 3, 8)
-        log_prob, value = _recomputed(policy, data)
+        log_prob, value = recomputed(policy, data)
         np.testing.assert_allclose(log_prob, data['log_prob'], atol=1e-6)
         np.testing.assert_allclose(value, data['value'], atol=1e-6)
         assert (data['terminated'][:-1].any(axis=1)).any()  # resets inside the chunk were exercised
     # a learner that forgot the resets would not reproduce them
     bad = dict(data, terminated=np.zeros_like(data['terminated']))
-    assert not np.allclose(_recomputed(policy, bad)[0], data['log_prob'], atol=1e-4)
+    assert not np.allclose(recomputed(policy, bad)[0], data['log_prob'], atol=1e-4)
 
 
 def test_state_is_carried_across_chunk_boundaries_and_zeroed_per_column_at_episode_ends():
     env = make_env_manager(dict(type='cartpole'), 4, seed=1)  # episodes of different lengths per column
     policy = _lstm_policy(env, n_steps=16)
-    spy = _Spy(policy)
+    spy = StateSpy(policy)
     collector = SampleCollector(env, policy, 16)
     first = collector.collect().data
     carried = tuple(s.copy() for s in collector._state)
@@ -140,7 +104,7 @@ def test_chunk_validates_window_arrays_against_the_spec():
 def test_evaluator_carries_and_resets_the_state():
     env = make_env_manager(dict(type='cue_recall', delay=2), 2, seed=0)
     policy = _lstm_policy(env)
-    spy = _Spy(policy)
+    spy = StateSpy(policy)
     result = Evaluator(env, policy, n_episodes=4).evaluate()
     assert len(result.returns) == 4
     # episodes last 4 steps: the state is zero at each episode's first step and only there
@@ -164,7 +128,7 @@ def test_battle_windows_reproduce_the_home_policy_log_probs(opponent):
         chunk.validate(collector.spec)
         data = chunk.data
         assert data['window_state_0'].shape == (2, 6, 8)
-        log_prob, value = _recomputed(policy, data)
+        log_prob, value = recomputed(policy, data)
         home = data['value_mask']
         np.testing.assert_allclose(log_prob[home], data['log_prob'][home], atol=1e-6)
         np.testing.assert_allclose(value[home], data['value'][home], atol=1e-6)
@@ -174,7 +138,7 @@ def test_battle_windows_reproduce_the_home_policy_log_probs(opponent):
 
 def test_recurrent_opponent_keeps_a_state_per_slot_acts_every_step_and_is_reset_when_its_game_ends():
     collector, policy, other = _battle(opponent='frozen', n_steps=4)
-    spy = _Spy(other)
+    spy = StateSpy(other)
     arena = collector.arena
     finished = arena.finished
     ended = []
