@@ -33,6 +33,7 @@ from sparring.framework.league_watch import watch_for
 from sparring.framework.run_setup import evaluation_opponents
 from sparring.league.exact_analysis import LeagueExactAnalysis, exact_analysis_of
 from sparring.league.job_protocol import JobInfo, PlayerProgress, SnapshotVerdict, stored_ref
+from sparring.league.role_exact_analysis import LeagueRoleAnalysis
 from sparring.worker.env.multiseat_api import is_multiseat_env
 from sparring.worker.evaluation import opponent_role
 from sparring.worker.logger import RunLogger
@@ -111,7 +112,7 @@ class RunCoordinator:
         self.wall_seconds_before = 0.0
         self.started = clock()
         self._next_task_id = 0
-        self.exact: Optional[LeagueExactAnalysis] = None  # with battle.exact_analysis (use_exact_analysis)
+        self.exact: Optional[Union[LeagueExactAnalysis, LeagueRoleAnalysis]] = None  # use_exact_analysis
         self.last_exact: dict = {}
         self.watch = watch_for(self)  # league metrics for TensorBoard and <exp>/report.html
 
@@ -413,13 +414,18 @@ class RunCoordinator:
 
     # ------------------------------------------------------------------------------ exact analysis
     def use_exact_analysis(self, policy_of: Callable[[str], object]) -> None:
-        """Exact exploitability (small zero-sum games) and the exact meta-game for the ``nash`` branch;
-        ``policy_of(ref)`` gives a player's or a snapshot's policy."""
+        """Exact exploitability (small zero-sum games) and the exact meta-game for the ``nash`` branch, or in a game
+        with roles the NashConv of the role pair; ``policy_of(ref)`` (with roles ``policy_of(ref, role)``) gives a
+        player's or a snapshot's policy."""
         analysis = exact_analysis_of(ENV_REGISTRY.get(self.cfg.env.type), self.cfg.env)
         if analysis is None:
             raise ConfigError(f'config key "battle.exact_analysis": env {self.cfg.env.type!r} offers no exact analysis; '
                               f'expected a small two-player zero-sum game (a matrix game or an OpenSpiel game such '
                               f'as kuhn_poker)')
+        if self.cfg.league.get('roles'):  # a pair of role policies (league/role_exact_analysis)
+            self.exact = LeagueRoleAnalysis(analysis, self.league, policy_of, damaged=self.quarantine,
+                                            dropped=self.dropped)
+            return
         self.exact = LeagueExactAnalysis(analysis, self.league, policy_of, damaged=self.quarantine, dropped=self.dropped)
         self.league.set_meta_game_source(self.exact.meta_game)
 

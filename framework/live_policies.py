@@ -21,11 +21,12 @@ class LivePolicies:
         self.pool = self.kind.policy_pool(commander.coordinator.store, cfg.seed if pool_seed is None else pool_seed)
         self._live: Dict[str, Tuple[int, Policy]] = {}  # player -> (version, policy)
 
-    def get(self, ref: str):
-        """The policy under ``ref``: an active player's at its newest published version, else a stored one."""
+    def get(self, ref: str, role: Optional[str] = None):
+        """The policy under ``ref``: an active player's at its newest published version, else a stored one (in a
+        game with roles, built for ``role``'s seat)."""
         live = self.commander.live.get(ref)
         if live is None:
-            return self.pool.get(ref)
+            return self.pool.get(ref) if role is None else self.pool.get(ref, role)
         held = self._live.get(ref)
         version: Optional[int]
         if held is None:

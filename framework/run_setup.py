@@ -189,17 +189,20 @@ def role_league(cfg, roles: Tuple[str, ...]) -> Tuple[Optional[EasyDict], Option
     """What a game whose seats have roles completes: ``(league section, evaluation opponents)``, each None where the
     config's stands. The league's categories are the roles (``league.roles``), each role's random bot is a reference
     player of that role, and the game's bots that play one role are evaluation opponents. What a config sets is
-    checked: categories other than the roles, a search or an exact analysis (symmetric games' tools) are refused
-    with the key that asks for them."""
+    checked: categories other than the roles, a search (a symmetric game's tool) or an exact analysis the env does not
+    offer are refused with the key that asks for them."""
     distinct = list(dict.fromkeys(roles))
     categories = list(cfg.league.player_category)
     if categories != [DEFAULT_CATEGORY] and sorted(categories) != sorted(distinct):
         raise ConfigError(f'config key "league.player_category": {categories} in a game whose seats have the roles '
                           f'{distinct}; expected the roles (or leave it out)')
-    for key in ('collect_search', 'exact_analysis'):
-        if cfg.battle[key]:
-            raise ConfigError(f'config key "battle.{key}": not available in a game whose seats have roles '
-                              f'({", ".join(distinct)}); expected it off')
+    if cfg.battle.collect_search:
+        raise ConfigError(f'config key "battle.collect_search": not available in a game whose seats have roles '
+                          f'({", ".join(distinct)}); expected it off')
+    if cfg.battle.exact_analysis and getattr(ENV_REGISTRY.get(cfg.env.type), 'exact_analysis', None) is None:
+        raise ConfigError(f'config key "battle.exact_analysis": env {cfg.env.type!r} offers no exact analysis of its '
+                          f'roles ({", ".join(distinct)}); expected it off, or a small OpenSpiel game declared with '
+                          f'roles (type=\'openspiel\', roles=[...])')
     if cfg.parallel.inference.workers:
         raise ConfigError(f'config key "parallel.inference.workers": forward-pass workers serve the one network shape '
                           f'of a symmetric game; a game whose seats have roles ({", ".join(distinct)}) acts in its '

@@ -12,12 +12,29 @@ game logic; the loop only moves numbers in and out):
 * the seat to move is ``current_player()``; its action mask holds its legal actions, the other seat's
   row is all False;
 * the reward of a step is the change of ``state.returns()`` (so games with intermediate rewards sum
-  to their returns); at the end the seat with the higher return wins, equal returns draw (for
-  zero-sum games: the sign of each seat's return);
+  to their returns); each seat learns from its own returns, so a general-sum game is trained as it is;
+* the **result** the league records (its payoff, ratings and PFSP read it) is decided by the returns
+  alone: at the end the seat with the higher return wins, equal returns draw. For a zero-sum game that
+  is the sign of each seat's return; for a general-sum game (OpenSpiel's ``sheriff``) it is the sign of
+  the difference of the two returns, "who did better in this game", which is what a league of two
+  sides can compare (a sheriff that lets an honest smuggler pass, both at 0, draws);
 * no game is truncated: OpenSpiel games end by their rules.
 
 Options: ``game`` (a name from ``pyspiel.registered_names()``, optionally with parameters in the
-string, as ``'leduc_poker(players=2)'``) and ``game_params`` (a dict passed to ``load_game``).
+string, as ``'leduc_poker(players=2)'``), ``game_params`` (a dict passed to ``load_game``) and
+``roles``.
+
+**Roles.** ``roles=['smuggler', 'sheriff']`` (one name per seat, seat 0 first, which is OpenSpiel's
+player 0) declares a game whose seats have different jobs: each role becomes a league category with
+its own players, network, learner and population (see ``docs/concepts/categories.md``), and the env
+has per-seat spaces (``observation_spaces``, ``action_spaces``). Any two-player game can be declared
+so; without ``roles`` one policy plays either seat. Both seats keep the game's *common* spaces: the
+information-state tensor (the same shape for both players in OpenSpiel) and ``Discrete`` over all of
+the game's distinct actions, each seat's legal ones in its mask. The alternative, a compact action
+space per role, would need a map from each role's actions to OpenSpiel's action ids, which only a
+walk of the whole game tree can find for an arbitrary game; with the common space an action is the
+same number in the env, in a policy's output and in OpenSpiel's exact analysis, and a role only pays
+a few never-chosen logits of its network (sheriff's smuggler never plays the sheriff's two).
 :meth:`OpenSpielBattleEnv.game_states` hands copies of the true states to bots that search them.
 """
 from __future__ import annotations
@@ -32,12 +49,23 @@ from sparring.dizoo.openspiel.spiel import (SeatView, check_game_params, load_tw
                                             resolve_chance)
 from sparring.config.registry import ENV_REGISTRY
 from sparring.worker.env.battle_api import BATTLE_ENV_CONSTRAINTS, NUM_SEATS, NativeVecBattleEnv, battle_env_defaults
+from sparring.worker.env.battle_step import check_roles
 from sparring.worker.env.errors import EnvError
 
 
 def _game_name(value) -> None:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"expected an OpenSpiel game name such as 'kuhn_poker' or 'connect_four', got {value!r}")
+
+
+def _role_names(value) -> None:
+    if isinstance(value, (list, tuple)) and not value:
+        return
+    try:
+        check_roles(value, NUM_SEATS, 'roles')
+    except EnvError as err:
+        raise ConfigError(f"{err}; expected [] (a symmetric game) or two different role names, seat 0's first "
+                          f"(e.g. ['smuggler', 'sheriff'])") from None
 
 
 @ENV_REGISTRY.register('openspiel')
@@ -55,13 +83,19 @@ class OpenSpielBattleEnv(NativeVecBattleEnv):
             battle_env_defaults(),
             game='',  # the OpenSpiel game's name, as pyspiel.load_game takes it ('kuhn_poker', 'leduc_poker', ...)
             game_params={},  # the game's parameters, e.g. {'players': 2}
+            roles=[],  # one role name per seat (e.g. ['smuggler', 'sheriff']): a league category each; []: symmetric
         )
 
-    config_constraints = dict(BATTLE_ENV_CONSTRAINTS, game=_game_name)
+    config_constraints = dict(BATTLE_ENV_CONSTRAINTS, game=_game_name, roles=_role_names)
 
     @classmethod
     def exact_analysis(cls, env_cfg):
-        """Exact evaluation over the whole game tree (small two-player zero-sum games: Kuhn, Leduc, ...)."""
+        """Exact evaluation over the whole game tree: of one policy playing both seats in a small two-player
+        zero-sum game (Kuhn, Leduc, ...), or with ``roles`` of a pair of role policies in any small two-player game,
+        general-sum included (:class:`~sparring.dizoo.openspiel.role_analysis.OpenSpielRoleAnalysis`)."""
+        if env_cfg.get('roles'):
+            from sparring.dizoo.openspiel.role_analysis import OpenSpielRoleAnalysis
+            return OpenSpielRoleAnalysis(env_cfg['game'], env_cfg.get('game_params') or None, tuple(env_cfg['roles']))
         from sparring.dizoo.openspiel.exploitability import OpenSpielAnalysis
         return OpenSpielAnalysis(env_cfg['game'], env_cfg.get('game_params') or None)
 
@@ -76,9 +110,16 @@ class OpenSpielBattleEnv(NativeVecBattleEnv):
         self.game = load_two_player_game(self.cfg.game, self.cfg.game_params, label='config key "env.game"')
         self.label = f'battle env \'openspiel\' ({self.game})'
         self.view = SeatView(self.game)
-        self.observation_space = spaces.Box(-np.inf, np.inf, self.view.shape, np.float32)
+        observation_space = spaces.Box(-np.inf, np.inf, self.view.shape, np.float32)
         self.num_actions = int(self.game.num_distinct_actions())
-        self.action_space = spaces.Discrete(self.num_actions)
+        action_space = spaces.Discrete(self.num_actions)
+        if self.cfg.roles:  # the common spaces, per seat (see the module docstring)
+            self.roles = tuple(self.cfg.roles)
+            self.observation_spaces = (observation_space,) * NUM_SEATS
+            self.action_spaces = (action_space,) * NUM_SEATS
+            self.observation_space = self.action_space = None  # type: ignore[assignment]  # per seat instead
+        else:
+            self.observation_space, self.action_space = observation_space, action_space
         self.states: List = [None] * self.num_envs
         self._returns = [[0.0, 0.0] for _ in range(self.num_envs)]  # after the last step: rewards are changes
         self._mover = np.zeros(self.num_envs, np.int64)  # the seat to move in each game
@@ -95,7 +136,9 @@ class OpenSpielBattleEnv(NativeVecBattleEnv):
             self.states[j] = state
             self._returns[j] = state.returns()
 
-    def _advance(self, actions: np.ndarray):
+    def _advance(self, actions):
+        if self.roles is not None:  # one array per seat
+            actions = np.stack(actions, axis=1)
         movers_actions = actions[self._all_games, self._mover].tolist()
         rewards, terminated, seat_0_result = [], [], []
         for j, state in enumerate(self.states):
@@ -114,15 +157,19 @@ class OpenSpielBattleEnv(NativeVecBattleEnv):
 
     def _observe(self, rows: np.ndarray):
         n = len(rows)
-        obs = np.empty((n, NUM_SEATS) + self.view.shape, np.float32)
-        flat = obs.reshape(n, NUM_SEATS, self.view.size)
-        mask = np.zeros((n, NUM_SEATS, self.num_actions), bool)
+        # A game with roles gives one array per seat: seat-major, so that each seat's is contiguous.
+        seat_major = self.roles is not None
+        obs = np.empty(((NUM_SEATS, n) if seat_major else (n, NUM_SEATS)) + self.view.shape, np.float32)
+        mask = np.zeros((NUM_SEATS, n, self.num_actions) if seat_major else (n, NUM_SEATS, self.num_actions), bool)
+        flat = obs.reshape(obs.shape[:2] + (self.view.size,))
+        seat_rows = flat.swapaxes(0, 1) if seat_major else flat  # [n, seat, size] either way
+        mask_rows = mask.swapaxes(0, 1) if seat_major else mask
         to_move = np.zeros((n, NUM_SEATS), bool)
         write = self.view.write
         for i, j in enumerate(rows.tolist()):
             state = self.states[j]
-            write(state, 0, flat[i, 0])
-            write(state, 1, flat[i, 1])
+            write(state, 0, seat_rows[i, 0])
+            write(state, 1, seat_rows[i, 1])
             if state.is_terminal():
                 continue  # a finished game: nobody moves (the env restarts it right after)
             player = state.current_player()
@@ -130,8 +177,10 @@ class OpenSpielBattleEnv(NativeVecBattleEnv):
                 raise EnvError(f'{self.label}: game {j} is at a node of player {player} ({state}); expected seat '
                                f'0 or 1 to move after chance nodes are resolved')
             to_move[i, player] = True
-            mask[i, player, state.legal_actions()] = True
+            mask_rows[i, player, state.legal_actions()] = True
             self._mover[j] = player
+        if seat_major:
+            return (obs[0], obs[1]), (mask[0], mask[1]), to_move
         return obs, mask, to_move
 
     def _resolve_chance(self, state) -> None:

@@ -144,7 +144,7 @@ def test_each_role_trains_its_own_player_against_the_other_role_and_resumes(tmp_
 
 
 @pytest.mark.parametrize('key, value, message', [
-    ('battle', dict(exact_analysis=True), r'"battle.exact_analysis": not available in a game whose seats have roles'),
+    ('battle', dict(exact_analysis=True), r'"battle.exact_analysis": env .pursuit. offers no exact analysis of its roles'),
     ('parallel', dict(inference=dict(workers=1)), r'"parallel.inference.workers": forward-pass workers serve'),
 ])
 def test_tools_of_symmetric_games_are_refused_in_a_role_game(key, value, message):
