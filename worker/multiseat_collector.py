@@ -25,8 +25,11 @@ ends in ``terminated`` / ``truncated`` on every seat's column, from which the le
 as the policy sampled it (the env clips), every policy is asked with ``action_mask=None``, and the chunk has no
 ``action_mask``.
 
-What the chunk holds is what the home policy's chunk spec names; a policy that learns from more (SAC's record of
-whom each move was against: a game of S seats has S-1 opponents at once) is refused when the collector is built.
+What the chunk holds is what the home policy's chunk spec names. A replay policy (SAC) learns from these chunks
+too, transition by transition along each seat's column; its record of whom each move was against (``opponent``,
+``opponent_version``) says "untagged" (:data:`~sparring.policy.replay_opponents.UNTAGGED`, version 0), as a game of S
+seats has S-1 opponents at once, so a replay that forgets by opponent (``replay.max_opponent_age``) is refused when
+the collector is built, as is a policy that learns from anything else these games do not record.
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ import numpy as np
 
 from sparring.policy.base import Policy
 from sparring.policy.chunk_spec import PER_STEP, ChunkSpaces
+from sparring.policy.replay_opponents import UNTAGGED
 from sparring.worker.chunk import Chunk
 from sparring.worker.collector import CollectorCounters
 from sparring.worker.env.battle_step import action_layout, is_continuous
@@ -47,7 +51,7 @@ from sparring.worker.recurrent_state import (OpponentStates, State, WindowStates
 
 OpponentsSampler = Callable[[int], Tuple[Sequence[str], Sequence[Policy]]]
 FIELDS = ('obs', 'action_mask', 'action', 'log_prob', 'value', 'reward', 'terminated', 'truncated', 'next_obs',
-          'train_mask', 'value_mask', 'next_value')
+          'train_mask', 'value_mask', 'next_value', 'opponent', 'opponent_version')
 
 
 class MultiSeatCollector(CollectorCounters):
@@ -72,9 +76,15 @@ class MultiSeatCollector(CollectorCounters):
         self.spec = policy.chunk_spec(ChunkSpaces(env.observation_space, env.action_space, battle=True))
         missing = [f.name for f in self.spec if f.per == PER_STEP and f.required and f.name not in FIELDS]
         if missing:
-            raise ValueError(f'multi-seat collector: {type(policy).__name__} learns from {missing}, which games of '
-                             f'three or more seats do not record; they are collected for PPO policies (feed-forward '
-                             f'or recurrent, discrete or Box actions)')
+            name = getattr(policy, 'registry_name', type(policy).__name__)
+            raise ValueError(f'multi-seat collector: policy {name!r} learns from {missing}, which games of three or '
+                             f'more seats do not record; they are collected for PPO (feed-forward or recurrent) and '
+                             f'SAC policies, discrete or Box actions')
+        max_age = (getattr(policy, 'cfg', None) or {}).get('replay', {}).get('max_opponent_age')
+        if 'opponent' in self.spec and max_age is not None:
+            raise ValueError(f'multi-seat collector: policy.replay.max_opponent_age = {max_age} forgets moves by the '
+                             f'one opponent they were played against, but a game of {S} seats has {S - 1} at once '
+                             f'and its moves are untagged; expected None')
         self._fields = [f.name for f in self.spec if f.per == PER_STEP and f.name in FIELDS]
         WindowStates(self.spec.window_len, n_steps)  # whole BPTT windows, or a clear error now
         self.continuous = is_continuous(env.action_space)
@@ -160,6 +170,9 @@ class MultiSeatCollector(CollectorCounters):
             buf['truncated'][t] = nxt.truncated[:, None]
             if 'next_obs' in buf:
                 buf['next_obs'][t] = nxt.final_obs
+            if 'opponent' in buf:  # S - 1 opponents at once: no one opponent to name (see the module docstring)
+                buf['opponent'][t] = UNTAGGED
+                buf['opponent_version'][t] = 0
             returns += nxt.reward
             cut = np.flatnonzero(nxt.truncated & ~nxt.terminated)
             if len(cut):

@@ -30,6 +30,8 @@ def _game_name(value) -> None:
 class OpenSpielMultiSeatEnv(MultiSeatVecEnv):
     """B games of one OpenSpiel game of S players (see the module docstring)."""
 
+    action_space: spaces.Discrete  # a poker game's actions are indices
+
     @classmethod
     def default_config(cls) -> dict:
         return dict(

@@ -102,8 +102,8 @@ import numpy as np
 from gymnasium import spaces
 
 from sparring.config.schema import in_range, of_type
-from sparring.worker.env.battle_step import (BattleStep, action_layout, check_roles, copy_seats, is_continuous,
-                                              mask_width, seat_spaces)
+from sparring.worker.env.battle_step import (BattleStep, action_layout, check_roles, clip_box_actions, copy_seats,
+                                              is_continuous, mask_width, seat_spaces)
 from sparring.worker.env.closeable import Closeable
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import complete_section
@@ -396,20 +396,7 @@ class VecBattleEnv(Closeable):
         if batch.shape != expected_shape:
             raise EnvError(f'{self.label}: actions of shape {batch.shape}; expected shape {expected_shape} '
                            f'(num_envs, seats, *action_shape) for {space!r}')
-        if batch.dtype.kind not in 'iuf':
-            raise EnvError(f'{self.label}: actions of dtype {batch.dtype}; expected numbers in {space!r}')
-        to_move = self._to_move.reshape(self._to_move.shape + (1,) * len(space.shape))
-        if batch.dtype.kind == 'f':
-            bad = ~np.isfinite(batch) & to_move
-            if bad.any():
-                env, seat = (int(i) for i in np.argwhere(bad)[0][:2])
-                raise EnvError(f'{self.label}: env {env}, seat {seat} ({self.agents[seat]}) played action '
-                               f'{batch[env, seat].tolist()}; expected finite numbers in {space!r}')
-        # maximum/minimum rather than np.clip, whose Python wrapper costs several microseconds.
-        clipped = np.minimum(np.maximum(batch, space.low), space.high).astype(np.float32)
-        if not self._to_move.all():  # the games never see the ignored actions of seats not to move
-            clipped = np.where(to_move, clipped, np.float32(0.0))
-        return clipped
+        return clip_box_actions(batch, space, self._to_move, self.label, self.agents)
 
     def _check_seat_actions(self, actions) -> List[np.ndarray]:
         """A game with roles: ``actions[s]`` checked against seat s's own space, as new arrays (seats not to move

@@ -26,6 +26,26 @@ def action_layout(action_space) -> Tuple[Tuple[int, ...], np.dtype]:
     return (), np.dtype(np.int64)
 
 
+def clip_box_actions(batch: np.ndarray, space: spaces.Box, to_move: np.ndarray, label: str, agents) -> np.ndarray:
+    """``Box`` actions ``[B, S, *shape]`` (``to_move`` ``[B, S]``) as a new float32 array clipped to the bounds, 0
+    for seats not to move; :class:`EnvError` naming the game and seat where a seat to move played a value that is
+    not a finite number (its shape already checked)."""
+    if batch.dtype.kind not in 'iuf':
+        raise EnvError(f'{label}: actions of dtype {batch.dtype}; expected numbers in {space!r}')
+    movers = to_move.reshape(to_move.shape + (1,) * len(space.shape))
+    if batch.dtype.kind == 'f':
+        bad = ~np.isfinite(batch) & movers
+        if bad.any():
+            env, seat = (int(i) for i in np.argwhere(bad)[0][:2])
+            raise EnvError(f'{label}: env {env}, seat {seat} ({agents[seat]}) played action '
+                           f'{batch[env, seat].tolist()}; expected finite numbers in {space!r}')
+    # maximum/minimum rather than np.clip, whose Python wrapper costs several microseconds.
+    clipped = np.minimum(np.maximum(batch, space.low), space.high).astype(np.float32)
+    if not to_move.all():  # the games never see the ignored actions of seats not to move
+        clipped = np.where(movers, clipped, np.float32(0.0))
+    return clipped
+
+
 def mask_width(action_space) -> int:
     """The last axis of ``BattleStep.action_mask``: the number of actions, or 1 (the placeholder) for ``Box``."""
     return 1 if is_continuous(action_space) else int(action_space.n)

@@ -2,9 +2,10 @@
 :mod:`sparring.worker.env.multiseat_api`.
 
 What it checks, in ``games`` random games of B = 4 side by side: the spaces (a ``Box`` observed, ``Discrete``
-actions, at least two seats, ``teams`` one index per seat when set); every step's arrays in their shapes and dtypes,
-observations inside the ``Box``; a seat to move with at least one legal action and a seat that waits with none
-(one seat to move in a turn-based game); each finished game's ranks in ``0..S-1`` with one seat ranked first
+actions or a ``Box`` of finite bounds, at least two seats, ``teams`` one index per seat when set); every step's
+arrays in their shapes and dtypes, observations inside the ``Box``; a seat to move with at least one legal action
+and a seat that waits with none (one seat to move in a turn-based game; a Box game's one-column mask equal to
+``to_move``); each finished game's ranks in ``0..S-1`` with one seat ranked first
 and teammates sharing their rank; every game ending within ``max_game_steps``; and the same seed playing the same
 games. It returns the two-seat checker's :class:`~sparring.worker.env.check.EnvCheckReport`.
 """
@@ -16,6 +17,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sparring.config.registry import ENV_REGISTRY
+from sparring.worker.env.battle_step import is_continuous, mask_width
 from sparring.worker.env.check import MAX_GAME_STEPS, EnvCheckReport, check_env
 from sparring.worker.env.errors import EnvError
 from sparring.worker.env.gym_env import complete_section, import_env_modules
@@ -67,8 +69,13 @@ def _spaces_problems(env) -> List[str]:
     problems = []
     if not isinstance(env.observation_space, spaces.Box):
         problems.append(f'observation_space is {env.observation_space!r}; expected a Box')
-    if not isinstance(env.action_space, spaces.Discrete):
-        problems.append(f'action_space is {env.action_space!r}; expected Discrete (games of S seats take indices)')
+    action = env.action_space
+    if isinstance(action, spaces.Box):
+        if not (np.isfinite(action.low).all() and np.isfinite(action.high).all()):
+            problems.append(f'action_space is {action!r}; expected a Box of finite bounds (its actions are clipped '
+                            f'to them)')
+    elif not isinstance(action, spaces.Discrete):
+        problems.append(f'action_space is {action!r}; expected Discrete (indices) or a Box (continuous actions)')
     if not isinstance(getattr(env, 'num_seats', None), int) or env.num_seats < 2:
         problems.append(f'num_seats is {getattr(env, "num_seats", None)!r}; expected an int >= 2')
     elif env.teams is not None and (len(env.teams) != env.num_seats or len(set(env.teams)) < 2):
@@ -80,7 +87,7 @@ def _spaces_problems(env) -> List[str]:
 def _play(env, games: int, seed: int, max_game_steps: int, problems: List[str]) -> List[np.ndarray]:
     """Random legal games until ``games`` ended; each finished game's ranks, in the order they ended."""
     rng = np.random.default_rng(seed)
-    B, S, A = NUM_ENVS, env.num_seats, env.action_space.n
+    B, S, A = NUM_ENVS, env.num_seats, mask_width(env.action_space)
     shape = (B, S) + tuple(env.observation_space.shape)
     ended: List[np.ndarray] = []
     length = np.zeros(B, np.int64)
@@ -91,10 +98,7 @@ def _play(env, games: int, seed: int, max_game_steps: int, problems: List[str]) 
             problems += _step_problems(env, step, shape, (B, S, A), where)
             if problems:
                 break
-            actions = np.zeros((B, S), np.int64)
-            for b, s in zip(*np.nonzero(step.to_move)):
-                actions[b, s] = rng.choice(np.flatnonzero(step.action_mask[b, s]))
-            step = env.step(actions)
+            step = env.step(_random_actions(env, step, rng))
             length += 1
             done = step.terminated | step.truncated
             for b in np.flatnonzero(done):
@@ -107,6 +111,20 @@ def _play(env, games: int, seed: int, max_game_steps: int, problems: List[str]) 
     except EnvError as err:
         problems.append(f'the env refused a random legal move or a reset: {err}')
     return ended
+
+
+def _random_actions(env, step, rng: np.random.Generator) -> np.ndarray:
+    """A random legal action for every seat to move: uniform in a Box (its bounds widened by half, so the env's
+    clipping is played too), among the legal ones otherwise."""
+    B, S = step.to_move.shape
+    if is_continuous(env.action_space):
+        low, high = env.action_space.low, env.action_space.high
+        margin = (high - low) / 4
+        return rng.uniform(low - margin, high + margin, (B, S) + env.action_space.shape).astype(np.float32)
+    actions = np.zeros((B, S), np.int64)
+    for b, s in zip(*np.nonzero(step.to_move)):
+        actions[b, s] = rng.choice(np.flatnonzero(step.action_mask[b, s]))
+    return actions
 
 
 def _step_problems(env, step, shape, mask_shape, where: str) -> List[str]:
