@@ -67,10 +67,10 @@ NEIGHBOURS = 2  # CPU-bound processes beside the loaded measurement (a 2-core ma
 def _serving_only(policy):
     """A network source for a forward-pass server that holds ``policy`` alone, at version 1, under every ref."""
     class One:
-        def sync(self, ref):
+        def sync(self, ref, role=None):
             return 1
 
-        def get(self, ref, version):
+        def get(self, ref, version, role=None):
             return policy
     return One
 
@@ -134,7 +134,7 @@ def _thread_server(policy, security, stop):
     from sparring.worker.remote.inference import InferenceServer
     context = zmq.Context()
     server = InferenceServer(context, security, '127.0.0.1', _serving_only(policy)(), *SERVER_BATCHING,
-                             policy.observation_space.shape)
+                             {None: policy.observation_space.shape})
 
     def loop():
         while not stop.is_set():
@@ -227,7 +227,7 @@ def _serve_in_process(mode: str, addresses, stop) -> None:
 
     context = zmq.Context()
     server = InferenceServer(context, _security(mode), '127.0.0.1', One(), *SERVER_BATCHING,
-                             policy.observation_space.shape)
+                             {None: policy.observation_space.shape})
     addresses.put(server.address)
     while not stop.is_set():
         server.serve(0.05)

@@ -428,14 +428,15 @@ def _over_socket(policy, sizes, seconds: float) -> dict:
     from sparring.worker.remote.wire import Signer
 
     class One:  # the network source: ``policy`` under every ref, at version 1
-        def sync(self, ref):
+        def sync(self, ref, role=None):
             return 1
 
-        def get(self, ref, version):
+        def get(self, ref, version, role=None):
             return policy
 
     context, security = zmq.Context(), Security(Signer(b'gpu-check-secret'))
-    server = InferenceServer(context, security, '127.0.0.1', One(), max(sizes), 0.0, policy.observation_space.shape)
+    server = InferenceServer(context, security, '127.0.0.1', One(), max(sizes), 0.0,
+                             {None: policy.observation_space.shape})
     stop = threading.Event()
     thread = threading.Thread(target=lambda: [server.serve(0.05) for _ in iter(stop.is_set, True)], daemon=True)
     thread.start()

@@ -190,23 +190,22 @@ def role_league(cfg, roles: Tuple[str, ...]) -> Tuple[Optional[EasyDict], Option
     config's stands. The league's categories are the roles (``league.roles``), each role's random bot is a reference
     player of that role, and the game's bots that play one role are evaluation opponents. What a config sets is
     checked: categories other than the roles, a search (a symmetric game's tool) or an exact analysis the env does not
-    offer are refused with the key that asks for them."""
+    offer are refused with the key that asks for them. Forward-pass workers serve each role's networks, as in a
+    symmetric game."""
     distinct = list(dict.fromkeys(roles))
     categories = list(cfg.league.player_category)
     if categories != [DEFAULT_CATEGORY] and sorted(categories) != sorted(distinct):
         raise ConfigError(f'config key "league.player_category": {categories} in a game whose seats have the roles '
                           f'{distinct}; expected the roles (or leave it out)')
     if cfg.battle.collect_search:
-        raise ConfigError(f'config key "battle.collect_search": not available in a game whose seats have roles '
-                          f'({", ".join(distinct)}); expected it off')
+        raise ConfigError(f'config key "battle.collect_search": a search evaluates both seats\' positions with one '
+                          f'network over the rules of a symmetric perfect-information game (the env\'s '
+                          f'search_acting); a game whose seats have roles ({", ".join(distinct)}) has a network per '
+                          f'role and no such rules: expected it off')
     if cfg.battle.exact_analysis and getattr(ENV_REGISTRY.get(cfg.env.type), 'exact_analysis', None) is None:
         raise ConfigError(f'config key "battle.exact_analysis": env {cfg.env.type!r} offers no exact analysis of its '
                           f'roles ({", ".join(distinct)}); expected it off, or a small OpenSpiel game declared with '
                           f'roles (type=\'openspiel\', roles=[...])')
-    if cfg.parallel.inference.workers:
-        raise ConfigError(f'config key "parallel.inference.workers": forward-pass workers serve the one network shape '
-                          f'of a symmetric game; a game whose seats have roles ({", ".join(distinct)}) acts in its '
-                          f'collectors: expected 0')
     league = dict(cfg.league, roles=True, player_category=distinct if categories == [DEFAULT_CATEGORY] else categories)
     changed = not cfg.league.get('roles') or league['player_category'] != categories
     bot_classes = {name: BOT_REGISTRY.get(name) for name in getattr(ENV_REGISTRY.get(cfg.env.type), 'reference_bots',

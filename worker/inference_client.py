@@ -14,6 +14,10 @@ fetch parameters) asks the newest version, and every forward pass of the chunk n
 forward-pass worker no longer hold it (it was restarted), the policy syncs again and goes on with the newer
 version; the chunk keeps the version it started with, so its staleness is overstated, never understated.
 
+In a game whose seats have roles each remote policy plays the role of its shell (built for that role's spaces), and
+its requests name that role, so the forward-pass worker serves that role's network (:class:`RemotePlayerPolicies`
+keeps one pool per role, as a collector acting itself does).
+
 A request the forward-pass worker refuses for another reason (an error reply: its checks found the request
 wrong, or its pass failed) is that request's failure, not the collector's: it is sent once more (another
 sender's request may have failed the pass it was in), and refused again, the policy acts locally, with a network
@@ -35,7 +39,7 @@ import functools
 import logging
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
@@ -43,12 +47,13 @@ from sparring.config.registry import POLICY_REGISTRY
 from sparring.policy.base import Policy
 from sparring.worker.inference_forward import (ForwardOut, act_from_forward, forward_rows, forwards_remotely,
                                                probabilities_from_forward)
-from sparring.worker.policy_pool import BOT_PREFIX, PolicyPool
+from sparring.worker.policy_pool import BOT_PREFIX, PolicyPool, RolePools
 from sparring.worker.remote.base import PlayerPolicies, RemoteParamStore
 from sparring.worker.remote.inference_protocol import (INFERENCE_PROTOCOL, MAX_ROWS, MAX_SEGMENTS, STATE_NAMES,
                                                        segment_array, segment_obs)
 from sparring.worker.remote.transport import RequestClient
 from sparring.worker.remote.wire import MessageError, RequestTimeout
+from sparring.worker.run_kind import run_kind
 from sparring.worker.seeds import player_seed
 
 log = logging.getLogger('sparring.worker')
@@ -139,12 +144,14 @@ class RemoteActingPolicy:
     """A policy for collectors whose forward pass runs on a forward-pass worker (see the module).
 
     Anything else a collector asks of a policy (``recurrent``, ``initial_state``, ``needs_next_obs``, its
-    config) is the shell's. ``local`` (optional) returns a network holding this reference's parameters, to act
-    with when the forward-pass worker refuses a request twice."""
+    config) is the shell's, and so is its ``role`` (None in a symmetric game), which its requests name. ``local``
+    (optional) returns a network holding this reference's parameters, to act with when the forward-pass worker
+    refuses a request twice."""
 
     def __init__(self, shell, ref: str, client: ForwardClient, local: Optional[Callable[[], object]] = None) -> None:
         self.shell = shell
         self.ref = ref
+        self.role: Optional[str] = getattr(shell, 'role', None)
         self.client = client
         self.local = local
         self._version: Optional[int] = None
@@ -166,7 +173,7 @@ class RemoteActingPolicy:
         self.acting_locally, self._local_network = False, None
         for attempt in range(2):
             try:
-                self._version = int(self.client.request('sync', dict(ref=self.ref)).body['version'])
+                self._version = int(self.client.request('sync', self._named(dict(ref=self.ref))).body['version'])
                 return self._version
             except MessageError as err:
                 if not refused(err):
@@ -175,6 +182,12 @@ class RemoteActingPolicy:
         self.acting_locally = True  # refused twice (and acting locally is possible): this chunk acts here
         self._version = int(self._local().version)
         return self._version
+
+    def _named(self, body: dict) -> dict:
+        """``body`` naming this policy's role, in a game whose seats have roles."""
+        if self.role is not None:
+            body['role'] = self.role
+        return body
 
     def _refused(self, err: MessageError, attempt: int) -> None:
         """Count a refusal; the second of one request is raised unless this policy can act locally."""
@@ -209,7 +222,8 @@ class RemoteActingPolicy:
             if self.acting_locally:  # its sync was refused twice
                 return self.forward(obs, state)
             try:
-                reply = self.client.request('forward', dict(ref=self.ref, version=version, rows=len(obs)), arrays)
+                reply = self.client.request('forward', self._named(dict(ref=self.ref, version=version, rows=len(obs))),
+                                            arrays)
             except MessageError as err:
                 if refused(err):
                     self._refused(err, refusals)
@@ -289,6 +303,8 @@ class ForwardWave:
         for _ in range(4):
             body = dict(refs=[p.ref for p, _, _ in items], versions=[p.version for p, _, _ in items],
                         rows=[len(obs) for _, obs, _ in items])
+            if items[0][0].role is not None:  # a game whose seats have roles: each segment's
+                body['roles'] = [p.role for p, _, _ in items]
             if any(p.acting_locally for p, _, _ in items):  # a sync was refused twice
                 return [p.forward(obs, state) for p, obs, state in items]
             try:
@@ -321,21 +337,23 @@ class ForwardWave:
 
 class RemotePolicyPool(PolicyPool):
     """A :class:`~sparring.worker.policy_pool.PolicyPool` whose stored snapshots act through forward-pass workers
-    (bots and learning players as before: the latter are registered as remote policies by the caller)."""
+    (bots and learning players as before: the latter are registered as remote policies by the caller); in a game
+    with roles, one role's (``role``), its shells built for that role's spaces by ``make_shell``."""
 
     def __init__(self, make_shell: Callable[[], object], client: ForwardClient, *args,
-                 local: Optional[Callable[[str], object]] = None, **kwargs) -> None:
+                 local: Optional[Callable[[str, Optional[str]], object]] = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.make_shell = make_shell
         self.client = client
-        self.local = local  # reference -> a network of its parameters here, for requests refused twice
+        self.local = local  # (reference, role) -> a network of its parameters here, for requests refused twice
         self._remote: 'OrderedDict[str, RemoteActingPolicy]' = OrderedDict()
 
     def get(self, ref: str, role: Optional[str] = None):
         if ref in self._live or ref.startswith(BOT_PREFIX):
             return super().get(ref, role)
+        self.check_role(ref, role)
         if ref not in self._remote:
-            local = None if self.local is None else functools.partial(self.local, ref)
+            local = None if self.local is None else functools.partial(self.local, ref, self.role)
             self._remote[ref] = RemoteActingPolicy(self.make_shell(), ref, self.client, local)
             if len(self._remote) > self.max_cached:
                 self._remote.popitem(last=False)
@@ -352,7 +370,9 @@ class RemotePolicyPool(PolicyPool):
 
 class RemotePlayerPolicies:
     """What :class:`~sparring.worker.remote.base.PlayerPolicies` is to a collector, with every network acting on
-    forward-pass workers: ``get(player_id)``, ``refresh()`` (pins each player's newest version) and ``pool``."""
+    forward-pass workers: ``get(player_id)``, ``refresh()`` (pins each player's newest version) and ``pool`` (in a
+    game whose seats have roles, one :class:`RemotePolicyPool` per role behind
+    :class:`~sparring.worker.policy_pool.RolePools`, as the run's kind gives a collector acting itself)."""
 
     def __init__(self, worker, seed: int, client: ForwardClient) -> None:
         self.worker = worker
@@ -363,30 +383,40 @@ class RemotePlayerPolicies:
         # on the forward-pass workers).
         self.shell_cfg = copy.deepcopy(worker.cfg.policy)
         self.shell_cfg.collect.device = 'cpu'
-        self.pool = RemotePolicyPool(lambda: self._shell(seed), client, RemoteParamStore(worker),
-                                     worker.observation_space, worker.action_space, seed=seed,
-                                     env_cfg=worker.cfg.env, local=self.local)
+        store = RemoteParamStore(worker)
+        roles = run_kind(worker.cfg).roles
+        self.pools = {role: RemotePolicyPool(functools.partial(self._shell, seed, role), client, store,
+                                             *self._spaces(role), seed=seed, env_cfg=worker.cfg.env,
+                                             local=self.local, role=role)
+                      for role in (dict.fromkeys(roles) if roles is not None else (None,))}
+        self.pool: Union[RemotePolicyPool, RolePools] = self.pools[None] if roles is None else \
+            RolePools(cast(Dict[str, PolicyPool], self.pools))
         self.policies: Dict[str, RemoteActingPolicy] = {}
         self._local: Optional[PlayerPolicies] = None  # networks here, built on a refusal's first need
 
-    def local(self, ref: str):
+    def _spaces(self, role: Optional[str]) -> tuple:
+        return (self.worker.observation_space, self.worker.action_space) if role is None else \
+            self.worker.spaces(role)
+
+    def local(self, ref: str, role: Optional[str] = None):
         """A network of ``ref``'s parameters in this process (a learning player's newest, fetched from the
-        commander), for a request the forward-pass workers refused twice."""
+        commander; a snapshot built for ``role``), for a request the forward-pass workers refused twice."""
         if self._local is None:
             self._local = PlayerPolicies(self.worker, self.seed)
         if ref in self.worker.player_ids:
             return self._local.get(ref, refresh=True)
-        return self._local.pool.get(ref)
+        return self._local.pool.get(ref, role)
 
     def get(self, player_id: str, refresh: bool = False) -> RemoteActingPolicy:
         policy = self.policies.get(player_id)
         if policy is None:
-            shell = self._shell(player_seed(self.seed, self.worker.player_ids.index(player_id)))
+            role = self.worker.player_roles.get(player_id)
+            shell = self._shell(player_seed(self.seed, self.worker.player_ids.index(player_id)), role)
             if not forwards_remotely(shell):
                 raise ValueError(f'parallel.inference: {type(shell).__name__} acts whole (no separate forward pass '
                                  f'and draw); set parallel.inference.workers=0 for it')
             policy = self.policies[player_id] = RemoteActingPolicy(shell, player_id, self.client,
-                                                                   functools.partial(self.local, player_id))
+                                                                   functools.partial(self.local, player_id, role))
             self.pool.add_live(player_id, cast(Policy, policy))  # it acts as a policy does (the shell's surface)
             policy.sync()
         elif refresh:
@@ -399,10 +429,12 @@ class RemotePlayerPolicies:
 
     def refusal_counts(self) -> Dict[str, float]:
         """Requests of this collector's policies the forward-pass workers refused, and the passes made here since."""
-        policies = [*self.policies.values(), *self.pool.remote_policies()]
+        policies = [*self.policies.values(), *(p for pool in self.pools.values() for p in pool.remote_policies())]
         return dict(forward_refusals=float(sum(p.refusals for p in policies)),
                     local_forwards=float(sum(p.local_forwards for p in policies)))
 
-    def _shell(self, seed: int):
-        return POLICY_REGISTRY.get(self.shell_cfg.type)(self.shell_cfg, self.worker.observation_space,
-                                                        self.worker.action_space, seed=seed)
+    def _shell(self, seed: int, role: Optional[str] = None):
+        """A policy that draws for one of ``role``'s networks (never given parameters)."""
+        shell = POLICY_REGISTRY.get(self.shell_cfg.type)(self.shell_cfg, *self._spaces(role), seed=seed)
+        shell.role = role
+        return shell

@@ -124,7 +124,7 @@ class Pending:
     """One request (or one segment of a wave request) waiting for its batch: what to answer with, the key of the
     network it asks, its rows."""
     reply_to: Any
-    key: Tuple[str, int]  # (reference, version)
+    key: Tuple[str, int, Optional[str]]  # (reference, version, role): role None in a symmetric game
     obs: np.ndarray
     state: Any = None
     arrived: float = 0.0  # the batcher's clock when it came in (its batching delay is measured from here)

@@ -121,10 +121,14 @@ class PolicyPool:
     def add_live(self, ref: str, policy: Policy) -> None:
         self._live[ref] = policy
 
-    def get(self, ref: str, role: Optional[str] = None) -> Policy:
-        """The policy of ``ref``; ``role``, where the caller names one, must be this pool's."""
+    def check_role(self, ref: str, role: Optional[str]) -> None:
+        """ValueError where a caller names a ``role`` (for ``ref``) other than this pool's."""
         if role is not None and role != self.role:
             raise ValueError(f'policy pool of role {self.role!r}: asked for {ref!r} as a player of role {role!r}')
+
+    def get(self, ref: str, role: Optional[str] = None) -> Policy:
+        """The policy of ``ref``; ``role``, where the caller names one, must be this pool's."""
+        self.check_role(ref, role)
         if ref in self._live:
             return self._live[ref]
         if ref.startswith(BOT_PREFIX):

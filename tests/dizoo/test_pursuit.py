@@ -145,7 +145,8 @@ def test_each_role_trains_its_own_player_against_the_other_role_and_resumes(tmp_
 
 @pytest.mark.parametrize('key, value, message', [
     ('battle', dict(exact_analysis=True), r'"battle.exact_analysis": env .pursuit. offers no exact analysis of its roles'),
-    ('parallel', dict(inference=dict(workers=1)), r'"parallel.inference.workers": forward-pass workers serve'),
+    ('battle', dict(collect_search=dict(num_simulations=8)),
+     r'"battle.collect_search": a search evaluates both seats\' positions with one network .* has a network per role'),
 ])
 def test_tools_of_symmetric_games_are_refused_in_a_role_game(key, value, message):
     cfg = compile_config({'env': dict(type='pursuit'), 'policy': dict(type='ppo'), key: value}, save=False)

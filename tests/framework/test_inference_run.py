@@ -1,6 +1,7 @@
 """A tic-tac-toe league whose collectors act through a forward-pass worker: it trains and stops cleanly, and a
 forward-pass worker SIGKILLed mid-run is restarted while its collectors resend, with no game lost or counted
-twice; the probabilities its networks give equal the collectors' own on the same observations."""
+twice; the probabilities its networks give equal the collectors' own on the same observations. A league of a game
+whose seats have roles (pursuit) trains through one too, each role's networks served there."""
 import json
 import os
 import signal
@@ -17,6 +18,8 @@ from sparring.worker.inference_forward import forward_rows, probabilities_from_f
 from sparring.worker.remote.inference import inference_addresses
 from sparring.worker.remote.wire import arrays_to_params
 from sparring.worker.run_kind import run_kind
+from tests.framework.test_parallel_run import _check_games_counted_once
+from tests.framework.test_roles_parallel import _config as role_config
 
 pytestmark = pytest.mark.slow  # a parallel run of five processes, one of them killed
 
@@ -100,3 +103,36 @@ def test_the_forward_half_gives_the_acting_policys_probabilities(tmp_path):
     mask[:, 4] = True
     np.testing.assert_allclose(probabilities_from_forward(forward_rows(policy, obs), mask),
                                policy.action_probabilities(obs, mask), atol=1e-5)
+
+
+def test_a_league_of_roles_acts_through_a_forward_pass_worker_serving_each_roles_networks(tmp_path):
+    """Pursuit: the pursuer's and the evader's networks (6 and 8 inputs) both on the forward-pass worker; every
+    request served there (none refused, no collector acting itself), both roles trained, every game counted once."""
+    exp = tmp_path / 'pursuit'
+    config = role_config(exp, max_env_steps=1536)
+    config['parallel'].update(evaluators=0, inference=dict(workers=1, max_batch=64, max_wait_ms=2.0))
+    config['train']['eval_every_iters'] = 0
+    cfg = compile_config(config, save=False)
+    complete_league_config(cfg)
+    run = ParallelRun(cfg)
+    try:
+        run.start()
+        while not run.finished:
+            run.step()
+        summary = run.close()
+    finally:
+        if not run.closed:
+            run.close(abort='test failed')
+    assert summary['env_steps'] >= 1536 and not summary['restarts']
+    served = summary['worker_stats']['inference-0']
+    assert served['forward_passes'] > 0 and served['malformed'] == 0 and served['version_gone'] == 0
+    collector = summary['worker_stats']['collector-0']
+    assert collector['forward_round_trips'] > 0
+    assert collector['forward_refusals'] == 0 and collector['local_forwards'] == 0
+    iterations = summary['train_iterations']
+    assert iterations['naive_sp_pursuer_0'] >= 1 and iterations['naive_sp_evader_0'] >= 1
+    league = run.commander.coordinator.league
+    recorded, _ = _check_games_counted_once(str(exp), league)
+    assert summary['games'] == len(recorded) > 0
+    for home_id, away_id, _ in league.payoff.played_pairs():
+        assert league.get_player(home_id).category != league.get_player(away_id).category, (home_id, away_id)

@@ -38,6 +38,11 @@ def _policy(config, seed=3, version=7):
     return cfg, policy
 
 
+def _shapes(policy):
+    """A symmetric game's observation shapes, as a forward-pass server takes them: its one shape, under no role."""
+    return {None: policy.observation_space.shape}
+
+
 def _observations(policy, n, seed=0):
     space = policy.observation_space
     rng = np.random.default_rng(seed)
@@ -53,12 +58,12 @@ class Networks:
     def __init__(self, **policies):
         self.policies = policies
 
-    def sync(self, ref):
+    def sync(self, ref, role=None):
         if ref not in self.policies:
             raise MessageError('schema', f'no {ref!r}')
         return self.policies[ref].version
 
-    def get(self, ref, version):
+    def get(self, ref, version, role=None):
         policy = self.policies[ref]
         if policy.version != version:
             raise VersionGone(f'{ref} is {policy.version}')
@@ -108,7 +113,7 @@ def test_a_batched_forward_pass_equals_per_row_passes(config):
         np.testing.assert_allclose(whole.head[i:i + 1], row.head, atol=1e-5)
         np.testing.assert_allclose(whole.value[i:i + 1], row.value, atol=1e-5)
     # requests stacked into a batch and cut back out get their own rows
-    group = [Pending(None, ('p', 7), obs[:5]), Pending(None, ('p', 7), obs[5:6]), Pending(None, ('p', 7), obs[6:])]
+    group = [Pending(None, ('p', 7, None), obs[:5]), Pending(None, ('p', 7, None), obs[5:6]), Pending(None, ('p', 7, None), obs[6:])]
     stacked, _ = stack_group(group)
     parts = split_out(forward_rows(policy, stacked), group)
     np.testing.assert_allclose(np.concatenate([p.head for p in parts]), whole.head, atol=1e-5)
@@ -119,7 +124,7 @@ def test_a_batched_forward_pass_equals_per_row_passes(config):
 def test_remote_acting_gives_local_probabilities_values_and_the_same_draws(serving, config):
     context, start = serving
     cfg, policy = _policy(config)
-    server = start(Networks(p=policy), policy.observation_space.shape)
+    server = start(Networks(p=policy), _shapes(policy))
     client = ForwardClient(context, Security(SECRET), 'collector-0', lambda: [server.address])
     shell = POLICY_REGISTRY.get('ppo')(cfg.policy, policy.observation_space, policy.action_space, seed=11)
     local = POLICY_REGISTRY.get('ppo')(cfg.policy, policy.observation_space, policy.action_space, seed=11)
@@ -148,7 +153,7 @@ def _raw_client(context, server) -> RequestClient:
 def test_malformed_and_unknown_requests_are_dropped_counted_and_the_worker_goes_on(serving):
     context, start = serving
     _, policy = _policy(TICTACTOE)
-    server = start(Networks(p=policy), policy.observation_space.shape)
+    server = start(Networks(p=policy), _shapes(policy))
     raw = _raw_client(context, server)
     obs, _ = _observations(policy, 3)
     try:
@@ -181,15 +186,15 @@ def test_the_batcher_holds_at_most_max_batch_rows_and_is_due_by_size_or_wait():
     now = [0.0]
     batcher = Batcher(max_batch=8, max_wait_ms=5.0, clock=lambda: now[0])
     assert batcher.due_in() is None
-    batcher.add(Pending(None, ('a', 1), np.zeros((3, 2))))
+    batcher.add(Pending(None, ('a', 1, None), np.zeros((3, 2))))
     assert batcher.due_in() == pytest.approx(0.005)
     now[0] = 0.004
-    batcher.add(Pending(None, ('b', 1), np.zeros((4, 2))))
+    batcher.add(Pending(None, ('b', 1, None), np.zeros((4, 2))))
     assert batcher.has_room() and batcher.due_in() == pytest.approx(0.001)
-    batcher.add(Pending(None, ('a', 1), np.zeros((2, 2))))
+    batcher.add(Pending(None, ('a', 1, None), np.zeros((2, 2))))
     assert not batcher.has_room() and batcher.due_in() == 0.0
     with pytest.raises(RuntimeError, match='max_batch is 8'):
-        batcher.add(Pending(None, ('a', 1), np.zeros((1, 2))))
+        batcher.add(Pending(None, ('a', 1, None), np.zeros((1, 2))))
     groups = batcher.take()
     assert [[len(r.obs) for r in g] for g in groups] == [[3, 2], [4]] and batcher.rows == 0
 
@@ -197,7 +202,7 @@ def test_the_batcher_holds_at_most_max_batch_rows_and_is_due_by_size_or_wait():
 def test_a_slow_worker_slows_its_clients_and_holds_no_more_than_a_batch(serving):
     context, start = serving
     _, policy = _policy(TICTACTOE)
-    server = start(Networks(p=policy), policy.observation_space.shape, max_batch=8, max_wait_ms=50.0, delay=0.02)
+    server = start(Networks(p=policy), _shapes(policy), max_batch=8, max_wait_ms=50.0, delay=0.02)
     obs, _ = _observations(policy, 3)
     answered = []
 
@@ -223,7 +228,7 @@ def test_a_request_to_a_silent_worker_is_sent_again_to_another(serving):
     _, policy = _policy(TICTACTOE)
     silent = context.socket(zmq.ROUTER)  # takes requests in and never answers, as a worker killed mid-batch
     port = silent.bind_to_random_port('tcp://127.0.0.1')
-    server = start(Networks(p=policy), policy.observation_space.shape)
+    server = start(Networks(p=policy), _shapes(policy))
     client = ForwardClient(context, Security(SECRET), 'c', lambda: [f'tcp://127.0.0.1:{port}', server.address],
                            attempt_seconds=0.5, give_up_seconds=10.0)
     try:
@@ -254,7 +259,7 @@ def test_expert_iterations_search_evaluates_through_a_forward_pass_worker_as_it_
     from sparring.worker.env.battle import battle_env_class
     context, start = serving
     cfg, policy = _policy(TICTACTOE)
-    server = start(Networks(p=policy), policy.observation_space.shape)
+    server = start(Networks(p=policy), _shapes(policy))
     client = ForwardClient(context, Security(SECRET), 'c', lambda: [server.address])
     remote = RemoteActingPolicy(policy, 'p', client)
     searches = [battle_env_class('tictactoe').search_acting(cfg.env, dict(num_simulations=12), 5) for _ in range(2)]
@@ -276,7 +281,7 @@ def test_expert_iterations_search_evaluates_through_a_forward_pass_worker_as_it_
 def test_a_batch_runs_at_once_when_every_asking_socket_has_its_request_in_it(serving):
     context, start = serving
     _, policy = _policy(TICTACTOE)
-    server = start(Networks(p=policy), policy.observation_space.shape, max_batch=64, max_wait_ms=600_000.0)
+    server = start(Networks(p=policy), _shapes(policy), max_batch=64, max_wait_ms=600_000.0)
     client = ForwardClient(context, Security(SECRET), 'c', lambda: [server.address], attempt_seconds=30.0,
                            give_up_seconds=30.0)
     try:  # a wait of ten minutes for others would outlast the attempt: the lone asker is answered instead
@@ -306,7 +311,7 @@ def _pair(serving, config=CONNECT_FOUR):
     context, start = serving
     cfg, p = _policy(config, seed=3, version=7)
     _, q = _policy(config, seed=4, version=3)
-    server = start(Networks(p=p, q=q), p.observation_space.shape)
+    server = start(Networks(p=p, q=q), _shapes(p))
     client = ForwardClient(context, Security(SECRET), 'c', lambda: [server.address])
     make = POLICY_REGISTRY.get('ppo')
     remote, local = {}, {}
@@ -365,7 +370,7 @@ def test_malformed_wave_requests_are_dropped_counted_and_the_worker_goes_on(serv
     from sparring.worker.remote.inference_protocol import MAX_SEGMENTS
     context, start = serving
     _, policy = _policy(TICTACTOE)
-    server = start(Networks(p=policy), policy.observation_space.shape)
+    server = start(Networks(p=policy), _shapes(policy))
     raw = _raw_client(context, server)
     obs, _ = _observations(policy, 3)
     try:
@@ -480,7 +485,7 @@ def test_a_state_of_the_wrong_width_is_refused_alone_and_its_batch_mates_are_ans
     failed and every requester (the honest collector too, which then exited) got an error."""
     context, start = driven
     _, policy = _policy(LSTM_TICTACTOE)
-    server = start(Networks(p=policy), policy.observation_space.shape)
+    server = start(Networks(p=policy), _shapes(policy))
     honest_client = ForwardClient(context, Security(SECRET), 'honest', lambda: [server.address])
     honest = RemoteActingPolicy(policy, 'p', honest_client)
     raw = _raw_client(context, server)
@@ -511,6 +516,7 @@ class _StubWorker:
     def __init__(self, cfg, policy):
         self.cfg, self.policy = cfg, policy
         self.player_ids = ['p']
+        self.player_roles = {}
         self.observation_space, self.action_space = policy.observation_space, policy.action_space
 
     def fetch_params(self, ref, have_version=None):
@@ -532,7 +538,7 @@ def test_unknown_references_mixed_waves_and_bad_values_are_refused_alone_and_the
     from sparring.worker.remote.inference import CommanderNetworks
     context, start = driven
     cfg, policy = _policy(LSTM_TICTACTOE)
-    server = start(CommanderNetworks(_StubWorker(cfg, policy), seed=0), policy.observation_space.shape)
+    server = start(CommanderNetworks(_StubWorker(cfg, policy), seed=0), _shapes(policy))
     honest_client = ForwardClient(context, Security(SECRET), 'honest', lambda: [server.address])
     honest = RemoteActingPolicy(policy, 'p', honest_client)
     raws = [_raw_client(context, server) for _ in range(4)]
@@ -580,7 +586,7 @@ def test_a_forward_pass_that_fails_is_run_again_request_by_request(driven):
             raise RuntimeError('a value no check foresaw')
         return network_output(obs, state)
     policy.network_output = fussy
-    server = start(Networks(p=policy), policy.observation_space.shape)
+    server = start(Networks(p=policy), _shapes(policy))
     clients = [ForwardClient(context, Security(SECRET), f'c{i}', lambda: [server.address]) for i in range(2)]
     remotes = [RemoteActingPolicy(policy, 'p', client) for client in clients]
     raw = _raw_client(context, server)
@@ -611,11 +617,11 @@ class _Refusing(Networks):
         super().__init__(**policies)
         self.times = times
 
-    def get(self, ref, version):
+    def get(self, ref, version, role=None):
         if self.times:
             self.times -= 1
             raise RuntimeError('this batch failed')
-        return super().get(ref, version)
+        return super().get(ref, version, role)
 
 
 @pytest.mark.parametrize('refusals', [1, 1000], ids=['refused_once_retried', 'refused_always_acts_locally'])
@@ -625,7 +631,7 @@ def test_a_collector_whose_requests_are_refused_keeps_collecting(serving, refusa
     before, any error but 'version' ended the collector."""
     context, start = serving
     cfg, policy = _policy(TICTACTOE)
-    server = start(_Refusing(refusals, p=policy), policy.observation_space.shape)
+    server = start(_Refusing(refusals, p=policy), _shapes(policy))
     client = ForwardClient(context, Security(SECRET), 'c', lambda: [server.address])
     shell = POLICY_REGISTRY.get('ppo')(cfg.policy, policy.observation_space, policy.action_space, seed=11)
     remote = RemoteActingPolicy(shell, 'p', client, local=lambda: policy)
@@ -673,7 +679,7 @@ def test_threads_that_run_forward_passes_or_a_half_use_the_process_torch_threads
     context, _ = serving
     _, policy = _policy(TICTACTOE)
     server = InferenceServer(context, Security(SECRET), '127.0.0.1', Networks(p=policy), 8, 1.0,
-                             policy.observation_space.shape)
+                             _shapes(policy))
 
     def serve_then_count():
         server.serve(0.0)
@@ -708,7 +714,7 @@ def test_the_socket_bound_follows_the_run_and_a_request_beyond_it_is_dropped_unr
 
     context, _ = serving
     server = InferenceServer(context, Security(SECRET), '127.0.0.1', Networks(p=policy), 8, 1.0,
-                             policy.observation_space.shape, max_message_bytes=request_bytes_limit(cfg, spec))
+                             _shapes(policy), max_message_bytes=request_bytes_limit(cfg, spec))
     stop = threading.Event()
     thread = threading.Thread(target=lambda: [server.serve(0.02) for _ in iter(stop.is_set, True)], daemon=True)
     thread.start()
@@ -739,7 +745,7 @@ def test_a_collectors_remote_policies_act_locally_with_the_commanders_parameters
     from sparring.worker.inference_client import RemotePlayerPolicies
     context, start = serving
     cfg, policy = _policy(TICTACTOE)
-    server = start(_Refusing(1000, p=policy), policy.observation_space.shape)
+    server = start(_Refusing(1000, p=policy), _shapes(policy))
     client = ForwardClient(context, Security(SECRET), 'c', lambda: [server.address])
     worker = _StubWorker(cfg, policy)
     players = RemotePlayerPolicies(worker, 5, client)
@@ -758,7 +764,7 @@ def test_a_wave_refused_twice_asks_for_each_network_alone(serving):
     context, start = serving
     cfg, p = _policy(CONNECT_FOUR, seed=3, version=7)
     _, q = _policy(CONNECT_FOUR, seed=4, version=3)
-    server = start(_Refusing(0, p=p, q=q), p.observation_space.shape)
+    server = start(_Refusing(0, p=p, q=q), _shapes(p))
     client = ForwardClient(context, Security(SECRET), 'c', lambda: [server.address])
     make = POLICY_REGISTRY.get('ppo')
     remote = {name: RemoteActingPolicy(make(cfg.policy, p.observation_space, p.action_space, seed=1), name, client)

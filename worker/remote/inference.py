@@ -23,6 +23,11 @@ no more than ``max_batch`` rows at a time; the rest waits in the socket's bounde
 wait for their replies: a slow forward-pass worker slows its collectors down. It binds a free port and
 writes its address to ``<exp_name>/inference/<worker id>.address`` (atomically, never through a link),
 where the run's collectors read it (:func:`inference_addresses`).
+
+In a game whose seats have roles the worker holds each role's networks: every request names the role its rows are
+for, and is checked against that role's observations and against the role of the player it names; a request naming
+no role, a role the game does not have, or a player of the other role is refused (``dropped/role``), and rows shaped
+for the other role fail the check of the named role's observations (``dropped/observation``).
 """
 from __future__ import annotations
 
@@ -34,7 +39,7 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import torch
@@ -114,51 +119,63 @@ class VersionGone(LookupError):
 
 
 class CommanderNetworks:
-    """Networks by (reference, version), loaded from the commander's parameter service."""
+    """Networks by (reference, version, role), loaded from the commander's parameter service; ``role`` is None in a
+    symmetric game, and in a game with roles a learning player is served only as the role it plays."""
 
     def __init__(self, worker: Worker, seed: int) -> None:
         self.worker = worker
-        self.players = PlayerPolicies(worker, seed)  # its pool serves snapshots by param_ref, cached
+        self.players = PlayerPolicies(worker, seed)  # its pool (one per role) serves snapshots by param_ref, cached
         self.live: Dict[str, 'OrderedDict[int, Any]'] = {}  # player id -> version -> policy, newest last
 
-    def sync(self, ref: str) -> int:
+    def _check_role(self, ref: str, role: Optional[str]) -> None:
+        plays = self.worker.player_roles.get(ref)
+        if plays != role:
+            raise RequestRefused('role', f'{short(ref)} plays the role {plays!r}, not {role!r}; expected a request '
+                                         f'for its own role')
+
+    def sync(self, ref: str, role: Optional[str] = None) -> int:
         """The newest version of ``ref`` (a learning player's fetched if newer than held)."""
         if ref.startswith(BOT_PREFIX):
             raise MessageError('schema', f'{short(ref)} is a bot; a collector plays bots itself')
         if ref not in self.worker.player_ids:
             try:
-                return self.players.pool.get(ref).version
+                return self.players.pool.get(ref, role).version
             except KeyError as err:
                 raise MessageError('schema', str(err)) from None
+        self._check_role(ref, role)
         versions = self.live.setdefault(ref, OrderedDict())
         have = next(reversed(versions)) if versions else None
         reply = self.worker.fetch_params(ref, have)
         if reply.body['unchanged'] and have is not None:
             return have
         # The oldest kept network is recycled for the new version (no new model, optimiser or allocation).
-        policy = versions.popitem(last=False)[1] if len(versions) >= KEEP_VERSIONS else self.worker.new_policy(0)
+        policy = versions.popitem(last=False)[1] if len(versions) >= KEEP_VERSIONS else \
+            self.worker.new_policy(0, ref)
         policy.set_params(arrays_to_params(reply.arrays), reply.body['version'])
         versions[reply.body['version']] = policy
         return reply.body['version']
 
-    def get(self, ref: str, version: int):
+    def get(self, ref: str, version: int, role: Optional[str] = None):
         if ref in self.worker.player_ids:
+            self._check_role(ref, role)
             versions: 'OrderedDict[int, Any]' = self.live.get(ref, OrderedDict())
             if version not in versions and (not versions or version > next(reversed(versions))):
-                self.sync(ref)  # a collector saw a newer version than this worker has: fetch it
+                self.sync(ref, role)  # a collector saw a newer version than this worker has: fetch it
                 versions = self.live[ref]
             if version not in versions:
                 raise VersionGone(f'{ref!r} version {version} is not held (held: {sorted(versions)})')
             return versions[version]
-        policy = self.players.pool.get(ref)
+        policy = self.players.pool.get(ref, role)
         if policy.version != version:
             raise VersionGone(f'{ref!r} is version {policy.version} here, not {version}')
         return policy
 
 
 class InferenceServer:
-    """The socket and the batching loop of a forward-pass worker; ``networks`` has ``sync(ref)`` and
-    ``get(ref, version)`` (socket-free tests give it policies directly).
+    """The socket and the batching loop of a forward-pass worker; ``networks`` has ``sync(ref, role)`` and
+    ``get(ref, version, role)`` (socket-free tests give it policies directly); ``observation_shapes`` gives the
+    observation shape of each role's rows: a symmetric game's one shape under None, or one per role in a game whose
+    seats have roles (whose requests must then name one of them).
 
     Each request is checked against its network's :class:`~sparring.worker.inference_forward.ForwardSpec` before it
     joins a batch; whatever goes wrong with one request (a reference naming no network, a state of the wrong
@@ -168,10 +185,10 @@ class InferenceServer:
     the one that failed it is the only one refused."""
 
     def __init__(self, context, security, host: str, networks, max_batch: int, max_wait_ms: float,
-                 observation_shape: tuple, name: str = 'inference',
+                 observation_shapes: Mapping[Optional[str], Tuple[int, ...]], name: str = 'inference',
                  max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
         self.networks = networks
-        self.observation_shape = tuple(observation_shape)
+        self.observation_shapes = {role: tuple(shape) for role, shape in observation_shapes.items()}
         self.batcher = Batcher(max_batch, max_wait_ms)
         # Per peer, two requests queue at most (a collector has one in flight per half of its envs).
         self.server = Server(context, host, 0, dataclasses.replace(security, protocol=INFERENCE_PROTOCOL), name=name,
@@ -227,7 +244,8 @@ class InferenceServer:
                 if message.body['ref'].startswith(BOT_PREFIX):
                     raise RequestRefused('bot', f'{short(message.body["ref"])} is a bot; a collector plays bots '
                                                 f'itself')
-                version = self.networks.sync(message.body['ref'])
+                self._shape(message.body.get('role'))
+                version = self.networks.sync(message.body['ref'], message.body.get('role'))
                 self.server.reply(peer, message.id, 'synced', dict(ref=message.body['ref'], version=int(version)))
             elif message.kind == 'forward':
                 self._take_forward(peer, message)
@@ -255,46 +273,65 @@ class InferenceServer:
         self.server.rejected.add(err, peer.hex())
         self.server.reply(peer, message_id, 'error', dict(error=str(err), reason=err.reason))
 
-    def _network(self, ref: str, version: int):
-        """The network a request names, able to forward remotely; :class:`RequestRefused` if there is none."""
+    def _shape(self, role: Optional[str]) -> Tuple[int, ...]:
+        """The observation shape of rows for ``role``; :class:`RequestRefused` where the game has no such role (or
+        has roles and the request names none)."""
+        shape = self.observation_shapes.get(role)
+        if shape is not None:
+            return shape
+        roles = [r for r in self.observation_shapes if r is not None]
+        if not roles:
+            raise RequestRefused('role', f'role {short(role)}: this game\'s seats have no roles; expected a request '
+                                         f'naming none')
+        if role is None:
+            raise RequestRefused('role', f'a request naming no role in a game whose seats have the roles {roles}; '
+                                         f'expected one of them')
+        raise RequestRefused('role', f'role {short(role)} is not one of this game\'s roles {roles}')
+
+    def _network(self, ref: str, version: int, role: Optional[str]):
+        """The network a request names, able to forward remotely, and the spec its rows must meet;
+        :class:`RequestRefused` if there is none."""
         if ref.startswith(BOT_PREFIX):
             raise RequestRefused('bot', f'{short(ref)} is a bot; a collector plays bots itself')
+        shape = self._shape(role)
         try:
-            policy = self.networks.get(ref, version)
-        except (VersionGone, CommanderLost, SessionExpired):
+            policy = self.networks.get(ref, version, role)
+        except (VersionGone, CommanderLost, SessionExpired, RequestRefused):
             raise
         except Exception as err:  # noqa: BLE001  (whatever the lookup raised: no such network here)
             raise RequestRefused('unknown_ref', f'{short(ref)} names no network this worker holds or can load '
                                                 f'({type(err).__name__}: {short(str(err), 160)})') from None
         if not forwards_remotely(policy):
             raise RequestRefused('acts_whole', f'{short(ref)} acts whole (a bot or DQN); its collector plays it')
-        return policy
+        return ForwardSpec.of(policy, shape)
 
     def _take_forward(self, peer: bytes, message) -> None:
         body, arrays = message.body, message.arrays
-        spec = ForwardSpec.of(self._network(body['ref'], body['version']), self.observation_shape)
+        role = body.get('role')
+        spec = self._network(body['ref'], body['version'], role)
         obs, state = self._rows(arrays, body['rows'], 'obs', STATE_NAMES, spec)
         self.counters['requests'] += 1
         self.last_asked[peer] = time.monotonic()
-        self.batcher.add(Pending((peer, message.id), (body['ref'], body['version']), obs, state))
+        self.batcher.add(Pending((peer, message.id), (body['ref'], body['version'], role), obs, state))
 
     def _take_wave(self, peer: bytes, message) -> None:
         """A wave request: its segments go into the batch together, each with its network's key; the reply waits
         for all of them (:meth:`run_batch`). Every segment is checked before any is taken."""
         body, arrays = message.body, message.arrays
         refs, versions, rows = body['refs'], body['versions'], body['rows']
-        if not len(refs) == len(versions) == len(rows):
-            raise RequestRefused('wave', f'forward_wave: refs, versions and rows must be as long as each other, got '
-                                         f'{len(refs)}, {len(versions)} and {len(rows)}')
+        roles = body.get('roles', [None] * len(refs))
+        if not len(refs) == len(versions) == len(rows) == len(roles):
+            raise RequestRefused('wave', f'forward_wave: refs, versions, rows (and roles) must be as long as each '
+                                         f'other, got {len(refs)}, {len(versions)}, {len(rows)} and {len(roles)}')
         if any(name not in WAVE_NAMES[len(refs)] for name in arrays):
             raise RequestRefused('wave', f'forward_wave: arrays {sorted(set(arrays) - WAVE_NAMES[len(refs)])} '
                                          f'belong to no segment of {len(refs)}')
         wave = Wave(peer, message.id, len(refs))
         segments = []
-        for s, (ref, version, n) in enumerate(zip(refs, versions, rows)):
-            spec = ForwardSpec.of(self._network(ref, version), self.observation_shape)
+        for s, (ref, version, n, role) in enumerate(zip(refs, versions, rows, roles)):
+            spec = self._network(ref, version, role)
             obs, state = self._rows(arrays, n, segment_obs(s), tuple(segment_array(p, s) for p in STATE_NAMES), spec)
-            segments.append(Pending((peer, message.id), (ref, version), obs, state, wave=wave, segment=s))
+            segments.append(Pending((peer, message.id), (ref, version, role), obs, state, wave=wave, segment=s))
         self.counters['requests'] += 1
         self.last_asked[peer] = time.monotonic()
         self.batcher.add(*segments)
@@ -343,9 +380,9 @@ class InferenceServer:
     def _forward_group(self, group: List[Pending], waves: Dict[int, 'Wave']) -> None:
         """One forward pass for ``group`` (requests for one network), each request answered (or its wave's share
         kept); a version no longer held is every request's ``version`` error, anything else raises."""
-        ref, version = group[0].key
+        ref, version, role = group[0].key
         try:
-            policy = self.networks.get(ref, version)
+            policy = self.networks.get(ref, version, role)
         except VersionGone as err:
             self.counters['version_gone'] += len(group)
             self._fail(group, MessageError('version', str(err)), waves)
@@ -416,11 +453,17 @@ class InferenceWorker(Worker):
         with self.joining():
             networks = CommanderNetworks(self, collector_seed(self.cfg.seed, self.index))
             inf = self.par.inference
-            obs_shape = tuple(self.observation_space.shape or ())
+            # Each role's observation shape and a fresh network of it (a symmetric game: one, under None).
+            players = {self.player_roles.get(p): p for p in reversed(self.player_ids)}  # a player of each role
+            shapes, specs = {}, []
+            for role, player_id in players.items():
+                space = self.observation_space if role is None else self.spaces(role)[0]
+                shapes[role] = tuple(space.shape or ())
+                specs.append(ForwardSpec.of(self.new_policy(0, player_id), shapes[role]))
             # What a holder of the secret can make this socket hold: requests of this run's size, no more.
-            limit = request_bytes_limit(self.cfg, ForwardSpec.of(self.new_policy(0), obs_shape))
+            limit = max(request_bytes_limit(self.cfg, spec) for spec in specs)
             self.inference = InferenceServer(self.context, self.security, self.bind_host or self.par.host, networks,
-                                             inf.max_batch, inf.max_wait_ms, obs_shape, name=self.worker_id,
+                                             inf.max_batch, inf.max_wait_ms, shapes, name=self.worker_id,
                                              max_message_bytes=limit)
 
     def run(self) -> None:

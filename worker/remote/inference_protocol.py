@@ -3,7 +3,9 @@
 ``forward`` carries one network's rows (``obs``, and a recurrent state as ``state_0``..); ``forward_wave`` carries
 several networks' rows at once, segment s with ``refs[s]``, ``versions[s]``, ``rows[s]`` and the arrays
 ``obs_s``, ``state_<i>_s``, answered by one ``forwarded_wave`` whose arrays are ``head_s``, ``value_s``, ``log_std_s``
-and ``state_<i>_s``. Every count is bounded (rows, segments, reference lengths), so what a sender can make a
+and ``state_<i>_s``. In a game whose seats have roles each request names the role its rows are for (``role``; a
+wave's ``roles``, one per segment), so the forward-pass worker serves that role's network and checks the rows against
+that role's observations; a symmetric game's requests name none. Every count is bounded (rows, segments, reference lengths), so what a sender can make a
 forward-pass worker hold is bounded before a byte of it is used.
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ from sparring.worker.remote.wire import short
 MAX_ROWS = 4096  # rows in one request at most
 MAX_STATE_PARTS = 4  # arrays of a recurrent state (an LSTM's two)
 MAX_REF_CHARS = 512
+MAX_ROLE_CHARS = 64
 MAX_SEGMENTS = 16  # networks in one wave request (a client splits a step that has more into several)
 STATE_NAMES = tuple(f'state_{i}' for i in range(MAX_STATE_PARTS))
 
@@ -23,6 +26,17 @@ STATE_NAMES = tuple(f'state_{i}' for i in range(MAX_STATE_PARTS))
 def _ref(value) -> Optional[str]:
     return None if 0 < len(value) <= MAX_REF_CHARS and value.isprintable() else \
         f'must be 1 to {MAX_REF_CHARS} printable characters, got {short(value)}'
+
+
+def _role(value) -> Optional[str]:
+    return None if 0 < len(value) <= MAX_ROLE_CHARS and value.isprintable() else \
+        f'must be 1 to {MAX_ROLE_CHARS} printable characters, got {short(value)}'
+
+
+def _roles(value) -> Optional[str]:
+    if not 1 <= len(value) <= MAX_SEGMENTS:
+        return f'must name 1 to {MAX_SEGMENTS} roles, got {len(value)}'
+    return next((f'[{i}] {problem}' for i, problem in ((i, _role(v)) for i, v in enumerate(value)) if problem), None)
 
 
 def _rows(value) -> Optional[str]:
@@ -56,6 +70,7 @@ def segment_array(name: str, segment: int) -> str:
 
 
 VERSION = field(INT, check=non_negative)
+ROLE = field(STR, optional=True, check=_role)  # the role a request's rows are for: only in a game with roles
 # The arrays a wave request of n segments may carry.
 WAVE_NAMES = [frozenset(a for s in range(n) for a in (segment_obs(s), *(segment_array(p, s) for p in STATE_NAMES)))
               for n in range(MAX_SEGMENTS + 1)]
@@ -64,14 +79,16 @@ WAVE_REPLY_ARRAYS = tuple(segment_array(n, s) for s in range(MAX_SEGMENTS)
                           for n in ('head', 'value', 'log_std', *STATE_NAMES))
 INFERENCE_PROTOCOL: Dict[str, Schema] = {
     # -- requests (collector -> forward-pass worker) ---------------------------------------------------------
-    'sync': Schema(dict(ref=field(STR, check=_ref))),
-    'forward': Schema(dict(ref=field(STR, check=_ref), version=VERSION, rows=field(INT, check=_rows)),
+    'sync': Schema(dict(ref=field(STR, check=_ref), role=ROLE)),
+    'forward': Schema(dict(ref=field(STR, check=_ref), version=VERSION, rows=field(INT, check=_rows), role=ROLE),
                       required_arrays=('obs',), array_names=STATE_NAMES),
     # Several networks' rows in one request (a battle step's home player and opponents): segment s has
-    # refs[s], versions[s], rows[s] and the arrays obs_s, state_s_0.. ; one reply answers them all.
+    # refs[s], versions[s], rows[s] (roles[s] in a game with roles) and the arrays obs_s, state_s_0.. ; one reply
+    # answers them all.
     'forward_wave': Schema(dict(refs=field(LIST, items=(STR,), check=_refs),
                                 versions=field(LIST, items=(INT,), check=_versions),
-                                rows=field(LIST, items=(INT,), check=_segment_rows)),
+                                rows=field(LIST, items=(INT,), check=_segment_rows),
+                                roles=field(LIST, optional=True, items=(STR,), check=_roles)),
                            required_arrays=(segment_obs(0),), array_names=WAVE_REQUEST_ARRAYS),
     # -- replies ---------------------------------------------------------------------------------------------
     'synced': Schema(dict(ref=field(STR), version=VERSION)),
