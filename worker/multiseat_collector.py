@@ -19,7 +19,9 @@ seat) it plays (:class:`~sparring.worker.recurrent_state.OpponentStates`), both 
 and a new job is seated. A recurrent opponent acts at every step of its games, also where it is not to move (its
 action is then ignored), as the home policy does, so a snapshot sees the game as it did while learning. The chunk
 carries the home state at the start of every BPTT window as ``window_state_<i>`` ``[W, S * B, ...]`` and the games'
-ends in ``terminated`` / ``truncated`` on every seat's column, from which the learner replays each window.
+ends in ``terminated`` / ``truncated`` on every seat's column, from which the learner replays each window. A
+collection whose ``n_steps`` are not whole windows (an evaluation's few steps: a training config must hold whole
+windows, ``policy.collect.n_steps``) records no window states, and a learner refuses its chunks.
 
 **Continuous actions.** In a game with a ``Box`` action space ``action`` is float32 ``[T, S * B, *action_shape]``
 as the policy sampled it (the env clips), every policy is asked with ``action_mask=None``, and the chunk has no
@@ -60,7 +62,7 @@ class MultiSeatCollector(CollectorCounters):
     Args:
         env: the vectorised S-seat env (B games; :mod:`sparring.worker.env.multiseat_api`).
         policy: the home player's policy (feed-forward or recurrent; discrete or Box actions as the env's).
-        n_steps: vector steps per chunk (T; whole BPTT windows for a recurrent policy).
+        n_steps: vector steps per chunk (T; whole BPTT windows for a recurrent policy's chunks to be learnt from).
         sample_opponents: ``sample_opponents(slot) -> (player_ids, policies)``, called whenever a slot's game ends.
         player_id: the home player's name, which its chunks carry.
         train_own_seats: learn from the seats the league gave the home player itself, not only from its own.
@@ -86,7 +88,8 @@ class MultiSeatCollector(CollectorCounters):
                              f'one opponent they were played against, but a game of {S} seats has {S - 1} at once '
                              f'and its moves are untagged; expected None')
         self._fields = [f.name for f in self.spec if f.per == PER_STEP and f.name in FIELDS]
-        WindowStates(self.spec.window_len, n_steps)  # whole BPTT windows, or a clear error now
+        window = self.spec.window_len
+        self._windows = window if window is None or n_steps % window == 0 else None  # None: no window states
         self.continuous = is_continuous(env.action_space)
         self.action_shape, self.action_dtype = action_layout(env.action_space)
         self.home_seat = np.arange(B) % S
@@ -152,10 +155,11 @@ class MultiSeatCollector(CollectorCounters):
         returns = np.zeros((B, S))
         bootstrap = np.zeros((T, B, S), np.float32)  # the value of a game cut short, at its final observation
         episode_returns: List[float] = []
-        windows = WindowStates(self.spec.window_len, T)
+        windows = WindowStates(self._windows, T)
+        record = self._windows is not None  # a feed-forward policy's state is None: nothing recorded either way
         for t in range(T):
             step = nxt
-            windows.record(t, self._columns(self.home_state))
+            windows.record(t, self._columns(self.home_state) if record else None)
             actions, home = self._act(step)
             buf['obs'][t] = step.obs
             if 'action_mask' in buf:

@@ -104,10 +104,15 @@ def test_the_chunks_window_states_replay_the_home_policys_log_probs_and_values()
     home.learn(data)  # the learner takes the chunk as it comes
 
 
-def test_a_chunk_of_steps_that_are_not_whole_windows_is_refused_when_the_collector_is_built():
+def test_a_collection_of_steps_that_are_not_whole_windows_records_no_window_states():
     env = OpenSpielMultiSeatEnv(dict(game='kuhn_poker', game_params=dict(players=S)), 2, 0)
-    with pytest.raises(ValueError, match=r'n_steps = 6 is not a multiple of the policy\'s bptt_len = 4'):
-        MultiSeatCollector(env, _lstm_policy(env, 8), 6, lambda slot: ([], []))
+    policy = _lstm_policy(env, 8)
+    bot = BOT_REGISTRY.get('random')({}, env.observation_space, env.action_space, seed=1)
+    collector = MultiSeatCollector(env, policy, 6, lambda slot: (['me', 'a', 'b'], [bot, bot]))  # an evaluation's
+    chunk = collector.collect()
+    assert chunk.rankings and not any(k.startswith('window_') for k in chunk.data)
+    with pytest.raises(ValueError, match="missing field 'window_state_0'"):
+        chunk.validate(collector.spec)  # a learner refuses it
 
 
 def test_a_league_of_recurrent_players_trains_on_three_player_kuhn_poker(tmp_path):
@@ -115,12 +120,15 @@ def test_a_league_of_recurrent_players_trains_on_three_player_kuhn_poker(tmp_pat
     config = copy.deepcopy(kuhn3)
     config.update(exp_name=str(tmp_path / 'kuhn3_lstm'))
     config['env'].update(collector_env_num=4)
-    config['policy'].update(model=LSTM)
-    config['policy']['collect'].update(n_steps=8)
+    config['policy'].update(model=dict(type='lstm', hidden_size=8, encoder_sizes=[8]))  # 16-step BPTT windows
+    config['policy']['collect'].update(n_steps=16)
     config['league']['players']['naive_sp'].update(one_phase_step=2)
+    config['league'].update(reference_players=[dict(player_id='random', param_ref='bot:random')])
     config['battle'].update(exact_analysis=False)  # OpenSpiel's NashConv reads a feed-forward policy's table
-    config['train'].update(max_env_steps=32 * 6, max_wall_seconds=0.0, eval_every_iters=3, tensorboard=False,
+    config['env'].update(n_evaluator_episodes=4)
+    config['train'].update(max_env_steps=64 * 6, max_wall_seconds=0.0, eval_every_iters=3, tensorboard=False,
                            progress_bar=False)
     summary = serial_pipeline(config)
-    assert summary['env_steps'] == 32 * 6 and summary['rounds'] == 6 and summary['games'] > 0
+    assert summary['env_steps'] == 64 * 6 and summary['rounds'] == 6 and summary['games'] > 0
     assert 'naive_sp_0_h1' in summary['league_table']  # a recurrent snapshot was frozen, and played from the pool
+    assert summary['eval']['naive_sp_0']['games'] == 4  # its evaluations' few steps are not whole windows
