@@ -24,6 +24,12 @@
   1 collector + 1 forward-pass worker: games per opponent kind (itself, its snapshots, reference players) side
   by side, with each share's difference in standard errors.
 
+``--against TREE`` checks a change to the forward-pass path for a slowdown instead: the ``rows`` section on an idle
+machine (batch sizes ``--sizes``, ``--size-seconds`` each), alternating between this checkout and another one (e.g.
+``git worktree add`` of the commit before; its ``.typecheck/sparring`` imports it), ``--repeats`` pairs in
+alternating order, each run a fresh process running its own checkout's rows section; the record (entry
+``rows_against``) holds every run, the medians and their ratios.
+
 Every league run has ``parallel.max_chunks_ahead`` = :data:`CHUNKS_AHEAD`, so every configuration may have the
 same number of chunks waiting at the learner. Set ``SPARRING_PROFILE_DIR`` to have every worker process write a
 cProfile of its main thread (:mod:`sparring.framework.workers`).
@@ -31,6 +37,7 @@ cProfile of its main thread (:mod:`sparring.framework.workers`).
     PYTHONPATH=... python benchmarks/forward_pass.py [--sections rows league search branches security] [--seconds 60]
                                                      [--env-steps 61440] [--neighbours 2] [--tag TAG]
     PYTHONPATH=... python benchmarks/forward_pass.py --smoke   # rows, idle and loaded, in seconds
+    PYTHONPATH=... python benchmarks/forward_pass.py --against ../before --sizes 64 256 --size-seconds 2 --repeats 5
 
 Writes ``benchmarks/results/forward_pass.json`` (the machine, its load average and every figure, each entry
 stamped with the run that measured it; ``--tag`` records the sections under suffixed names, to keep a
@@ -43,6 +50,8 @@ import copy
 import json
 import os
 import platform
+import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -201,6 +210,44 @@ def rows_section(neighbours: int = 0, sizes=BATCH_SIZES, seconds: float = SECOND
                 runner.join(30)
             out[f'server_in_{where}'] = figures
     return out
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WHERE = ('in_process', 'server_in_thread', 'server_in_process')
+
+
+def _rows_of_checkout(root: str, sizes, seconds: float) -> dict:
+    """The idle rows section of the checkout at ``root``, its own script and code, in a fresh process."""
+    code = (f'import json, sys, torch; sys.path.insert(0, {os.path.join(root, "benchmarks")!r}); '
+            f'torch.set_num_threads(1); import forward_pass; '
+            f'print(json.dumps(forward_pass.rows_section(0, sizes={tuple(sizes)!r}, seconds={seconds!r})))')
+    env = dict(os.environ, PYTHONPATH=os.path.join(root, '.typecheck'))
+    out = subprocess.run([sys.executable, '-c', code], env=env, cwd=root, check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def rows_against(tree: str, sizes, seconds: float, repeats: int) -> dict:
+    """Idle rows sections alternating between this checkout and ``tree`` (pair i in the order this, against when i is
+    even, the other way round when odd): every run, the median rows per second by where and batch size on each side,
+    and their ratio (this / against)."""
+    roots = dict(this=ROOT, against=os.path.abspath(tree))
+    runs: dict = {name: [] for name in roots}
+    for i in range(repeats):
+        for name in (list(roots) if i % 2 == 0 else list(reversed(roots))):
+            run = _rows_of_checkout(roots[name], sizes, seconds)
+            runs[name].append(run)
+            print(f'pair {i} {name:8s} (load {run["load_average_measured"][0]:.2f}) ' + ', '.join(
+                f'{where} {size}: {run[where][str(size)]["rows_per_second"]}' for where in WHERE for size in sizes),
+                flush=True)
+    medians = {name: {where: {str(size): statistics.median(run[where][str(size)]['rows_per_second']
+                                                           for run in runs[name]) for size in sizes}
+                      for where in WHERE} for name in roots}
+    ratio = {where: {str(size): round(medians['this'][where][str(size)] / medians['against'][where][str(size)], 3)
+                     for size in sizes} for where in WHERE}
+    print(f'this / against, ratio of the medians: {ratio}')
+    return dict(against=tree, sizes=list(sizes), seconds_per_size=seconds, repeats=repeats, runs=runs,
+                median_rows_per_second=medians, ratio=ratio)
 
 
 SECURITY_MODES = ('none', 'hmac', 'curve')
@@ -413,9 +460,17 @@ def main() -> None:
     parser.add_argument('--tag', default='',
                         help='record the sections under their names with this suffix (e.g. before_fix), keeping the '
                              'untagged ones')
+    parser.add_argument('--against', metavar='TREE', help='another checkout: alternate idle rows sections with it')
+    parser.add_argument('--sizes', type=int, nargs='+', default=[64, 256], help='--against: the batch sizes')
+    parser.add_argument('--size-seconds', type=float, default=2.0, help='--against: seconds of each batch size')
+    parser.add_argument('--repeats', type=int, default=5, help='--against: pairs of runs')
     add_smoke(parser)  # rows alone, idle and loaded, three batch sizes for a tenth of a second each
     args = apply_smoke(parser.parse_args(), sections=['rows'])
     torch.set_num_threads(1)
+    if args.against:
+        merge_results('forward_pass', dict(rows_against=rows_against(args.against, args.sizes, args.size_seconds,
+                                                                     args.repeats)))
+        return
     report = dict(machine=dict(cpu_model=cpu_model(), cpu_count=os.cpu_count(), python=platform.python_version(),
                                torch=torch.__version__, load_average_start=list(os.getloadavg())))
     if 'rows' in args.sections:
