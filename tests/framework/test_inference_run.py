@@ -1,7 +1,7 @@
 """A tic-tac-toe league whose collectors act through a forward-pass worker: it trains and stops cleanly, and a
 forward-pass worker SIGKILLed mid-run is restarted while its collectors resend, with no game lost or counted
-twice; the probabilities its networks give equal the collectors' own on the same observations. A league of a game
-whose seats have roles (pursuit) trains through one too, each role's networks served there."""
+twice; the probabilities its networks give equal the collectors' own on the same observations. Leagues of games
+whose seats have roles (pursuit, and OpenSpiel's sheriff) train through one too, each role's networks served there."""
 import json
 import os
 import signal
@@ -12,14 +12,16 @@ import pytest
 
 from sparring.config import compile_config
 from sparring.config.registry import POLICY_REGISTRY
+from sparring.framework.cli import load_config_file
 from sparring.framework.parallel import ParallelRun
 from sparring.framework.run_setup import complete_league_config
 from sparring.worker.inference_forward import forward_rows, probabilities_from_forward
 from sparring.worker.remote.inference import inference_addresses
 from sparring.worker.remote.wire import arrays_to_params
 from sparring.worker.run_kind import run_kind
+from tests.configs import fast_parallel
 from tests.framework.test_parallel_run import _check_games_counted_once
-from tests.framework.test_roles_parallel import _config as role_config
+from tests.framework.test_roles_parallel import ROOT, _config as role_config
 
 pytestmark = pytest.mark.slow  # a parallel run of five processes, one of them killed
 
@@ -105,13 +107,37 @@ def test_the_forward_half_gives_the_acting_policys_probabilities(tmp_path):
                                policy.action_probabilities(obs, mask), atol=1e-5)
 
 
-def test_a_league_of_roles_acts_through_a_forward_pass_worker_serving_each_roles_networks(tmp_path):
-    """Pursuit: the pursuer's and the evader's networks (6 and 8 inputs) both on the forward-pass worker; every
-    request served there (none refused, no collector acting itself), both roles trained, every game counted once."""
-    exp = tmp_path / 'pursuit'
+def _pursuit(exp):
+    """Pursuit, Box moves, observations of 6 and 8 numbers; a double-buffered collector (two halves, each with its own
+    policies of both roles)."""
     config = role_config(exp, max_env_steps=1536)
-    config['parallel'].update(evaluators=0, inference=dict(workers=1, max_batch=64, max_wait_ms=2.0))
+    config['parallel'].update(evaluators=0, inference=dict(workers=1, max_batch=64, max_wait_ms=2.0,
+                                                           double_buffer=True))
     config['train']['eval_every_iters'] = 0
+    return config, ('naive_sp_pursuer_0', 'naive_sp_evader_0')
+
+
+def _sheriff(exp):
+    """OpenSpiel's sheriff declared with roles: turn-based, masked moves, both roles with the game's common spaces."""
+    pytest.importorskip('pyspiel')
+    config = load_config_file(os.path.join(ROOT, 'dizoo', 'openspiel', 'config', 'sheriff_league.py'))
+    config.update(exp_name=str(exp), battle=dict(config['battle'], exact_analysis=False),
+                  train=dict(max_env_steps=1024, eval_every_iters=0, checkpoint_every_iters=0, progress_bar=False,
+                             tensorboard=False),
+                  parallel=fast_parallel(inference=dict(workers=1, max_batch=64, max_wait_ms=2.0)))
+    config['env'].update(collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=4)
+    config['league']['payoff'] = dict(decay=1.0)  # every game counted whole: the payoff adds up to the journal
+    config['policy'].update(collect=dict(n_steps=16), learn=dict(config['policy']['learn'], epochs=1,
+                                                                   num_minibatches=1))
+    return config, ('naive_sp_smuggler_0', 'naive_sp_sheriff_0')
+
+
+@pytest.mark.parametrize('game', [_pursuit, _sheriff], ids=['pursuit', 'sheriff'])
+def test_a_league_of_roles_acts_through_a_forward_pass_worker_serving_each_roles_networks(tmp_path, game):
+    """Each role's networks on the forward-pass worker: every request served there (none refused, no collector
+    acting itself), both roles trained, every game counted once and between the two roles."""
+    exp = tmp_path / 'roles'
+    config, players = game(exp)
     cfg = compile_config(config, save=False)
     complete_league_config(cfg)
     run = ParallelRun(cfg)
@@ -123,14 +149,13 @@ def test_a_league_of_roles_acts_through_a_forward_pass_worker_serving_each_roles
     finally:
         if not run.closed:
             run.close(abort='test failed')
-    assert summary['env_steps'] >= 1536 and not summary['restarts']
+    assert summary['env_steps'] >= cfg.train.max_env_steps and not summary['restarts']
     served = summary['worker_stats']['inference-0']
     assert served['forward_passes'] > 0 and served['malformed'] == 0 and served['version_gone'] == 0
     collector = summary['worker_stats']['collector-0']
     assert collector['forward_round_trips'] > 0
     assert collector['forward_refusals'] == 0 and collector['local_forwards'] == 0
-    iterations = summary['train_iterations']
-    assert iterations['naive_sp_pursuer_0'] >= 1 and iterations['naive_sp_evader_0'] >= 1
+    assert all(summary['train_iterations'][player] >= 1 for player in players)
     league = run.commander.coordinator.league
     recorded, _ = _check_games_counted_once(str(exp), league)
     assert summary['games'] == len(recorded) > 0
