@@ -15,11 +15,12 @@ from sparring.worker.remote.inference import CommanderNetworks
 from sparring.worker.remote.security import Security
 from sparring.worker.remote.wire import MessageError, params_to_arrays
 from sparring.worker.run_kind import run_kind
+from tests.worker import test_inference
 from tests.worker.test_inference import (SECRET, Networks, _in_one_batch, _observations, _policy, _raw_client,
-                                         _shapes, driven)
+                                         _shapes)
 
 pytestmark = pytest.mark.usefixtures('one_torch_thread')
-__all__ = ['driven']  # the fixture, imported for the tests below
+driven = test_inference.driven  # the fixture of forward-pass servers driven by the test, shared
 
 PURSUIT = dict(env=dict(type='pursuit', collector_env_num=4), policy=dict(type='ppo', model=dict(hidden_sizes=[16])))
 SHAPES = {'pursuer': (6,), 'evader': (8,)}
