@@ -41,11 +41,13 @@ def train_league(seconds: float, seed: int, exp_dir: str, eval_every: int, env_s
     if env_steps is not None:
         config['train'].update(max_env_steps=int(env_steps))
     summary = serial_pipeline(config, seed=seed)
-    curve = [dict(env_steps=h['env_steps'], seconds=round(h['seconds'], 2),
-                  nash_conv=round(next(iter(h['nash_conv'].values())), 5),
-                  meta_nash_conv=round(h['meta_nash_conv'], 5), average_nash_conv=round(h['average_nash_conv'], 5),
-                  snapshots=h['snapshots'], meta_support=h['meta_support']) for h in summary['history']]
-    return dict(seconds=round(summary['wall_seconds'], 1), env_steps=summary['env_steps'], games=summary['games'],
+    points = [(h['env_steps'], h['seconds'], h['exact']) for h in summary['history']]
+    if summary['exact'] and (not points or points[-1][0] != summary['env_steps']):
+        points.append((summary['env_steps'], summary['wall_seconds'], summary['exact']))  # the final evaluation's
+    curve = [dict(env_steps=steps, seconds=round(seconds, 2), nash_conv=round(next(iter(e['nash_conv'].values())), 5),
+                  meta_nash_conv=round(e['meta_nash_conv'], 5), average_nash_conv=round(e['average_nash_conv'], 5),
+                  snapshots=e['snapshots'], meta_support=e['meta_support']) for steps, seconds, e in points]
+    return dict(seconds=round(summary['wall_seconds'], 1), env_steps=summary['env_steps'],
                 final_nash_conv=curve[-1]['nash_conv'], final_meta_nash_conv=curve[-1]['meta_nash_conv'],
                 final_average_nash_conv=curve[-1]['average_nash_conv'],
                 best_nash_conv=min(p['nash_conv'] for p in curve),

@@ -72,6 +72,7 @@ from sparring.worker.remote.protocol import (Ack, ChunkReport, CollectTaskReques
 from sparring.framework.sessions import LEDGER_FILE, Admission, SessionTable, WorkerRecord, learner_id
 from sparring.league.errors import LeagueError
 from sparring.policy.replay_opponents import roster_to_send
+from sparring.worker.evaluation import EvalResults
 from sparring.worker.logger import RunLogger
 from sparring.worker.remote.wire import Message, MessageError, arrays_to_params
 from sparring.worker.run_kind import run_kind
@@ -334,7 +335,7 @@ class Commander:
         self._advance()
         return self._ack(worker)
 
-    def finish_pending_evaluation(self, job: EvaluationJob, results: Dict[str, List[str]], returns: Sequence[float] = (),
+    def finish_pending_evaluation(self, job: EvaluationJob, results: EvalResults, returns: Sequence[float] = (),
                                   version: Optional[int] = None) -> None:
         self.evals.finish_pending(job, results, returns, self.state.journal.append, version)
         self._advance()

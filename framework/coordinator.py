@@ -28,14 +28,17 @@ from typing import Callable, Collection, Deque, Dict, List, Optional, Sequence, 
 from sparring.config.compile import CompiledConfig
 from sparring.config.registry import ENV_REGISTRY, LEAGUE_REGISTRY
 from sparring.config.schema import ConfigError
-from sparring.framework.league_ops import AbandonOp, EvalOp, GamesOp, JobsOp, LeagueOp, ProgressOp
+from sparring.framework.league_ops import (AbandonOp, EvalOp, GamesOp, JobsOp, LeagueOp, ProgressOp, RankedEvalOp,
+                                           RankedGamesOp)
 from sparring.framework.league_watch import watch_for
 from sparring.framework.run_setup import evaluation_opponents
-from sparring.league.exact_analysis import LeagueExactAnalysis, exact_analysis_of
+from sparring.framework.seat_games import PairGames, SeatGames, seat_games
+from sparring.league.exact_analysis import ExploitabilityFigures, LeagueExactAnalysis, exact_analysis_of
 from sparring.league.job_protocol import JobInfo, PlayerProgress, SnapshotVerdict, stored_ref
 from sparring.league.role_exact_analysis import LeagueRoleAnalysis
-from sparring.worker.env.multiseat_api import is_multiseat_env
-from sparring.worker.evaluation import opponent_role
+from sparring.league.multiseat_exact import MultiSeatLeagueExact, NashConvFigures
+from sparring.worker.chunk import Chunk
+from sparring.worker.evaluation import EvalResults, opponent_role
 from sparring.worker.logger import RunLogger
 from sparring.worker.policy_pool import ParamStore
 from sparring.worker.run_kind import RunKind
@@ -81,21 +84,15 @@ class RunCoordinator:
         self.logger = logger
         self.league = LEAGUE_REGISTRY.get(kind.league_type())(cfg.league)
         seats = cfg.league.get('seats', 2) if kind.is_league else 2
-        if kind.is_league and is_multiseat_env(ENV_REGISTRY.get(cfg.env.type)):
-            # serial_pipeline hands such games to framework/multiseat_run before any coordinator is built
-            raise ConfigError(f'env {cfg.env.type!r} is a game of {seats} seats: such games train in serial mode '
-                              f'(serial_pipeline, or sparring train --mode serial); the run coordinator, and '
-                              f'with it parallel mode, takes games of two seats')
-        if seats != 2:  # a game of three or more seats runs in framework/multiseat_run
-            raise ConfigError(f'config key "league.seats": {seats}, but env {cfg.env.type!r} is a two-seat game; '
-                              f'expected 2, or an env of that many seats (e.g. type=\'openspiel_multiseat\' with '
-                              f'game_params players={seats})')
+        kind.check_seats(seats)
+        self.seat_games: SeatGames = seat_games(seats)  # how games are recorded: pairs, or rankings of S seats
         self.player_ids: List[str] = [p.player_id for p in self.league.active_players]
         self.first = self.player_ids[0]
         self.rated = {p.player_id for p in self.league.reference_players}
         self.eval_opponents: List[Tuple[str, str]] = evaluation_opponents(self.league, cfg)
         self.store = ParamStore(os.path.join(cfg.exp_name, 'params'))
-        self.summarise = kind.evaluation_class.summarise
+        self.summarise: Callable[[EvalResults, Sequence[float]], Tuple[dict, Optional[float], str]] = \
+            kind.evaluation_class.summarise  # type: ignore[assignment]
         every = cfg.train.eval_every_iters
         # -- the course of the run (saved with it) --
         self.env_steps = 0
@@ -112,7 +109,8 @@ class RunCoordinator:
         self.wall_seconds_before = 0.0
         self.started = clock()
         self._next_task_id = 0
-        self.exact: Optional[Union[LeagueExactAnalysis, LeagueRoleAnalysis]] = None  # use_exact_analysis
+        self.exact: Optional[Union[LeagueExactAnalysis, LeagueRoleAnalysis, MultiSeatLeagueExact]] = None
+        self.exact_figures: Union[ExploitabilityFigures, NashConvFigures] = ExploitabilityFigures()  # how its reports are logged and drawn
         self.last_exact: dict = {}
         self.watch = watch_for(self)  # league metrics for TensorBoard and <exp>/report.html
 
@@ -151,7 +149,7 @@ class RunCoordinator:
     def apply(self, entry: ProgressOp) -> SnapshotVerdict: ...
 
     @overload
-    def apply(self, entry: Union[GamesOp, AbandonOp, EvalOp]) -> None: ...
+    def apply(self, entry: Union[GamesOp, RankedGamesOp, AbandonOp, EvalOp, RankedEvalOp]) -> None: ...
 
     @overload
     def apply(self, entry: LeagueOp) -> Union[List[JobInfo], SnapshotVerdict, None]: ...
@@ -161,7 +159,7 @@ class RunCoordinator:
         first time."""
         if entry['op'] == 'jobs':
             return self._draw_jobs(entry)
-        if entry['op'] == 'games':
+        if entry['op'] in ('games', 'ranked_games'):
             self._record_games(entry)
             return None
         if entry['op'] == 'abandon':
@@ -169,10 +167,8 @@ class RunCoordinator:
             return None
         if entry['op'] == 'progress':
             return self._judge(entry)
-        if entry['op'] == 'eval':
-            for opponent_id, outcomes in entry['results'].items():
-                self.league.record_eval_result(entry['player'], opponent_id, outcomes)
-            self.counters['eval_games'] += sum(len(o) for o in entry['results'].values())
+        if entry['op'] in ('eval', 'ranked_eval'):
+            self.seat_games.record_eval(self.league, entry, self.counters)  # type: ignore[arg-type]
             return None
         raise RuntimeError(f'journal: unknown operation {entry["op"]!r}')
 
@@ -184,15 +180,8 @@ class RunCoordinator:
                                f'says {entry["first"]}')
         return infos
 
-    def _record_games(self, entry: GamesOp) -> None:
-        dropped = self._dropped_for(entry)
-        for away, _, outcomes in entry['games']:
-            if dropped and self.league.get_player(away).param_ref in dropped:
-                # Played against a stand-in for a quarantined snapshot (jobs drawn before it was): not its games.
-                self.counters['results_quarantined'] += len(outcomes)
-                continue
-            self.league.finish_job(dict(player_ids=[entry['player'], away], result=outcomes))
-            self.counters['games'] += len(outcomes)
+    def _record_games(self, entry: Union[GamesOp, RankedGamesOp]) -> None:
+        self.seat_games.record(self.league, entry, self._dropped_for(entry), self.counters)  # type: ignore[arg-type]
         self.env_steps += entry['steps']
         course = self.players[entry['player']]
         course.env_steps += entry['steps']
@@ -217,18 +206,14 @@ class RunCoordinator:
 
     # ------------------------------------------------------------------------------ quarantined snapshots
     def draw_job(self, pid: str, dropped: Optional[Collection[str]] = None) -> JobInfo:
-        """The league's next job for ``pid``, drawn again while its opponent is a quarantined snapshot; after
+        """The league's next job for ``pid``, drawn again while an opponent is a quarantined snapshot; after
         :data:`REDRAWS` draws of those (a branch that only picks them), a game against itself instead."""
         avoid = self.dropped.keys() if dropped is None else dropped
         for _ in range(REDRAWS if avoid else 1):
             info = self.league.get_job_info(pid)
-            if info['players'][1]['param_ref'] not in avoid:
+            if not self.seat_games.plays_any(info, avoid):
                 return info
-        home = info['players'][0]
-        instead = info.copy()
-        instead['player_ids'], instead['players'], instead['branch'] = [pid, pid], [home, home.copy()], \
-            'instead_of_quarantined'
-        return instead
+        return self.seat_games.stand_in(info)
 
     def quarantine(self, ref: str, why: str) -> None:
         """Stop drawing the snapshot stored under ``ref`` (its file is damaged): said in the log, counted as
@@ -257,7 +242,7 @@ class RunCoordinator:
         return [(oid, ref) for oid, ref in self.eval_opponents if ref not in self.dropped
                 and (role is None or opponent_role(self.cfg, oid, ref) not in (None, role))]
 
-    def _dropped_for(self, entry: Union[JobsOp, GamesOp]) -> Set[str]:
+    def _dropped_for(self, entry: Union[JobsOp, GamesOp, RankedGamesOp]) -> Set[str]:
         """The quarantined snapshots an operation sees. Recorded in the entry when it is first applied (so the
         journal holds them, and a replay draws and records exactly as the first time); damage the parameter store
         met since (a collector asked for a damaged snapshot) is quarantined first."""
@@ -273,14 +258,18 @@ class RunCoordinator:
 
     def report_games(self, pid: str, results: Sequence[Tuple[str, str]], env_steps: int,
                      returns: Sequence[float] = (), chunk_id: str = '') -> GamesOp:
-        """A chunk's finished games ``(opponent id, outcome)``, grouped per opponent, and its env steps."""
-        by_opponent: Dict[str, List[str]] = defaultdict(list)
-        for opponent_id, outcome in results:
-            by_opponent[opponent_id].append(outcome)
-        entry = GamesOp(op='games', chunk=chunk_id, player=pid, steps=int(env_steps),
-                        games=[[away, [], outcomes] for away, outcomes in by_opponent.items()])
+        """A chunk's finished games of two seats ``(opponent id, outcome)``, grouped per opponent, and its env
+        steps."""
+        entry = PairGames.entry(pid, results, env_steps, chunk_id)
         self.apply(entry)
         self.recent_returns.extend(returns)
+        return entry
+
+    def report_chunk(self, pid: str, chunk: Chunk) -> Union[GamesOp, RankedGamesOp]:
+        """A chunk's finished games (outcomes of two seats, or rankings of three or more) and its env steps."""
+        entry = self.seat_games.chunk_entry(pid, chunk)
+        self.apply(entry)
+        self.recent_returns.extend(chunk.episode_returns)
         return entry
 
     def progress(self, pid: str, iteration: int, version: int, params=None) -> SnapshotVerdict:
@@ -325,15 +314,14 @@ class RunCoordinator:
         jobs, self.pending = list(self.pending), deque()
         return jobs
 
-    def record_evaluation(self, pid: str, results: Dict[str, List[str]], returns: Sequence[float] = (),
+    def record_evaluation(self, pid: str, results: EvalResults, returns: Sequence[float] = (),
                           version: Optional[int] = None, journal: Optional[Callable[[LeagueOp], None]] = None,
                           at_env_steps: Optional[int] = None, at_iteration: Optional[int] = None) -> dict:
         """One player's evaluation: rated games to the league, the report kept and logged (at ``at_env_steps``
         and ``at_iteration``, the run's env steps and the player's iteration when the evaluated parameters
         were taken, if not now), the stop rule."""
-        rated = {oid: outcomes for oid, outcomes in results.items() if oid in self.rated}
-        if rated:
-            entry = EvalOp(op='eval', player=pid, results=rated)
+        entry = self.seat_games.eval_entry(pid, results, self.rated)
+        if entry is not None:
             self.apply(entry)
             if journal is not None:
                 journal(entry)
@@ -341,8 +329,7 @@ class RunCoordinator:
         self.last_eval[pid] = report
         self.players[pid].evaluated_version = self.players[pid].version if version is None else int(version)
         if self.logger is not None:
-            prefixes = [(f'eval/{pid}/vs_{oid}/', s) for oid, s in report.items()] if results else [('eval/', report)]
-            for prefix, figures in prefixes:
+            for prefix, figures in self.kind.evaluation_class.scalar_groups(pid, report):
                 self.logger.scalars(figures, self.env_steps if at_env_steps is None else at_env_steps, prefix=prefix)
         iteration = self.players[pid].train_iteration if at_iteration is None else at_iteration
         self.say(f'eval {pid} (iteration {iteration}): {text}')
@@ -414,14 +401,22 @@ class RunCoordinator:
 
     # ------------------------------------------------------------------------------ exact analysis
     def use_exact_analysis(self, policy_of: Callable[[str], object]) -> None:
-        """Exact exploitability (small zero-sum games) and the exact meta-game for the ``nash`` branch, or in a game
-        with roles the NashConv of the role pair; ``policy_of(ref)`` (with roles ``policy_of(ref, role)``) gives a
+        """Exact exploitability (small zero-sum games) and the exact meta-game for the ``nash`` branch, in a game
+        with roles the NashConv of the role pair, in a game of three or more seats the NashConv of the players, their
+        meta-strategy and recent average; ``policy_of(ref)`` (with roles ``policy_of(ref, role)``) gives a
         player's or a snapshot's policy."""
         analysis = exact_analysis_of(ENV_REGISTRY.get(self.cfg.env.type), self.cfg.env)
         if analysis is None:
+            expected = ('a small two-player zero-sum game (a matrix game or an OpenSpiel game such as kuhn_poker)'
+                        if self.seat_games.seats == 2 else 'a game that does (OpenSpiel\'s poker games)')
             raise ConfigError(f'config key "battle.exact_analysis": env {self.cfg.env.type!r} offers no exact analysis; '
-                              f'expected a small two-player zero-sum game (a matrix game or an OpenSpiel game such '
-                              f'as kuhn_poker)')
+                              f'expected {expected}')
+        if self.seat_games.seats > 2:  # NashConv of S-player profiles; no two-player meta-game for a nash branch
+            initial = [self.initial_ref(pid) for pid in self.player_ids]
+            self.exact = MultiSeatLeagueExact(analysis, self.league, policy_of, initial_refs=initial,
+                                              damaged=self.quarantine, dropped=self.dropped)
+            self.exact_figures = NashConvFigures()
+            return
         if self.cfg.league.get('roles'):  # a pair of role policies (league/role_exact_analysis)
             self.exact = LeagueRoleAnalysis(analysis, self.league, policy_of, damaged=self.quarantine,
                                             dropped=self.dropped)
@@ -430,15 +425,13 @@ class RunCoordinator:
         self.league.set_meta_game_source(self.exact.meta_game)
 
     def exact_report(self) -> dict:
-        """Exploitability of each active player and of the Nash meta-strategy over every learnt player."""
+        """Exploitability of each active player and of the Nash meta-strategy over every learnt player (in a game of
+        three or more seats, NashConv: :mod:`~sparring.league.multiseat_exact`)."""
         if self.exact is None:
             raise RuntimeError('exact_report: no exact analysis in this run (battle.exact_analysis is off)')
         self.last_exact = self.exact.report(self.player_ids)
         if self.logger is not None:
-            exact = self.last_exact
-            self.logger.scalars(dict(meta_exploitability=exact['meta_exploitability'],
-                                     **{f'exploitability/{pid}': e for pid, e in exact['exploitability'].items()}),
-                                self.env_steps, prefix='exact/')
+            self.logger.scalars(self.exact_figures.scalars(self.last_exact), self.env_steps, prefix='exact/')
         self.watch.exact(self.last_exact)
         return self.last_exact
 

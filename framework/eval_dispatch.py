@@ -9,7 +9,7 @@ from sparring.framework.param_service import WAIT_SECONDS
 from sparring.worker.remote.protocol import EvalReport
 from sparring.framework.sessions import WorkerRecord
 from sparring.framework.report_bounds import check_eval_report
-from sparring.worker.evaluation import GameOutcomes
+from sparring.worker.evaluation import EvalResults, GameOutcomes
 from sparring.worker.remote.wire import MessageError
 
 
@@ -77,7 +77,7 @@ class EvalDispatch:
         """Final evaluation jobs nobody took (a run without evaluator workers evaluates them itself)."""
         return [job for job in self.coordinator.pending if job['final']]
 
-    def finish_pending(self, job: EvaluationJob, results: Dict[str, List[str]], returns: Sequence[float],
+    def finish_pending(self, job: EvaluationJob, results: EvalResults, returns: Sequence[float],
                        journal: Callable[[LeagueOp], None],
                        version: Optional[int] = None) -> None:
         self.coordinator.pending.remove(job)

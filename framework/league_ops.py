@@ -35,6 +35,18 @@ class GamesOp(_Journaled):
     games: List[list]  # one [away id, job ids, outcomes from the home player's view] per opponent
 
 
+class RankedGamesOp(_Journaled):
+    """A chunk's finished games of three or more seats, as rankings, and its env steps."""
+    op: Literal['ranked_games']
+    chunk: str  # the chunk's id ('' in one process)
+    player: str  # the home player
+    steps: int
+    # One [player ids, job ids, rankings, teams] per tuple of players (and teams) that played: the job's S player
+    # ids (the home player first), a ranking (one rank per player id, 0 the best) per game, and the team of each
+    # player id in a team game (None in a free-for-all).
+    games: List[list]
+
+
 class AbandonOp(_Journaled):
     """Jobs whose games will never end (their worker left)."""
     op: Literal['abandon']
@@ -58,4 +70,12 @@ class EvalOp(_Journaled):
     results: Dict[str, List[str]]  # outcomes by opponent id
 
 
-LeagueOp = Union[JobsOp, GamesOp, AbandonOp, ProgressOp, EvalOp]
+class RankedEvalOp(_Journaled):
+    """Rated evaluation games of three or more seats (the player with reference players in the other seats), as
+    rankings: the same groups as :class:`RankedGamesOp`'s, without job ids."""
+    op: Literal['ranked_eval']
+    player: str
+    games: List[list]  # one [player ids, [], rankings, teams] per tuple of players (and teams)
+
+
+LeagueOp = Union[JobsOp, GamesOp, RankedGamesOp, AbandonOp, ProgressOp, EvalOp, RankedEvalOp]

@@ -102,8 +102,7 @@ class LeagueWatch:
                            f'league/{pid}/resets': player.reset_count}, self.co.env_steps)
 
     def exact(self, report: dict) -> None:
-        self.course['exact'].append(dict(env_steps=self.co.env_steps, meta_exploitability=report['meta_exploitability'],
-                                         exploitability=dict(report['exploitability'])))
+        self.course['exact'].append(dict(env_steps=self.co.env_steps, **self.co.exact_figures.course_entry(report)))
         self.write_report()
 
     # -- TensorBoard --------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ from sparring.worker.remote.replicas import check_replica_config
 from sparring.worker.remote.transport import Server, advertised_address
 from sparring.worker.remote.security import CurveGuard, check_bind, is_loopback
 from sparring.worker.remote.wire import SECRET_ENV, Signer, load_secret, new_secret
-from sparring.worker.run_kind import run_kind
+from sparring.worker.run_kind import is_multiseat_run, run_kind
 from sparring.worker.run_files import StorageFailure, write_atomically
 from sparring.worker.runtime import seed_everything, set_torch_threads
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
@@ -341,6 +341,10 @@ def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Option
     """Train with a commander and worker processes; returns a summary dict (see the module)."""
     config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
+    if is_multiseat_run(cfg):  # its collectors and evaluator workers do not seat a tuple of opponents yet
+        raise ConfigError(f'env {cfg.env.type!r} is a game of {cfg.league.seats} seats: such games train in serial '
+                          f'mode (serial_pipeline, or sparring train --mode serial); parallel mode takes games of two '
+                          f'seats')
     if resume:  # config.json holds what the run goes on with: the budgets and settings a resume changed
         save_config(cfg, cfg.exp_name)
     set_torch_threads(cfg.torch_threads)

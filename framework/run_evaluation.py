@@ -16,8 +16,9 @@ from sparring.framework.coordinator import RunCoordinator
 from sparring.framework.exploit_schedule import ExploitSchedule
 from sparring.policy.base import Policy
 from sparring.worker.background_evaluation import BackgroundEvaluation
+from sparring.worker.evaluation import EvalResults
 
-Outcome = Tuple[Dict[str, List[str]], List[float]]  # (outcomes by opponent, episode returns)
+Outcome = Tuple[EvalResults, List[float]]  # (outcomes by opponent or rankings, episode returns)
 Reports = Dict[str, dict]  # evaluation reports by player
 
 

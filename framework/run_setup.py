@@ -31,7 +31,6 @@ from sparring.league.job_protocol import stored_ref
 from sparring.worker.policy_pool import BOT_PREFIX, ParamStore
 from sparring.worker.run_files import refuse_linked_dirs
 from sparring.league.player import DEFAULT_CATEGORY
-from sparring.worker.env.multiseat_api import is_multiseat_env
 from sparring.worker.run_kind import is_league_run, run_kind
 
 LEAGUE_STATE_FILE = 'league_state.npz'
@@ -161,8 +160,7 @@ def complete_league_config(cfg) -> bool:
     if cfg.league is None:
         cfg.league = compile_section('league', dict(type='one_vs_one'))
         changed = True
-    # A game of three or more seats (framework/multiseat_run) has no roles: its seats share one role.
-    roles = None if is_multiseat_env(ENV_REGISTRY.get(cfg.env.type)) else run_kind(cfg).roles
+    roles = run_kind(cfg).roles  # None in a game of three or more seats: its seats share one role
     if roles is not None:
         league, eval_opponents = role_league(cfg, roles)
         if league is not None:

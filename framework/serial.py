@@ -2,7 +2,7 @@
 
 ``serial_pipeline(config, seed=0)`` compiles the config and trains in one process with the same
 classes and the same run coordinator the parallel mode uses (:class:`~sparring.framework.serial_run.SerialRun`):
-a league of players for a battle env, one agent otherwise. It loops until the coordinator's stop rule
+a league of players for a game of two seats or of more, one agent otherwise. It loops until the coordinator's stop rule
 ends collection (env-step or wall-time budget, or ``env.stop_value`` reached by the first player),
 then evaluates what is out of date. Every ``train.checkpoint_every_iters`` rounds, and at the end, it
 saves learners, counters, league state and RNG states; ``resume=True`` continues from the newest
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from sparring.framework.multiseat_run import is_multiseat_run, multiseat_pipeline
 from sparring.framework.report_page import return_entries, write_return_report
 from sparring.framework.run_setup import closing_report, prepare_config
 from sparring.framework.run_summary import RunSummary
@@ -21,7 +20,7 @@ from sparring.framework.horizon import log_horizon
 from sparring.framework.interrupts import raise_if_stopped, shielded, terminate_as_interrupt
 from sparring.worker.checkpoint import CheckpointManager
 from sparring.config.compile import CompiledConfig, apply_overrides, save_config
-from sparring.worker.logger import RunLogger, device_line, format_outcome_rates, format_stats
+from sparring.worker.logger import RunLogger, device_line, format_stats
 from sparring.worker.runtime import seed_everything, set_torch_threads
 
 
@@ -31,8 +30,6 @@ def serial_pipeline(config: dict, seed: Optional[int] = None, exp_name: Optional
     last evaluation; a league's table and pictures). ``max_env_steps`` overrides the config's budget; a new run records it in its config.json."""
     config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
-    if is_multiseat_run(cfg):  # a game of three or more seats: its own serial loop
-        return multiseat_pipeline(cfg, resume)
     if resume:  # config.json holds what the run goes on with: the budgets and settings a resume changed
         save_config(cfg, cfg.exp_name)
     set_torch_threads(cfg.torch_threads)
@@ -84,9 +81,8 @@ def _loop(cfg: CompiledConfig, run: SerialRun, ckpt: CheckpointManager, log: Run
     single_agent_page(run, final=True)  # before the closing report, which names the page
     pictures = closing_report(run.league, run.last_eval, cfg.exp_name, log.line)
     log.line(f'checkpoint: {path}')
-    if run.last_exact:
-        log.line(f'exact: exploitability {run.last_exact["exploitability"]}, population meta-strategy '
-                 f'{run.last_exact["meta_exploitability"]:.4f}')
+    if run.coordinator.exact is not None and run.last_exact:
+        log.line(run.coordinator.exact_figures.line(run.last_exact))
     return _summary(cfg, run, path, pictures)
 
 
@@ -156,13 +152,11 @@ def _round_line(run: SerialRun, stats: Dict[str, dict], steps: int, elapsed: flo
 
 
 def _eval_figures(run: SerialRun, report: dict) -> dict:
-    """The log-line figures of one evaluation report: a return's mean and spread, or win/draw per opponent."""
-    if 'return_mean' in report:
-        return dict(eval=report['return_mean'], eval_std=report['return_std'])
-    figures = dict(eval=format_outcome_rates(report))
-    exact = run.last_exact
-    if exact:
-        figures.update(expl=exact['exploitability'][run.player_ids[0]], meta_expl=exact['meta_exploitability'])
+    """The log-line figures of one evaluation report (a return's mean and spread, win/draw per opponent, or chips),
+    and the first player's exact figures when the run measures them."""
+    figures = run.kind.evaluation_class.figures(report)
+    if run.coordinator.exact is not None and run.last_exact:
+        figures.update(run.coordinator.exact_figures.figures(run.last_exact, run.player_ids[0]))
     return figures
 
 
@@ -181,6 +175,8 @@ def _summary(cfg: CompiledConfig, run: SerialRun, checkpoint: str, pictures: Lis
     if run.kind.is_league:
         summary['rounds'], summary['exact'], summary['history'] = run.rounds, run.last_exact, run.history
         summary['eval'], summary['pictures'], summary['league_table'] = run.last_eval, pictures, run.league.table()
+        if coordinator.seat_games.seats > 2:  # a league of three or more seats also says how many games it trained on
+            summary['games'] = coordinator.counters['games']
     else:
         collector, report = run.collectors[first], run.last_eval[first]
         summary['train_iter'] = run.learners[first].train_iter

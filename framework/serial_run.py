@@ -1,7 +1,7 @@
 """A run in one process: every player's policy, learner and collector around one run coordinator.
 
 Each round, every active player in turn collects a chunk (a league player's collector draws each
-game's opponent from the coordinator's league), reports the chunk's games and env steps, learns
+game's opponent from the coordinator's league; in a game of three or more seats, a tuple of opponents), reports the chunk's games and env steps, learns
 from it, and reports its iteration; the coordinator answers with the snapshot / reset verdict, which
 is carried out here (a snapshot freezes the parameters in the store, a reset reloads the ones the
 league names). Evaluations the coordinator queued are played after the round, or with
@@ -14,7 +14,7 @@ has a layout of its own, which :func:`in_league_layout` reads as the league's.
 from __future__ import annotations
 
 import os
-from typing import Callable, Dict, List, Optional, Union, cast
+from typing import Callable, Dict, List, Optional, Union
 
 import torch
 
@@ -33,11 +33,12 @@ from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.collector import SampleCollector
 from sparring.worker.learner import Learner
 from sparring.worker.logger import RunLogger
+from sparring.worker.multiseat_collector import MultiSeatCollector
 from sparring.worker.run_kind import SINGLE_AGENT, RunKind, run_kind
 from sparring.worker.runtime import capture_rng, restore_rng
 from sparring.worker.state_file import StateFileError
 
-Collector = Union[BattleCollector, SampleCollector]
+Collector = Union[BattleCollector, MultiSeatCollector, SampleCollector]
 
 
 class SerialRun:
@@ -77,7 +78,7 @@ class SerialRun:
             self.pool.add_live(pid, policy)
             self.learners[pid] = Learner(policy, per_player_budget, battle=self.kind.is_league)
             self.collectors[pid] = self.kind.collector(policy, cfg.policy.collect.n_steps, cfg.seed + resumed_steps,
-                                                       pid, index, self._opponent_sampler(pid))
+                                                       pid, index, self._job_sampler(pid))
         self.evaluation = self.kind.evaluation(seed_shift=resumed_steps)
         if cfg.battle.exact_analysis:
             self.coordinator.use_exact_analysis(self.pool.get)
@@ -107,17 +108,26 @@ class SerialRun:
     def last_exact(self) -> dict:
         return self.coordinator.last_exact
 
-    def _opponent_sampler(self, pid: str):
+    def _job_sampler(self, pid: str):
+        """``sample_job(slot)``: the coordinator's next job for ``pid``, its player ids and its opponents'
+        policies (see :mod:`~sparring.worker.run_kind`)."""
         def sample(slot: int):
             while True:  # ends: each damaged snapshot is quarantined once, and then drawn no more
-                away = self.coordinator.draw_job(pid)['players'][1]
-                ref = stored_ref(away['param_ref'], f'opponent {away["player_id"]!r}')
-                role = self.league.get_player(away['player_id']).category if self.roles else None
+                job = self.coordinator.draw_job(pid)
                 try:
-                    return away['player_id'], self.pool.get(ref, role)
-                except StateFileError as err:
-                    self.coordinator.quarantine(ref, str(err))
+                    return job['player_ids'], [self._policy_of(away) for away in job['players'][1:]]
+                except _Damaged as damaged:
+                    self.coordinator.quarantine(damaged.ref, damaged.why)
         return sample
+
+    def _policy_of(self, away) -> Policy:
+        """The policy of a job's opponent (raises :class:`_Damaged` when its stored parameters cannot be read)."""
+        ref = stored_ref(away['param_ref'], f'opponent {away["player_id"]!r}')
+        role = self.league.get_player(away['player_id']).category if self.roles else None
+        try:
+            return self.pool.get(ref, role)
+        except StateFileError as err:
+            raise _Damaged(ref, str(err)) from err
 
     def _evaluation_strategy(self, resumed_steps: int) -> EvaluationStrategy:
         """In line, or in the background (``train.eval_in_background``)."""
@@ -147,13 +157,12 @@ class SerialRun:
         stats = {}
         for pid in self.player_ids:
             chunk = self.collectors[pid].collect()
-            self.coordinator.report_games(pid, chunk.results, cast(int, chunk.env_steps),  # set on creation
-                                          chunk.episode_returns)
+            self.coordinator.report_chunk(pid, chunk)
             learner = self.learners[pid]
             trained = learner.train(chunk)
             if trained is None:  # dropped (counted by the learner): the player goes on without this update
                 self._log_dropped(learner)
-            stats[pid] = dict(trained or {}, games=len(chunk.results))
+            stats[pid] = dict(trained or {}, games=len(chunk.results) + len(chunk.rankings))
             policy = learner.policy
             verdict = self.coordinator.progress(pid, learner.train_iter, policy.version, params=policy.get_params())
             if verdict['historical_player'] is not None:  # a snapshot
@@ -234,6 +243,14 @@ class SerialRun:
         self.evaluation.close()
         self.evaluations.close()
         self.exploits.close()
+
+
+class _Damaged(Exception):
+    """An opponent's stored parameters that cannot be read: quarantined, and the job drawn again."""
+
+    def __init__(self, ref: str, why: str) -> None:
+        super().__init__(why)
+        self.ref, self.why = ref, why
 
 
 def in_league_layout(state: dict) -> dict:

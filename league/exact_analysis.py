@@ -152,6 +152,32 @@ class LeagueExactAnalysis:
         return profiles
 
 
+class ExploitabilityFigures:
+    """How an exploitability report (of :class:`LeagueExactAnalysis`, or of a game with roles) is logged and drawn."""
+
+    @staticmethod
+    def scalars(report: dict) -> Dict[str, float]:
+        """The report's TensorBoard scalars (under ``exact/``)."""
+        return dict(meta_exploitability=report['meta_exploitability'],
+                    **{f'exploitability/{pid}': e for pid, e in report['exploitability'].items()})
+
+    @staticmethod
+    def course_entry(report: dict) -> dict:
+        """What the report page's exploitability chart keeps of the report."""
+        return dict(meta_exploitability=report['meta_exploitability'], exploitability=dict(report['exploitability']))
+
+    @staticmethod
+    def figures(report: dict, pid: str) -> Dict[str, float]:
+        """The log line's figures for player ``pid``."""
+        return dict(expl=report['exploitability'][pid], meta_expl=report['meta_exploitability'])
+
+    @staticmethod
+    def line(report: dict) -> str:
+        """The closing log line."""
+        return (f'exact: exploitability {report["exploitability"]}, population meta-strategy '
+                f'{report["meta_exploitability"]:.4f}')
+
+
 def exact_analysis_of(env_cls, env_cfg) -> Optional[ExactAnalysis]:
     """The env class's exact analysis for this config, or None where the game offers none."""
     make = getattr(env_cls, 'exact_analysis', None)

@@ -210,13 +210,19 @@ def _short_name(snapshot_id: str, player_id: str) -> str:
 
 
 def _exploitability(course: Dict[str, list]) -> str:
+    """The exact analyses' chart: exploitability of a two-player game (the meta-strategy and each active player),
+    or an entry's own ``measure`` by series (a game of three or more players: NashConv)."""
     series: Dict[str, list] = {}
+    measure = 'exploitability'
     for entry in course['exact']:
-        series.setdefault('meta-strategy', []).append((entry['env_steps'], entry['meta_exploitability']))
-        for pid, value in entry.get('exploitability', {}).items():
-            series.setdefault(pid, []).append((entry['env_steps'], value))
-    return line_chart(series, 'Exact exploitability (0: a Nash equilibrium)', 'env steps', 'exploitability',
-                      x_from_zero=True)
+        if 'values' in entry:
+            measure = entry['measure']
+            values = entry['values']
+        else:
+            values = dict({'meta-strategy': entry['meta_exploitability']}, **entry.get('exploitability', {}))
+        for name, value in values.items():
+            series.setdefault(name, []).append((entry['env_steps'], value))
+    return line_chart(series, f'Exact {measure} (0: a Nash equilibrium)', 'env steps', measure, x_from_zero=True)
 
 
 def _opponents(course: Dict[str, list]) -> str:

@@ -14,7 +14,7 @@ says where the games repeated.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from sparring.worker.logger import format_outcome_rates
 from sparring.worker.policy_pool import BOT_PREFIX
 
 Outcomes = Dict[str, List[str]]
+# What an evaluation gives a league player: outcomes by opponent id (two seats), or rankings of games of three or more
+# seats (:mod:`sparring.worker.multiseat_evaluation`).
+EvalResults = Union[Outcomes, List[list]]
 
 
 class GameOutcomes(dict):
@@ -111,6 +114,16 @@ class GameEvaluation:
         text = format_outcome_rates(report) + (f' ({note})' if note else '')
         return report, (min_score(report) if report else None), text
 
+    @staticmethod
+    def scalar_groups(pid: str, report: dict) -> List[Tuple[str, dict]]:
+        """TensorBoard's ``(prefix, figures)`` of a report: the rates against each opponent."""
+        return [(f'eval/{pid}/vs_{oid}/', s) for oid, s in report.items()] or [('eval/', report)]
+
+    @staticmethod
+    def figures(report: dict) -> dict:
+        """A log line's figures of a report."""
+        return dict(eval=format_outcome_rates(report))
+
     def close(self) -> None:
         pass  # every evaluation makes and closes its own envs
 
@@ -147,6 +160,16 @@ class ReturnEvaluation:
         values = np.asarray(returns, dtype=np.float64)
         report = dict(return_mean=float(values.mean()), return_std=float(values.std()), episodes=len(values))
         return report, report['return_mean'], f'return {report["return_mean"]:.2f} +- {report["return_std"]:.2f}'
+
+    @staticmethod
+    def scalar_groups(pid: str, report: dict) -> List[Tuple[str, dict]]:
+        """TensorBoard's ``(prefix, figures)`` of a report: the returns' mean and spread."""
+        return [('eval/', report)]
+
+    @staticmethod
+    def figures(report: dict) -> dict:
+        """A log line's figures of a report."""
+        return dict(eval=report['return_mean'], eval_std=report['return_std'])
 
     def close(self) -> None:
         self.env.close()

@@ -1,24 +1,35 @@
-"""The two kinds of run, decided in one place: a league of players in a battle env, or one agent.
+"""The kinds of run, decided in one place: a league of players in a game of two seats or of more, or one agent.
 
 :func:`run_kind` looks at a compiled config once and returns the kind; everything that differs
-between the two lives here, behind the same methods, so no other module asks "is this a league?":
+between them lives here, behind the same methods, so no other module asks "is this a league?":
 
 * :class:`LeagueKind` — a battle env (or a config with a ``league`` section): each active player
   collects with a :class:`BattleCollector` against opponents the league draws, is evaluated by games
   against the evaluation opponents, and its collector envs are seeded per player.
+* :class:`MultiSeatKind` — a league in a game of three or more seats (:mod:`sparring.worker.env.multiseat_api`):
+  the same, with a :class:`~sparring.worker.multiseat_collector.MultiSeatCollector` seating each job's tuple of
+  opponents, and the :class:`~sparring.worker.multiseat_evaluation.MultiSeatEvaluation`.
 * :class:`SingleAgentKind` — any other env: the one-player case, trained by the same coordinator
   and loops with a :class:`SampleCollector`, evaluated by episode return.
+
+A league kind's ``collector`` takes ``sample_job(slot) -> (player ids, opponents' policies)``: the league's next
+job for the player (the player's id first, then one opponent per other seat) and the policies the opponents play,
+asked whenever a slot starts a game, the same in one process and in a collector worker.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Optional, Tuple, Union, cast
 
+from sparring.config.registry import ENV_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.worker.battle_collector import BattleCollector
 from sparring.worker.collector import SampleCollector
 from sparring.worker.env.battle import battle_env_class, is_battle_env, make_battle_env
 from sparring.worker.env.manager import make_env_manager
+from sparring.worker.env.multiseat_api import is_multiseat_env, seat_layout
 from sparring.worker.evaluation import GameEvaluation, ReturnEvaluation
+from sparring.worker.multiseat_collector import MultiSeatCollector
+from sparring.worker.multiseat_evaluation import MultiSeatEvaluation
 from sparring.worker.policy_pool import PolicyPool, RolePools
 from sparring.worker.role_arena import home_seat_of
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET, SINGLE_AGENT_EVAL_SEED_OFFSET, player_seed
@@ -49,6 +60,13 @@ class LeagueKind:
 
     def league_type(self) -> str:
         return self.cfg.league.type
+
+    def check_seats(self, seats: int) -> None:
+        """The league's ``seats`` must be the game's two: a ConfigError naming both otherwise."""
+        if seats != 2:
+            raise ConfigError(f'config key "league.seats": {seats}, but env {self.cfg.env.type!r} is a two-seat game; '
+                              f'expected 2, or an env of that many seats (e.g. type=\'openspiel_multiseat\' with '
+                              f'game_params players={seats})')
 
     @property
     def roles(self) -> Optional[Tuple[str, ...]]:
@@ -81,20 +99,76 @@ class LeagueKind:
                           for role in dict.fromkeys(self.roles)})
 
     def collector(self, policy, n_steps: int, seed: int, player_id: str, player_index: int,
-                  sample_opponent: Optional[Callable]):
-        """A player's collector on envs of its own; ``sample_opponent(slot)`` draws each game's opponent. In a game
-        with roles the player plays its policy's ``role``."""
-        if sample_opponent is None:
-            raise ValueError(f'a league collector of {player_id!r} needs sample_opponent(slot): who each game is against')
+                  sample_job: Optional[Callable]):
+        """A player's collector on envs of its own; ``sample_job(slot)`` draws each game's job (see the module
+        docstring). In a game with roles the player plays its policy's ``role``."""
+        if sample_job is None:
+            raise ValueError(f'a league collector of {player_id!r} needs sample_job(slot): who each game is against')
         search = collect_search(self.cfg, policy, player_seed(seed, player_index))
         env = make_battle_env(self.cfg.env, self.cfg.env.collector_env_num, player_seed(seed, player_index),
                               training=True)
+
+        def sample_opponent(slot: int):
+            player_ids, policies = sample_job(slot)
+            return player_ids[1], policies[0]
         return BattleCollector(env, policy, n_steps, sample_opponent, player_id=player_id,
                                train_both_sides=self.cfg.battle.train_both_sides, search=search, role=policy.role)
 
     def evaluation(self, seed_shift: int = 0) -> GameEvaluation:
         # Every league evaluation replays the same seeds, so evaluations differ only by the players.
         return GameEvaluation(self.cfg, self.cfg.seed + LEAGUE_EVAL_SEED_OFFSET)
+
+
+class MultiSeatKind(LeagueKind):
+    """A league in a game of three or more seats (see the module docstring): every seat has the same spaces (no
+    roles), each job seats a tuple of opponents, results are rankings."""
+
+    evaluation_class = MultiSeatEvaluation  # type: ignore[assignment]
+
+    def __init__(self, cfg) -> None:
+        super().__init__(cfg)
+        self.env_cls = ENV_REGISTRY.get(cfg.env.type)
+        self._layout: Optional[Tuple[Any, Any, int]] = None
+        self._roles = None  # one policy plays any seat
+
+    def _seat_layout(self) -> Tuple[Any, Any, int]:
+        if self._layout is None:
+            self._layout = seat_layout(self.env_cls, self.cfg.env, self.cfg.seed)
+        return self._layout
+
+    @property
+    def seats(self) -> int:
+        """The game's seats (S)."""
+        return self._seat_layout()[2]
+
+    def check_seats(self, seats: int) -> None:
+        """The league must seat as many players as the game has seats: a ConfigError naming both otherwise."""
+        if seats != self.seats:
+            env = self.cfg.env
+            raise ConfigError(f'config key "league.seats": {seats}, but env {env.type!r} ({env.get("game", "")} '
+                              f'{dict(env.get("game_params") or {})}) has {self.seats} seats; expected '
+                              f'league.seats={self.seats}')
+
+    def spaces(self, role: Optional[str] = None) -> Tuple[Any, Any]:
+        """(observation space, action space) of every seat."""
+        observation_space, action_space, _ = self._seat_layout()
+        return observation_space, action_space
+
+    def policy_pool(self, store, seed: int):
+        return PolicyPool(store, *self.spaces(), seed=seed, env_cfg=self.cfg.env)
+
+    def collector(self, policy, n_steps: int, seed: int, player_id: str, player_index: int,
+                  sample_job: Optional[Callable]):
+        """A player's collector on S-seat games of its own; ``sample_job(slot)`` draws each game's job."""
+        if sample_job is None:
+            raise ValueError(f'a league collector of {player_id!r} needs sample_job(slot): who each game is against')
+        env = self.env_cls(self.cfg.env, self.cfg.env.collector_env_num, player_seed(seed, player_index))
+        return MultiSeatCollector(env, policy, n_steps, sample_job, player_id=player_id,
+                                  train_own_seats=self.cfg.battle.train_both_sides)
+
+    def evaluation(self, seed_shift: int = 0) -> MultiSeatEvaluation:  # type: ignore[override]
+        # Every evaluation replays the same seeds, so evaluations differ only by the players.
+        return MultiSeatEvaluation(self.cfg, self.cfg.seed + LEAGUE_EVAL_SEED_OFFSET)
 
 
 class SingleAgentKind:
@@ -114,6 +188,9 @@ class SingleAgentKind:
 
     def league_type(self) -> str:
         return SINGLE_AGENT_LEAGUE
+
+    def check_seats(self, seats: int) -> None:
+        pass  # one agent: no seats
 
     def policy_pool(self, store, seed: int):
         return PolicyPool(store, *self.spaces(), seed=seed, env_cfg=self.cfg.env)
@@ -169,10 +246,17 @@ def _spaces_of(probe):
         probe.close()
 
 
-RunKind = Union[LeagueKind, SingleAgentKind]
+RunKind = Union[LeagueKind, MultiSeatKind, SingleAgentKind]
+
+
+def is_multiseat_run(cfg) -> bool:
+    """Whether a compiled config's env is a game of three or more seats (:mod:`sparring.worker.env.multiseat_api`)."""
+    return cfg.env.type in ENV_REGISTRY and is_multiseat_env(ENV_REGISTRY.get(cfg.env.type))
 
 
 def run_kind(cfg) -> RunKind:
     """The kind of run ``cfg`` (compiled) makes."""
+    if is_multiseat_run(cfg):
+        return MultiSeatKind(cfg)
     return LeagueKind(cfg) if is_league_run(cfg) else SingleAgentKind(cfg)
 

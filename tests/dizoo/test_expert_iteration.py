@@ -204,7 +204,7 @@ def test_misconfigurations_are_named(tmp_path):
         kind = run_kind(cfg)
         obs_space, act_space = kind.spaces()
         policy = POLICY_REGISTRY.get('ppo')(cfg.policy, obs_space, act_space)
-        return kind.collector(policy, 4, 0, 'p', 0, lambda slot: ('p', policy))
+        return kind.collector(policy, 4, 0, 'p', 0, lambda slot: (['p', 'p'], [policy]))
     with pytest.raises(ConfigError, match='battle.collect_search.*num_simulation'):
         collector(_league_config(collect_search=dict(num_simulation=10)))
     with pytest.raises(ConfigError, match='"policy.learn.objective".*battle.collect_search'):

@@ -26,14 +26,10 @@ def test_ready_config_compiles_and_builds(path, tmp_path):
     cfg = compile_config(config, exp_name=str(tmp_path / 'run'), save=False)
     if not (cfg.league is not None or is_battle_env(cfg.env.type)):
         return
-    from sparring.framework.multiseat_run import MultiSeatRun, is_multiseat_run
     from sparring.framework.run_setup import complete_league_config, evaluation_opponents
     from sparring.framework.serial_run import SerialRun
     from sparring.worker.evaluation import opponent_role
     cfg.env.collector_env_num = cfg.env.evaluator_env_num = 2
-    if is_multiseat_run(cfg):  # a game of three or more seats: its league, learners and collectors
-        MultiSeatRun(cfg, say=lambda line: None).close()
-        return
     complete_league_config(cfg)
     run = SerialRun(cfg)
     try:

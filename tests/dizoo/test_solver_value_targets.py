@@ -113,7 +113,7 @@ def test_expert_iteration_with_random_openings_is_seeded_and_evaluates_from_the_
     def first_chunk(seed):
         env = make_battle_env(cfg.env, 1, 0)
         policy = small_ppo(env, objective='search', gamma=1.0, gae_lambda=1.0)
-        return kind.collector(policy, 4, seed, 'me', 0, lambda slot: ('me', policy)).collect().data
+        return kind.collector(policy, 4, seed, 'me', 0, lambda slot: (['me', 'me'], [policy])).collect().data
 
     a, b, other = first_chunk(0), first_chunk(0), first_chunk(1)
     for key in a:

@@ -635,7 +635,7 @@ def test_a_collector_whose_requests_are_refused_keeps_collecting(serving, refusa
     client = ForwardClient(context, Security(SECRET), 'c', lambda: [server.address])
     shell = POLICY_REGISTRY.get('ppo')(cfg.policy, policy.observation_space, policy.action_space, seed=11)
     remote = RemoteActingPolicy(shell, 'p', client, local=lambda: policy)
-    collector = run_kind(cfg).collector(remote, 8, 0, 'p', 0, lambda slot: ('p', remote))
+    collector = run_kind(cfg).collector(remote, 8, 0, 'p', 0, lambda slot: (['p', 'p'], [remote]))
     try:
         remote.sync()
         chunk = collector.collect()

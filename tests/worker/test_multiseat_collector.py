@@ -1,12 +1,14 @@
 """The multi-seat collector: a home player in one seat of three-player Kuhn poker and drawn opponents in the others;
 chunks of S columns per slot, masks of the seats the home policy holds, the home seat going round, and every
 finished game reported once as a ranking in job order."""
+import collections
+
 import numpy as np
 import pytest
 
 from sparring.config import compile_section
 from sparring.config.registry import BOT_REGISTRY, POLICY_REGISTRY
-from sparring.framework.multiseat_run import finish_jobs
+from sparring.framework.seat_games import RankedGames
 from sparring.league import OneVsOneLeague
 from sparring.worker.env.multiseat_api import MultiSeatVecEnv
 from sparring.worker.multiseat_collector import MultiSeatCollector
@@ -142,6 +144,8 @@ def test_a_team_game_reports_each_games_teams_in_job_order_and_the_league_compar
         assert ranks[0] == ranks[2] and ranks[1] == ranks[3]  # job order: home, bot_0 (a rival), bot_1 (a mate)
     league = OneVsOneLeague(dict(seats=4, active_players=dict(naive_sp=1), payoff=dict(decay=1.0),
                                  reference_players=[dict(player_id=i, param_ref=f'bot:{i}') for i in ids[1:]]))
-    assert finish_jobs(league, chunk.rankings) == 15
+    counters = collections.Counter()
+    RankedGames.record(league, RankedGames.entry('naive_sp_0', chunk.rankings, 0), set(), counters)
+    assert counters['games'] == 15
     assert league.payoff.get_record('naive_sp_0', 'bot_1')['games'] == 0  # teammates in every game
     assert league.payoff.get_record('naive_sp_0', 'bot_0')['games'] == 15

@@ -58,15 +58,15 @@ class JobFeed:
         self.queue.extend(reply.body['jobs'])
 
     def sample(self, slot: int):
-        """The battle collector's opponent sampler: it asks when a slot starts a game, right after
-        reporting the slot's previous game, so the two stay in step."""
+        """The collector's job sampler (``sample_job`` of :mod:`~sparring.worker.run_kind`): it asks when a slot
+        starts a game, right after reporting the slot's previous game, so the two stay in step."""
         if slot in self.playing:
             self.finished.append(self.playing.pop(slot))
         while not self.queue:
             self._fetch(self.batch)
         job = self.queue.popleft()
         self.playing[slot] = job
-        return job['opponent_id'], self.policy_of(job)
+        return [self.player_id, job['opponent_id']], [self.policy_of(job)]
 
     def results_of(self, chunk) -> List[list]:
         """``[job_id, outcome]`` for the chunk's finished games, in order."""

@@ -5,7 +5,7 @@ configs): each job seats it and two opponents its branches draw (itself, or by P
 trains on every seat it holds, and each finished hand is recorded as a ranking of the three seats by their chips.
 Every ``eval_every_iters`` updates the run reports, by OpenSpiel's own ``nash_conv``, the NashConv of the live
 network, of the population's meta-strategy (a mixture of the newest snapshots and the live network solved on their
-exact three-player meta-game) and of the newest snapshots' average (see :mod:`sparring.framework.multiseat_run`).
+exact three-player meta-game) and of the newest snapshots' average (see :mod:`sparring.league.multiseat_exact`).
 """
 from sparring.dizoo.openspiel.config import poker_mmd_config
 

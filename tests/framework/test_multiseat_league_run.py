@@ -1,5 +1,6 @@
-"""A serial league run of three-player Kuhn poker (the ready config, cut to seconds) through ``serial_pipeline``: the
-league records rankings, snapshots are stored and played, NashConv is measured by OpenSpiel; what it refuses."""
+"""A serial league run of three-player Kuhn poker (the ready config, cut to seconds) through ``serial_pipeline`` and
+the run coordinator: the league records rankings, snapshots are stored and played, NashConv is measured by OpenSpiel,
+evaluation games are rated, a run resumes; what it refuses."""
 import copy
 import os
 
@@ -7,8 +8,8 @@ import pytest
 
 from sparring.config import compile_config
 from sparring.config.schema import ConfigError
-from sparring.framework.multiseat_run import MultiSeatRun
 from sparring.framework.serial import serial_pipeline
+from sparring.framework.serial_run import SerialRun
 from sparring.league import BaseLeague
 
 pytest.importorskip('pyspiel')
@@ -29,13 +30,14 @@ def small(tmp_path, **train):
 def test_the_ready_config_trains_a_three_seat_league_scored_by_nash_conv(tmp_path):
     summary = serial_pipeline(small(tmp_path))
     assert summary['env_steps'] == 64 * 12 and summary['rounds'] == 12
-    assert [h['rounds'] for h in summary['history']] == [4, 8, 12]
+    assert [h['env_steps'] for h in summary['history']] == [64 * 4, 64 * 8, 64 * 12]
+    assert summary['history'][-1]['exact']['nash_conv'] == summary['exact']['nash_conv']
     last = summary['exact']
     assert 0.0 < last['nash_conv']['naive_sp_0'] < 2.0625 + 1e-9  # uniform random play's is 2.0625
     assert last['snapshots'] >= 2 and last['meta_nash_conv'] > 0.0 and last['average_nash_conv'] > 0.0
     assert 1 <= last['meta_support'] <= last['snapshots'] + 1
     league = BaseLeague.load(os.path.join(summary['exp_dir'], 'league_state.npz'))
-    assert league.cfg.seats == 3 and summary['games'] > 0
+    assert league.cfg.seats == 3
     # every game's pairs are in the payoff: the home player met its snapshots as well as itself
     assert league.payoff.totals('naive_sp_0')['games'] > 0
     assert league.get_player('naive_sp_0').self_play_games > 0
@@ -53,19 +55,19 @@ def test_league_seats_must_match_the_game(tmp_path):
     config = small(tmp_path)
     config['league'].update(seats=4)
     with pytest.raises(ConfigError, match=r'"league.seats": 4, but env .* has 3 seats; expected league.seats=3'):
-        MultiSeatRun(compile_config(config, save=False), say=lambda line: None)
+        SerialRun(compile_config(config, save=False))
 
 
 def test_a_resumed_run_continues_from_its_checkpoint(tmp_path):
     first = serial_pipeline(small(tmp_path, max_env_steps=64 * 6))
     assert first['checkpoint'].endswith('iter_00000006.pt')
+    games = BaseLeague.load(os.path.join(first['exp_dir'], 'league_state.npz')).payoff.totals('naive_sp_0')['games']
     resumed = serial_pipeline(small(tmp_path, max_env_steps=64 * 6), resume=True, max_env_steps=64 * 10)
     assert resumed['env_steps'] == 64 * 10 and resumed['rounds'] == 10
-    assert [h['rounds'] for h in resumed['history']] == [4, 6, 8, 10]  # the history before, then the new points
-    assert resumed['games'] > first['games']
+    assert [h['env_steps'] for h in resumed['history']] == [64 * 4, 64 * 8]  # the history before, then the new
     league = BaseLeague.load(os.path.join(resumed['exp_dir'], 'league_state.npz'))
     assert league.get_player('naive_sp_0').step == 10  # the learner's iterations went on from 6
-    assert league.payoff.totals('naive_sp_0')['games'] > 0
+    assert league.payoff.totals('naive_sp_0')['games'] > games
 
 
 def test_a_two_seat_game_refuses_a_league_of_three_seats(tmp_path):
@@ -77,14 +79,6 @@ def test_a_two_seat_game_refuses_a_league_of_three_seats(tmp_path):
         serial_pipeline(config)
 
 
-def test_parallel_mode_refuses_a_game_of_three_seats_in_one_line_before_any_worker_starts(tmp_path):
-    from sparring.framework import parallel_pipeline
-    with pytest.raises(ConfigError, match=r"env 'openspiel_multiseat' is a game of 3 seats: such games train in serial "
-                                          r"mode \(serial_pipeline, or sparring train --mode serial\)"):
-        parallel_pipeline(small(tmp_path))
-    assert not os.path.exists(tmp_path / 'kuhn3' / 'commander')
-
-
 def test_evaluation_games_seat_the_reference_players_and_are_rated(tmp_path):
     summary = serial_pipeline(small(tmp_path))
     report = summary['eval']['naive_sp_0']
@@ -92,5 +86,13 @@ def test_evaluation_games_seat_the_reference_players_and_are_rated(tmp_path):
     assert -2.0 <= report['chips'] <= 4.0  # a three-player Kuhn hand wins at most 4 chips and loses at most 2
     league = BaseLeague.load(os.path.join(summary['exp_dir'], 'league_state.npz'))
     # three evaluations of 16 games with the random bot in both other seats: it meets the player twice a game (its
-    # two seats do not play each other)
+    # two seats do not play each other); the games are rated through the coordinator's league operation
     assert league.payoff.totals('random')['games'] == 3 * 16 * 2
+
+
+def test_parallel_mode_refuses_a_game_of_three_seats_in_one_line_before_any_worker_starts(tmp_path):
+    from sparring.framework import parallel_pipeline
+    with pytest.raises(ConfigError, match=r"env 'openspiel_multiseat' is a game of 3 seats: such games train in serial "
+                                          r"mode \(serial_pipeline, or sparring train --mode serial\)"):
+        parallel_pipeline(small(tmp_path))
+    assert not os.path.exists(tmp_path / 'kuhn3' / 'commander')

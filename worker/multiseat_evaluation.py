@@ -1,0 +1,98 @@
+"""How a league player of a game of three or more seats is evaluated, the same in every mode (in-process, evaluator
+worker, commander): :class:`MultiSeatEvaluation`, the S-seat counterpart of
+:class:`~sparring.worker.evaluation.GameEvaluation`.
+
+The player's network plays ``env.n_evaluator_episodes`` games with the evaluation opponents in the other seats (in
+turn, seat by seat and game by game, so every evaluation covers them all alike), its own seat going round; every
+evaluation replays the same seeds, so evaluations differ only by the players. Calling it gives ``(rankings,
+episode returns)``: one ``[opponent ids, ranks, teams]`` per game, the opponents in the job order of the seats after
+the player's, the ranks (0 the best) of the player first and then of each opponent, the teams of a team game in the
+same order (None in a free-for-all), plain lists that a journal and the wire carry as they are. ``summarise`` (a
+class method, so a commander that never plays can use it) turns that into the report that is logged and kept: the
+mean chips (returns) of the player's seat, the games, and by opponent how often the player finished ahead of it (a
+tie counts half); its score, for the stop rule, is the worst of those rates.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from sparring.config.registry import ENV_REGISTRY
+from sparring.worker.multiseat_collector import MultiSeatCollector
+
+EVAL_STEPS = 8  # vector steps per chunk of an evaluation (it collects chunks until it has its games)
+HOME = ''  # the evaluated player's id in the jobs its collector plays (the caller names it when it records)
+
+Ranking = list  # [opponent ids, ranks (the player's first), teams or None]
+
+
+class MultiSeatEvaluation:
+    """A league player with the evaluation opponents in the other seats, on envs of its own (see the module
+    docstring)."""
+
+    def __init__(self, cfg, seed: int) -> None:
+        self.cfg, self.seed = cfg, seed
+        self.env_cls = ENV_REGISTRY.get(cfg.env.type)
+
+    def __call__(self, policy, opponents: Sequence[Sequence[str]], pool) -> Tuple[List[Ranking], List[float]]:
+        """``opponents``: ``(opponent id, param ref)`` of each evaluation opponent; ``pool`` builds their
+        policies. No opponent: no games."""
+        if not opponents:
+            return [], []
+        cfg = self.cfg
+        env = self.env_cls(cfg.env, cfg.env.evaluator_env_num, self.seed)
+        others = env.num_seats - 1
+        playing = [(oid, pool.get(ref)) for oid, ref in opponents]
+        turn = [0]
+
+        def sample(slot: int):
+            chosen = [playing[(turn[0] + k) % len(playing)] for k in range(others)]
+            turn[0] += others
+            return [HOME] + [oid for oid, _ in chosen], [p for _, p in chosen]
+
+        collector = MultiSeatCollector(env, policy, EVAL_STEPS, sample, player_id=HOME, train_own_seats=False)
+        rankings: List[Ranking] = []
+        returns: List[float] = []
+        try:
+            while len(rankings) < cfg.env.n_evaluator_episodes:
+                chunk = collector.collect()
+                rankings += [[list(ids[1:]), list(ranks), None if teams is None else list(teams)]
+                             for ids, ranks, teams in chunk.rankings]
+                returns += chunk.episode_returns
+        finally:
+            collector.close()
+        return rankings[:cfg.env.n_evaluator_episodes], returns[:cfg.env.n_evaluator_episodes]
+
+    @staticmethod
+    def summarise(results: Sequence[Ranking], returns: Sequence[float]) -> Tuple[dict, Optional[float], str]:
+        """``(report, score, text)``: ``chips`` (the mean return of the player's seat), ``games`` and ``ahead``
+        (by opponent, how often the player finished ahead of it, a tie counting half); the score is the worst of
+        those rates (None without games)."""
+        ahead: Dict[str, List[float]] = defaultdict(list)
+        for opponent_ids, ranks, _ in results:
+            for opponent, rank in zip(opponent_ids, ranks[1:]):
+                ahead[opponent].append(1.0 if ranks[0] < rank else 0.5 if ranks[0] == rank else 0.0)
+        if not results:
+            return {}, None, 'no evaluation opponents'
+        rates = {opponent: float(np.mean(scores)) for opponent, scores in ahead.items()}
+        chips = float(np.mean(returns)) if len(returns) else 0.0
+        report = dict(chips=chips, games=len(results), ahead=rates)
+        text = f'chips {chips:.3f}, ahead of ' + ' '.join(f'{o}:{r:.2f}' for o, r in rates.items())
+        return report, min(rates.values()), text
+
+    @staticmethod
+    def scalar_groups(pid: str, report: dict) -> List[Tuple[str, dict]]:
+        """TensorBoard's ``(prefix, figures)`` of a report: the chips and how often the player finished ahead."""
+        if not report:
+            return []
+        return [(f'eval/{pid}/', dict(chips=report['chips'], **{f'ahead_of/{o}': r for o, r in report['ahead'].items()}))]
+
+    @staticmethod
+    def figures(report: dict) -> dict:
+        """A log line's figures of a report."""
+        return dict(eval_chips=report.get('chips'))
+
+    def close(self) -> None:
+        pass  # every evaluation makes and closes its own envs
