@@ -1328,6 +1328,25 @@ def pursuit_roles(r: Records) -> List[str]:
                  'start -> end'), "a fresh exploiter's wins against the initial / final player"], body)
 
 
+@table('target_chase')
+def target_chase(r: Records) -> List[str]:
+    body = []
+    for key in r.record('target_chase'):
+        if key.startswith('_') or key == 'scripted_baseline':
+            continue
+        entry = r.get('target_chase', key)
+        for bot in ('target_chase_greedy', 'random'):
+            start, end = entry['initial'][bot], entry['final'][bot]
+            body.append([f'`{key}`', f'`{bot}`', f'{short(entry["env_steps"], 0)} ({entry["train_wall_seconds"]:.0f} s)',
+                         f'{pct(start["first"], 0)} -> {pct(end["first"], 0)}',
+                         f'{pct(start["ahead"], 0)} -> {pct(end["ahead"], 0)}'])
+    base = r.get('target_chase', 'scripted_baseline')  # for scale: the scripted bot in the player's seat
+    body.append(['`scripted_baseline`', '`random`', '-', f'{pct(base["first"], 0)}: `target_chase_greedy` itself',
+                 f'{pct(base["ahead"], 0)}'])
+    return rows(['entry', 'two opponents', 'env steps (training seconds)', 'first, start -> end',
+                 'ahead of one, start -> end'], body)
+
+
 # -- connect four against perfect play (the levers page) ----------------------------------------------------------
 PERFECT_GROUPS = ('end-easy', 'middle-easy', 'begin-easy', 'middle-medium', 'begin-medium', 'begin-hard', 'all')
 MCTS = ('bot:connect_four_mcts?num_simulations=100', 'bot:connect_four_mcts?num_simulations=1000')
