@@ -63,13 +63,26 @@ class SmugglerBot(_SheriffBot):
 
     config_constraints = {'items': in_range(-1, None), 'bribe': in_range(0, None)}
 
-    def _choose(self, obs: np.ndarray, action_mask) -> np.ndarray:
-        mask = given_mask(action_mask, self.name)
+    def _actions(self, mask: np.ndarray) -> np.ndarray:
+        """The load where loading is legal, else the bribe."""
         max_items, max_bribe = int(self.params['max_items']), int(self.params['max_bribe'])
         items = max_items if self.cfg['items'] < 0 else min(int(self.cfg['items']), max_items)
         load, offer = FIRST_LOAD + items, self.first_bribe + min(int(self.cfg['bribe']), max_bribe)
-        loading = mask[:, FIRST_LOAD:self.first_bribe].any(axis=1)
-        actions = np.where(loading, load, offer)
+        return np.where(mask[:, FIRST_LOAD:self.first_bribe].any(axis=1), load, offer)
+
+    def action_probabilities(self, obs, action_mask=None, state=None) -> np.ndarray:
+        """One-hot on its choice where it is the smuggler's move (exact analysis reads this); uniform over the legal
+        actions elsewhere (the sheriff's information states, which the smuggler never plays)."""
+        mask = np.asarray(action_mask, bool)
+        probs = mask / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        mine = mask[:, FIRST_LOAD:].any(axis=1)
+        probs[mine] = 0.0
+        probs[np.flatnonzero(mine), self._actions(mask[mine])] = 1.0
+        return probs
+
+    def _choose(self, obs: np.ndarray, action_mask) -> np.ndarray:
+        mask = given_mask(action_mask, self.name)
+        actions = self._actions(mask)
         legal = mask[np.arange(len(mask)), actions]
         if not legal.all():
             row = int(np.flatnonzero(~legal)[0])
@@ -89,6 +102,17 @@ class InspectorBot(_SheriffBot):
         return dict(inspect=1.0)  # probability of inspecting (else it lets the smuggler pass)
 
     config_constraints = {'inspect': in_range(0.0, 1.0)}
+
+    def action_probabilities(self, obs, action_mask=None, state=None) -> np.ndarray:
+        """``[1 - inspect, inspect]`` where it is the sheriff's answer (exact analysis reads this); uniform over the
+        legal actions elsewhere (the smuggler's information states, which the sheriff never plays)."""
+        mask = np.asarray(action_mask, bool)
+        probs = mask / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        mine = ~mask[:, FIRST_LOAD:].any(axis=1)
+        probs[mine] = 0.0
+        probs[mine, INSPECT] = self.cfg['inspect']
+        probs[mine, 1 - INSPECT] = 1.0 - self.cfg['inspect']
+        return probs
 
     def _choose(self, obs: np.ndarray, action_mask) -> np.ndarray:
         mask = given_mask(action_mask, self.name)
