@@ -3,14 +3,16 @@ worker, commander): :class:`MultiSeatEvaluation`, the S-seat counterpart of
 :class:`~sparring.worker.evaluation.GameEvaluation`.
 
 The player's network plays ``env.n_evaluator_episodes`` games with the evaluation opponents in the other seats (in
-turn, seat by seat and game by game, so every evaluation covers them all alike), its own seat going round; every
+turn, seat by seat and game by game, so every evaluation covers them all alike; in a team game team by team, one
+opponent in every seat of a team, its teammates' included), its own seat going round; every
 evaluation replays the same seeds, so evaluations differ only by the players. Calling it gives ``(rankings,
 episode returns)``: one ``[opponent ids, ranks, teams]`` per game, the opponents in the job order of the seats after
 the player's, the ranks (0 the best) of the player first and then of each opponent, the teams of a team game in the
 same order (None in a free-for-all), plain lists that a journal and the wire carry as they are. ``summarise`` (a
 class method, so a commander that never plays can use it) turns that into the report that is logged and kept: the
 mean chips (returns) of the player's seat, the games, and by opponent how often the player finished ahead of it (a
-tie counts half); its score, for the stop rule, is the worst of those rates.
+tie counts half; in a team game only where they played in different teams, as the league's pairwise games count);
+its score, for the stop rule, is the worst of those rates.
 """
 from __future__ import annotations
 
@@ -43,13 +45,17 @@ class MultiSeatEvaluation:
             return [], []
         cfg = self.cfg
         env = self.env_cls(cfg.env, cfg.env.evaluator_env_num, self.seed)
-        others = env.num_seats - 1
+        S = env.num_seats
         playing = [(oid, pool.get(ref)) for oid, ref in opponents]
         turn = [0]
 
         def sample(slot: int):
-            chosen = [playing[(turn[0] + k) % len(playing)] for k in range(others)]
-            turn[0] += others
+            # the seats after the player's in job order, each labelled by what is dealt in turn: itself, or its team
+            home = int(collector.home_seat[slot])
+            labels = [(home + k) % S if env.teams is None else env.teams[(home + k) % S] for k in range(1, S)]
+            dealt = {label: playing[(turn[0] + n) % len(playing)] for n, label in enumerate(dict.fromkeys(labels))}
+            turn[0] += len(dealt)
+            chosen = [dealt[label] for label in labels]
             return [HOME] + [oid for oid, _ in chosen], [p for _, p in chosen]
 
         collector = MultiSeatCollector(env, policy, EVAL_STEPS, sample, player_id=HOME, train_own_seats=False)
@@ -68,11 +74,13 @@ class MultiSeatEvaluation:
     @staticmethod
     def summarise(results: Sequence[Ranking], returns: Sequence[float]) -> Tuple[dict, Optional[float], str]:
         """``(report, score, text)``: ``chips`` (the mean return of the player's seat), ``games`` and ``ahead``
-        (by opponent, how often the player finished ahead of it, a tie counting half); the score is the worst of
-        those rates (None without games)."""
+        (by opponent, how often the player finished ahead of it, a tie counting half, a teammate's games left
+        out); the score is the worst of those rates (None without games)."""
         ahead: Dict[str, List[float]] = defaultdict(list)
-        for opponent_ids, ranks, _ in results:
-            for opponent, rank in zip(opponent_ids, ranks[1:]):
+        for opponent_ids, ranks, teams in results:
+            for k, (opponent, rank) in enumerate(zip(opponent_ids, ranks[1:]), start=1):
+                if teams is not None and teams[k] == teams[0]:
+                    continue  # a teammate shares the player's rank: not a game between them
                 ahead[opponent].append(1.0 if ranks[0] < rank else 0.5 if ranks[0] == rank else 0.0)
         if not results:
             return {}, None, 'no evaluation opponents'

@@ -1,4 +1,5 @@
-"""Target chase: three players (or more) on a plane chase one moving target, a free-for-all ranked by who kept closest.
+"""Target chase: three players (or more) on a plane chase one moving target, a free-for-all ranked by who kept closest,
+or a game of several teams ranked by which team kept closest.
 
 A game of S seats (``seats``, 3 by default) with continuous actions, natively vectorised in numpy
 (:mod:`sparring.worker.env.multiseat_api`). Every game starts with the players and the target at random points of
@@ -12,9 +13,17 @@ Reward per step: how much closer to the target the seat is than the others on av
 end orders the seats by their returns (:func:`~sparring.worker.env.multiseat_api.ranks_from_returns`): the seat
 that kept closest to the target over the game ranks first.
 
+**Teams.** With ``team_size`` k > 1 the S seats form S / k teams of k consecutive seats (``team_size=2`` with six
+seats: teams ``(0, 0, 1, 1, 2, 2)``, the env's ``teams``). A team's distance is the mean of its members' distances
+to the target, and every member is paid its team's ``(mean distance of the other teams - own team's) / max_steps``:
+the team's combined score, which its members share, so teammates always share their rank and the teams' rewards
+sum to zero. With ``team_size=1`` (the default) each seat is its own team: the free-for-all above.
+
 Each seat observes from its own side (``FIELDS``, then two numbers per other seat): its position, the target's
 position relative to it and the target's heading (a unit vector), the fraction of the game left, and the other
-seats' positions relative to it, in seat order going round from the next seat.
+seats' positions relative to it, teammates first: its teammates going round from its own seat, then the other teams
+going round from its own team, each team's seats in seat order. In a free-for-all that is every other seat in seat
+order going round from the next one, so the position of a seat in the observation says whether it is a teammate.
 """
 from __future__ import annotations
 
@@ -24,7 +33,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sparring.config.registry import ENV_REGISTRY
-from sparring.config.schema import all_of, in_range, of_type
+from sparring.config.schema import ConfigError, all_of, in_range, of_type
 from sparring.worker.env.multiseat_api import MultiSeatVecEnv, ranks_from_returns
 
 FIELDS = ('own_x', 'own_y', 'target_dx', 'target_dy', 'target_heading_x', 'target_heading_y', 'time_left')
@@ -45,6 +54,7 @@ class TargetChaseEnv(MultiSeatVecEnv):
         'target_speed': in_range(0.0, 1.0),
         'turn': in_range(0.0, np.pi),
         'max_steps': all_of(of_type(int), in_range(1, None)),
+        'team_size': all_of(of_type(int), in_range(1, 4)),
     }
 
     @classmethod
@@ -56,13 +66,24 @@ class TargetChaseEnv(MultiSeatVecEnv):
             target_speed=0.05,  # slower than the players: the closest one can keep up with it
             turn=0.5,  # the target's heading turns by up to this many radians a step, at random
             max_steps=40,  # steps in a game
+            team_size=1,  # seats per team (1: each seat for itself); seats must be a multiple with two teams or more
         )
+
+    @classmethod
+    def validate_config(cls, section: dict) -> None:
+        seats, size = section['seats'], section['team_size']
+        if seats % size or seats // size < 2:
+            raise ConfigError(f'config keys "env.seats" and "env.team_size": {seats} seats do not make two or more '
+                              f'teams of {size}; expected seats a multiple of team_size, at least twice it')
 
     def __init__(self, cfg: Optional[Mapping], num_envs: int, seed: Optional[int] = None) -> None:
         super().__init__(cfg, num_envs, seed)
         c = self.cfg
         self.num_seats = int(c.seats)
         S, B = self.num_seats, self.num_envs
+        size = int(c.team_size)
+        self.team_size, self.num_teams = size, S // size
+        self.teams = None if size == 1 else tuple(s // size for s in range(S))
         self.observation_space = spaces.Box(-2.0, 2.0, (len(FIELDS) + 2 * (S - 1),), np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.pos = np.zeros((B, S, 2), np.float32)  # [game, seat, xy]
@@ -70,8 +91,7 @@ class TargetChaseEnv(MultiSeatVecEnv):
         self.heading = np.zeros(B, np.float32)  # the target's, in radians
         self.t = np.zeros(B, np.int64)
         self.returns = np.zeros((B, S), np.float32)
-        # for seat s, the seats after it going round: others[s] = (s + 1, s + 2, ...) mod S
-        self.others = (np.arange(S)[:, None] + np.arange(1, S)[None, :]) % S
+        self.others = observed_order(S, size)  # [S, S - 1]: the other seats in the order seat s observes them
 
     def _reset_games(self, rows: np.ndarray) -> None:
         n, S = len(rows), self.num_seats
@@ -91,9 +111,13 @@ class TargetChaseEnv(MultiSeatVecEnv):
         self._move_target()
         self.t += 1
         distance = self._distances()
-        S = self.num_seats
-        others_mean = (distance.sum(axis=1, keepdims=True) - distance) / (S - 1)
+        if self.team_size > 1:  # each team's mean distance, then each seat its team's
+            distance = distance.reshape(-1, self.num_teams, self.team_size).mean(axis=2)
+        n = distance.shape[1]
+        others_mean = (distance.sum(axis=1, keepdims=True) - distance) / (n - 1)
         reward = ((others_mean - distance) / c.max_steps).astype(np.float32)
+        if self.team_size > 1:
+            reward = np.repeat(reward, self.team_size, axis=1)
         self.returns += reward
         terminated = self.t >= c.max_steps
         rank = np.where(terminated[:, None], ranks_from_returns(self.returns), 0).astype(np.int8)
@@ -122,3 +146,17 @@ class TargetChaseEnv(MultiSeatVecEnv):
                               np.broadcast_to(time_left[:, None, None], (n, S, 1)), others.reshape(n, S, -1)],
                              axis=2)
         return obs.astype(np.float32), None, np.ones((n, S), bool)
+
+
+def observed_order(seats: int, team_size: int) -> np.ndarray:
+    """``[S, S - 1]`` the other seats in the order seat s observes them: its teammates going round from s, then the
+    other teams going round from its own, each team's seats in seat order (teams of ``team_size`` consecutive seats;
+    with 1, the seats after s going round)."""
+    teams = seats // team_size
+    order = np.empty((seats, seats - 1), np.int64)
+    for s in range(seats):
+        team, member = divmod(s, team_size)
+        mates = [team * team_size + (member + j) % team_size for j in range(1, team_size)]
+        rivals = [((team + t) % teams) * team_size + m for t in range(1, teams) for m in range(team_size)]
+        order[s] = mates + rivals
+    return order

@@ -1,12 +1,14 @@
 """Target chase, a continuous free-for-all of three seats: its rules (moves clipped and kept in the arena, zero-sum
 rewards, a ranking by the returns at the end), each seat's view, check-env, the scripted bot against random ones,
-and the ready config's league through ``serial_pipeline``."""
+and the ready config's league through ``serial_pipeline``; its team game (``team_size``): team rewards and ranks,
+teammates seen first, the ready config of three teams of two through ``serial_pipeline`` and into the league."""
 import copy
 
 import numpy as np
 import pytest
 
 from sparring.config.registry import BOT_REGISTRY
+from sparring.config.schema import ConfigError
 from sparring.dizoo.target_chase import TargetChaseEnv
 from sparring.dizoo.target_chase.target_chase_env import FIELDS
 from sparring.framework.serial import serial_pipeline
@@ -104,3 +106,82 @@ def test_the_ready_config_trains_a_league_of_three_seats(tmp_path):
     assert summary['env_steps'] == 160 * 4 and summary['rounds'] == 4 and summary['games'] == 16
     assert set(summary['eval']['naive_sp_0']['ahead']) == {'random', 'greedy'}
     assert 'naive_sp_0_h1' in summary['league_table']
+
+
+def test_teammates_share_their_teams_reward_and_rank_and_the_teams_rewards_sum_to_zero():
+    env = TargetChaseEnv(dict(seats=6, team_size=2, max_steps=5), 4, seed=1)
+    assert env.teams == (0, 0, 1, 1, 2, 2)
+    step = env.reset()
+    rng = np.random.default_rng(0)
+    returns = np.zeros((4, 6))
+    for t in range(5):
+        step = env.step(rng.uniform(-1, 1, (4, 6, 2)).astype(np.float32))
+        distance = np.linalg.norm(env.pos - env.target[:, None], axis=2) if t < 4 else None
+        if distance is not None:  # (the last step's games restart)
+            team = distance.reshape(4, 3, 2).mean(axis=2)  # each team's mean distance
+            expected = (team.sum(axis=1, keepdims=True) - team) / 2 - team
+            np.testing.assert_allclose(step.reward, np.repeat(expected, 2, axis=1) / 5, atol=1e-6)
+        assert (step.reward[:, 0::2] == step.reward[:, 1::2]).all()
+        np.testing.assert_allclose(step.reward.sum(axis=1), 0.0, atol=1e-6)
+        returns += step.reward
+    assert step.terminated.all()
+    assert (step.rank[:, 0::2] == step.rank[:, 1::2]).all()  # teammates share their rank
+    team_order = np.argsort(-returns[:, 0::2], axis=1)
+    assert (np.take_along_axis(step.rank[:, 0::2], team_order, axis=1) == [0, 2, 4]).all()
+
+
+def test_each_seat_sees_its_teammates_first_then_the_other_teams_going_round():
+    env = TargetChaseEnv(dict(seats=6, team_size=2), 2, seed=3)
+    step = env.reset()
+    assert step.obs.shape == (2, 6, len(FIELDS) + 10)
+    seen = {0: [1, 2, 3, 4, 5], 3: [2, 4, 5, 0, 1], 5: [4, 0, 1, 2, 3]}  # seat -> the others in the order it sees them
+    for s, others in seen.items():
+        for k, other in enumerate(others):
+            np.testing.assert_allclose(step.obs[:, s, len(FIELDS) + 2 * k:len(FIELDS) + 2 * k + 2],
+                                       env.pos[:, other] - env.pos[:, s], atol=1e-6)
+
+
+@pytest.mark.parametrize('seats, team_size', [(5, 2), (4, 4)])
+def test_seats_that_make_no_two_whole_teams_are_refused(seats, team_size):
+    with pytest.raises(ConfigError, match=f'{seats} seats do not make two or more teams of {team_size}; expected '
+                                          'seats a multiple of team_size'):
+        TargetChaseEnv(dict(seats=seats, team_size=team_size), 1)
+
+
+def test_check_env_passes_on_the_team_game():
+    report = check_any_env(dict(type='target_chase', seats=6, team_size=2), games=8)
+    assert report.passed, report.problems
+    assert 'teams (0, 0, 1, 1, 2, 2)' in report.notes[0]
+
+
+def test_the_ready_team_config_trains_and_its_games_reach_the_league_with_teams(tmp_path, monkeypatch):
+    from sparring.dizoo.target_chase.config.target_chase_teams import config as ready
+    from sparring.league.base_league import BaseLeague
+    config = copy.deepcopy(ready)
+    config.update(exp_name=str(tmp_path / 'target_chase_teams'))
+    config['env'].update(collector_env_num=4, evaluator_env_num=4, n_evaluator_episodes=8)
+    config['league']['players']['naive_sp'].update(one_phase_step=2)
+    config['train'].update(max_env_steps=160 * 4, max_wall_seconds=0.0, eval_every_iters=2, tensorboard=False,
+                           progress_bar=False)
+    recorded = []
+    finish_job = BaseLeague.finish_job
+
+    def spy(league, job_result):
+        recorded.append(copy.deepcopy(job_result))
+        return finish_job(league, job_result)
+
+    monkeypatch.setattr(BaseLeague, 'finish_job', spy)
+    summary = serial_pipeline(config)
+    assert summary['env_steps'] == 160 * 4 and summary['rounds'] == 4 and summary['games'] == 16
+    assert set(summary['eval']['naive_sp_0']['ahead']) == {'random', 'greedy'}
+    assert recorded and all(len(job['player_ids']) == 6 and job['teams'] is not None for job in recorded)
+    for job in recorded:
+        teams = np.array(job['teams'])
+        assert sorted(np.bincount(teams)) == [2, 2, 2]  # three teams of two, in job order
+        for ranking in np.array(job['result']):  # every game: teammates share their rank, the teams' ranks differ
+            assert [len(set(ranking[teams == team])) for team in range(3)] == [1, 1, 1]
+            assert len(set(ranking)) == 3
+    trained = [job for job in recorded if not {'greedy', 'random'} & set(job['player_ids'])]
+    assert sum(len(job['result']) for job in trained) == 16  # every training game recorded once
+    evaluated = [job for job in recorded if job not in trained]
+    assert evaluated and all(job['player_ids'][0] == 'naive_sp_0' for job in evaluated)
