@@ -64,10 +64,10 @@ from sparring.framework.commander_state import CommanderState
 from sparring.framework.coordinator import EvaluationJob, RunCoordinator
 from sparring.framework.eval_dispatch import EvalDispatch
 from sparring.framework.journal import COMMANDER_DIR
-from sparring.framework.league_ops import GamesOp, ProgressOp
+from sparring.framework.league_ops import ProgressOp
 from sparring.framework.param_service import ParamService
 from sparring.worker.remote.protocol import (Ack, ChunkReport, CollectTaskRequest, ErrorReply, EvalReport,
-                                         HeartbeatRequest, JobBatch, JobOffer, JobsRequest, ParamsRequest,
+                                         HeartbeatRequest, JobBatch, JobOffer, JobsRequest, ParamsRequest, SeatOffer,
                                          PublishRequest, Registered, RegisterRequest)
 from sparring.framework.sessions import LEDGER_FILE, Admission, SessionTable, WorkerRecord, learner_id
 from sparring.league.errors import LeagueError
@@ -229,6 +229,10 @@ class Commander:
         worker.jobs.update(info['job_id'] for info in infos)
         offers = [JobOffer(job_id=info['job_id'], opponent_id=info['player_ids'][1],
                            param_ref=info['players'][1]['param_ref'], kind=info['players'][1]['kind']) for info in infos]
+        if co.seat_games.seats > 2:  # the opponents of the other seats
+            for offer, info in zip(offers, infos):
+                offer['more'] = [SeatOffer(opponent_id=p['player_id'], param_ref=p['param_ref'], kind=p['kind'])
+                                 for p in info['players'][2:]]
         if self.roles is not None:  # the role each opponent plays, so the collector builds it for that seat
             for offer in offers:
                 offer['role'] = cast(str, co.league.get_player(offer['opponent_id']).category)
@@ -248,17 +252,21 @@ class Commander:
         if body['chunk_id'] in seen:  # sent again as its answer was late: the same answer, no record
             co.counters['duplicate_reports'] += 1
             return self._ack(worker, duplicate=True, accepted=seen[body['chunk_id']], rejected=0)
-        groups: Dict[str, Tuple[List[int], List[str]]] = {}
-        rejected = 0
-        for job_id, outcome in body['results']:
+        games: List[Tuple[int, Tuple[str, ...], list]] = []  # (job id, its opponents, [outcome] or [ranks(, teams)])
+        rejected, taken = 0, set()
+        for job_id, *result in body['results']:
             owner = self.state.outstanding.get(job_id)
-            if owner is None or owner[0] != worker.session or owner[1] != pid or job_id not in worker.jobs:
+            if owner is None or owner[0] != worker.session or owner[1] != pid or job_id not in worker.jobs \
+                    or job_id in taken:
                 rejected += 1  # a finished, abandoned or foreign job: recording it would count a game twice
                 continue
+            taken.add(job_id)
+            problem = co.seat_games.result_problem(result, pid, owner[2])
+            if problem is not None:
+                raise MessageError('schema', f'chunk_report: job {job_id}: {problem}')
+            games.append((job_id, owner[2], result))
+        for job_id, _, _ in games:
             worker.jobs.discard(job_id)
-            ids, outcomes = groups.setdefault(owner[2], ([], []))
-            ids.append(job_id)
-            outcomes.append(outcome)
         co.counters['results_refused'] += rejected
         redirect = self.collect.reported(pid, body['chunk_id'], worker.session, self.clock(), sent_to,
                                          self.sessions.learner_endpoints(pid))
@@ -269,8 +277,7 @@ class Commander:
         accepted = len(body['results']) - rejected
         steps = body['env_steps'] if accepted or (not body['results'] and sent_to is not None) else 0
         co.counters['env_steps_refused'] += body['env_steps'] - steps
-        self.state.record_games(GamesOp(op='games', chunk=body['chunk_id'], player=pid, steps=steps,
-                                        games=[[away, ids, outcomes] for away, (ids, outcomes) in groups.items()]))
+        self.state.record_games(co.seat_games.reported(pid, body['chunk_id'], steps, games))
         co.check_budget()
         self._advance()
         return self._ack(worker, duplicate=False, accepted=accepted, rejected=rejected,

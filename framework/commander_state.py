@@ -18,13 +18,13 @@ import glob
 import logging
 import os
 from collections import deque
-from typing import Callable, Deque, Dict, List, Optional, Set, Tuple
+from typing import Callable, Deque, Dict, List, Optional, Set, Tuple, Union
 
 from sparring.config.compile import to_plain
 from sparring.framework.coordinator import RunCoordinator
 from sparring.framework.journal import (COMMITTED_FILE, JOURNAL_FILE, PREVIOUS_STATE_FILE, STATE_FILE, Journal,
                                         JournalDamaged, ranges, remove_partial_files)
-from sparring.framework.league_ops import AbandonOp, GamesOp, JobsOp, LeagueOp
+from sparring.framework.league_ops import AbandonOp, GamesOp, JobsOp, LeagueOp, RankedGamesOp
 from sparring.league.job_protocol import JobInfo
 from sparring.league.persistence import load_state, save_state
 from sparring.worker.run_files import DISK_FULL, StorageFailure, storage_failure
@@ -54,7 +54,8 @@ class CommanderState:
         self.snapshot_seq: Optional[int] = None
         self.previous_seq: Optional[int] = None
         self.known_workers: Set[str] = set()
-        self.outstanding: Dict[int, Tuple[str, str, str]] = {}  # job id -> (session, home, away)
+        # job id -> (session, home, the opponents: one per other seat)
+        self.outstanding: Dict[int, Tuple[str, str, Tuple[str, ...]]] = {}
         self.recent_chunks: Deque[str] = deque()
         self.seen_chunks: Dict[str, int] = {}  # recent chunk ids -> the games recorded from them
 
@@ -66,7 +67,7 @@ class CommanderState:
         self.journal.append(entry)
         return infos
 
-    def record_games(self, entry: GamesOp) -> None:
+    def record_games(self, entry: Union[GamesOp, RankedGamesOp]) -> None:
         self.apply(entry)
         self.journal.append(entry)
 
@@ -82,10 +83,10 @@ class CommanderState:
             self._apply_jobs(entry)
             return
         self.coordinator.apply(entry)
-        if entry['op'] == 'games':
+        if entry['op'] in ('games', 'ranked_games'):
             for job_id in (j for g in entry['games'] for j in g[1]):
                 self.outstanding.pop(job_id, None)
-            self.remember_chunk(entry['chunk'], sum(len(ids) for _, ids, _ in entry['games']))
+            self.remember_chunk(entry['chunk'], sum(len(g[1]) for g in entry['games']))
         elif entry['op'] == 'abandon':
             for job_id in entry['jobs']:
                 self.outstanding.pop(job_id, None)
@@ -93,7 +94,7 @@ class CommanderState:
     def _apply_jobs(self, entry: JobsOp) -> List[JobInfo]:
         infos = self.coordinator.apply(entry)
         for info in infos:
-            self.outstanding[info['job_id']] = (entry['session'], entry['player'], info['player_ids'][1])
+            self.outstanding[info['job_id']] = (entry['session'], entry['player'], tuple(info['player_ids'][1:]))
         return infos
 
     def remember_chunk(self, chunk_id: str, games: int = 0) -> None:
@@ -128,7 +129,7 @@ class CommanderState:
         journal.sync()  # raises the failure of an earlier write: nothing that is not on the disk is snapshotted
         state = dict(seq=journal.seq, **self.coordinator.course_state(),
                      known_workers=sorted(self.known_workers),
-                     outstanding={str(k): list(v) for k, v in self.outstanding.items()},
+                     outstanding={str(k): [v[0], v[1], *v[2]] for k, v in self.outstanding.items()},
                      recent_chunks=list(self.recent_chunks))
         path = os.path.join(self.dir, STATE_FILE)
         try:
@@ -204,7 +205,7 @@ class CommanderState:
             state = saved['commander']
             self.coordinator.load_course_state(state)
             self.known_workers = set(state['known_workers'])
-            self.outstanding = {int(k): (v[0], v[1], v[2]) for k, v in state['outstanding'].items()}
+            self.outstanding = {int(k): (v[0], v[1], tuple(v[2:])) for k, v in state['outstanding'].items()}
             for chunk_id in state['recent_chunks']:
                 self.remember_chunk(chunk_id)
         for entry in entries:

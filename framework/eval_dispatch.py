@@ -9,7 +9,7 @@ from sparring.framework.param_service import WAIT_SECONDS
 from sparring.worker.remote.protocol import EvalReport
 from sparring.framework.sessions import WorkerRecord
 from sparring.framework.report_bounds import check_eval_report
-from sparring.worker.evaluation import EvalResults, GameOutcomes
+from sparring.worker.evaluation import EvalResults
 from sparring.worker.remote.wire import MessageError
 
 
@@ -53,11 +53,14 @@ class EvalDispatch:
             co.counters['results_refused'] += 1
             return False
         pid, known = running[1]['player_id'], set(self.opponents.get(body['task_id'], ()))
-        if body['player_id'] != pid or set(body['results']) != known:
-            raise MessageError('schema', f'eval_report: expected results of {pid!r} against {sorted(known)}, got '
-                                         f'{body["player_id"]!r} against {sorted(body["results"])}')
+        evaluation = co.kind.evaluation_class
+        results = evaluation.from_report(body)
+        if body['player_id'] != pid:
+            raise MessageError('schema', f'eval_report: expected results of {pid!r}, got {body["player_id"]!r}\'s')
+        problem = evaluation.opponents_problem(results, known)
+        if problem is not None:
+            raise MessageError('schema', f'eval_report: expected results of {pid!r} {problem}')
         check_eval_report(body, co.cfg.env.n_evaluator_episodes)
-        results = GameOutcomes(body['results'], body.get('distinct_games'))
         try:
             co.summarise(results, body.get('returns', []))
         except ValueError as err:
@@ -67,8 +70,7 @@ class EvalDispatch:
         worker.eval_task_id = None
         # An opponent found damaged while the job ran was played with a stand-in's parameters: not recorded.
         readable = {oid for oid, _ in co.readable_eval_opponents(pid)}
-        results = GameOutcomes({oid: outcomes for oid, outcomes in results.items() if oid in readable},
-                               {oid: n for oid, n in results.distinct_games.items() if oid in readable})
+        results = evaluation.readable_only(results, readable)
         co.record_evaluation(pid, results, body.get('returns', []), version=body['version'], journal=journal)
         co.note_evaluation_round([pid], periodic=not running[1]['final'])
         return True

@@ -341,10 +341,10 @@ def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Option
     """Train with a commander and worker processes; returns a summary dict (see the module)."""
     config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
-    if is_multiseat_run(cfg):  # its collectors and evaluator workers do not seat a tuple of opponents yet
-        raise ConfigError(f'env {cfg.env.type!r} is a game of {cfg.league.seats} seats: such games train in serial '
-                          f'mode (serial_pipeline, or sparring train --mode serial); parallel mode takes games of two '
-                          f'seats')
+    if is_multiseat_run(cfg) and cfg.parallel.inference.workers:
+        raise ConfigError(f'config key "parallel.inference.workers": forward-pass workers serve games of two seats; '
+                          f'env {cfg.env.type!r} is a game of {cfg.league.seats} seats, whose collectors act '
+                          f'themselves: expected 0')
     if resume:  # config.json holds what the run goes on with: the budgets and settings a resume changed
         save_config(cfg, cfg.exp_name)
     set_torch_threads(cfg.torch_threads)

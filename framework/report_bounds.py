@@ -22,6 +22,8 @@ def check_chunk_report(body: Mapping[str, Any], chunk_steps: int) -> None:
 
 def check_eval_report(body: Mapping[str, Any], games: int) -> None:
     too_many = sorted(oid for oid, outcomes in body['results'].items() if len(outcomes) > games)
+    if len(body.get('rankings', ())) > games:
+        too_many.append('the rankings')
     if too_many or len(body.get('returns', ())) > games:
         raise MessageError('schema', f'eval_report: at most {games} games (env.n_evaluator_episodes) per opponent '
                                      f'and as many returns; got more against {too_many[:5] or "none"} and '

@@ -19,7 +19,9 @@ from collections import defaultdict
 from typing import Collection, Dict, List, MutableMapping, Optional, Sequence, Set, Tuple, Union, cast
 
 from sparring.framework.league_ops import EvalOp, GamesOp, RankedEvalOp, RankedGamesOp
+from sparring.league.errors import LeagueError
 from sparring.league.job_protocol import JobInfo
+from sparring.league.multiseat import parse_rankings, parse_teams
 from sparring.worker.chunk import Chunk
 from sparring.worker.evaluation import EvalResults, Outcomes
 
@@ -51,6 +53,24 @@ class PairGames:
             by_opponent[opponent_id].append(outcome)
         return GamesOp(op='games', chunk=chunk_id, player=pid, steps=int(env_steps),
                        games=[[away, [], outcomes] for away, outcomes in by_opponent.items()])
+
+    @staticmethod
+    def result_problem(result: list, pid: str, opponents: Tuple[str, ...]) -> Optional[str]:
+        """What is wrong with a collector's result of one job (``[outcome]``), or None."""
+        if len(result) != 1 or result[0] not in ('win', 'draw', 'loss'):
+            return f'expected [job_id, "win" | "draw" | "loss"] in a game of two seats, got {[*result]}'
+        return None
+
+    @staticmethod
+    def reported(pid: str, chunk_id: str, steps: int, games: Sequence[Tuple[int, Tuple[str, ...], list]]) -> GamesOp:
+        """A collector's accepted games ``(job id, opponents, [outcome])``, grouped per opponent."""
+        groups: Dict[str, Tuple[List[int], List[str]]] = {}
+        for job_id, opponents, (outcome,) in games:
+            ids, outcomes = groups.setdefault(opponents[0], ([], []))
+            ids.append(job_id)
+            outcomes.append(outcome)
+        return GamesOp(op='games', chunk=chunk_id, player=pid, steps=steps,
+                       games=[[away, ids, outcomes] for away, (ids, outcomes) in groups.items()])
 
     @classmethod
     def chunk_entry(cls, pid: str, chunk: Chunk) -> GamesOp:
@@ -122,6 +142,25 @@ class RankedGames:
         """A chunk's finished games ``(player ids, ranks, teams)`` (and their job ids), grouped per tuple."""
         return RankedGamesOp(op='ranked_games', chunk=chunk_id, player=pid, steps=int(env_steps),
                              games=ranked_groups(rankings, job_ids))
+
+    def result_problem(self, result: list, pid: str, opponents: Tuple[str, ...]) -> Optional[str]:
+        """What is wrong with a collector's result of one job (``[ranks]`` or ``[ranks, teams]``), or None."""
+        if len(result) not in (1, 2) or not isinstance(result[0], list):
+            return f'expected [job_id, ranks] or [job_id, ranks, teams] in a game of {self.seats} seats, got {result}'
+        try:
+            parse_rankings([result[0]], self.seats, parse_teams(result[1] if len(result) == 2 else None, self.seats),
+                           where='ranks')
+        except LeagueError as err:
+            return str(err)
+        return None
+
+    @classmethod
+    def reported(cls, pid: str, chunk_id: str, steps: int,
+                 games: Sequence[Tuple[int, Tuple[str, ...], list]]) -> RankedGamesOp:
+        """A collector's accepted games ``(job id, opponents, [ranks(, teams)])``, grouped per tuple of players."""
+        rankings = [([pid, *opponents], result[0], result[1] if len(result) == 2 else None)
+                    for _, opponents, result in games]
+        return cls.entry(pid, rankings, steps, chunk_id, [job_id for job_id, _, _ in games])
 
     @classmethod
     def chunk_entry(cls, pid: str, chunk: Chunk) -> RankedGamesOp:

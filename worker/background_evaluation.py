@@ -23,7 +23,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple
 
 from sparring.worker.child_process import main_script_hidden, worker_context
-from sparring.worker.evaluation import GameOutcomes, distinct_games_of
+from sparring.worker.evaluation import EvalResults
 
 if TYPE_CHECKING:  # the policies are built in the child process only
     from sparring.policy.base import Policy
@@ -40,7 +40,8 @@ class BackgroundEvaluationError(RuntimeError):
 
 class BackgroundEvaluation:
     """Send evaluation tasks to a child process and take their ``(outcomes, returns)`` in order (the outcomes
-    as :class:`~sparring.worker.evaluation.GameOutcomes`, with the distinct games the child counted)."""
+    as :class:`~sparring.worker.evaluation.GameOutcomes`, with the distinct games the child counted; in a game of
+    three or more seats, the rankings)."""
 
     def __init__(self, cfg, player_ids: Sequence[str], seed_shift: int = 0,
                  roles: Optional[Dict[str, str]] = None) -> None:
@@ -49,8 +50,10 @@ class BackgroundEvaluation:
         self.player_ids = list(player_ids)
         self.roles = dict(roles or {})
         self.seed_shift = int(seed_shift)
+        from sparring.worker.run_kind import run_kind
+        self.evaluation_class = run_kind(cfg).evaluation_class  # how the child's results travel
         self.unanswered: 'OrderedDict[int, dict]' = OrderedDict()  # task id -> the task, in the order sent
-        self.answers: Dict[int, Tuple[GameOutcomes, list]] = {}
+        self.answers: Dict[int, Tuple[EvalResults, list]] = {}
         self.restarts = 0
         self._start()
 
@@ -74,7 +77,7 @@ class BackgroundEvaluation:
         self.unanswered[int(task_id)] = task
         self.conn.send(task)
 
-    def result(self, task_id: int) -> Tuple[GameOutcomes, list]:
+    def result(self, task_id: int) -> Tuple[EvalResults, list]:
         """``(outcomes per opponent, episode returns)`` of a task sent earlier; waits for it if need be."""
         if task_id not in self.unanswered and task_id not in self.answers:
             raise KeyError(f'background evaluation: no task {task_id} was sent')
@@ -95,7 +98,7 @@ class BackgroundEvaluation:
             raise BackgroundEvaluationError(f'background evaluation of {reply["player_id"]} (task {reply["task_id"]}) '
                                             f'failed in the child process:\n{reply["error"]}')
         self.unanswered.pop(reply['task_id'], None)
-        self.answers[reply['task_id']] = (GameOutcomes(reply['results'], reply['distinct_games']), reply['returns'])
+        self.answers[reply['task_id']] = (self.evaluation_class.from_report(reply), reply['returns'])
 
     def _restart(self) -> None:
         code = self.process.exitcode
@@ -135,7 +138,7 @@ def _serve(cfg_dict: dict, player_ids: list, seed_shift: int, conn, roles: Optio
     # Ctrl-C in a terminal reaches the whole process group; the parent decides, and closes the child.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        evaluate, close = _build(cfg_dict, player_ids, seed_shift, roles or {})
+        evaluate, close, fields = _build(cfg_dict, player_ids, seed_shift, roles or {})
     except Exception:  # noqa: BLE001 -- told to the parent with the first task, then the child ends
         error = traceback.format_exc()
         task = _next_task(conn)
@@ -152,9 +155,10 @@ def _serve(cfg_dict: dict, player_ids: list, seed_shift: int, conn, roles: Optio
             except Exception:  # noqa: BLE001 -- the parent raises it, naming the task
                 conn.send(dict(task_id=task['task_id'], player_id=task['player_id'], error=traceback.format_exc()))
                 return
-            # Plain values through the pipe: the outcomes and, beside them, their distinct games.
-            conn.send(dict(task_id=task['task_id'], player_id=task['player_id'], results=dict(results),
-                           distinct_games=distinct_games_of(results), returns=[float(r) for r in returns]))
+            # Plain values through the pipe, as an evaluator worker sends them: the outcomes and, beside them, their
+            # distinct games (in a game of three or more seats, the rankings).
+            conn.send(dict(task_id=task['task_id'], player_id=task['player_id'], **fields(results),
+                           returns=[float(r) for r in returns]))
     finally:
         close()
 
@@ -167,7 +171,8 @@ def _next_task(conn) -> Optional[dict]:
 
 
 def _build(cfg_dict: dict, player_ids: list, seed_shift: int, roles: dict):
-    """``(evaluate(task), close())`` of the child: the run kind's evaluation, the pool and one policy per player."""
+    """``(evaluate(task), close(), fields(results))`` of the child: the run kind's evaluation, the pool and one policy
+    per player, and how the evaluation's results travel."""
     import torch
     from easydict import EasyDict
     from sparring.config.registry import POLICY_REGISTRY
@@ -200,4 +205,4 @@ def _build(cfg_dict: dict, player_ids: list, seed_shift: int, roles: dict):
         policy.set_params({k: torch.from_numpy(v) for k, v in task['params'].items()}, task['version'])
         return evaluation(policy, task['opponents'], pool)
 
-    return evaluate, evaluation.close
+    return evaluate, evaluation.close, evaluation.report_fields

@@ -14,7 +14,7 @@ says where the games repeated.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union, cast
 
 import numpy as np
 
@@ -72,7 +72,39 @@ def min_score(per_opponent: Dict[str, dict]) -> float:
     return min(s['win'] + 0.5 * s['draw'] for s in per_opponent.values())
 
 
-class GameEvaluation:
+class OutcomesByOpponent:
+    """What the evaluations whose results are outcomes by opponent id (a league player's in a game of two seats, and
+    a single agent's: none) send over the wire and how a commander reads them back."""
+
+    @staticmethod
+    def report_fields(results: EvalResults) -> dict:
+        """The eval report's fields of ``results``: the outcomes and, where counted, the distinct games."""
+        fields: dict = dict(results=dict(cast(Outcomes, results)))
+        distinct = distinct_games_of(cast(Outcomes, results))
+        if distinct:  # optional on the wire: a commander reads a report without it as before
+            fields['distinct_games'] = distinct
+        return fields
+
+    @staticmethod
+    def from_report(body: Mapping) -> GameOutcomes:
+        return GameOutcomes(body['results'], body.get('distinct_games'))
+
+    @staticmethod
+    def opponents_problem(results: EvalResults, known: Set[str]) -> Optional[str]:
+        """What is wrong with the opponents ``results`` were played against (every one of ``known``), or None."""
+        if set(cast(Outcomes, results)) != known:
+            return f'against {sorted(known)}, got results against {sorted(cast(Outcomes, results))}'
+        return None
+
+    @staticmethod
+    def readable_only(results: EvalResults, readable: Set[str]) -> GameOutcomes:
+        """The results against the ``readable`` opponents (one found damaged was played with a stand-in)."""
+        kept = cast(GameOutcomes, results)
+        return GameOutcomes({oid: outcomes for oid, outcomes in kept.items() if oid in readable},
+                            {oid: n for oid, n in kept.distinct_games.items() if oid in readable})
+
+
+class GameEvaluation(OutcomesByOpponent):
     """A league player against the evaluation opponents, on envs of its own. In a game whose seats have roles a
     player of one role (its policy's ``role``) is evaluated against the opponents of the other roles only."""
 
@@ -141,7 +173,7 @@ def opponent_role(cfg, opponent_id: str, param_ref: Optional[str]) -> Optional[s
     return None
 
 
-class ReturnEvaluation:
+class ReturnEvaluation(OutcomesByOpponent):
     """A single agent's greedy episodes on evaluation envs (raw returns of whole episodes)."""
 
     def __init__(self, cfg, seed: int) -> None:

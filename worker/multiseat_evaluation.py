@@ -17,7 +17,7 @@ its score, for the stop rule, is the worst of those rates.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -89,6 +89,26 @@ class MultiSeatEvaluation:
         report = dict(chips=chips, games=len(results), ahead=rates)
         text = f'chips {chips:.3f}, ahead of ' + ' '.join(f'{o}:{r:.2f}' for o, r in rates.items())
         return report, min(rates.values()), text
+
+    @staticmethod
+    def report_fields(results) -> dict:
+        """The eval report's fields of ``results``: the rankings (``results``, outcomes by opponent, is empty)."""
+        return dict(results={}, rankings=[list(game) for game in results])
+
+    @staticmethod
+    def from_report(body) -> List[Ranking]:
+        return list(body.get('rankings', []))
+
+    @staticmethod
+    def opponents_problem(results, known: Set[str]) -> Optional[str]:
+        """What is wrong with the opponents ``results`` were played against (some of ``known``), or None."""
+        others = sorted({oid for opponents, _, _ in results for oid in opponents} - known)
+        return f'against {sorted(known)}, got games against {others}' if others else None
+
+    @staticmethod
+    def readable_only(results, readable: Set[str]) -> List[Ranking]:
+        """The games whose opponents are all ``readable`` (one found damaged was played with a stand-in)."""
+        return [game for game in results if all(oid in readable for oid in game[0])]
 
     @staticmethod
     def scalar_groups(pid: str, report: dict) -> List[Tuple[str, dict]]:

@@ -90,9 +90,10 @@ def test_evaluation_games_seat_the_reference_players_and_are_rated(tmp_path):
     assert league.payoff.totals('random')['games'] == 3 * 16 * 2
 
 
-def test_parallel_mode_refuses_a_game_of_three_seats_in_one_line_before_any_worker_starts(tmp_path):
-    from sparring.framework import parallel_pipeline
-    with pytest.raises(ConfigError, match=r"env 'openspiel_multiseat' is a game of 3 seats: such games train in serial "
-                                          r"mode \(serial_pipeline, or sparring train --mode serial\)"):
-        parallel_pipeline(small(tmp_path))
-    assert not os.path.exists(tmp_path / 'kuhn3' / 'commander')
+
+def test_evaluations_in_the_background_send_their_rankings_back(tmp_path):
+    summary = serial_pipeline(small(tmp_path, eval_in_background=True))
+    report = summary['eval']['naive_sp_0']
+    assert report['games'] == 16 and set(report['ahead']) == {'random'}
+    league = BaseLeague.load(os.path.join(summary['exp_dir'], 'league_state.npz'))
+    assert league.payoff.totals('random')['games'] == 3 * 16 * 2  # rated as the inline evaluations are

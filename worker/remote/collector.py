@@ -35,8 +35,9 @@ log = logging.getLogger('sparring.worker')
 
 
 class JobFeed:
-    """League jobs (one opponent per game) for one home player, fetched in batches, and the game
-    each env slot is playing, so every finished game is reported with its job id."""
+    """League jobs (one opponent per game; in a game of three or more seats, a tuple of them) for one home player,
+    fetched in batches, and the game each env slot is playing, so every finished game is reported with its job
+    id."""
 
     def __init__(self, request: Callable[[Literal['jobs'], JobsBody], Message], player_id: str,
                  policy_of: Callable[[dict], object], batch: int) -> None:
@@ -66,19 +67,28 @@ class JobFeed:
             self._fetch(self.batch)
         job = self.queue.popleft()
         self.playing[slot] = job
-        return [self.player_id, job['opponent_id']], [self.policy_of(job)]
+        seats = [job, *job.get('more', [])]
+        return [self.player_id, *(seat['opponent_id'] for seat in seats)], [self.policy_of(seat) for seat in seats]
 
     def results_of(self, chunk) -> List[list]:
-        """``[job_id, outcome]`` for the chunk's finished games, in order."""
+        """``[job_id, outcome]`` for the chunk's finished games, in order (in a game of three or more seats,
+        ``[job_id, ranks]``, or ``[job_id, ranks, teams]`` in a team game)."""
         finished, self.finished = self.finished, []
-        if len(finished) != len(chunk.results) or any(
-                job['opponent_id'] != oid for job, (oid, _) in zip(finished, chunk.results)):
-            raise RuntimeError(f'collector for {self.player_id}: {len(chunk.results)} finished games but '
+        if chunk.rankings:
+            played = [tuple(player_ids[1:]) for player_ids, _, _ in chunk.rankings]
+            results = [[list(ranks)] + ([] if teams is None else [list(teams)]) for _, ranks, teams in chunk.rankings]
+        else:
+            played = [(oid,) for oid, _ in chunk.results]
+            results = [[outcome] for _, outcome in chunk.results]
+        if len(finished) != len(played) or any(
+                (job['opponent_id'], *(seat['opponent_id'] for seat in job.get('more', []))) != opponents
+                for job, opponents in zip(finished, played)):
+            raise RuntimeError(f'collector for {self.player_id}: {len(played)} finished games but '
                                f'{len(finished)} finished jobs; games and league jobs are out of step')
         # Keep about a chunk's worth of jobs in hand (games per chunk change as play changes); jobs
         # drawn long in advance would follow the league's opponent choice late.
         self.batch = max(self.min_batch, int(1.25 * len(finished)) + 1)
-        return [[job['job_id'], outcome] for job, (_, outcome) in zip(finished, chunk.results)]
+        return [[job['job_id'], *result] for job, result in zip(finished, results)]
 
 
 class FeedPair:
@@ -100,8 +110,11 @@ class FeedPair:
 
 
 class _Results:
+    """A half's finished games of two seats (a double-buffered collector serves games of two seats only)."""
+
     def __init__(self, results) -> None:
         self.results = results
+        self.rankings: list = []
 
 
 def _opponent_policy(players, job: dict):

@@ -1,11 +1,11 @@
 """An evaluator process of the parallel mode: plays the evaluation jobs the commander hands out, the
 way every mode evaluates (:mod:`sparring.worker.evaluation`), and reports the results: the outcomes per
-opponent and, beside them, how many distinct games they were (``distinct_games``)."""
+opponent and, beside them, how many distinct games they were (``distinct_games``); in a game of three or more
+seats, the games' rankings (``rankings``)."""
 from __future__ import annotations
 
 from typing import Any, Dict
 
-from sparring.worker.evaluation import distinct_games_of
 from sparring.worker.remote.base import PlayerPolicies, Worker
 from sparring.worker.remote.protocol import EvalReportBody
 from sparring.worker.remote.security import Security
@@ -34,10 +34,7 @@ class EvaluatorWorker(Worker):
         policy = self.players.get(job['player_id'], refresh=True)
         results, returns = self.evaluation(policy, job['opponents'], self.players.pool)
         body = EvalReportBody(task_id=job['task_id'], player_id=job['player_id'], version=policy.version,
-                              results=dict(results))
-        distinct = distinct_games_of(results)
-        if distinct:  # optional on the wire: a commander reads a report without it as before
-            body['distinct_games'] = distinct
+                              **self.evaluation.report_fields(results))  # type: ignore[typeddict-item]
         if returns:
             body['returns'] = returns
         self.request('eval_report', body)

@@ -8,8 +8,10 @@ collector -> learner:
                     a learner's also acknowledges the chunks that reached it
 ``collect_task``    which player to collect the next chunk for, and where that player's learner listens
                     (with the ids of chunks the collector could not deliver)
-``jobs``            a batch of league jobs: one opponent per game a collector plays
-``chunk_report``    a chunk's finished games ``[job_id, outcome]`` and its env steps
+``jobs``            a batch of league jobs: one opponent per game a collector plays (a tuple of opponents in a
+                    game of three or more seats)
+``chunk_report``    a chunk's finished games ``[job_id, outcome]`` (``[job_id, ranks(, teams)]`` in a game of
+                    three or more seats) and its env steps
 ``params_request``  parameters by reference; only sent when newer than the version the worker holds
 ``publish``         a learner's parameters and train iteration (the league's snapshot / reset verdict back)
 ``eval_task``, ``eval_report``  evaluation jobs, and their results
@@ -29,11 +31,37 @@ from sparring.worker.remote.schema import (MAX_ABS_VALUE, MAX_INT, Schema, count
 from sparring.worker.remote.wire import short
 
 
-def _outcome_pairs(value) -> Optional[str]:
-    for i, pair in enumerate(value):
-        if (len(pair) != 2 or not isinstance(pair[0], int) or isinstance(pair[0], bool)
-                or not 0 <= pair[0] <= MAX_INT or pair[1] not in ('win', 'draw', 'loss')):
-            return f'[{i}] must be [job_id, "win" | "draw" | "loss"], got {short(pair)}'
+MAX_SEATS = 64  # ranks (and teams) of one game of three or more seats
+
+
+def _small_ints(value) -> bool:
+    return (isinstance(value, list) and 0 < len(value) <= MAX_SEATS
+            and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < MAX_SEATS for v in value))
+
+
+def _game_results(value) -> Optional[str]:
+    """Each finished game: ``[job_id, outcome]`` (two seats), or ``[job_id, ranks]`` / ``[job_id, ranks, teams]``
+    (three or more: a rank per player id of the job, 0 the best, and in a team game the team of each)."""
+    for i, item in enumerate(value):
+        if not isinstance(item, list) or not 2 <= len(item) <= 3 or not isinstance(item[0], int) \
+                or isinstance(item[0], bool) or not 0 <= item[0] <= MAX_INT:
+            return f'[{i}] must be [job_id, "win" | "draw" | "loss"] or [job_id, ranks(, teams)], got {short(item)}'
+        if len(item) == 2 and item[1] in ('win', 'draw', 'loss'):
+            continue
+        if not _small_ints(item[1]) or (len(item) == 3 and not _small_ints(item[2])):
+            return (f'[{i}] must be [job_id, "win" | "draw" | "loss"] or [job_id, ranks(, teams)] with ranks and '
+                    f'teams lists of small non-negative ints, got {short(item)}')
+    return None
+
+
+def _rankings(value) -> Optional[str]:
+    """An evaluation's games of three or more seats: ``[opponent ids, ranks, teams or None]`` each."""
+    for i, item in enumerate(value):
+        if (not isinstance(item, list) or len(item) != 3 or not isinstance(item[0], list)
+                or not all(isinstance(o, str) for o in item[0]) or not _small_ints(item[1])
+                or len(item[1]) != len(item[0]) + 1 or not (item[2] is None or _small_ints(item[2]))):
+            return (f'[{i}] must be [opponent ids, ranks (one more than the opponents: the player first), teams or '
+                    f'null], got {short(item)}')
     return None
 
 
@@ -111,7 +139,7 @@ class ChunkReportBody(TypedDict):
     player_id: str
     version: Count
     env_steps: Count
-    results: Annotated[List[list], _outcome_pairs]  # [job_id, outcome] per finished game
+    results: Annotated[List[list], _game_results]  # [job_id, outcome] (or [job_id, ranks(, teams)]) per finished game
     episode_returns: NotRequired[Returns]
 
 
@@ -149,6 +177,8 @@ class EvalReportBody(TypedDict):
     results: Annotated[Dict[str, List[str]], _outcome_lists]  # outcomes by opponent id
     returns: NotRequired[Returns]
     distinct_games: NotRequired[Annotated[Dict[str, int], counts]]  # by opponent id (an older evaluator sends none)
+    # a game of three or more seats: its games as [opponent ids, ranks, teams] (``results`` is then empty)
+    rankings: NotRequired[Annotated[List[list], _rankings]]
 
 
 class EvalReport(EvalReportBody, NumberedRequest):
@@ -200,12 +230,19 @@ class Stop(TypedDict):
     reason: str
 
 
+class SeatOffer(TypedDict):
+    opponent_id: str
+    param_ref: Optional[str]
+    kind: str  # the opponent's: 'active' | 'historical' | 'reference'
+
+
 class JobOffer(TypedDict):
     job_id: int
     opponent_id: str
     param_ref: Optional[str]
     kind: str  # the opponent's: 'active' | 'historical' | 'reference'
     role: NotRequired[str]  # in a game whose seats have roles, the role the opponent plays
+    more: NotRequired[List[SeatOffer]]  # in a game of three or more seats: the opponents of the other seats, in order
 
 
 class JobBatch(TypedDict):
