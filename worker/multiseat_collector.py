@@ -27,7 +27,7 @@ windows, ``policy.collect.n_steps``) records no window states, and a learner ref
 as the policy sampled it (the env clips), every policy is asked with ``action_mask=None``, and the chunk has no
 ``action_mask``.
 
-What the chunk holds is what the home policy's chunk spec names. A replay policy (SAC) learns from these chunks
+What the chunk holds is what the home policy's chunk spec names. A replay policy (SAC, DQN) learns from these chunks
 too, transition by transition along each seat's column; its record of whom each move was against (``opponent``,
 ``opponent_version``) says "untagged" (:data:`~sparring.policy.replay_opponents.UNTAGGED`, version 0), as a game of S
 seats has S-1 opponents at once, so a replay that forgets by opponent (``replay.max_opponent_age``) is refused when
@@ -80,8 +80,8 @@ class MultiSeatCollector(CollectorCounters):
         if missing:
             name = getattr(policy, 'registry_name', type(policy).__name__)
             raise ValueError(f'multi-seat collector: policy {name!r} learns from {missing}, which games of three or '
-                             f'more seats do not record; they are collected for PPO (feed-forward or recurrent) and '
-                             f'SAC policies, discrete or Box actions')
+                             f'more seats do not record; they are collected for PPO (feed-forward or recurrent), DQN '
+                             f'and SAC policies, discrete or Box actions')
         max_age = (getattr(policy, 'cfg', None) or {}).get('replay', {}).get('max_opponent_age')
         if 'opponent' in self.spec and max_age is not None:
             raise ValueError(f'multi-seat collector: policy.replay.max_opponent_age = {max_age} forgets moves by the '
