@@ -3,6 +3,7 @@ rewards, a ranking by the returns at the end), each seat's view, check-env, the 
 and the ready config's league through ``serial_pipeline``; its team game (``team_size``): team rewards and ranks,
 teammates seen first, the ready config of three teams of two through ``serial_pipeline`` and into the league."""
 import copy
+import os
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from sparring.worker.env.check_multiseat import check_any_env
 from sparring.worker.env.errors import EnvError
 
 F = {name: i for i, name in enumerate(FIELDS)}
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _play(env, players, games_per_env=2, seed=0):
@@ -148,10 +150,12 @@ def test_seats_that_make_no_two_whole_teams_are_refused(seats, team_size):
         TargetChaseEnv(dict(seats=seats, team_size=team_size), 1)
 
 
-def test_check_env_passes_on_the_team_game():
-    report = check_any_env(dict(type='target_chase', seats=6, team_size=2), games=8)
-    assert report.passed, report.problems
-    assert 'teams (0, 0, 1, 1, 2, 2)' in report.notes[0]
+def test_check_env_passes_on_the_ready_team_config(capsys):
+    from sparring.framework.cli import main
+    path = os.path.join(ROOT, 'dizoo', 'target_chase', 'config', 'target_chase_teams.py')
+    assert main(['check-env', path, '--games', '8']) == 0
+    out = capsys.readouterr().out
+    assert 'check-env target_chase: passed' in out and 'of 6 seats' in out and 'teams (0, 0, 1, 1, 2, 2)' in out
 
 
 def test_the_ready_team_config_trains_and_its_games_reach_the_league_with_teams(tmp_path, monkeypatch):
