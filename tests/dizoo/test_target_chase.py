@@ -187,5 +187,11 @@ def test_the_ready_team_config_trains_and_its_games_reach_the_league_with_teams(
             assert len(set(ranking)) == 3
     trained = [job for job in recorded if not {'greedy', 'random'} & set(job['player_ids'])]
     assert sum(len(job['result']) for job in trained) == 16  # every training game recorded once
+    # a teammate is drawn like any seat: self-play made the player its own teammate, and its own rival
+    own_team = [job['teams'][0] for job in trained]
+    self_seated = [{team for pid, team in zip(job['player_ids'][1:], job['teams'][1:]) if pid == 'naive_sp_0'}
+                   for job in trained]  # the teams of the other seats the league gave the player itself
+    assert any(own in teams for own, teams in zip(own_team, self_seated))
+    assert any(teams - {own} for own, teams in zip(own_team, self_seated))
     evaluated = [job for job in recorded if job not in trained]
     assert evaluated and all(job['player_ids'][0] == 'naive_sp_0' for job in evaluated)
