@@ -1347,6 +1347,41 @@ def target_chase(r: Records) -> List[str]:
                  'ahead of one, start -> end'], body)
 
 
+@table('sheriff_roles')
+def sheriff_roles(r: Records) -> List[str]:
+    """The sheriff league per seed (the live pair and the recent average) and OpenSpiel's solver in the same time."""
+    def wins(curve, role: str, opponent: str) -> str:
+        return f'{curve[0]["win"][role][opponent]:.2f} -> {curve[-1]["win"][role][opponent]:.2f}'
+    body = []
+    for key in r.record('sheriff_roles'):
+        if key.startswith('_') or key.startswith('solver'):
+            continue
+        league = r.get('sheriff_roles', key, 'league')
+        curve = league['curve']
+        when = f'{short(league["env_steps"])} env steps, {league["seconds"]:.0f} s'
+        body.append([f'`{key}`', 'league: the live pair', when,
+                     (f'{league["initial_nash_conv"]:.2f} -> {league["final_nash_conv"]:.2f} '
+                      f'(best {league["best_nash_conv"]:.2f})'),
+                     ' / '.join(f'{curve[0]["gains"][other]:.2f} -> {curve[-1]["gains"][other]:.2f}'
+                                for other in ('sheriff', 'smuggler')),
+                     f'{wins(curve, "smuggler", "sheriff_inspector")} / {wins(curve, "smuggler", "random_sheriff")}',
+                     f'{wins(curve, "sheriff", "sheriff_smuggler")} / {wins(curve, "sheriff", "random_smuggler")}'])
+        body.append([f'`{key}`', "league: each role's recent average", when,
+                     (f'{league["initial_nash_conv"]:.2f} -> {league["final_average_nash_conv"]:.2f} '
+                      f'(best {league["best_average_nash_conv"]:.2f})'), '', '', ''])
+    for key in r.record('sheriff_roles'):
+        if key.startswith('solver'):
+            solver = r.get('sheriff_roles', key)
+            first = solver['curve'][0]['nash_conv']
+            body.append([f'`{key}`', f'OpenSpiel {solver["solver"].replace("_plus", "+").upper()}',
+                         f'{num(solver["iterations"])} iterations, {solver["seconds"]:.0f} s',
+                         f'{first:.2f} -> {solver["final_nash_conv"]:.1e}', '', '', ''])
+    return rows(['entry', 'player', 'spent', 'NashConv: start -> end',
+                 "the smuggler's / the sheriff's exploitability (the other role's best-response gain), start -> end",
+                 'smuggler wins against `sheriff_inspector` / the random sheriff, start -> end',
+                 'sheriff wins against `sheriff_smuggler` / the random smuggler, start -> end'], body)
+
+
 # -- connect four against perfect play (the levers page) ----------------------------------------------------------
 PERFECT_GROUPS = ('end-easy', 'middle-easy', 'begin-easy', 'middle-medium', 'begin-medium', 'begin-hard', 'all')
 MCTS = ('bot:connect_four_mcts?num_simulations=100', 'bot:connect_four_mcts?num_simulations=1000')

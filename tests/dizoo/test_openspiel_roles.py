@@ -229,3 +229,31 @@ def test_both_roles_learn_the_recent_averages_nash_conv_falls_well_below_the_ini
     assert start > 3.0
     assert all(point < start for point in curve), (start, curve)
     assert curve[-1] < start * 2 / 3, (start, curve)
+
+
+@pytest.mark.slow
+def test_a_parallel_run_of_roles_reports_the_pairs_nash_conv_from_the_published_players(tmp_path):
+    from sparring.framework.parallel import ParallelRun
+    from tests.configs import fast_parallel
+    config = load_config_file(CONFIG)
+    config['exp_name'] = str(tmp_path / 'sheriff')
+    config['env'].update(collector_env_num=8, evaluator_env_num=4, n_evaluator_episodes=4)
+    config['policy']['model'] = dict(hidden_sizes=[16])
+    config['policy']['learn'].update(epochs=1, num_minibatches=1)
+    config['train'] = dict(max_env_steps=6 * 2 * 8 * 32, eval_every_iters=2, progress_bar=False, tensorboard=False)
+    config['parallel'] = fast_parallel(collectors=1, evaluators=1, worker_timeout_seconds=30.0)
+    cfg = compile_config(config, save=False)
+    complete_league_config(cfg)
+    run = ParallelRun(cfg)
+    try:
+        run.start()
+        while not run.finished:
+            run.step()
+        summary = run.close()
+    finally:
+        if not run.closed:
+            run.close(abort='test failed')
+    exact = summary['exact']
+    assert exact['pair'] == dict(smuggler='naive_sp_smuggler_0', sheriff='naive_sp_sheriff_0')
+    assert sum(exact['gains'].values()) == pytest.approx(exact['nash_conv']) and exact['nash_conv'] > 0
+    assert set(summary['eval']['naive_sp_sheriff_0']) == {'random_smuggler', 'sheriff_smuggler'}
