@@ -257,3 +257,18 @@ def test_a_parallel_run_of_roles_reports_the_pairs_nash_conv_from_the_published_
     assert exact['pair'] == dict(smuggler='naive_sp_smuggler_0', sheriff='naive_sp_sheriff_0')
     assert sum(exact['gains'].values()) == pytest.approx(exact['nash_conv']) and exact['nash_conv'] > 0
     assert set(summary['eval']['naive_sp_sheriff_0']) == {'random_smuggler', 'sheriff_smuggler'}
+
+
+def test_any_two_player_game_can_be_declared_with_roles_and_a_zero_sum_pair_is_scored_as_its_policy():
+    """Kuhn poker with roles: the env gives each seat its spaces, and the pair (one policy in both roles) has the
+    NashConv of that policy, twice the symmetric analysis's exploitability (11/12 for Kuhn's uniform policy)."""
+    from sparring.dizoo.openspiel.exploitability import OpenSpielAnalysis
+    env = make_battle_env(dict(type='openspiel', game='kuhn_poker', roles=['first', 'second']), 2, seed=0)
+    assert env.roles == ('first', 'second') and [s.n for s in env.action_spaces] == [2, 2]
+    roles = OpenSpielRoleAnalysis('kuhn_poker', None, ('first', 'second'))
+    uniform = roles.profile(Table(), 'first')
+    pair = roles.pair(dict(first=uniform, second=uniform))
+    symmetric = OpenSpielAnalysis('kuhn_poker')
+    assert pair['nash_conv'] == pytest.approx(2 * symmetric.exploitability(symmetric.profile(Table())))
+    assert pair['nash_conv'] == pytest.approx(11 / 12)
+    assert pair['values']['first'] == pytest.approx(-pair['values']['second'])
