@@ -15,6 +15,12 @@ the most, never bribes) and the random smuggler. The curve starts at each role's
 ``_h0``). The solver side runs OpenSpiel's C++ CFR+ (or CFR) for as long as the longest league run and records
 the NashConv of its average policy after 1, 2, 4, ... iterations against its own seconds (NashConv not counted).
 
+With ``--exploit-steps`` > 0, ``sparring exploit`` then trains a fresh exploiter of the other role (plain PPO,
+the clipped objective: no magnet holding it back) for that many env steps against each role's final player and
+against its initial parameters, and reports the exploiter's exact expected return beside what an exact best
+response of its role wins: a role that learnt gives a best response (and the exploiter) less than its initial
+parameters did.
+
 A game's winner, for the win rates and the league's payoff, is the seat with the higher return (equal: a draw).
 Figures go to ``benchmarks/results/sheriff_roles.json`` (one entry per seed, one for the solver), stamped.
 """
@@ -95,6 +101,29 @@ def train_league(seed: int, exp_dir: str, seconds, env_steps, eval_every, eval_g
                 best_average_nash_conv=min(p['average_nash_conv'] for p in trained), curve=curve)
 
 
+EXPLOITER_POLICY = dict(learn=dict(objective='clip', normalize_advantage=True, entropy_coef=0.0))
+
+
+def exploit(exp_dir: str, budget: int, eval_games: int, seed: int) -> dict:
+    """Per role: a fresh exploiter of the other role against the role's final and initial player: its exact and
+    sampled return and win rate at the end, and what an exact best response of its role wins there."""
+    from sparring.framework.exploit import exploit_player
+    out = {}
+    for role, (pid, _, _) in ROLES.items():
+        figures = {}
+        for which, kwargs in (('final', dict(player=pid)), ('initial', dict(snapshot=f'{pid}_h0'))):
+            report = exploit_player(exp_dir, budget, seed=seed, eval_games=eval_games, policy=EXPLOITER_POLICY,
+                                    **kwargs)
+            final, exact = report['final'], report['exact']
+            figures[which] = dict(best_response=round(exact['exploitability'], 5),
+                                  exact_return=round(exact['exploiter_exact_return'], 5),
+                                  mean_return=round(final['mean_return'], 4), win=round(final['win'], 4),
+                                  env_steps=report['env_steps'])
+        figures['less_against_final'] = figures['final']['exact_return'] < figures['initial']['exact_return']
+        out[role] = figures
+    return out
+
+
 def run_solver(seconds: float, solver_name: str, game_name: str = 'sheriff') -> dict:
     """OpenSpiel's CFR+ (or CFR) for ``seconds`` of its own time; NashConv of its average policy at powers of two."""
     import pyspiel
@@ -121,12 +150,14 @@ def main(argv=None) -> None:
     parser.add_argument('--env-steps', type=int, default=None, help="the league's env steps (default: the config's)")
     parser.add_argument('--eval-every', type=int, default=None, help='league rounds between two points')
     parser.add_argument('--eval-games', type=int, default=256, help='games per evaluation opponent')
+    parser.add_argument('--exploit-steps', type=int, default=200_000,
+                        help="each exploiter's env steps (0: no exploiters)")
     parser.add_argument('--solver', choices=('cfr_plus', 'cfr'), default='cfr_plus')
     parser.add_argument('--solver-seconds', type=float, default=None,
                         help="the solver's time (default: the longest league run's wall time)")
     add_smoke(parser)
     args = apply_smoke(parser.parse_args(argv), seeds=[0], seconds=20.0, env_steps=2 * 2 * 128 * 32, eval_every=1,
-                       eval_games=8, solver_seconds=1.0)
+                       eval_games=8, solver_seconds=1.0, exploit_steps=2 * 128 * 32)
     load = os.getloadavg()
     print(f'sheriff, seeds {args.seeds}; load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}', flush=True)
     results, longest = {}, 0.0
@@ -145,7 +176,17 @@ def main(argv=None) -> None:
             for role, (_, bot, rand) in ROLES.items():
                 print(f'  {role}: win vs {bot} {first["win"][role][bot]:.2f} -> {last["win"][role][bot]:.2f}, vs '
                       f'{rand} {first["win"][role][rand]:.2f} -> {last["win"][role][rand]:.2f}', flush=True)
-            results[f'seed_{seed}'] = dict(game='sheriff', config=CONFIG, league=league)
+            entry = dict(game='sheriff', config=CONFIG, league=league)
+            if args.exploit_steps > 0:
+                entry['exploiters'] = exploit(os.path.join(folder, f'seed_{seed}'), args.exploit_steps,
+                                              args.eval_games, seed)
+                entry['exploit_steps'] = args.exploit_steps
+                for role, figures in entry['exploiters'].items():
+                    print(f'  exploiter of the {role}: exact return {figures["initial"]["exact_return"]:+.3f} '
+                          f'against the initial player (best response {figures["initial"]["best_response"]:+.3f}), '
+                          f'{figures["final"]["exact_return"]:+.3f} against the final one (best response '
+                          f'{figures["final"]["best_response"]:+.3f})', flush=True)
+            results[f'seed_{seed}'] = entry
     solver = run_solver(longest if args.solver_seconds is None else args.solver_seconds, args.solver)
     print(f'{args.solver}: {solver["iterations"]:,} iterations in {solver["seconds"]} s; NashConv '
           f'{solver["final_nash_conv"]:.5f}', flush=True)
