@@ -1330,21 +1330,32 @@ def pursuit_roles(r: Records) -> List[str]:
 
 @table('target_chase')
 def target_chase(r: Records) -> List[str]:
+    return _chase_table(r, 'target_chase', 'two opponents', 'ahead of one', '`target_chase_greedy` itself')
+
+
+@table('target_chase_teams')
+def target_chase_teams(r: Records) -> List[str]:
+    return _chase_table(r, 'target_chase_teams', 'two rival teams', "team ahead of a rival's",
+                        'a team of `target_chase_greedy`')
+
+
+def _chase_table(r: Records, record: str, rivals: str, ahead: str, scripted: str) -> List[str]:
+    """Each seed's player (its team) against the scripted and the random bots, first and ahead, start -> end; the
+    scripted bot (its team) against random ones for scale."""
     body = []
-    for key in r.record('target_chase'):
+    for key in r.record(record):
         if key.startswith('_') or key == 'scripted_baseline':
             continue
-        entry = r.get('target_chase', key)
+        entry = r.get(record, key)
         for bot in ('target_chase_greedy', 'random'):
             start, end = entry['initial'][bot], entry['final'][bot]
             body.append([f'`{key}`', f'`{bot}`', f'{short(entry["env_steps"], 0)} ({entry["train_wall_seconds"]:.0f} s)',
                          f'{pct(start["first"], 0)} -> {pct(end["first"], 0)}',
                          f'{pct(start["ahead"], 0)} -> {pct(end["ahead"], 0)}'])
-    base = r.get('target_chase', 'scripted_baseline')  # for scale: the scripted bot in the player's seat
-    body.append(['`scripted_baseline`', '`random`', '-', f'{pct(base["first"], 0)}: `target_chase_greedy` itself',
-                 f'{pct(base["ahead"], 0)}'])
-    return rows(['entry', 'two opponents', 'env steps (training seconds)', 'first, start -> end',
-                 'ahead of one, start -> end'], body)
+    base = r.get(record, 'scripted_baseline')  # for scale: the scripted bot in the player's seats
+    body.append(['`scripted_baseline`', '`random`', '-', f'{pct(base["first"], 0)}: {scripted}', f'{pct(base["ahead"], 0)}'])
+    return rows(['entry', rivals, 'env steps (training seconds)', 'first, start -> end', f'{ahead}, start -> end'],
+                body)
 
 
 @table('sheriff_roles')
