@@ -82,13 +82,14 @@ class LeagueWatch:
     # -- the three moments ------------------------------------------------------------------------
     def evaluated(self, pid: str, report: dict, env_steps: Optional[int] = None) -> None:
         co = self.co
-        if not all(isinstance(s, dict) for s in report.values()):  # a single agent's returns: no league to watch
+        rates = co.kind.evaluation_class.opponent_rates(report)  # by opponent: win, draw and loss rates, games
+        if rates is None:  # a single agent's returns: no league to watch
             return
         env_steps = co.env_steps if env_steps is None else env_steps  # when the evaluated parameters were taken
         self.course['evaluations'].append(dict(env_steps=env_steps, seconds=round(co.wall_seconds, 2), player=pid,
-                                               results=report, ratings=ratings_now(self.league)))
+                                               results=rates, ratings=ratings_now(self.league)))
         if self.logging:
-            self._log_league(pid, report, env_steps)
+            self._log_league(pid, rates, env_steps)
         self.write_report()
 
     def snapshot(self, verdict: dict) -> None:

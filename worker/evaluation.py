@@ -147,6 +147,11 @@ class GameEvaluation(OutcomesByOpponent):
         return report, (min_score(report) if report else None), text
 
     @staticmethod
+    def opponent_rates(report: dict) -> Dict[str, dict]:
+        """The report's win, draw and loss rates by opponent, as the league watch draws them: the report itself."""
+        return report
+
+    @staticmethod
     def scalar_groups(pid: str, report: dict) -> List[Tuple[str, dict]]:
         """TensorBoard's ``(prefix, figures)`` of a report: the rates against each opponent."""
         return [(f'eval/{pid}/vs_{oid}/', s) for oid, s in report.items()] or [('eval/', report)]
@@ -192,6 +197,11 @@ class ReturnEvaluation(OutcomesByOpponent):
         values = np.asarray(returns, dtype=np.float64)
         report = dict(return_mean=float(values.mean()), return_std=float(values.std()), episodes=len(values))
         return report, report['return_mean'], f'return {report["return_mean"]:.2f} +- {report["return_std"]:.2f}'
+
+    @staticmethod
+    def opponent_rates(report: dict) -> Optional[Dict[str, dict]]:
+        """None: a single agent's returns, no opponents to draw."""
+        return None
 
     @staticmethod
     def scalar_groups(pid: str, report: dict) -> List[Tuple[str, dict]]:

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from sparring.config.registry import ENV_REGISTRY
+from sparring.worker.battle_evaluator import BattleEvalResult
 from sparring.worker.multiseat_collector import MultiSeatCollector
 
 EVAL_STEPS = 8  # vector steps per chunk of an evaluation (it collects chunks until it has its games)
@@ -73,22 +74,30 @@ class MultiSeatEvaluation:
 
     @staticmethod
     def summarise(results: Sequence[Ranking], returns: Sequence[float]) -> Tuple[dict, Optional[float], str]:
-        """``(report, score, text)``: ``chips`` (the mean return of the player's seat), ``games`` and ``ahead``
-        (by opponent, how often the player finished ahead of it, a tie counting half, a teammate's games left
-        out); the score is the worst of those rates (None without games)."""
-        ahead: Dict[str, List[float]] = defaultdict(list)
+        """``(report, score, text)``: ``chips`` (the mean return of the player's seat), ``games``, ``ahead`` (by
+        opponent, how often the player finished ahead of it, a tie counting half, a teammate's games left out) and
+        ``vs`` (by opponent, the win, draw and loss rates of those pairwise games, and how many: an opponent in two
+        seats of a game meets the player twice); the score is the worst ``ahead`` rate (None without games)."""
+        outcomes: Dict[str, List[str]] = defaultdict(list)
         for opponent_ids, ranks, teams in results:
             for k, (opponent, rank) in enumerate(zip(opponent_ids, ranks[1:]), start=1):
                 if teams is not None and teams[k] == teams[0]:
                     continue  # a teammate shares the player's rank: not a game between them
-                ahead[opponent].append(1.0 if ranks[0] < rank else 0.5 if ranks[0] == rank else 0.0)
+                outcomes[opponent].append('win' if ranks[0] < rank else 'draw' if ranks[0] == rank else 'loss')
         if not results:
             return {}, None, 'no evaluation opponents'
-        rates = {opponent: float(np.mean(scores)) for opponent, scores in ahead.items()}
+        vs = {opponent: BattleEvalResult(opponent, games).summary() for opponent, games in outcomes.items()}
+        rates = {opponent: s['win'] + 0.5 * s['draw'] for opponent, s in vs.items()}
         chips = float(np.mean(returns)) if len(returns) else 0.0
-        report = dict(chips=chips, games=len(results), ahead=rates)
+        report = dict(chips=chips, games=len(results), ahead=rates, vs=vs)
         text = f'chips {chips:.3f}, ahead of ' + ' '.join(f'{o}:{r:.2f}' for o, r in rates.items())
         return report, min(rates.values()), text
+
+    @staticmethod
+    def opponent_rates(report: dict) -> Dict[str, dict]:
+        """The report's win, draw and loss rates by opponent (of the pairwise games), as the league watch draws
+        them."""
+        return report.get('vs', {})
 
     @staticmethod
     def report_fields(results) -> dict:

@@ -10,6 +10,7 @@ from easydict import EasyDict
 
 from sparring.framework.league_watch import LeagueWatch, payoff_image
 from sparring.league.leagues import OneVsOneLeague
+from sparring.worker.evaluation import GameEvaluation
 from tests.framework.test_league_watch import read_events
 
 
@@ -24,7 +25,7 @@ def test_a_delayed_evaluation_is_stamped_with_the_env_steps_of_the_parameters_it
     pytest.importorskip('tensorboardX')
     cfg = EasyDict(exp_name=str(tmp_path), train=dict(tensorboard=True), env=dict(type='tictactoe'))
     coordinator = SimpleNamespace(cfg=cfg, league=_league(), logger=object(), env_steps=5000, wall_seconds=3.0,
-                                  phase='collect')
+                                  phase='collect', kind=SimpleNamespace(evaluation_class=GameEvaluation))
     watch = LeagueWatch(coordinator)
     report = dict(random=dict(win=0.6, draw=0.0, loss=0.4, games=30))
     watch.evaluated('naive_sp_0', report, env_steps=1000)  # parameters taken at 1000 steps, reported at 5000

@@ -129,7 +129,8 @@ def test_an_evaluators_rankings_are_rated_and_a_foreign_opponent_refused(tmp_pat
     kind, _, _ = commander.handle(req('eval_report', session=e, task_id=job['task_id'], player_id=pid, version=1,
                                       results={}, rankings=rankings, returns=[1.0, -1.0]))
     assert kind == 'ack'
-    assert commander.coordinator.last_eval[pid] == dict(chips=0.0, games=2, ahead=dict(random=0.5))
+    assert commander.coordinator.last_eval[pid] == dict(chips=0.0, games=2, ahead=dict(random=0.5),
+                                                        vs=dict(random=dict(win=0.5, draw=0.0, loss=0.5, games=4)))
     assert commander.coordinator.league.payoff.totals('random')['games'] == 4
     commander.close()
 

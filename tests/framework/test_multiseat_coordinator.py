@@ -85,7 +85,7 @@ def test_rated_evaluation_games_are_recorded_as_rankings_and_reported_by_hand(tm
     journal = []
     results = [[['random', 'random'], [0, 1, 1], None], [['random', 'random'], [2, 0, 1], None]]
     report = co.record_evaluation('naive_sp_0', results, [1.0, -2.0], journal=journal.append)
-    assert report == dict(chips=-0.5, games=2, ahead=dict(random=0.5))
+    assert report == dict(chips=-0.5, games=2, ahead=dict(random=0.5), vs=dict(random=dict(win=0.5, draw=0.0, loss=0.5, games=4)))
     (entry,) = journal
     assert entry['op'] == 'ranked_eval' and entry['games'] == [[['naive_sp_0', 'random', 'random'], [],
                                                                  [[0, 1, 1], [2, 0, 1]], None]]
@@ -99,7 +99,9 @@ def test_evaluation_games_with_an_unrated_opponent_are_reported_not_recorded():
     report, score, text = MultiSeatEvaluation.summarise([[['random', 'other'], [1, 0, 2], None],
                                                          [['random', 'other'], [0, 0, 2], None]], [0.5, 1.5])
     # ahead of random: behind it (0), tied with it (0.5); of other: ahead twice
-    assert report == dict(chips=1.0, games=2, ahead=dict(random=0.25, other=1.0)) and score == 0.25
+    assert report == dict(chips=1.0, games=2, ahead=dict(random=0.25, other=1.0),
+                          vs=dict(random=dict(win=0.0, draw=0.5, loss=0.5, games=2),
+                                  other=dict(win=1.0, draw=0.0, loss=0.0, games=2))) and score == 0.25
     assert text == 'chips 1.000, ahead of random:0.25 other:1.00'
     assert MultiSeatEvaluation.summarise([], []) == ({}, None, 'no evaluation opponents')
 

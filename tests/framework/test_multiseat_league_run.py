@@ -97,3 +97,19 @@ def test_evaluations_in_the_background_send_their_rankings_back(tmp_path):
     assert report['games'] == 16 and set(report['ahead']) == {'random'}
     league = BaseLeague.load(os.path.join(summary['exp_dir'], 'league_state.npz'))
     assert league.payoff.totals('random')['games'] == 3 * 16 * 2  # rated as the inline evaluations are
+
+
+def test_the_report_page_draws_the_evaluations_and_the_nash_conv_of_a_three_seat_league(tmp_path):
+    import json
+    summary = serial_pipeline(small(tmp_path))
+    with open(os.path.join(summary['exp_dir'], 'report_data.json')) as f:
+        course = json.load(f)
+    evaluations = [(e['env_steps'], sorted(e['results'])) for e in course['evaluations']]
+    assert evaluations == [(64 * 4, ['random']), (64 * 8, ['random']), (64 * 12, ['random'])]
+    last = course['evaluations'][-1]['results']['random']
+    assert last['win'] + 0.5 * last['draw'] == pytest.approx(summary['eval']['naive_sp_0']['ahead']['random'])
+    assert [e['values']['meta-strategy'] for e in course['exact']] == [h['exact']['meta_nash_conv']
+                                                                      for h in summary['history']]
+    with open(os.path.join(summary['exp_dir'], 'report.html')) as f:
+        page = f.read()
+    assert 'Exact NashConv' in page and 'naive_sp_0 vs random' in page
