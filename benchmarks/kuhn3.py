@@ -4,12 +4,15 @@ the same wall time on the same machine.
     flock /tmp/bench.lock python benchmarks/kuhn3.py                # 10 minutes each side (the target's budget)
     python benchmarks/kuhn3.py --seconds 120 --solver cfr           # shorter, plain CFR
     python benchmarks/kuhn3.py --smoke                              # seconds: checks the script works
+    flock /tmp/bench.lock python benchmarks/kuhn3.py --seconds 120 --mode parallel --collectors 1
 
 The league is the ready config ``dizoo/openspiel/config/kuhn3_league.py`` (one player, self-play and PFSP over its
 snapshots in three seats, magnetic mirror descent), trained for ``--seconds`` of wall time; every evaluation
 records the NashConv of the live network, of the population's meta-strategy (a mixture solved on the exact
 three-player meta-game of the newest snapshots and the live network) and of the newest eight snapshots' average,
-against env steps and seconds. The solver side runs OpenSpiel's C++ CFR+ (or CFR) for the same wall time and
+against env steps and seconds; ``--mode parallel`` trains it in parallel mode instead (a commander, ``--collectors``
+collector workers, the learner and an evaluator worker, the NashConv measured by the commander from the published
+networks; its wall time counts the workers' start). The solver side runs OpenSpiel's C++ CFR+ (or CFR) for the same wall time and
 records the NashConv of its average policy after 1, 2, 4, ... iterations, against seconds (the solver's own time,
 NashConv not counted) and the game states it visited (iterations times the states of the game tree: the
 solver's counterpart of env steps). The target: NashConv <= 0.05 within 10 minutes on 2 cores.
@@ -29,25 +32,35 @@ from results_file import add_smoke, apply_smoke, merge_results
 TARGET = 0.05
 
 
-def train_league(seconds: float, seed: int, exp_dir: str, eval_every: int, env_steps=None) -> dict:
+def train_league(seconds: float, seed: int, exp_dir: str, eval_every: int, env_steps=None, mode: str = 'serial',
+                 collectors: int = 1) -> dict:
     """The ready config trained for ``seconds`` (and at most ``env_steps``: None keeps the config's budget, which
-    its magnet's annealing follows); its NashConv curve and summary."""
+    its magnet's annealing follows) in ``mode`` (parallel: with ``collectors`` collector workers and an evaluator
+    worker); its NashConv curve and summary."""
     from sparring.dizoo.openspiel.config.kuhn3_league import config as ready
-    from sparring.framework import serial_pipeline
+    from sparring.framework import parallel_pipeline, serial_pipeline
     config = copy.deepcopy(ready)
     config.update(exp_name=exp_dir)
     config['train'].update(max_wall_seconds=float(seconds), eval_every_iters=eval_every, tensorboard=False,
                            progress_bar=False)
     if env_steps is not None:
         config['train'].update(max_env_steps=int(env_steps))
-    summary = serial_pipeline(config, seed=seed)
+    if mode == 'parallel':
+        config['parallel'] = dict(collectors=int(collectors), evaluators=1)
+        summary = parallel_pipeline(config, seed=seed)
+    else:
+        summary = serial_pipeline(config, seed=seed)
     points = [(h['env_steps'], h['seconds'], h['exact']) for h in summary['history']]
     if summary['exact'] and (not points or points[-1][0] != summary['env_steps']):
         points.append((summary['env_steps'], summary['wall_seconds'], summary['exact']))  # the final evaluation's
+    if not points:
+        sys.exit(f'kuhn3: the league measured no NashConv in {summary["wall_seconds"]:.0f} s ({summary["env_steps"]} env '
+                 f'steps); expected more --seconds ({mode} mode)')
     curve = [dict(env_steps=steps, seconds=round(seconds, 2), nash_conv=round(next(iter(e['nash_conv'].values())), 5),
                   meta_nash_conv=round(e['meta_nash_conv'], 5), average_nash_conv=round(e['average_nash_conv'], 5),
                   snapshots=e['snapshots'], meta_support=e['meta_support']) for steps, seconds, e in points]
-    return dict(seconds=round(summary['wall_seconds'], 1), env_steps=summary['env_steps'],
+    return dict(mode=mode, **(dict(collectors=int(collectors)) if mode == 'parallel' else {}),
+                seconds=round(summary['wall_seconds'], 1), env_steps=summary['env_steps'],
                 final_nash_conv=curve[-1]['nash_conv'], final_meta_nash_conv=curve[-1]['meta_nash_conv'],
                 final_average_nash_conv=curve[-1]['average_nash_conv'],
                 best_nash_conv=min(p['nash_conv'] for p in curve),
@@ -104,13 +117,16 @@ def main(argv=None) -> None:
     parser.add_argument('--eval-every', type=int, default=20, help='league rounds between two NashConv points')
     parser.add_argument('--env-steps', type=int, default=None,
                         help='the league\'s env-step budget (default: the ready config\'s, which its annealing follows)')
+    parser.add_argument('--mode', choices=('serial', 'parallel'), default='serial', help='how the league trains')
+    parser.add_argument('--collectors', type=int, default=1, help='collector workers in parallel mode')
     add_smoke(parser)
     args = apply_smoke(parser.parse_args(argv), seconds=3.0, eval_every=1, env_steps=4096 * 3)
     load = os.getloadavg()
     print(f'three-player Kuhn poker, {args.seconds:g} s each side; load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}')
     with tempfile.TemporaryDirectory(prefix='kuhn3-') as folder:
-        league = train_league(args.seconds, args.seed, os.path.join(folder, 'run'), args.eval_every, args.env_steps)
-    print(f'league: {league["env_steps"]:,} env steps in {league["seconds"]} s; NashConv live '
+        league = train_league(args.seconds, args.seed, os.path.join(folder, 'run'), args.eval_every, args.env_steps,
+                              args.mode, args.collectors)
+    print(f'league ({args.mode}): {league["env_steps"]:,} env steps in {league["seconds"]} s; NashConv live '
           f'{league["final_nash_conv"]:.4f} (best {league["best_nash_conv"]:.4f}), meta-strategy '
           f'{league["final_meta_nash_conv"]:.4f} (best {league["best_meta_nash_conv"]:.4f}), average '
           f'{league["final_average_nash_conv"]:.4f} (best {league["best_average_nash_conv"]:.4f}); target {TARGET} '
@@ -119,7 +135,8 @@ def main(argv=None) -> None:
     solver = run_solver(args.seconds, args.solver)
     print(f'{args.solver}: {solver["iterations"]:,} iterations in {solver["seconds"]} s; NashConv '
           f'{solver["final_nash_conv"]:.6f}; target {TARGET} reached: {solver["reached_target"]}')
-    merge_results('kuhn3', {f'seed_{args.seed}_{int(args.seconds)}s': dict(
+    where = '' if args.mode == 'serial' else f'_parallel_{args.collectors}c'
+    merge_results('kuhn3', {f'seed_{args.seed}_{int(args.seconds)}s{where}': dict(
         game='kuhn_poker(players=3)', config='dizoo/openspiel/config/kuhn3_league.py', seconds_each=args.seconds,
         target=TARGET, league=league, solver=solver)})
 

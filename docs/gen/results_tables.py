@@ -1649,8 +1649,11 @@ def kuhn3(r: Records) -> List[str]:
                                         'meta_reached_target'),
                                        ('the newest eight snapshots, averaged', 'final_average_nash_conv',
                                         'best_average_nash_conv', 'average_reached_target')):
-            body.append([f'`{key}`', (f'league ({short(league["env_steps"])} env steps in {league["seconds"]:.0f} s): '
-                         f'{what}'), f'{league[final]:.4f}', f'{league[best]:.4f}', reached(league[hit])])
+            mode = (f'in parallel mode, {league["collectors"]} collector{"s" if league["collectors"] > 1 else ""}, '
+                    if league.get('mode') == 'parallel' else '')
+            body.append([f'`{key}`', (f'league ({mode}{short(league["env_steps"])} env steps in '
+                                      f'{league["seconds"]:.0f} s): {what}'),
+                         f'{league[final]:.4f}', f'{league[best]:.4f}', reached(league[hit])])
         body.append([f'`{key}`', (f'OpenSpiel {solver["solver"].replace("_plus", "+").upper()} '
                      f'({num(solver["iterations"])} iterations in {solver["seconds"]:.0f} s)'),
                      f'{solver["final_nash_conv"]:.1e}', '', reached(solver['reached_target'])])
