@@ -1393,6 +1393,25 @@ def sheriff_roles(r: Records) -> List[str]:
                  'sheriff wins against `sheriff_smuggler` / the random smuggler, start -> end'], body)
 
 
+@table('sheriff_roles_exploit')
+def sheriff_roles_exploit(r: Records) -> List[str]:
+    """Fresh exploiters of the other role against each sheriff role's initial and final player, judged exactly."""
+    body = []
+    for key in r.record('sheriff_roles'):
+        if key.startswith('_') or key.startswith('solver') or 'exploiters' not in r.get('sheriff_roles', key):
+            continue
+        entry = r.get('sheriff_roles', key)
+        for role, figures in entry['exploiters'].items():
+            start, end = figures['initial'], figures['final']
+            body.append([f'`{key}`', role, short(entry['exploit_steps'], 0),
+                         f'{start["exact_return"]:+.2f} -> {end["exact_return"]:+.2f}',
+                         f'{start["best_response"]:+.2f} -> {end["best_response"]:+.2f}',
+                         f'{start["win"]:.2f} -> {end["win"]:.2f}'])
+    return rows(['entry', 'player', "exploiter's env steps",
+                 "exploiter's exact return: against the initial -> the final player",
+                 "a best response's (exact)", "exploiter's win rate (sampled games)"], body)
+
+
 # -- connect four against perfect play (the levers page) ----------------------------------------------------------
 PERFECT_GROUPS = ('end-easy', 'middle-easy', 'begin-easy', 'middle-medium', 'begin-medium', 'begin-hard', 'all')
 MCTS = ('bot:connect_four_mcts?num_simulations=100', 'bot:connect_four_mcts?num_simulations=1000')
