@@ -8,7 +8,7 @@ import signal
 import numpy as np
 import pytest
 
-from sparring.config import compile_config
+from sparring.config import compile_config, save_config
 from sparring.framework.parallel import ParallelRun
 from sparring.framework.run_setup import complete_league_config
 from sparring.league.multiseat import pairwise_games
@@ -59,6 +59,7 @@ def test_a_three_seat_league_trains_in_parallel_and_killed_workers_count_no_game
     exp = tmp_path / 'kuhn3'
     cfg = compile_config(_config(exp, max_env_steps=64 * 40), save=False)
     complete_league_config(cfg)
+    save_config(cfg, str(exp))  # as parallel_pipeline does: the run's directory opens for load_player
     run = ParallelRun(cfg)
     try:
         run.start()
@@ -89,3 +90,7 @@ def test_a_three_seat_league_trains_in_parallel_and_killed_workers_count_no_game
     assert league.payoff.totals('random')['games'] > 0
     exact = summary['exact']  # NashConv of the published network, its meta-strategy and recent average
     assert 0.0 < exact['nash_conv']['naive_sp_0'] < 2.0625 + 1e-9 and exact['meta_nash_conv'] > 0.0
+    # the trained player loads from the parallel run's directory and plays the three-player game
+    from sparring import load_player
+    from sparring.dizoo.openspiel.exploitability import policy_nash_conv
+    assert 0.0 < policy_nash_conv('kuhn_poker', load_player(str(exp)), game_params=dict(players=3)) < 2.0625 + 1e-9
