@@ -113,3 +113,10 @@ def test_the_report_page_draws_the_evaluations_and_the_nash_conv_of_a_three_seat
     with open(os.path.join(summary['exp_dir'], 'report.html')) as f:
         page = f.read()
     assert 'Exact NashConv' in page and 'naive_sp_0 vs random' in page
+
+
+def test_the_stop_rule_reads_the_worst_ahead_rate(tmp_path):
+    config = small(tmp_path)
+    config['env'].update(stop_value=0.0)  # any evaluation reaches it: the run stops after the first
+    summary = serial_pipeline(config)
+    assert summary['reached_stop_value'] and summary['stop_env_steps'] == 64 * 4 == summary['env_steps']
