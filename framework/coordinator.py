@@ -26,7 +26,7 @@ from collections import defaultdict, deque
 from typing import Callable, Collection, Deque, Dict, List, Optional, Sequence, Set, Tuple, TypedDict, Union, overload
 
 from sparring.config.compile import CompiledConfig
-from sparring.config.registry import ENV_REGISTRY, LEAGUE_REGISTRY
+from sparring.config.registry import ENV_REGISTRY, LEAGUE_REGISTRY, MODEL_REGISTRY
 from sparring.config.schema import ConfigError
 from sparring.framework.league_ops import (AbandonOp, EvalOp, GamesOp, JobsOp, LeagueOp, ProgressOp, RankedEvalOp,
                                            RankedGamesOp)
@@ -405,6 +405,12 @@ class RunCoordinator:
         with roles the NashConv of the role pair, in a game of three or more seats the NashConv of the players, their
         meta-strategy and recent average; ``policy_of(ref)`` (with roles ``policy_of(ref, role)``) gives a
         player's or a snapshot's policy."""
+        model_type = (self.cfg.policy.get('model') or {}).get('type')
+        if model_type in MODEL_REGISTRY and getattr(MODEL_REGISTRY.get(model_type), 'recurrent', False):
+            raise ConfigError(f'config key "battle.exact_analysis": "policy.model.type" {model_type!r} is recurrent, and '
+                              f'the exact analysis reads a policy\'s move probabilities at each information state '
+                              f'with no memory of the game before it; expected a feed-forward model (e.g. \'mlp\') '
+                              f'or battle.exact_analysis=False')
         analysis = exact_analysis_of(ENV_REGISTRY.get(self.cfg.env.type), self.cfg.env)
         if analysis is None:
             expected = ('a small two-player zero-sum game (a matrix game or an OpenSpiel game such as kuhn_poker)'

@@ -133,6 +133,17 @@ def test_exact_analysis_on_a_game_without_one_is_a_config_error(tmp_path):
         serial_pipeline(_matrix_config(tmp_path, env_type='prisoners_dilemma'))
 
 
+def test_exact_analysis_of_a_recurrent_model_is_a_config_error_before_training(tmp_path):
+    """The analysis reads move probabilities per information state without a recurrent state: refused at set-up,
+    not at the first report (where PPO asked for a state it was not given)."""
+    from sparring.config.schema import ConfigError
+    cfg = _matrix_config(tmp_path)
+    cfg['policy']['model'] = dict(type='lstm', hidden_size=8, bptt_len=2)
+    with pytest.raises(ConfigError, match='battle.exact_analysis.*recurrent'):
+        serial_pipeline(cfg)
+    assert not (tmp_path / 'exact' / 'ckpt').exists()
+
+
 @pytest.mark.slow
 def test_branch_counts_survive_a_resume(tmp_path):
     """The league watch's games per opponent branch go on from the checkpoint's counts, not from zero."""
