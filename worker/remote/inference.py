@@ -244,7 +244,7 @@ class InferenceServer:
                 if message.body['ref'].startswith(BOT_PREFIX):
                     raise RequestRefused('bot', f'{short(message.body["ref"])} is a bot; a collector plays bots '
                                                 f'itself')
-                self._shape(message.body.get('role'))
+                self._shape(message.body.get('role'))  # a role this game has (or none in a symmetric game)
                 version = self.networks.sync(message.body['ref'], message.body.get('role'))
                 self.server.reply(peer, message.id, 'synced', dict(ref=message.body['ref'], version=int(version)))
             elif message.kind == 'forward':
