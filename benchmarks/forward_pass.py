@@ -28,7 +28,8 @@
 machine (batch sizes ``--sizes``, ``--size-seconds`` each), alternating between this checkout and another one (e.g.
 ``git worktree add`` of the commit before; its ``.typecheck/sparring`` imports it), ``--repeats`` pairs in
 alternating order, each run a fresh process running its own checkout's rows section; the record (entry
-``rows_against``) holds every run, the medians and their ratios.
+``rows_against``) holds every run, the medians and their ratios, and each run's per-request costs without the
+socket and the pass (:func:`request_costs`: the figure a busy machine moves least).
 
 Every league run has ``parallel.max_chunks_ahead`` = :data:`CHUNKS_AHEAD`, so every configuration may have the
 same number of chunks waiting at the learner. Set ``SPARRING_PROFILE_DIR`` to have every worker process write a
@@ -216,11 +217,70 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WHERE = ('in_process', 'server_in_thread', 'server_in_process')
 
 
+REQUEST_COST_CALLS = 3000
+
+
+def request_costs(rows: int = 64, calls: int = REQUEST_COST_CALLS) -> dict:
+    """The forward-pass path's own work per request, without its socket or its forward pass: microseconds (median of
+    ``calls``) for the server to take one decoded ``forward`` request of ``rows`` rows into its batch (``handle``: its
+    network, request spec and rows checked) and empty the batch, and for a collector's ``RemoteActingPolicy.forward``
+    to send the request and read a canned reply. It builds the server for the checkout it runs on: its observation
+    shapes by role (``{None: shape}`` in a symmetric game), or the one shape of a checkout from before roles, so
+    ``--against`` measures both alike."""
+    import inspect
+    from types import SimpleNamespace
+
+    import zmq
+    from sparring.worker.inference_client import RemoteActingPolicy
+    from sparring.worker.inference_forward import forward_rows
+    from sparring.worker.remote.inference import InferenceServer
+    policy = _cnn_policy()
+    policy.set_params(policy.get_params(), 1)
+    shape = policy.observation_space.shape
+    by_role = 'observation_shapes' in inspect.signature(InferenceServer).parameters
+    context = zmq.Context()
+    server = InferenceServer(context, _security('none'), '127.0.0.1', _serving_only(policy)(), *SERVER_BATCHING,
+                             {None: shape} if by_role else shape)
+    obs = np.zeros((rows, *shape), policy.observation_space.dtype)
+    request = SimpleNamespace(kind='forward', id='m', body=dict(ref='p', version=1, rows=rows), arrays=dict(obs=obs))
+    out = forward_rows(policy, obs)
+    reply = SimpleNamespace(body=dict(version=1), arrays=dict(head=out.head, value=out.value))
+
+    class Canned:  # a client whose every request is answered at once with ``reply``
+        sender = 'bench'
+
+        def request(self, kind, body, arrays=None):
+            return reply
+
+    def take():
+        server.handle(b'peer', request)
+        server.batcher.take()
+    remote = RemoteActingPolicy(policy, 'p', Canned())
+    try:
+        figures = {name: round(1e6 * float(np.median([_timed_once(call) for _ in range(calls)])), 2)
+                   for name, call in (('server_take_us', take), ('client_forward_us', lambda: remote.forward(obs)))}
+    finally:
+        server.close()
+        context.destroy(linger=0)
+    assert server.counters['malformed'] == 0, 'request_costs: the server refused the benchmark\'s request'
+    return dict(rows=rows, calls=calls, **figures)
+
+
+def _timed_once(call) -> float:
+    began = time.perf_counter()
+    call()
+    return time.perf_counter() - began
+
+
 def _rows_of_checkout(root: str, sizes, seconds: float) -> dict:
-    """The idle rows section of the checkout at ``root``, its own script and code, in a fresh process."""
-    code = (f'import json, sys, torch; sys.path.insert(0, {os.path.join(root, "benchmarks")!r}); '
+    """The idle rows section of the checkout at ``root``, its own script and code, in a fresh process, and the
+    request costs (:func:`request_costs`, this script's) of that checkout."""
+    code = (f'import importlib.util, json, sys, torch; sys.path.insert(0, {os.path.join(root, "benchmarks")!r}); '
             f'torch.set_num_threads(1); import forward_pass; '
-            f'print(json.dumps(forward_pass.rows_section(0, sizes={tuple(sizes)!r}, seconds={seconds!r})))')
+            f'out = forward_pass.rows_section(0, sizes={tuple(sizes)!r}, seconds={seconds!r}); '
+            f'spec = importlib.util.spec_from_file_location("this_forward_pass", {os.path.abspath(__file__)!r}); '
+            f'this = importlib.util.module_from_spec(spec); spec.loader.exec_module(this); '
+            f'out["request_costs"] = this.request_costs(); print(json.dumps(out))')
     env = dict(os.environ, PYTHONPATH=os.path.join(root, '.typecheck'))
     out = subprocess.run([sys.executable, '-c', code], env=env, cwd=root, check=True, capture_output=True,
                          text=True).stdout
@@ -237,17 +297,21 @@ def rows_against(tree: str, sizes, seconds: float, repeats: int) -> dict:
         for name in (list(roots) if i % 2 == 0 else list(reversed(roots))):
             run = _rows_of_checkout(roots[name], sizes, seconds)
             runs[name].append(run)
+            costs = run['request_costs']
             print(f'pair {i} {name:8s} (load {run["load_average_measured"][0]:.2f}) ' + ', '.join(
-                f'{where} {size}: {run[where][str(size)]["rows_per_second"]}' for where in WHERE for size in sizes),
+                f'{where} {size}: {run[where][str(size)]["rows_per_second"]}' for where in WHERE for size in sizes)
+                + f'; per request: server {costs["server_take_us"]} us, client {costs["client_forward_us"]} us',
                 flush=True)
     medians = {name: {where: {str(size): statistics.median(run[where][str(size)]['rows_per_second']
                                                            for run in runs[name]) for size in sizes}
                       for where in WHERE} for name in roots}
     ratio = {where: {str(size): round(medians['this'][where][str(size)] / medians['against'][where][str(size)], 3)
                      for size in sizes} for where in WHERE}
-    print(f'this / against, ratio of the medians: {ratio}')
+    costs = {name: {key: statistics.median(run['request_costs'][key] for run in runs[name])
+                    for key in ('server_take_us', 'client_forward_us')} for name in roots}
+    print(f'this / against, ratio of the medians: {ratio}; per request (medians, us): {costs}')
     return dict(against=tree, sizes=list(sizes), seconds_per_size=seconds, repeats=repeats, runs=runs,
-                median_rows_per_second=medians, ratio=ratio)
+                median_rows_per_second=medians, ratio=ratio, median_request_costs_us=costs)
 
 
 SECURITY_MODES = ('none', 'hmac', 'curve')
