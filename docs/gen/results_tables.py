@@ -1703,3 +1703,30 @@ def forward_pass_ab(r: Records) -> List[str]:
                 + [f'{statistics.median(figures[w]["after"]) / statistics.median(figures[w]["before"]):.2f}'
                    for w, _ in where])
     return rows(['pair: rows/s at 64 rows, before / after'] + [text for _, text in where], body)
+
+
+@table('forward_pass_against')
+def forward_pass_against(r: Records) -> List[str]:
+    """``forward_pass.py --against``: this checkout's idle rows per second against another's, pairs alternated, and
+    the path's own work per request (socket and pass left out)."""
+    entry = r.get('forward_pass', 'rows_against')
+    runs = entry['runs']
+    where = [('in_process', 'in process'), ('server_in_thread', 'server in a thread'),
+             ('server_in_process', 'server process')]
+    header = ['this / against: rows per second (k), or microseconds'] + [
+        f'pair {i + 1} (load {this["load_average_measured"][0]:.1f} / {other["load_average_measured"][0]:.1f})'
+        for i, (this, other) in enumerate(zip(runs['this'], runs['against']))] + ['ratio of the medians']
+    body = []
+    for key, text in where:
+        for size in entry['sizes']:
+            body.append([f'{text}, {size} rows'] + [
+                f'{this[key][str(size)]["rows_per_second"] / 1e3:.1f}k / '
+                f'{other[key][str(size)]["rows_per_second"] / 1e3:.1f}k'
+                for this, other in zip(runs['this'], runs['against'])] + [f'{entry["ratio"][key][str(size)]:.2f}'])
+    costs = entry['median_request_costs_us']
+    for key, text in (('server_take_us', 'server: a request into its batch, us'),
+                      ('client_forward_us', 'client: a request around a canned reply, us')):
+        body.append([text] + [f'{this["request_costs"][key]:.2f} / {other["request_costs"][key]:.2f}'
+                              for this, other in zip(runs['this'], runs['against'])]
+                    + [f'{costs["this"][key] / costs["against"][key]:.2f}'])
+    return rows(header, body)
