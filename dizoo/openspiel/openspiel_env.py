@@ -17,7 +17,8 @@ game logic; the loop only moves numbers in and out):
   alone: at the end the seat with the higher return wins, equal returns draw. For a zero-sum game that
   is the sign of each seat's return; for a general-sum game (OpenSpiel's ``sheriff``) it is the sign of
   the difference of the two returns, "who did better in this game", which is what a league of two
-  sides can compare (a sheriff that lets an honest smuggler pass, both at 0, draws);
+  sides can compare (a sheriff that lets an honest smuggler pass, both at 0, draws), and the env says so
+  (``general_sum``: check-env then checks each result against the difference of the returns);
 * no game is truncated: OpenSpiel games end by their rules.
 
 Options: ``game`` (a name from ``pyspiel.registered_names()``, optionally with parameters in the
@@ -109,6 +110,7 @@ class OpenSpielBattleEnv(NativeVecBattleEnv):
         require_pyspiel()
         self.game = load_two_player_game(self.cfg.game, self.cfg.game_params, label='config key "env.game"')
         self.label = f'battle env \'openspiel\' ({self.game})'
+        self.general_sum = self.game.get_type().utility == require_pyspiel().GameType.Utility.GENERAL_SUM
         self.view = SeatView(self.game)
         observation_space = spaces.Box(-np.inf, np.inf, self.view.shape, np.float32)
         self.num_actions = int(self.game.num_distinct_actions())

@@ -272,3 +272,13 @@ def test_any_two_player_game_can_be_declared_with_roles_and_a_zero_sum_pair_is_s
     assert pair['nash_conv'] == pytest.approx(2 * symmetric.exploitability(symmetric.profile(Table())))
     assert pair['nash_conv'] == pytest.approx(11 / 12)
     assert pair['values']['first'] == pytest.approx(-pair['values']['second'])
+
+
+def test_check_env_judges_a_general_sum_games_results_by_the_difference_of_the_returns():
+    """In sheriff both seats may gain (a sheriff bribed 1 loses to a smuggler who nets 2, both above 0): the env says
+    it is general-sum, and check-env checks each result against the difference of the returns, over games enough to
+    meet such a loss (the rule by each seat's sign, kept for the other games, would call it a problem)."""
+    env = sheriff_env(1)
+    assert env.general_sum and not make_battle_env(dict(type='openspiel', game='kuhn_poker'), 1).general_sum
+    report = check_env(SHERIFF, games=200)
+    assert report.passed and 'result' not in report.format(), report.format()

@@ -87,6 +87,7 @@ class DictBattleVecEnv(VecBattleEnv):
                                f'like game 0')
         self.agents = agents
         self.roles = check_roles(getattr(first, 'roles', None), NUM_SEATS, self.label)
+        self.general_sum = bool(getattr(first, 'general_sum', False))
         obs_spaces = [first.observation_space(a) for a in agents]
         act_spaces = [first.action_space(a) for a in agents]
         if self.roles is None and (obs_spaces[0] != obs_spaces[1] or act_spaces[0] != act_spaces[1]):
@@ -318,6 +319,7 @@ class SingleGameView(BattleEnv):
         self.possible_agents = list(vec_env.agents)
         self.turn_based = vec_env.turn_based
         self.roles = vec_env.roles
+        self.general_sum = vec_env.general_sum
         self._continuous = [is_continuous(space) for space in vec_env.action_spaces]
         self._pending: Optional[BattleStep] = None  # the fresh game waiting for reset()
 

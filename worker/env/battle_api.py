@@ -36,7 +36,9 @@ Vectorised, :class:`VecBattleEnv` (the fast path; B = ``num_envs`` games)
   ``terminated``    [B] bool             the game ended by its rules
   ``truncated``     [B] bool             the game was cut (step limit); bootstrap from ``final_obs``
   ``result``        [B, 2] int8          +1 win, 0 draw, -1 loss where ``terminated | truncated``
-                                         (0 elsewhere); a win for one seat is a loss for the other
+                                         (0 elsewhere); a win for one seat is a loss for the other; it
+                                         agrees with the sign of each seat's return (a ``general_sum``
+                                         env: with the sign of the difference of the two returns)
   ``final_obs``     [B, 2, *obs_shape]   the finished game's last obs; equal to ``obs`` elsewhere
   ================  ===================  ===============================================================
 
@@ -152,6 +154,8 @@ class BattleEnv:
     * ``turn_based``: True when one seat moves at a time (the other's action mask is all False);
     * ``possible_agents``: the two agents' names (default ``['player_0', 'player_1']``);
     * ``roles``: one role name per seat, when the seats differ (their own spaces; see "Seats with roles");
+    * ``general_sum``: True when the seats' rewards need not oppose (a result is then the sign of the difference of
+      the two returns);
     * ``reference_bots``: names in ``BOT_REGISTRY`` of the bots that play this game (evaluation opponents);
     * ``config_constraints``: checks of the game's own config keys, beside ``default_config()``.
 
@@ -165,6 +169,8 @@ class BattleEnv:
     possible_agents: List[str] = list(AGENTS)
     #: one role name per seat (agent i sits in seat i), or None: a symmetric game
     roles: Optional[Tuple[str, ...]] = None
+    #: the seats' rewards need not oppose: a result is the sign of the difference of the two returns
+    general_sum = False
     #: BOT_REGISTRY names of the bots that play this game (e.g. evaluation opponents)
     reference_bots: Tuple[str, ...] = ('random',)
     config_constraints = BATTLE_ENV_CONSTRAINTS
@@ -239,6 +245,9 @@ class VecBattleEnv(Closeable):
     turn_based = False
     #: one role name per seat, or None: a symmetric game (every seat has the spaces below)
     roles: Optional[Tuple[str, ...]] = None
+    #: the seats' rewards need not oppose (both may gain): a game's ``result`` is then the sign of the difference
+    #: of the seats' returns, and check-env checks it against that rather than against each seat's sign
+    general_sum = False
     # Every seat's in a symmetric game, set by the subclass; None in a game with roles (read the per-seat tuples).
     observation_space: spaces.Space
     action_space: spaces.Space

@@ -13,7 +13,8 @@ in :mod:`.check_rules`, the replays in :mod:`.check_replay`):
 * an ``action_mask`` with every observation (``Discrete`` actions); in turn-based games all False for the seat
   not to move and some True for the seat to move; in simultaneous games some True for every seat;
 * observations inside the observation space (shape, bounds);
-* a result at every game's end that agrees with the sign of the seat's rewards over the game, and
+* a result at every game's end that agrees with the sign of the seat's rewards over the game (in a
+  ``general_sum`` game: with the sign of the difference of the two seats' rewards), and
   rewards that sum to zero at every step where the class declares ``zero_sum = True``;
 * every game ends within ``max_game_steps``;
 * seeds: the same seed gives the same game (different seeds usually different ones), and in a

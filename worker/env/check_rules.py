@@ -112,6 +112,15 @@ class PositionRules:
             self.problems.add('result', f'{where}: results {result.tolist()} at the game\'s end; expected +1/-1 (a win '
                                         f'and a loss) or 0/0 (a draw)')
             return
+        if getattr(self.vec, 'general_sum', False):  # the higher return wins; the loser may have gained too
+            difference = float(totals[0] - totals[1])
+            expected = 0 if abs(difference) <= TOLERANCE else int(np.sign(difference))
+            if result[0] != expected:
+                self.problems.add('result_sign', f"{where}: infos['result'] is {RESULT_NAME[int(result[0])]!r} for "
+                                                 f"{agents[0]} but the seats' rewards sum to {float(totals[0]):+g} and "
+                                                 f'{float(totals[1]):+g}; expected the seat with the higher rewards to '
+                                                 f'win, equal rewards to draw (a general-sum game)')
+            return
         for s, agent in enumerate(agents):
             name, total = RESULT_NAME[int(result[s])], float(totals[s])
             if result[s] * total < 0:
