@@ -75,7 +75,7 @@ def test_each_role_is_served_its_own_network_and_a_request_for_the_other_role_is
     server = start(CommanderNetworks(worker, seed=0), SHAPES)
     client = ForwardClient(context, Security(SECRET), 'honest', lambda: [server.address])
     collector = RemotePlayerPolicies(worker, 5, client)
-    raws = [_raw_client(context, server) for _ in range(5)]
+    raws = [_raw_client(context, server) for _ in range(6)]
     rng = np.random.default_rng(0)
     pursuer_rows, evader_rows = (rng.uniform(-1, 1, (3, *SHAPES[r])).astype(np.float32) for r in SHAPES)
     try:
@@ -95,20 +95,23 @@ def test_each_role_is_served_its_own_network_and_a_request_for_the_other_role_is
             lambda: raws[3].request('forward_wave', dict(refs=['pur'], versions=[7], rows=[3], roles=['seeker']),
                                     dict(obs_0=pursuer_rows)),
             lambda: raws[4].request('sync', dict(ref='eva', role='pursuer')),
+            lambda: raws[5].request('forward_wave', dict(refs=['pur'], versions=[7], rows=[3],
+                                                         roles=['pursuer', 'evader']), dict(obs_0=pursuer_rows)),
             # the honest collector's battle step: both roles' players and the snapshot in one wave
             lambda: client.wave.forward([(pursuer, pursuer_rows, None), (evader, evader_rows, None),
                                          (old, evader_rows, None)])])
-        assert all(isinstance(err, MessageError) and err.reason == 'schema' for err in got[:5]), got
+        assert all(isinstance(err, MessageError) and err.reason == 'schema' for err in got[:6]), got
         assert 'obs must be 3 rows of shape (6,)' in str(got[0])
         assert "'pur' plays the role 'pursuer', not 'evader'" in str(got[1])
         assert "a request naming no role in a game whose seats have the roles ['pursuer', 'evader']" in str(got[2])
         assert "role 'seeker' is not one of this game's roles" in str(got[3])
         assert "'eva' plays the role 'evader', not 'pursuer'" in str(got[4])
-        for out, policy, rows in zip(got[5], (worker.players['pur'], worker.players['eva'],
+        assert 'refs, versions, rows (and roles) must be as long as each other, got 1, 1, 1 and 2' in str(got[5])
+        for out, policy, rows in zip(got[6], (worker.players['pur'], worker.players['eva'],
                                               worker.snapshots['eva_old']), (pursuer_rows, evader_rows, evader_rows)):
             np.testing.assert_allclose(out.value, policy.value(rows), atol=1e-5)
         stats = server.stats()
-        assert (stats['dropped/observation'], stats['dropped/role']) == (1, 4)
+        assert (stats['dropped/observation'], stats['dropped/role'], stats['dropped/wave']) == (1, 4, 1)
         assert stats['forward_passes'] == 3 and stats['rows'] == 9
         assert collector.refusal_counts() == dict(forward_refusals=0.0, local_forwards=0.0)
     finally:
