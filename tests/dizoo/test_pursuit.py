@@ -154,6 +154,14 @@ def test_tools_of_symmetric_games_are_refused_in_a_role_game(key, value, message
         complete_league_config(cfg)
 
 
+def test_a_role_game_may_act_through_forward_pass_workers():
+    """Forward-pass workers serve each role's networks (they were refused in a game with roles)."""
+    cfg = compile_config(dict(env=dict(type='pursuit'), policy=dict(type='ppo'),
+                              parallel=dict(inference=dict(workers=1))), save=False)
+    complete_league_config(cfg)
+    assert cfg.parallel.inference.workers == 1 and list(cfg.league.player_category) == ['pursuer', 'evader']
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize('policy, env', [
     (dict(type='sac', model=dict(hidden_sizes=[16]), collect=dict(n_steps=8)), dict()),  # Box moves, SAC
