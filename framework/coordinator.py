@@ -35,7 +35,7 @@ from sparring.framework.run_setup import evaluation_opponents
 from sparring.framework.seat_games import PairGames, SeatGames, seat_games
 from sparring.league.exact_analysis import ExploitabilityFigures, LeagueExactAnalysis, exact_analysis_of
 from sparring.league.job_protocol import JobInfo, PlayerProgress, SnapshotVerdict, stored_ref
-from sparring.league.role_exact_analysis import LeagueRoleAnalysis
+from sparring.league.role_exact_analysis import LeagueRoleAnalysis, RoleNashConvFigures
 from sparring.league.multiseat_exact import MultiSeatLeagueExact, NashConvFigures
 from sparring.worker.chunk import Chunk
 from sparring.worker.evaluation import EvalResults, opponent_role
@@ -110,7 +110,8 @@ class RunCoordinator:
         self.started = clock()
         self._next_task_id = 0
         self.exact: Optional[Union[LeagueExactAnalysis, LeagueRoleAnalysis, MultiSeatLeagueExact]] = None
-        self.exact_figures: Union[ExploitabilityFigures, NashConvFigures] = ExploitabilityFigures()  # how its reports are logged and drawn
+        # how its reports are logged and drawn
+        self.exact_figures: Union[ExploitabilityFigures, NashConvFigures, RoleNashConvFigures] = ExploitabilityFigures()
         self.last_exact: dict = {}
         self.watch = watch_for(self)  # league metrics for TensorBoard and <exp>/report.html
 
@@ -426,6 +427,7 @@ class RunCoordinator:
         if self.cfg.league.get('roles'):  # a pair of role policies (league/role_exact_analysis)
             self.exact = LeagueRoleAnalysis(analysis, self.league, policy_of, damaged=self.quarantine,
                                             dropped=self.dropped)
+            self.exact_figures = RoleNashConvFigures()
             return
         self.exact = LeagueExactAnalysis(analysis, self.league, policy_of, damaged=self.quarantine, dropped=self.dropped)
         self.league.set_meta_game_source(self.exact.meta_game)

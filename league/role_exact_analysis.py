@@ -139,3 +139,31 @@ class LeagueRoleAnalysis:
                 return None
         return self._frozen[ref]
 
+
+class RoleNashConvFigures:
+    """How a :class:`LeagueRoleAnalysis` report is logged and drawn (the coordinator's ``exact_figures``)."""
+
+    @staticmethod
+    def scalars(report: dict) -> Dict[str, float]:
+        """The report's TensorBoard scalars (under ``exact/``)."""
+        return dict(nash_conv=report['nash_conv'], average_nash_conv=report['average_nash_conv'],
+                    **{f'gain/{role}': g for role, g in report['gains'].items()},
+                    **{f'exploitability/{pid}': e for pid, e in report['exploitability'].items()})
+
+    @staticmethod
+    def course_entry(report: dict) -> dict:
+        """What the report page's chart keeps of the report: NashConv by series."""
+        return dict(measure='NashConv', values={'live pair': report['nash_conv'],
+                                                'recent average': report['average_nash_conv']})
+
+    @staticmethod
+    def figures(report: dict, pid: str) -> Dict[str, float]:
+        """The log line's figures for player ``pid``: the live pair's NashConv and the player's exploitability."""
+        return dict(nash_conv=report['nash_conv'], expl=report['exploitability'][pid])
+
+    @staticmethod
+    def line(report: dict) -> str:
+        """The closing log line."""
+        gains = ', '.join(f'{role} {g:.4f}' for role, g in report['gains'].items())
+        return (f'exact: NashConv of the live pair {report["nash_conv"]:.4f} (best-response gains: {gains}), of the '
+                f'recent average {report["average_nash_conv"]:.4f}')

@@ -165,6 +165,13 @@ def test_a_league_of_roles_reports_the_live_pairs_nash_conv_and_each_roles_gain(
     assert [sorted(entry['exact']['gains']) for entry in summary['history']] == [['sheriff', 'smuggler']] * 2
     assert set(summary['eval']['naive_sp_smuggler_0']) == {'random_sheriff', 'sheriff_inspector'}
     assert set(summary['eval']['naive_sp_sheriff_0']) == {'random_smuggler', 'sheriff_smuggler'}
+    log = (tmp_path / 'sheriff' / 'log.txt').read_text()
+    assert f'exact: NashConv of the live pair {exact["nash_conv"]:.4f} (best-response gains: smuggler ' in log
+    assert ' nash_conv=' in log  # each evaluation's line
+    import json
+    course = json.loads((tmp_path / 'sheriff' / 'report_data.json').read_text())['exact']
+    assert course[-1]['measure'] == 'NashConv' and course[-1]['values'] == pytest.approx(
+        {'live pair': exact['nash_conv'], 'recent average': exact['average_nash_conv']})
 
 
 @pytest.mark.slow
