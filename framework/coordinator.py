@@ -406,7 +406,7 @@ class RunCoordinator:
         with roles the NashConv of the role pair, in a game of three or more seats the NashConv of the players, their
         meta-strategy and recent average; ``policy_of(ref)`` (with roles ``policy_of(ref, role)``) gives a
         player's or a snapshot's policy."""
-        model_type = (self.cfg.policy.get('model') or {}).get('type')
+        model_type = str((self.cfg.policy.get('model') or {}).get('type', ''))
         if model_type in MODEL_REGISTRY and getattr(MODEL_REGISTRY.get(model_type), 'recurrent', False):
             raise ConfigError(f'config key "battle.exact_analysis": "policy.model.type" {model_type!r} is recurrent, and '
                               f'the exact analysis reads a policy\'s move probabilities at each information state '
