@@ -32,6 +32,7 @@ class _NativeTable:
 
     def __init__(self, env) -> None:
         self.env = env
+        self.viewer: Optional[int] = None  # the person's seat: a game with hidden information shows it its own view
         self.step_result = env.reset()
         env._reset_games = lambda rows: None  # from now on: keep finished games as they ended
 
@@ -51,7 +52,8 @@ class _NativeTable:
         return s.result[0] if (s.terminated[0] or s.truncated[0]) else None
 
     def board(self) -> str:
-        text = self.env.render(0)
+        render_seat = getattr(self.env, 'render_seat', None)
+        text = self.env.render(0) if self.viewer is None or render_seat is None else render_seat(0, self.viewer)
         geometry = getattr(self.env, 'geometry', None)
         if geometry is not None:  # the line games: say how moves are numbered
             lines = text.splitlines()[:geometry.rows]
@@ -77,6 +79,7 @@ class _SingleGameTable:
 
     def __init__(self, game, seed: int) -> None:
         self.game = game
+        self.viewer: Optional[int] = None  # the person's seat (a single game draws the same board for both)
         self.agents = list(game.possible_agents)
         obs, infos = game.reset(seed=seed)
         self._keep(obs, infos)
@@ -143,6 +146,7 @@ def play_game(run_dir: str, seat: str = 'first', player: Optional[str] = None, s
     policy = run.policy(pid)
     table = _table(run.cfg, run.cfg.seed if seed is None else int(seed))
     machine = 1 - person
+    table.viewer = person
     if role is not None:
         seat = f'the {role}'
     state = policy.initial_state(1)

@@ -205,7 +205,19 @@ class OpenSpielBattleEnv(NativeVecBattleEnv):
         return [self.states[j].clone() for j in indices.tolist()]
 
     def render(self, index: int = 0) -> str:
-        """Game ``index`` as OpenSpiel prints it, and the seat to move."""
+        """Game ``index`` as OpenSpiel prints it (hidden information included), and the seat to move."""
         state = self.states[index]
         mover = 'game over' if state.is_terminal() else f'{self.agents[state.current_player()]} to move'
         return f'{state}\n({mover})'
+
+    def render_seat(self, index: int, seat: int) -> str:
+        """Game ``index`` as ``seat`` knows it, for a person playing that seat (``sparring play``): in a game with
+        hidden information the seat's information state (its own cards, the moves it saw), the whole state once the
+        game is over; in a perfect-information game, :meth:`render`."""
+        state = self.states[index]
+        game_type = self.game.get_type()
+        if (state.is_terminal() or game_type.information == require_pyspiel().GameType.Information.PERFECT_INFORMATION
+                or not game_type.provides_information_state_string):
+            return self.render(index)
+        return (f'what {self.agents[seat]} knows: {state.information_state_string(seat)}\n'
+                f'({self.agents[state.current_player()]} to move)')

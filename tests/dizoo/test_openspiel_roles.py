@@ -289,3 +289,23 @@ def test_check_env_judges_a_general_sum_games_results_by_the_difference_of_the_r
     assert env.general_sum and not make_battle_env(dict(type='openspiel', game='kuhn_poker'), 1).general_sum
     report = check_env(SHERIFF, games=200)
     assert report.passed and 'result' not in report.format(), report.format()
+
+
+@pytest.mark.slow
+def test_a_person_playing_the_sheriff_sees_only_what_the_sheriff_knows_until_the_game_ends(tmp_path):
+    """``sparring play --role sheriff``: the boards drawn during the game are the sheriff's information state (the
+    bribes and its own answers), never the smuggler's cargo, which the final board shows."""
+    from sparring.framework.play import play_game
+    config = load_config_file(CONFIG)
+    config['exp_name'] = str(tmp_path / 'sheriff')
+    config['env'].update(collector_env_num=4, evaluator_env_num=2, n_evaluator_episodes=2)
+    config['policy']['model'] = dict(hidden_sizes=[8])
+    config['battle'].update(exact_analysis=False)
+    config['train'] = dict(max_env_steps=2 * 4 * 32, eval_every_iters=0, progress_bar=False, tensorboard=False)
+    serial_pipeline(config, seed=0)
+    shown = []
+    outcome = play_game(str(tmp_path / 'sheriff'), role='sheriff', read=lambda prompt: '1', write=shown.append)
+    assert outcome in ('win', 'loss', 'draw')
+    boards = [text for text in shown if 'knows:' in text or 'illegal items' in text]
+    assert all('illegal' not in text for text in boards[:-1]) and 'illegal items' in boards[-1], boards
+    assert all(text.startswith('what player_1 knows: ') for text in boards[:-1])
