@@ -56,7 +56,7 @@ from sparring.worker.remote.replicas import check_replica_config
 from sparring.worker.remote.transport import Server, advertised_address
 from sparring.worker.remote.security import CurveGuard, check_bind, is_loopback
 from sparring.worker.remote.wire import SECRET_ENV, Signer, load_secret, new_secret
-from sparring.worker.run_kind import is_multiseat_run, run_kind
+from sparring.worker.run_kind import run_kind
 from sparring.worker.run_files import StorageFailure, write_atomically
 from sparring.worker.runtime import seed_everything, set_torch_threads
 from sparring.worker.seeds import LEAGUE_EVAL_SEED_OFFSET
@@ -341,10 +341,6 @@ def parallel_pipeline(config: dict, seed: Optional[int] = None, exp_name: Option
     """Train with a commander and worker processes; returns a summary dict (see the module)."""
     config = budget_recorded(config, max_env_steps, resume)
     cfg = prepare_config(config, seed=seed, exp_name=exp_name, resume=resume, max_env_steps=max_env_steps)
-    if is_multiseat_run(cfg) and cfg.parallel.inference.workers:
-        raise ConfigError(f'config key "parallel.inference.workers": forward-pass workers serve games of two seats; '
-                          f'env {cfg.env.type!r} is a game of {cfg.league.seats} seats, whose collectors act '
-                          f'themselves: expected 0')
     if resume:  # config.json holds what the run goes on with: the budgets and settings a resume changed
         save_config(cfg, cfg.exp_name)
     set_torch_threads(cfg.torch_threads)

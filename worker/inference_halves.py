@@ -11,7 +11,7 @@ thread, and a thread left at its default draws and steps with a team of every co
 other behind busy neighbours (tens of milliseconds a call on a loaded machine).
 
 :func:`join_chunks` makes one chunk of the two: columns side by side (the first half's, then the second's),
-results and episode figures in the same order, and the older of the two versions (staleness overstated, never
+results (or, in a game of three or more seats, rankings) and episode figures in the same order, and the older of the two versions (staleness overstated, never
 understated).
 """
 from __future__ import annotations
@@ -40,6 +40,7 @@ def join_chunks(first: Chunk, second: Chunk) -> Chunk:
                  episode_returns=first.episode_returns + second.episode_returns,
                  episode_lengths=first.episode_lengths + second.episode_lengths,
                  results=first.results + second.results,
+                 rankings=first.rankings + second.rankings,
                  env_steps=int(first.env_steps or 0) + int(second.env_steps or 0))  # both set by Chunk
 
 

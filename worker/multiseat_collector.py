@@ -12,7 +12,9 @@ for every seat it holds: its own, and with ``train_own_seats`` the seats where t
 (self-play); ``value_mask`` marks them, ``train_mask`` those of them that had to move. Every finished game is
 reported once in ``chunk.rankings`` as ``(player_ids, ranks, teams)``, the ranks (0 the best) and, in a team game
 (the env's ``teams``), the teams in job order (None in a free-for-all), which a league of S seats records as they
-are (:mod:`sparring.league.multiseat`).
+are (:mod:`sparring.league.multiseat`). A step asks every policy at once
+(:func:`~sparring.worker.inference_wave.act_together`): where the networks run on a forward-pass worker, the home
+network and every opponent network in one round trip.
 
 **Recurrent policies.** The home policy's state is kept per (slot, seat), each recurrent opponent's per (slot,
 seat) it plays (:class:`~sparring.worker.recurrent_state.OpponentStates`), both zeroed when a slot's game ends

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from sparring.config import compile_config
-from sparring.config.schema import ConfigError
 from sparring.framework.commander import Commander
 from sparring.framework.run_setup import complete_league_config
 from tests.framework.test_parallel_commander import Clock, join, publish, report, req
@@ -135,10 +134,20 @@ def test_an_evaluators_rankings_are_rated_and_a_foreign_opponent_refused(tmp_pat
     commander.close()
 
 
-def test_parallel_mode_refuses_forward_pass_workers_for_a_game_of_three_seats_in_one_line(tmp_path):
-    from sparring.framework import parallel_pipeline
+def test_parallel_mode_takes_forward_pass_workers_for_a_game_of_three_seats(tmp_path, monkeypatch):
+    """A game of three seats may act through forward-pass workers (they were refused for it): the run is set up and
+    started with them (here a stand-in for the run, which stops the pipeline once reached)."""
+    from sparring.framework import parallel
+
+    class Reached(Exception):
+        pass
+
+    def started(cfg, resume=False):
+        raise Reached(cfg.parallel.inference.workers)
+
+    monkeypatch.setattr(parallel, 'ParallelRun', started)
     config = _config(tmp_path)
     config['parallel'] = dict(inference=dict(workers=1))
-    with pytest.raises(ConfigError, match=r'"parallel.inference.workers": forward-pass workers serve games of two '
-                                          r'seats; env \'openspiel_multiseat\' is a game of 3 seats'):
-        parallel_pipeline(config)
+    with pytest.raises(Reached) as reached:
+        parallel.parallel_pipeline(config)
+    assert reached.value.args == (1,)

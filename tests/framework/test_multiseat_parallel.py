@@ -1,6 +1,7 @@
 """A league of three-player Kuhn poker in parallel mode, with real processes: collectors seat a tuple of opponents per
 job and report rankings, the evaluator worker reports rated rankings, the commander measures NashConv; a collector
-and the learner SIGKILLed mid-run lose nothing and count no game twice."""
+and the learner SIGKILLed mid-run lose nothing and count no game twice. With a forward-pass worker (a single or a
+double-buffered collector) every network acts there and every game is counted once."""
 import copy
 import os
 import signal
@@ -94,3 +95,34 @@ def test_a_three_seat_league_trains_in_parallel_and_killed_workers_count_no_game
     from sparring import load_player
     from sparring.dizoo.openspiel.exploitability import policy_nash_conv
     assert 0.0 < policy_nash_conv('kuhn_poker', load_player(str(exp)), game_params=dict(players=3)) < 2.0625 + 1e-9
+
+
+@pytest.mark.parametrize('double_buffer', [False, True], ids=['single', 'double_buffered'])
+def test_a_three_seat_league_acts_through_a_forward_pass_worker(tmp_path, double_buffer):
+    """The home network and every opponent network of a step on the forward-pass worker (one wave a step): every
+    request served there, none refused, no collector acting itself, the player trained, every game counted once."""
+    exp = tmp_path / 'kuhn3_forward'
+    config = _config(exp, max_env_steps=64 * 16)
+    config['train'].update(eval_every_iters=0, checkpoint_every_iters=0)
+    config['parallel'] = fast_parallel(collectors=1, evaluators=0, worker_timeout_seconds=30.0, inference=dict(
+        workers=1, max_batch=64, max_wait_ms=2.0, double_buffer=double_buffer))
+    cfg = compile_config(config, save=False)
+    complete_league_config(cfg)
+    run = ParallelRun(cfg)
+    try:
+        run.start()
+        while not run.finished:
+            run.step()
+        summary = run.close()
+    finally:
+        if not run.closed:
+            run.close(abort='test failed')
+    assert summary['env_steps'] >= 64 * 16 and not summary['restarts']
+    served = summary['worker_stats']['inference-0']
+    assert served['forward_passes'] > 0 and served['malformed'] == 0 and served['version_gone'] == 0
+    collector = summary['worker_stats']['collector-0']
+    assert collector['forward_round_trips'] > 0
+    assert collector['forward_refusals'] == 0 and collector['local_forwards'] == 0
+    assert summary['train_iterations']['naive_sp_0'] >= 1
+    recorded, _ = _counted_once(exp, run.commander.coordinator.league)  # jobs in hand at the end are abandoned
+    assert summary['games'] == len(recorded) > 0

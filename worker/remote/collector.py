@@ -105,16 +105,17 @@ class FeedPair:
         """The halves' results, first half's first (as :func:`~sparring.worker.inference_halves.join_chunks` orders
         the games)."""
         first = len(self.feeds[0].finished)
-        return (self.feeds[0].results_of(_Results(chunk.results[:first]))
-                + self.feeds[1].results_of(_Results(chunk.results[first:])))
+        return (self.feeds[0].results_of(_HalfGames(chunk, slice(None, first)))
+                + self.feeds[1].results_of(_HalfGames(chunk, slice(first, None))))
 
 
-class _Results:
-    """A half's finished games of two seats (a double-buffered collector serves games of two seats only)."""
+class _HalfGames:
+    """One half's finished games in a joined chunk: its results in a game of two seats, its rankings in a game of
+    three or more (a chunk holds one of the two, the other empty)."""
 
-    def __init__(self, results) -> None:
-        self.results = results
-        self.rankings: list = []
+    def __init__(self, chunk, games: slice) -> None:
+        self.results = chunk.results[games]
+        self.rankings = chunk.rankings[games]
 
 
 def _opponent_policy(players, job: dict):
