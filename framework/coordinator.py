@@ -404,7 +404,8 @@ class RunCoordinator:
     def use_exact_analysis(self, policy_of: Callable[[str], object]) -> None:
         """Exact exploitability (small zero-sum games) and the exact meta-game for the ``nash`` branch, in a game
         with roles the NashConv of the role pair, in a game of three or more seats the NashConv of the players, their
-        meta-strategy and recent average; ``policy_of(ref)`` (with roles ``policy_of(ref, role)``) gives a
+        meta-strategy and recent average (the ``nash`` branch then draws from the exact S-player meta-strategy);
+        ``policy_of(ref)`` (with roles ``policy_of(ref, role)``) gives a
         player's or a snapshot's policy."""
         model_type = str((self.cfg.policy.get('model') or {}).get('type', ''))
         if model_type in MODEL_REGISTRY and getattr(MODEL_REGISTRY.get(model_type), 'recurrent', False):
@@ -418,11 +419,12 @@ class RunCoordinator:
                         if self.seat_games.seats == 2 else 'a game that does (OpenSpiel\'s poker games)')
             raise ConfigError(f'config key "battle.exact_analysis": env {self.cfg.env.type!r} offers no exact analysis; '
                               f'expected {expected}')
-        if self.seat_games.seats > 2:  # NashConv of S-player profiles; no two-player meta-game for a nash branch
+        if self.seat_games.seats > 2:  # NashConv of S-player profiles; the nash branch draws from their meta-strategy
             initial = [self.initial_ref(pid) for pid in self.player_ids]
             self.exact = MultiSeatLeagueExact(analysis, self.league, policy_of, initial_refs=initial,
                                               damaged=self.quarantine, dropped=self.dropped)
             self.exact_figures = NashConvFigures()
+            self.league.set_meta_strategy_source(self.exact.meta_strategy)
             return
         if self.cfg.league.get('roles'):  # a pair of role policies (league/role_exact_analysis)
             self.exact = LeagueRoleAnalysis(analysis, self.league, policy_of, damaged=self.quarantine,

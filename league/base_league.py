@@ -281,6 +281,7 @@ class BaseLeague(LeagueStateMixin):
         self._job_count = 0
         self._eval_cursor: Dict[str, int] = {}
         self._meta_game_source = None
+        self._meta_strategy_source = None
 
     def _new_active_players(self) -> List[ActivePlayer]:
         return [PLAYER_REGISTRY.get(name)(pid, self.cfg.players[name], player_type=name, model=self.cfg.model,
@@ -366,6 +367,17 @@ class BaseLeague(LeagueStateMixin):
         """Where :meth:`meta_game` comes from: ``source(player_ids) -> [n, n]`` antisymmetric matrix (e.g. an
         exact evaluation of the players' policies), or None for the shared payoff's win rates."""
         self._meta_game_source = source
+
+    def set_meta_strategy_source(self, source) -> None:
+        """Where :meth:`meta_strategy` comes from: ``source(player_ids) -> [n]`` a mixture over them, or None."""
+        self._meta_strategy_source = source
+
+    def meta_strategy(self, player_ids: Sequence[str]) -> Optional[np.ndarray]:
+        """The mixture over ``player_ids`` the ``nash`` branch draws from, where a source gives it directly (an exact
+        S-player meta-strategy in a game of three or more seats); None: the branch solves :meth:`meta_game` itself."""
+        if self._meta_strategy_source is None:
+            return None
+        return np.asarray(self._meta_strategy_source(list(player_ids)), np.float64)
 
     def meta_game(self, player_ids: Sequence[str]) -> np.ndarray:
         """The zero-sum meta-game of ``player_ids`` (entry i, j: i's advantage against j) that the

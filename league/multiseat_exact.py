@@ -14,12 +14,19 @@ it to a league's players and reports the NashConv of
 * the **recent average**: the newest :data:`AVERAGE_WINDOW` snapshots with equal weight (the average of the last
   iterates, which smooths the oscillation a last iterate keeps in a game of three or more players).
 
+The same multiplicative weights feed the league's ``nash`` branch (:meth:`MultiSeatLeagueExact.meta_strategy`, the
+league's meta-strategy source): the mixture over the branch's candidates (the snapshots) on their exact S-player
+meta-game, from which each other seat's opponent is drawn on its own, PSRO's meta-strategy in a symmetric game of S
+players. The candidates are frozen, so the mixture is solved once per new snapshot.
+
 Profiles of frozen snapshots never change, so they are computed once (:class:`~sparring.league.exact_analysis.ProfileCache`).
 The parameters every player starts from (the league's initial snapshots) are not learnt, and are left out.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
 
 from sparring.league.exact_analysis import ProfileCache
 from sparring.worker.state_file import StateFileError
@@ -41,10 +48,48 @@ class MultiSeatLeagueExact:
         self.damaged = damaged
         self.dropped = dropped if dropped is not None else {}
         self.profiles = ProfileCache(analysis)
+        self._frozen_mixture: Optional[Tuple[tuple, np.ndarray]] = None  # (ids, weights) of the last frozen group
 
     def forget(self, ref: str) -> None:
-        """A snapshot stored anew under ``ref``: its profile is out of date."""
+        """A snapshot stored anew under ``ref``: its profile and any kept mixture are out of date."""
         self.profiles.forget(ref)
+        self._frozen_mixture = None
+
+    def meta_strategy(self, player_ids: Sequence[str]) -> np.ndarray:
+        """The ``nash`` branch's mixture over the league's players ``player_ids`` (oldest first): multiplicative
+        weights on the exact S-player meta-game of the newest :data:`META_WINDOW` of them (fewer where the game's
+        meta-game fits fewer), as the report's meta-strategy; the older ones weigh nothing, which keeps the solve's
+        cost bounded in a long run. A quarantined snapshot, or one whose parameters cannot be read, weighs nothing
+        (uniform weights where none is readable: the league draws again past them anyway)."""
+        ids = tuple(player_ids)
+        players = [self.league.get_player(pid) for pid in ids]
+        frozen = all(player.kind != 'active' for player in players)
+        if frozen and self._frozen_mixture is not None and self._frozen_mixture[0] == ids:
+            return self._frozen_mixture[1]
+        window = min(META_WINDOW, self.analysis.meta_capacity())
+        readable: Dict[int, Any] = {}
+        for k in reversed(range(len(players))):  # the newest first, until the window is full
+            if len(readable) == window:
+                break
+            player = players[k]
+            live = player.kind == 'active'
+            ref = player.player_id if live else player.param_ref
+            if ref in self.dropped:
+                continue
+            try:
+                readable[k] = self.profiles.profile(ref, self.policy_of, frozen=not live)
+            except StateFileError as err:
+                if self.damaged is None:
+                    raise
+                self.damaged(ref, str(err))
+        weights = np.full(len(ids), 1.0 / max(1, len(ids)))
+        if readable:
+            kept = sorted(readable)
+            weights = np.zeros(len(ids))
+            weights[kept] = self.analysis.meta_strategy([readable[k] for k in kept])
+        if frozen:
+            self._frozen_mixture = (ids, weights)
+        return weights
 
     def report(self, active: Sequence[str]) -> dict:
         """NashConv of each ``active`` player's network (``nash_conv``), of the meta-strategy (``meta_nash_conv``,

@@ -336,7 +336,9 @@ class ActivePlayer(Player):
     def _nash_branch(self) -> Optional[Player]:
         """PSRO's meta-strategy: an opponent drawn from the Nash mixture of the candidates' meta-game
         (``league.meta_game``: by default scores from the shared payoff, unplayed pairs even; an exact
-        evaluation where the run provides one); None without candidates. Needs scipy (``pip install sparring[league]``)."""
+        evaluation where the run provides one); in a game of three or more seats with an exact analysis, from the
+        league's S-player meta-strategy (``league.meta_strategy``), each seat's opponent drawn on its own. None
+        without candidates. Needs scipy (``pip install sparring[league]``)."""
         group = self._nash_candidates()
         if not len(group):
             return None
@@ -352,6 +354,9 @@ class ActivePlayer(Player):
         program is far dearer, so it is solved again only when the candidates or their results changed;
         the answer depends on the payoff alone, so a restored league draws the same opponents."""
         ids = tuple(group.ids)
+        given = self.league.meta_strategy(ids)  # a game of three or more seats: the source solves it (and keeps it)
+        if given is not None:
+            return given
         game = self.league.meta_game(ids)
         memo = self._nash_memo
         if memo is None or memo[0] != ids or not np.array_equal(memo[1], game):

@@ -17,9 +17,11 @@ pytest.importorskip('pyspiel')
 from sparring.dizoo.openspiel.config.kuhn3_league import config as KUHN3
 
 
-def coordinator(tmp_path, name='run'):
+def coordinator(tmp_path, name='run', players=None):
     config = copy.deepcopy(KUHN3)
     config.update(exp_name=str(tmp_path / name))
+    if players is not None:
+        config['league']['players']['naive_sp'].update(players)
     cfg = prepare_config(config)
     return RunCoordinator(cfg, run_kind(cfg))
 
@@ -112,3 +114,35 @@ def test_ranked_groups_keep_the_order_of_first_finish_and_group_by_players_and_t
     assert ranked_groups(games, [5, 6, 7, 8]) == [[['a', 'b', 'c'], [5, 7], [[0, 1, 2], [2, 1, 0]], None],
                                                   [['a', 'c', 'b'], [6], [[1, 0, 2]], None],
                                                   [['a', 'b', 'c'], [8], [[0, 0, 1]], [0, 0, 1]]]
+
+
+class Strongest:
+    """An exact analysis standing in for OpenSpiel's: a profile is the policy (here its ref), and the meta-strategy
+    puts all its weight on the candidate named ``strongest``."""
+
+    def __init__(self, strongest):
+        self.strongest = strongest
+
+    def profile(self, policy):
+        return policy
+
+    def meta_capacity(self):
+        return 32
+
+    def meta_strategy(self, profiles):
+        return [1.0 if profile == self.strongest else 0.0 for profile in profiles]
+
+
+def test_with_the_exact_analysis_the_nash_branch_draws_every_seat_from_the_exact_meta_strategy(tmp_path, monkeypatch):
+    co = coordinator(tmp_path, players=dict(branch_probs=dict(nash=1.0), one_phase_step=1))
+    for step in (2, 4):
+        co.league.update_active_player(dict(player_id='naive_sp_0', train_iteration=step))
+        assert co.league.judge_snapshot('naive_sp_0')['snapshot']
+    strongest = co.league.get_player('naive_sp_0_h1').param_ref
+    monkeypatch.setattr('sparring.framework.coordinator.exact_analysis_of', lambda env, cfg: Strongest(strongest))
+    co.use_exact_analysis(lambda ref: ref)
+    # no game played: the payoff's meta-game is even and would mix every snapshot; the exact one picks h1
+    jobs = co.apply(JobsOp(op='jobs', player='naive_sp_0', n=20, session='s'))
+    assert {pid for job in jobs for pid in job['player_ids'][1:]} == {'naive_sp_0_h1'}
+    assert {job['branch'] for job in jobs} == {'nash+nash'}
+

@@ -159,3 +159,44 @@ def test_a_three_seat_league_saves_and_restores(tmp_path):
     assert [restored.get_job_info(HOME)['player_ids'] for _ in range(5)] == \
         [league.get_job_info(HOME)['player_ids'] for _ in range(5)]
     assert np.isclose(restored.ratings.trueskill[HOME].mu, league.ratings.trueskill[HOME].mu)
+
+
+# ------------------------------------------------------------------------------- the nash branch
+def nash_league(snapshots=2):
+    """A three-seat league whose player draws every opponent by the ``nash`` branch, with ``snapshots`` snapshots
+    beside the initial one."""
+    league = league_of(players=dict(naive_sp=dict(branch_probs=dict(nash=1.0), one_phase_step=1)))
+    for step in range(2, 2 * (snapshots + 1), 2):
+        league.update_active_player(dict(player_id=HOME, train_iteration=step))
+        assert league.judge_snapshot(HOME)['snapshot']
+    return league
+
+
+def opponents_drawn(league, jobs=300):
+    job_infos = [league.get_job_info(HOME) for _ in range(jobs)]
+    assert all(j['branches'] == ['nash', 'nash'] for j in job_infos)
+    return Counter(pid for j in job_infos for pid in j['player_ids'][1:])
+
+
+def test_without_a_source_the_nash_branch_solves_the_pairwise_meta_game_of_the_payoff():
+    league = nash_league()
+    # h1 finished ahead of h0 and h2 in every game they met: the pairwise meta-game's Nash is h1 alone
+    record(league, ['naive_sp_0_h1', 'naive_sp_0_h0', 'naive_sp_0_h2'], [[0, 1, 2]] * 5)
+    record(league, ['naive_sp_0_h1', 'naive_sp_0_h2', 'naive_sp_0_h0'], [[0, 1, 2]] * 5)
+    assert league.meta_strategy(['naive_sp_0_h0', 'naive_sp_0_h1']) is None
+    assert set(opponents_drawn(league)) == {'naive_sp_0_h1'}
+
+
+def test_a_meta_strategy_source_gives_the_nash_branch_its_mixture_each_seat_drawn_on_its_own(helpers):
+    league = nash_league()
+    asked = []
+
+    def source(ids):
+        asked.append(list(ids))
+        return [0.0 if pid.endswith('h0') else 0.25 if pid.endswith('h1') else 0.75 for pid in ids]
+
+    league.set_meta_strategy_source(source)
+    counts = opponents_drawn(league, jobs=400)
+    assert asked[0] == ['naive_sp_0_h0', 'naive_sp_0_h1', 'naive_sp_0_h2']  # the candidates: every snapshot
+    assert counts['naive_sp_0_h0'] == 0 and sum(counts.values()) == 800
+    helpers.assert_frequency(counts['naive_sp_0_h2'], 800, 0.75, 'naive_sp_0_h2')
