@@ -318,7 +318,8 @@ class ParallelRun:
                     final = (co.env_steps, co.wall_seconds, co.last_eval.get(first, {}))
                     write_return_report(commander.exp_dir, return_entries(co.history, first, final),
                                         self.started_at_steps, {'env': self.cfg.env.get('id') or self.cfg.env.type})
-                pictures = closing_report(co.league, co.last_eval, commander.exp_dir, self.logger.line)
+                pictures = closing_report(co.league, co.last_eval, commander.exp_dir, self.logger.line,
+                                          co.kind.evaluation_class.opponent_rates)
             summary = commander.report.summary(pictures, state_path)
             summary['restarts'] = dict(self.launcher.restarts)
             summary['rejected_messages'] = dict(self.server.rejected.counts)

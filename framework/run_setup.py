@@ -251,10 +251,11 @@ def same_opponent(ref: str) -> str:
     return BOT_PREFIX + name + '?' + json.dumps(options, sort_keys=True)
 
 
-def closing_report(league, last_eval: Dict[str, dict], exp_dir: str, line: Callable[[str], None]) -> List[str]:
+def closing_report(league, last_eval: Dict[str, dict], exp_dir: str, line: Callable[[str], None],
+                   rates_of: Callable[[dict], Optional[Dict[str, dict]]]) -> List[str]:
     """Save the league state, write the report page, draw the payoff and rating pictures, then print the
-    league table, the last evaluation and the pages' and pictures' paths; returns the pictures (SVG files; none
-    without a payoff)."""
+    league table, the last evaluation (:func:`opponent_lines`; ``rates_of`` is the run's evaluation's
+    ``opponent_rates``) and the pages' and pictures' paths; returns the pictures (SVG files; none without a payoff)."""
     from sparring.framework.report_page import write_final_report  # here: loading a player needs no page
     league.save(os.path.join(exp_dir, LEAGUE_STATE_FILE))
     page = write_final_report(exp_dir, league, {'phase': 'done'})
@@ -266,15 +267,31 @@ def closing_report(league, last_eval: Dict[str, dict], exp_dir: str, line: Calla
     table = league.table()
     if table:
         line('league table:\n' + table)
-    for pid, report in last_eval.items():
-        if all(isinstance(s, dict) for s in report.values()):  # games per opponent, not a return summary
-            line(f'{pid} vs ' + ', '.join(f'{oid}: win {s["win"]:.1%} draw {s["draw"]:.1%} loss {s["loss"]:.1%}'
-                                          for oid, s in report.items()))
+    for text in opponent_lines(last_eval, rates_of, ranked=getattr(league, 'cfg', {}).get('seats', 2) > 2):
+        line(text)
     if page is not None:
         line(f'report: {page}')
     for picture in pictures:
         line(f'picture: {picture}')
     return pictures
+
+
+def opponent_lines(last_eval: Dict[str, dict], rates_of: Callable[[dict], Optional[Dict[str, dict]]],
+                   ranked: bool = False) -> List[str]:
+    """One line per evaluated player: its win, draw and loss rates against each evaluation opponent, read from its
+    last report by ``rates_of`` (none for a single agent's returns). In a game of three or more seats (``ranked``)
+    those are the pairwise games in the rankings, and each opponent's rate of the player finishing ahead of it (a
+    tie counting half) comes first."""
+    lines = []
+    for pid, report in last_eval.items():
+        rates = rates_of(report) if report else None
+        if not rates:
+            continue
+        lines.append(f'{pid} vs ' + ', '.join(
+            f'{oid}: ' + (f'ahead {s["win"] + 0.5 * s["draw"]:.1%} (' if ranked else '')
+            + f'win {s["win"]:.1%} draw {s["draw"]:.1%} loss {s["loss"]:.1%}' + (')' if ranked else '')
+            for oid, s in rates.items()))
+    return lines
 
 
 def reset_from_verdict(store: ParamStore, policy, verdict, player_id: str) -> None:

@@ -79,7 +79,8 @@ def _loop(cfg: CompiledConfig, run: SerialRun, ckpt: CheckpointManager, log: Run
     _finish(cfg, run, log)
     path = save()
     single_agent_page(run, final=True)  # before the closing report, which names the page
-    pictures = closing_report(run.league, run.last_eval, cfg.exp_name, log.line)
+    pictures = closing_report(run.league, run.last_eval, cfg.exp_name, log.line,
+                              run.coordinator.kind.evaluation_class.opponent_rates)
     log.line(f'checkpoint: {path}')
     if run.coordinator.exact is not None and run.last_exact:
         log.line(run.coordinator.exact_figures.line(run.last_exact))

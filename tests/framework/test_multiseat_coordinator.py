@@ -8,8 +8,9 @@ import pytest
 
 from sparring.framework.coordinator import RunCoordinator
 from sparring.framework.league_ops import JobsOp
-from sparring.framework.run_setup import prepare_config
+from sparring.framework.run_setup import closing_report, opponent_lines, prepare_config
 from sparring.framework.seat_games import RankedGames, ranked_groups
+from sparring.worker.evaluation import GameEvaluation
 from sparring.worker.multiseat_evaluation import MultiSeatEvaluation
 from sparring.worker.run_kind import MultiSeatKind, run_kind
 
@@ -146,3 +147,18 @@ def test_with_the_exact_analysis_the_nash_branch_draws_every_seat_from_the_exact
     assert {pid for job in jobs for pid in job['player_ids'][1:]} == {'naive_sp_0_h1'}
     assert {job['branch'] for job in jobs} == {'nash+nash'}
 
+
+def test_the_closing_report_prints_each_evaluated_player_s_rates_by_opponent(tmp_path):
+    co = coordinator(tmp_path)
+    results = [[['random', 'naive_sp_0_h0'], [1, 0, 2], None], [['random', 'naive_sp_0_h0'], [0, 0, 2], None]]
+    co.record_evaluation('naive_sp_0', results, [0.5, 1.5])
+    lines = []
+    closing_report(co.league, co.last_eval, str(tmp_path), lines.append, MultiSeatEvaluation.opponent_rates)
+    # the pairwise games worked by hand: behind random then tied with it; ahead of the snapshot twice
+    assert ('naive_sp_0 vs random: ahead 25.0% (win 0.0% draw 50.0% loss 50.0%), naive_sp_0_h0: ahead 100.0% '
+            '(win 100.0% draw 0.0% loss 0.0%)') in lines
+
+
+def test_two_seat_closing_lines_are_unchanged_and_a_player_without_rates_has_none():
+    two_seat = dict(p=dict(bot=dict(win=0.5, draw=0.25, loss=0.25, games=4)), q={})
+    assert opponent_lines(two_seat, GameEvaluation.opponent_rates) == ['p vs bot: win 50.0% draw 25.0% loss 25.0%']
