@@ -1,6 +1,6 @@
-"""Forward-pass workers in a game of three or more seats (three-player Kuhn poker): a multi-seat collector whose
-home network and opponent networks run on a forward-pass worker collects the chunks it collects acting itself, with
-one round trip a step for all of them; a double-buffered collector's two halves join their rankings, and each half's
+"""Forward-pass workers in games of three or more seats (three-player Kuhn poker, target chase's teams with Box
+moves): a multi-seat collector whose home network and opponent networks run on a forward-pass worker collects the
+chunks it collects acting itself, with one round trip a step for all of them; a double-buffered collector's two halves join their rankings, and each half's
 games go back to its own job feed."""
 from types import SimpleNamespace
 
@@ -34,6 +34,12 @@ def _env(num_envs, seed=0):
     return OpenSpielMultiSeatEnv(dict(game='kuhn_poker', game_params=dict(players=S)), num_envs, seed)
 
 
+def _chase(num_envs, seed=0):
+    """Target chase: Box moves, games of four steps, two teams of two seats."""
+    from sparring.dizoo.target_chase.target_chase_env import TargetChaseEnv
+    return TargetChaseEnv(dict(seats=4, team_size=2, max_steps=4), num_envs, seed)
+
+
 def _policy(env, seed, version=None, model=MLP):
     cfg = compile_section('policy', dict(type='ppo', model=model, collect=dict(n_steps=N_STEPS),
                                          learn=dict(epochs=1, num_minibatches=1)))
@@ -45,23 +51,31 @@ def _policy(env, seed, version=None, model=MLP):
     return policy
 
 
-def _collect(home, opponent, chunks=2):
-    """Chunks of a home player against ``opponent`` in both other seats (even slots) or in one, the home player
-    itself in the other (odd slots: self-play, two seats held)."""
-    collector = MultiSeatCollector(_env(4), home, N_STEPS,
-                                   lambda slot: (['p', 'q', 'q'], [opponent, opponent]) if slot % 2 == 0 else
-                                   (['p', 'q', 'p'], [opponent, home]), player_id='p')
+def _collect(make_env, home, opponent, chunks=2):
+    """Chunks of a home player against ``opponent`` in every other seat (even slots) or in the first, the home
+    player itself in the others (odd slots: self-play, several seats held)."""
+    env = make_env(4)
+    others = env.num_seats - 1
+
+    def sample(slot):
+        if slot % 2 == 0:
+            return ['p'] + ['q'] * others, [opponent] * others
+        return ['p', 'q'] + ['p'] * (others - 1), [opponent] + [home] * (others - 1)
+    collector = MultiSeatCollector(env, home, N_STEPS, sample, player_id='p')
     try:
         return [collector.collect() for _ in range(chunks)]
     finally:
         collector.close()
 
 
-@pytest.mark.parametrize('model', [MLP, LSTM], ids=['mlp', 'lstm'])
-def test_a_multiseat_step_acts_through_the_forward_pass_worker_in_one_round_trip_as_it_acts_locally(serving, model):
-    """The chunks (a recurrent one's window states too) are those of the same policies acting in the collector."""
+@pytest.mark.parametrize('make_env, model', [(_env, MLP), (_env, LSTM), (_chase, MLP)],
+                         ids=['kuhn3_mlp', 'kuhn3_lstm', 'chase_teams_box'])
+def test_a_multiseat_step_acts_through_the_forward_pass_worker_in_one_round_trip_as_it_acts_locally(serving, make_env,
+                                                                                                    model):
+    """The chunks (a recurrent one's window states, a Gaussian one's Box moves) are those of the same policies
+    acting in the collector."""
     context, start = serving
-    env = _env(1)
+    env = make_env(1)
     torch.manual_seed(0)
     p, q = _policy(env, 3, version=7, model=model), _policy(env, 4, version=3, model=model)
     server = start(Networks(p=p, q=q), {None: env.observation_space.shape})
@@ -75,10 +89,10 @@ def test_a_multiseat_step_acts_through_the_forward_pass_worker_in_one_round_trip
         for policy in remote.values():  # each pins its version first (a collector does so before each chunk)
             policy.sync()
         before = client.round_trips
-        mine = _collect(remote['p'], remote['q'])
+        mine = _collect(make_env, remote['p'], remote['q'])
         # one wave a step for the home network and the opponent's, and one for the last observation's values
         assert client.round_trips - before == 2 * (N_STEPS + 1)
-        theirs = _collect(local['p'], local['q'])
+        theirs = _collect(make_env, local['p'], local['q'])
         for got, want in zip(mine, theirs):
             assert got.version == want.version == 7 and got.rankings == want.rankings and got.rankings
             assert set(got.data) == set(want.data)
