@@ -61,6 +61,11 @@ class LeagueKind:
     def league_type(self) -> str:
         return self.cfg.league.type
 
+    @property
+    def acting_rows(self) -> int:
+        """Rows one game's step asks of the policies at most: both seats' agents (``env.team_size`` a seat)."""
+        return 2 * int(self.cfg.env.get('team_size', 1))
+
     def check_seats(self, seats: int) -> None:
         """The league's ``seats`` must be the game's two: a ConfigError naming both otherwise."""
         if seats != 2:
@@ -141,6 +146,12 @@ class MultiSeatKind(LeagueKind):
         """The game's seats (S)."""
         return self._seat_layout()[2]
 
+    @property
+    def acting_rows(self) -> int:
+        """Rows one game's step asks of the policies at most: one a seat (a team game's ``env.team_size`` groups
+        seats, each still one row)."""
+        return self.seats
+
     def check_seats(self, seats: int) -> None:
         """The league must seat as many players as the game has seats: a ConfigError naming both otherwise."""
         if seats != self.seats:
@@ -185,6 +196,7 @@ class SingleAgentKind:
         self.cfg = cfg
 
     roles = None  # one agent: no seats
+    acting_rows = 1  # rows one env's step asks of the policy
 
     def league_type(self) -> str:
         return SINGLE_AGENT_LEAGUE

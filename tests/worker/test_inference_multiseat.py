@@ -149,3 +149,20 @@ def test_a_double_buffered_multiseat_collector_reports_each_halfs_rankings_to_it
         assert set(reported) <= {f'j{k}' for k in range(1, commander.issued + 1)}
     finally:
         collector.close()
+
+
+@pytest.mark.parametrize('env, rows_a_game', [
+    (dict(type='openspiel_multiseat', game='kuhn_poker', game_params=dict(players=3)), 3),
+    (dict(type='target_chase', seats=8, team_size=2), 8),  # teams group seats: still a row a seat
+], ids=['kuhn3', 'chase_of_eight'])
+def test_the_socket_bound_counts_a_row_for_every_seat_of_a_game(env, rows_a_game):
+    """A step of a game of S seats may ask S rows a game (self-play seats, recurrent opponents at every seat they
+    play); the bound counted two seats of ``env.team_size`` agents, which left target chase's eight seats no margin."""
+    from sparring.config import compile_config
+    from sparring.worker.inference_forward import ForwardSpec
+    from sparring.worker.remote.inference import ROWS_MARGIN, request_bytes_limit
+    from sparring.worker.run_kind import run_kind
+    cfg = compile_config(dict(env=dict(env, collector_env_num=4), policy=dict(type='ppo')), save=False)
+    policy = POLICY_REGISTRY.get('ppo')(cfg.policy, *run_kind(cfg).spaces(), seed=0)
+    spec = ForwardSpec.of(policy, policy.observation_space.shape)
+    assert request_bytes_limit(cfg, spec) == ROWS_MARGIN * 4 * rows_a_game * spec.row_bytes() + (1 << 20)

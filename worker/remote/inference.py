@@ -54,6 +54,7 @@ from sparring.worker.remote.security import Security
 from sparring.worker.remote.transport import SMALL_HEADER_BYTES, Server
 from sparring.worker.remote.wire import MessageError, arrays_to_params, short
 from sparring.worker.run_files import write_atomically
+from sparring.worker.run_kind import run_kind
 from sparring.worker.runtime import set_torch_threads
 from sparring.worker.seeds import collector_seed
 
@@ -62,17 +63,18 @@ log = logging.getLogger('sparring.worker')
 KEEP_VERSIONS = 4  # versions of each learning player kept: a chunk started on one still finds it
 ACTIVE_PEER_SECONDS = 1.0  # a peer that asked this recently is waited for (up to max_wait_ms) before a batch runs
 MAX_MESSAGE_BYTES = 64 << 20  # a server built without a run's bound (tests, benchmarks): a run derives its own
-ROWS_MARGIN = 4  # a request of a run may hold this many times the rows of a battle step of all its envs
+ROWS_MARGIN = 4  # a request of a run may hold this many times the rows of a step of all its envs
 ADDRESS_DIR = 'inference'
 
 
 def request_bytes_limit(cfg, spec: ForwardSpec) -> int:
     """The largest request a forward-pass worker of this run takes: :data:`ROWS_MARGIN` times the rows of one step
-    of a collector's envs (every seat and team agent, the home player and its opponents in one wave; a search
-    evaluates one row per game), at most the protocol's ``MAX_ROWS``, each row as large as the run's network
-    allows (:meth:`~sparring.worker.inference_forward.ForwardSpec.row_bytes`), plus 1 MB of headers; never more
-    than ``parallel.max_message_mb``."""
-    step_rows = cfg.env.collector_env_num * 2 * int(cfg.env.get('team_size', 1))
+    of a collector's envs (every seat and team agent, the home player and its opponents in one wave, as the run's
+    kind counts them: two seats, or each of a game's three or more; a search evaluates one row per game), at most
+    the protocol's ``MAX_ROWS``, each row as large as the run's network allows
+    (:meth:`~sparring.worker.inference_forward.ForwardSpec.row_bytes`), plus 1 MB of headers; never more than
+    ``parallel.max_message_mb``."""
+    step_rows = cfg.env.collector_env_num * run_kind(cfg).acting_rows
     rows = min(MAX_ROWS, ROWS_MARGIN * step_rows)
     return min(cfg.parallel.max_message_mb << 20, rows * spec.row_bytes() + (1 << 20))
 
