@@ -15,7 +15,7 @@ commander is tested without a socket:
 
 ``register``        a worker joins; it gets the compiled config, its index and, for a learner, its player
 ``heartbeat``       liveness both ways; the reply carries the run's state (``run``, ``drain``, ``stop``)
-``goodbye``         a worker leaves on purpose
+``goodbye``         a worker leaves on purpose, with its last figures
 ``collect_task``    which player to collect the next chunk for, and where that player's learner listens
 ``jobs``            a batch of league jobs (``get_job_info``): one opponent per game a collector plays
 ``chunk_report``    a chunk's finished games ``[job_id, outcome]`` and its env steps (``finish_job``)
@@ -67,8 +67,8 @@ from sparring.framework.journal import COMMANDER_DIR
 from sparring.framework.league_ops import ProgressOp
 from sparring.framework.param_service import ParamService
 from sparring.worker.remote.protocol import (Ack, ChunkReport, CollectTaskRequest, ErrorReply, EvalReport,
-                                         HeartbeatRequest, JobBatch, JobOffer, JobsRequest, ParamsRequest, SeatOffer,
-                                         PublishRequest, Registered, RegisterRequest)
+                                         GoodbyeRequest, HeartbeatRequest, JobBatch, JobOffer, JobsRequest,
+                                         ParamsRequest, SeatOffer, PublishRequest, Registered, RegisterRequest)
 from sparring.framework.sessions import LEDGER_FILE, Admission, SessionTable, WorkerRecord, learner_id
 from sparring.league.errors import LeagueError
 from sparring.policy.replay_opponents import roster_to_send
@@ -207,6 +207,8 @@ class Commander:
         return 'ack', dict(state=self._state_for(worker)['state'], **fields), None
 
     def _on_goodbye(self, worker: WorkerRecord, message: Message) -> Reply:
+        # The figures it ends with: its last heartbeat's may miss the work after it (a collector's last reports).
+        self.sessions.take_stats(worker, cast(GoodbyeRequest, message.body).get('stats', {}))
         self.drop_worker(worker.session, 'said goodbye')
         return 'ack', Ack(state='stop'), None
 

@@ -122,6 +122,32 @@ def test_each_game_is_recorded_once_and_only_by_the_worker_that_holds_its_job(tm
     assert commander.coordinator.env_steps == 2 * 4
 
 
+def test_a_collector_s_goodbye_brings_its_last_figures_into_the_summary(tmp_path):
+    commander, _, _ = start(tmp_path)
+    a, registered = join(commander, 'collector')
+    _, task, _ = commander.handle(req('collect_task', session=a))
+    pid = task['player_id']
+    _, batch, _ = commander.handle(req('jobs', session=a, player_id=pid, count=6))
+    jobs = [j['job_id'] for j in batch['jobs']]
+    _, ack, _ = report(commander, a, pid, [[j, 'win'] for j in jobs[:2]], task_id=task['task_id'])
+    commander.handle(req('heartbeat', session=a, stats=dict(games_accepted=2.0)))
+    _, last, _ = report(commander, a, pid, [[j, 'win'] for j in jobs[2:4]])
+    assert ack['accepted'] + last['accepted'] == 4 == commander.coordinator.counters['games']
+    # what its last heartbeat said lags the reports after it; its goodbye says what it ends with
+    commander.handle(req('goodbye', session=a, stats=dict(games_accepted=4.0)))
+    stats = commander.report.summary([], '')['worker_stats'][registered['worker_id']]
+    assert stats['games_accepted'] == 4.0
+    assert commander.coordinator.counters['jobs_abandoned'] == 2  # its two unfinished games: never recorded
+
+
+def test_goodbye_may_carry_a_worker_s_figures_on_the_wire():
+    from sparring.framework.messaging import decode, encode
+    from sparring.worker.remote.wire import Signer
+    message = decode(encode('goodbye', dict(session='s', stats=dict(games_accepted=4.0)), signer=Signer(None)),
+                     signer=Signer(None))
+    assert message.body == dict(session='s', stats=dict(games_accepted=4.0))
+
+
 def test_reports_whose_results_were_all_refused_spend_none_of_the_budget(tmp_path):
     commander, _, _ = start(tmp_path)
     a, _ = join(commander, 'collector')

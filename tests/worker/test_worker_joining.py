@@ -19,7 +19,7 @@ class _Commander:
     """Every client socket of the worker, faked: the main one registers it, the heartbeat's records what it sends."""
 
     def __init__(self):
-        self.heartbeats, self.closed = [], 0
+        self.heartbeats, self.goodbyes, self.closed = [], [], 0
         self.beating = threading.Event()
 
     def client(self, context, address, security, sender, timeout):
@@ -33,6 +33,8 @@ class _Commander:
             self.heartbeats.append(body['stats'])
             if len(self.heartbeats) >= 2:
                 self.beating.set()
+        if kind == 'goodbye':
+            self.goodbyes.append(body)
         return Message('ack', dict(state='run'), {}, id='r', sender='commander', time=0.0)
 
     def close(self):
@@ -84,3 +86,13 @@ def test_a_worker_whose_state_cannot_be_built_closes_what_it_opened(commander):
     with pytest.raises(RuntimeError, match='no policy for this run'):
         _Role(commander, fail=True)
     assert commander.closed == 2  # its own client and its heartbeat's: no thread or socket left behind
+
+
+def test_a_worker_says_goodbye_with_its_last_figures(commander):
+    worker = _Role(commander)
+    try:
+        worker.chunks = 7  # work done after its last heartbeat
+        worker.goodbye()
+    finally:
+        worker.close()
+    assert commander.goodbyes == [dict(session=worker.session, stats=dict(chunks=7.0, resends=0.0))]

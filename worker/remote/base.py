@@ -334,8 +334,15 @@ class Worker:
             client.close()
 
     def goodbye(self) -> None:
+        """Leave on purpose, with the last figures (a heartbeat's are up to a beat behind the work it ends on)."""
+        body: dict = dict(session=self.session)
+        if self._built.is_set():
+            try:
+                body['stats'] = dict(self.stats(), resends=float(self.resends))
+            except Exception:  # a role that failed half-way still leaves at once; its heartbeat's figures stand
+                log.exception('%s: its last figures could not be read', self.worker_id)
         try:
-            self.client.request('goodbye', dict(session=self.session), timeout=min(self.timeout, 5.0))
+            self.client.request('goodbye', body, timeout=min(self.timeout, 5.0))
         except (RequestTimeout, MessageError):
             pass  # the commander may be gone already; it times the session out then
 

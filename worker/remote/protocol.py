@@ -108,6 +108,10 @@ class HeartbeatRequest(SessionRequest):
     received: NotRequired[ChunkIds]  # a learner's: the chunks that reached it
 
 
+class GoodbyeRequest(SessionRequest):
+    stats: NotRequired[Stats]  # the last figures, which no heartbeat will carry: the run's summary keeps them whole
+
+
 class NumberedRequest(SessionRequest):
     # A worker numbers its requests; a request sent again (its reply lost or late) keeps its number, so the
     # commander answers it as it did the first time (sessions.WorkerRecord.answer_once).
@@ -279,7 +283,7 @@ class ChunkHeader(TypedDict):
 PROTOCOL: Dict[str, Schema] = {
     'register': schema_of(RegisterRequest),
     'heartbeat': schema_of(HeartbeatRequest),
-    'goodbye': schema_of(SessionRequest),
+    'goodbye': schema_of(GoodbyeRequest),
     'collect_task': schema_of(CollectTaskRequest),
     'jobs': schema_of(JobsRequest),
     'chunk_report': schema_of(ChunkReport),
