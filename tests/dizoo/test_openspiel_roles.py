@@ -15,6 +15,7 @@ from sparring.league.role_exact_analysis import LeagueRoleAnalysis
 from sparring.worker.battle_evaluator import BattleEvaluator
 from sparring.worker.env.battle import make_battle_env
 from sparring.worker.env.check import check_env
+from tests.parallel_runs import parallel_run, to_the_end
 
 pyspiel = pytest.importorskip('pyspiel')
 
@@ -240,7 +241,6 @@ def test_both_roles_learn_the_recent_averages_nash_conv_falls_well_below_the_ini
 
 @pytest.mark.slow
 def test_a_parallel_run_of_roles_reports_the_pairs_nash_conv_from_the_published_players(tmp_path):
-    from sparring.framework.parallel import ParallelRun
     from tests.configs import fast_parallel
     config = load_config_file(CONFIG)
     config['exp_name'] = str(tmp_path / 'sheriff')
@@ -249,17 +249,8 @@ def test_a_parallel_run_of_roles_reports_the_pairs_nash_conv_from_the_published_
     config['policy']['learn'].update(epochs=1, num_minibatches=1)
     config['train'] = dict(max_env_steps=6 * 2 * 8 * 32, eval_every_iters=2, progress_bar=False, tensorboard=False)
     config['parallel'] = fast_parallel(collectors=1, evaluators=1, worker_timeout_seconds=30.0)
-    cfg = compile_config(config, save=False)
-    complete_league_config(cfg)
-    run = ParallelRun(cfg)
-    try:
-        run.start()
-        while not run.finished:
-            run.step()
-        summary = run.close()
-    finally:
-        if not run.closed:
-            run.close(abort='test failed')
+    with parallel_run(config) as run:
+        summary = to_the_end(run)
     exact = summary['exact']
     assert exact['pair'] == dict(smuggler='naive_sp_smuggler_0', sheriff='naive_sp_sheriff_0')
     assert sum(exact['gains'].values()) == pytest.approx(exact['nash_conv']) and exact['nash_conv'] > 0

@@ -5,7 +5,6 @@ whose seats have roles (pursuit, and OpenSpiel's sheriff) train through one too,
 import json
 import os
 import signal
-import time
 
 import numpy as np
 import pytest
@@ -13,8 +12,6 @@ import pytest
 from sparring.config import compile_config
 from sparring.config.registry import POLICY_REGISTRY
 from sparring.framework.cli import load_config_file
-from sparring.framework.parallel import ParallelRun
-from sparring.framework.run_setup import complete_league_config
 from sparring.worker.inference_forward import forward_rows, probabilities_from_forward
 from sparring.worker.remote.inference import inference_addresses
 from sparring.worker.remote.wire import arrays_to_params
@@ -22,10 +19,10 @@ from sparring.worker.run_kind import run_kind
 from tests.configs import fast_parallel
 from tests.framework.test_parallel_run import _check_games_counted_once
 from tests.framework.test_roles_parallel import ROOT, _config as role_config
+from tests.parallel_runs import parallel_run, to_the_end, wait_for
 
 pytestmark = pytest.mark.slow  # a parallel run of five processes, one of them killed
 
-PATIENCE = 120.0
 
 
 def _config(exp_name):
@@ -45,32 +42,15 @@ def _config(exp_name):
     )
 
 
-def _wait(condition, what, step):
-    deadline = time.monotonic() + PATIENCE
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f'timed out waiting for {what}')
-        step()
-
-
 def test_a_league_acting_through_a_killed_and_restarted_forward_pass_worker_loses_and_doubles_nothing(tmp_path):
     exp = tmp_path / 'inference'
-    cfg = compile_config(_config(exp), save=False)
-    complete_league_config(cfg)
-    run = ParallelRun(cfg)
-    try:
-        run.start()
+    with parallel_run(_config(exp)) as run:
         commander = run.commander
-        _wait(lambda: commander.sessions.stats.get('inference-0', {}).get('forward_passes', 0) > 20
+        wait_for(lambda: commander.sessions.stats.get('inference-0', {}).get('forward_passes', 0) > 20
               and commander.coordinator.counters['chunks'] >= 4, 'forward passes', run.step)
         first_address = inference_addresses(str(exp))
         os.kill(run.launcher.processes['inference-0'].pid, signal.SIGKILL)
-        while not run.finished:
-            run.step()
-        summary = run.close()
-    finally:
-        if not run.closed:
-            run.close(abort='test failed')
+        summary = to_the_end(run)
     assert summary['restarts'] == {'inference-0': 1}
     assert summary['env_steps'] >= 2048
     assert inference_addresses(str(exp)) != first_address  # the restarted worker listens elsewhere, and says so
@@ -138,18 +118,9 @@ def test_a_league_of_roles_acts_through_a_forward_pass_worker_serving_each_roles
     acting itself), both roles trained, every game counted once and between the two roles."""
     exp = tmp_path / 'roles'
     config, players = game(exp)
-    cfg = compile_config(config, save=False)
-    complete_league_config(cfg)
-    run = ParallelRun(cfg)
-    try:
-        run.start()
-        while not run.finished:
-            run.step()
-        summary = run.close()
-    finally:
-        if not run.closed:
-            run.close(abort='test failed')
-    assert summary['env_steps'] >= cfg.train.max_env_steps and not summary['restarts']
+    with parallel_run(config) as run:
+        summary = to_the_end(run)
+    assert summary['env_steps'] >= run.cfg.train.max_env_steps and not summary['restarts']
     served = summary['worker_stats']['inference-0']
     assert served['forward_passes'] > 0 and served['malformed'] == 0 and served['version_gone'] == 0
     collector = summary['worker_stats']['collector-0']

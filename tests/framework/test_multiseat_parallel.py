@@ -9,15 +9,13 @@ import signal
 import numpy as np
 import pytest
 
-from sparring.config import compile_config, save_config
-from sparring.framework.parallel import ParallelRun
-from sparring.framework.run_setup import complete_league_config
 from sparring.league.multiseat import pairwise_games
 from tests.configs import fast_parallel
-from tests.framework.test_parallel_run import _alive, _journal, _wait
+from tests.framework.test_parallel_run import _journal
 
 pytest.importorskip('pyspiel')
 from sparring.dizoo.openspiel.config.kuhn3_league import config as KUHN3
+from tests.parallel_runs import alive, parallel_run, to_the_end, wait_for
 
 pytestmark = pytest.mark.slow  # parallel runs of many processes, killed
 
@@ -58,28 +56,19 @@ def _counted_once(exp, league):
 
 def test_a_three_seat_league_trains_in_parallel_and_killed_workers_count_no_game_twice(tmp_path):
     exp = tmp_path / 'kuhn3'
-    cfg = compile_config(_config(exp, max_env_steps=64 * 40), save=False)
-    complete_league_config(cfg)
-    save_config(cfg, str(exp))  # as parallel_pipeline does: the run's directory opens for load_player
-    run = ParallelRun(cfg)
-    try:
-        run.start()
+    # saved as parallel_pipeline saves it: the run's directory opens for load_player
+    with parallel_run(_config(exp, max_env_steps=64 * 40), save_to=exp) as run:
         commander = run.commander
-        _wait(lambda: commander.coordinator.counters['chunks'] >= 4 and any(
+        wait_for(lambda: commander.coordinator.counters['chunks'] >= 4 and any(
             w.worker_id == 'collector-0' and w.jobs for w in commander.sessions.workers.values()), 'the first chunks',
             step=run.step)
         victim = run.launcher.processes['collector-0'].pid
         os.kill(victim, signal.SIGKILL)
         ckpt = exp / 'workers' / 'learner-naive_sp_0' / 'ckpt'
-        _wait(lambda: ckpt.exists() and any(ckpt.iterdir()), 'a learner checkpoint', step=run.step)
+        wait_for(lambda: ckpt.exists() and any(ckpt.iterdir()), 'a learner checkpoint', step=run.step)
         os.kill(run.launcher.processes['learner-naive_sp_0'].pid, signal.SIGKILL)
-        while not run.finished:
-            run.step()
-        summary = run.close()
-    finally:
-        if not run.closed:
-            run.close(abort='test failed')
-    assert not [pid for pid in run.launcher.all_pids if _alive(pid)], 'worker processes outlived the run'
+        summary = to_the_end(run)
+    assert not [pid for pid in run.launcher.all_pids if alive(pid)], 'worker processes outlived the run'
     assert summary['restarts'] == {'collector-0': 1, 'learner-naive_sp_0': 1}
     assert summary['env_steps'] >= 64 * 40
     league = run.commander.coordinator.league
@@ -106,17 +95,8 @@ def test_a_three_seat_league_acts_through_a_forward_pass_worker(tmp_path, double
     config['train'].update(eval_every_iters=0, checkpoint_every_iters=0)
     config['parallel'] = fast_parallel(collectors=1, evaluators=0, worker_timeout_seconds=30.0, inference=dict(
         workers=1, max_batch=64, max_wait_ms=2.0, double_buffer=double_buffer))
-    cfg = compile_config(config, save=False)
-    complete_league_config(cfg)
-    run = ParallelRun(cfg)
-    try:
-        run.start()
-        while not run.finished:
-            run.step()
-        summary = run.close()
-    finally:
-        if not run.closed:
-            run.close(abort='test failed')
+    with parallel_run(config) as run:
+        summary = to_the_end(run)
     assert summary['env_steps'] >= 64 * 16 and not summary['restarts']
     served = summary['worker_stats']['inference-0']
     assert served['forward_passes'] > 0 and served['malformed'] == 0 and served['version_gone'] == 0

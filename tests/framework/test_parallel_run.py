@@ -13,20 +13,16 @@ import numpy as np
 import pytest
 import zmq
 
-from sparring.config import compile_config
 from sparring.framework.journal import JOURNAL_FILE, Journal
 from sparring.framework.messaging import Security
-from sparring.framework.parallel import ParallelRun, parallel_pipeline
-from sparring.framework.run_setup import complete_league_config
+from sparring.framework.parallel import parallel_pipeline
 from sparring.league.persistence import load_state
 from sparring.worker.remote.transport import DataPusher, RequestClient
 from sparring.worker.remote.wire import MAGIC, MessageError, Signer
 from tests.configs import fast_parallel, tiny_league_config
+from tests.parallel_runs import alive, parallel_run, to_the_end, wait_for
 
 pytestmark = pytest.mark.slow  # parallel runs of many processes, killed and resumed
-
-# Generous: several processes import torch at once on a loaded two-core machine.
-PATIENCE = 120.0
 
 
 def _config(exp_name, max_env_steps, collectors=2, evaluators=1):
@@ -36,22 +32,6 @@ def _config(exp_name, max_env_steps, collectors=2, evaluators=1):
         train=dict(max_env_steps=max_env_steps, checkpoint_every_iters=5),
         parallel=fast_parallel(collectors=collectors, evaluators=evaluators, worker_timeout_seconds=30.0,
                                max_restarts=2))
-
-
-def _alive(pid):
-    try:
-        with open(f'/proc/{pid}/stat') as f:
-            return f.read().split(')')[-1].split()[0] != 'Z'  # a zombie has exited
-    except FileNotFoundError:
-        return False
-
-
-def _wait(condition, what, timeout=PATIENCE, step=None):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f'timed out waiting for {what}')
-        step() if step else time.sleep(0.1)
 
 
 def _journal(exp):
@@ -75,13 +55,9 @@ def _check_games_counted_once(exp, league):
 
 def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(tmp_path):
     exp = tmp_path / 'killed'
-    cfg = compile_config(_config(exp, max_env_steps=2048), save=False)
-    complete_league_config(cfg)
-    run = ParallelRun(cfg)
-    try:
-        run.start()
+    with parallel_run(_config(exp, max_env_steps=2048)) as run:
         commander = run.commander
-        _wait(lambda: commander.coordinator.counters['chunks'] >= 4 and any(
+        wait_for(lambda: commander.coordinator.counters['chunks'] >= 4 and any(
             w.worker_id == 'collector-0' and w.jobs for w in commander.sessions.workers.values()), 'the first chunks',
             step=run.step)
         # an unsigned peer and a malformed frame at the commander ...
@@ -99,7 +75,7 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
 
             thread = threading.Thread(target=intrude)
             thread.start()
-            _wait(lambda: not thread.is_alive(), 'the intruder to be told', step=run.step)
+            wait_for(lambda: not thread.is_alive(), 'the intruder to be told', step=run.step)
             assert refused and 'shared secret' in str(refused[0])  # told at once, not after its timeout
             intruder.close()
             raw = context.socket(zmq.DEALER)
@@ -127,20 +103,15 @@ def test_killed_workers_and_bad_peers_do_not_stop_the_run_or_count_a_game_twice(
             stats = commander.sessions.stats.get('learner-naive_sp_0', {})
             return stats.get('rejected_unauthenticated', 0) >= 1 and stats.get('rejected_schema', 0) >= 1
 
-        _wait(learner_refused_both, 'the learner to report the refused chunks', step=run.step)
+        wait_for(learner_refused_both, 'the learner to report the refused chunks', step=run.step)
         # the learner too, once it has a checkpoint to restart from
         ckpt = exp / 'workers' / 'learner-naive_sp_0' / 'ckpt'
-        _wait(lambda: ckpt.exists() and any(ckpt.iterdir()), 'a learner checkpoint', step=run.step)
+        wait_for(lambda: ckpt.exists() and any(ckpt.iterdir()), 'a learner checkpoint', step=run.step)
         os.kill(run.launcher.processes['learner-naive_sp_0'].pid, signal.SIGKILL)
-        while not run.finished:
-            run.step()
-        summary = run.close()
-    finally:
-        if not run.closed:
-            run.close(abort='test failed')
+        summary = to_the_end(run)
     started = run.launcher.all_pids
     assert victim in started and len(started) == 6  # 2 collectors, a learner, an evaluator, 2 restarted
-    assert not [pid for pid in started if _alive(pid)], 'worker processes outlived the run'
+    assert not [pid for pid in started if alive(pid)], 'worker processes outlived the run'
     assert summary['restarts'] == {'collector-0': 1, 'learner-naive_sp_0': 1}
     assert summary['env_steps'] >= 2048 and summary['train_iterations']['naive_sp_0'] >= 5
     assert 'restored from' in (exp / 'workers' / 'learner-naive_sp_0' / 'log.txt').read_text()
@@ -178,7 +149,7 @@ def test_a_killed_commander_takes_its_workers_along_and_resumes_from_its_saved_s
             state = saved()
             return state['train_iterations']['naive_sp_0'] >= 6 and state['env_steps'] >= 256
 
-        _wait(progressed, 'the first run to train a little and save its state')
+        wait_for(progressed, 'the first run to train a little and save its state')
         time.sleep(0.3)  # a little more goes only into the journal
     finally:
         commander.send_signal(signal.SIGKILL)
@@ -186,7 +157,7 @@ def test_a_killed_commander_takes_its_workers_along_and_resumes_from_its_saved_s
     with open(exp / 'workers' / 'pids.json') as f:
         pids = json.load(f)
     orphans = pids['started'] + [pids['fork_server']]  # the launcher's fork server goes with it too
-    _wait(lambda: not any(_alive(pid) for pid in orphans), 'the orphaned processes to exit', timeout=30)
+    wait_for(lambda: not any(alive(pid) for pid in orphans), 'the orphaned processes to exit', timeout=30)
     before = saved()
     killed_at = sum(e.get('steps', 0) for e in _journal(str(exp)) if e['op'] == 'games')
     assert killed_at >= before['env_steps']  # the journal holds at least what the state saved
@@ -202,4 +173,4 @@ def test_a_killed_commander_takes_its_workers_along_and_resumes_from_its_saved_s
     league = BaseLeague.load(str(exp / 'league_state.npz'))
     _check_games_counted_once(str(exp), league)
     with open(exp / 'workers' / 'pids.json') as f:
-        assert not [pid for pid in json.load(f)['started'] if _alive(pid)]
+        assert not [pid for pid in json.load(f)['started'] if alive(pid)]

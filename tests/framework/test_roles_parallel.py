@@ -6,13 +6,11 @@ import signal
 
 import pytest
 
-from sparring.config import compile_config
 from sparring.framework.cli import load_config_file
-from sparring.framework.parallel import ParallelRun
-from sparring.framework.run_setup import complete_league_config
 from sparring.worker.checkpoint import CheckpointManager
 from tests.configs import fast_parallel
-from tests.framework.test_parallel_run import _check_games_counted_once, _wait
+from tests.framework.test_parallel_run import _check_games_counted_once
+from tests.parallel_runs import parallel_run, to_the_end, wait_for
 
 pytestmark = pytest.mark.slow  # a parallel run of several processes, one of them killed
 
@@ -37,23 +35,14 @@ def _config(exp, max_env_steps):
 
 def test_a_killed_learner_of_one_role_restarts_and_the_other_roles_learner_runs_on(tmp_path):
     exp = tmp_path / 'pursuit'
-    cfg = compile_config(_config(exp, max_env_steps=6000), save=False)
-    complete_league_config(cfg)
-    run = ParallelRun(cfg)
-    try:
-        run.start()
+    with parallel_run(_config(exp, max_env_steps=6000)) as run:
         commander = run.commander
         evader_pid = run.launcher.processes[EVADER].pid
         ckpt = CheckpointManager(str(exp / 'workers' / PURSUER))
-        _wait(lambda: ckpt.latest() is not None, 'a checkpoint of the pursuer\'s learner', step=run.step)
+        wait_for(lambda: ckpt.latest() is not None, 'a checkpoint of the pursuer\'s learner', step=run.step)
         victim = run.launcher.processes[PURSUER].pid
         os.kill(victim, signal.SIGKILL)
-        while not run.finished:
-            run.step()
-        summary = run.close()
-    finally:
-        if not run.closed:
-            run.close(abort='test failed')
+        summary = to_the_end(run)
     assert summary['restarts'] == {PURSUER: 1}  # the evader's learner was never restarted
     started = run.launcher.all_pids
     assert victim in started and evader_pid in started and len(started) == 5  # 2 learners, a collector, an
