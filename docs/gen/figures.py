@@ -178,6 +178,109 @@ def poker_exploitability(records: Records):
     return fig
 
 
+# -- games of three seats and games with roles --------------------------------------------------------
+
+# One colour per measure of a league, the same on the Kuhn-3 and the sheriff figures; CFR+ in the peer's colour.
+LIVE, META, AVERAGE = OURS, PALETTE[3], PALETTE[2]
+SEED_STYLES = ('-', '--', ':', '-.')
+
+
+def _seed_style(i: int) -> str:
+    return SEED_STYLES[i % len(SEED_STYLES)]
+
+
+def _seed_label(label: str, seed: str, seeds: Sequence[str]) -> str:
+    return f'{label}, {seed}' if len(seeds) > 1 else label
+
+
+@figure('kuhn3-nashconv.svg')
+def kuhn3_nashconv(records: Records):
+    """Three-player Kuhn poker: NashConv of the league (live network, meta-strategy, recent average) and of CFR+
+    against seconds, and the league's against env steps, from every ``*_600s`` entry of ``kuhn3.json``."""
+    record = records('kuhn3')
+    keys = [key for key in record if key.endswith('_600s')]
+    entries = [record[key] for key in keys]
+    seeds = [key[:-len('_600s')].replace('_', ' ') for key in keys]
+    target = entries[0]['target']
+    fig, (by_time, by_steps) = _axes(9.0, 3.6, ncols=2)
+    measures = (('nash_conv', 'live network', LIVE), ('meta_nash_conv', 'meta-strategy', META),
+                ('average_nash_conv', 'recent average', AVERAGE))
+    for i, (seed, entry) in enumerate(zip(seeds, entries)):
+        curve, solver = entry['league']['curve'], entry['solver']['curve']
+        for field, label, colour in measures:
+            name = _seed_label(f'league: {label}', seed, seeds)
+            by_time.plot([c['seconds'] for c in curve], [c[field] for c in curve], color=colour,
+                         linestyle=_seed_style(i), label=name)
+            by_steps.plot([c['env_steps'] / 1e6 for c in curve], [c[field] for c in curve], color=colour,
+                          linestyle=_seed_style(i), label=name)
+        by_time.plot([c['seconds'] for c in solver], [c['nash_conv'] for c in solver], color=PEER,
+                     linestyle=_seed_style(i), marker='.', markersize=3,
+                     label=_seed_label('OpenSpiel CFR+', seed, seeds))
+    for ax in (by_time, by_steps):
+        ax.axhline(target, color='grey', linewidth=0.8, linestyle=':', label=f'target {target}')
+        ax.set_yscale('log')
+        ax.set_ylabel('NashConv')
+    by_time.set_xscale('log')
+    by_time.set_xlabel('seconds (log, 2 cores)')
+    by_time.set_title(f'against wall time ({entries[0]["seconds_each"]:.0f} s each)')
+    by_steps.set_xlabel('env steps (millions)')
+    by_steps.set_title('the league against env steps')
+    by_time.legend(frameon=False, fontsize=7)
+    fig.suptitle('Three-player Kuhn poker: the league beside CFR+', fontsize=10)
+    return fig
+
+
+@figure('sheriff-nashconv.svg')
+def sheriff_nashconv(records: Records):
+    """Sheriff: NashConv of the live pair and of each role's recent average per seed, beside CFR+, against seconds,
+    from ``sheriff_roles.json``."""
+    record = records('sheriff_roles')
+    seeds = [key for key in record if key.startswith('seed_')]
+    solvers = [key for key in record if key.startswith('solver')]
+    fig, ax = _axes(6.5, 3.4)
+    for i, seed in enumerate(seeds):
+        curve = record[seed]['league']['curve']
+        label = seed.replace('_', ' ')
+        ax.plot([c['seconds'] for c in curve], [c['nash_conv'] for c in curve], color=LIVE,
+                linestyle=_seed_style(i), label=_seed_label('league: the live pair', label, seeds))
+        ax.plot([c['seconds'] for c in curve], [c['average_nash_conv'] for c in curve], color=AVERAGE,
+                linestyle=_seed_style(i), label=_seed_label("league: each role's recent average", label, seeds))
+    for key in solvers:
+        solver = record[key]
+        ax.plot([c['seconds'] for c in solver['curve']], [c['nash_conv'] for c in solver['curve']], color=PEER,
+                marker='.', markersize=3, label=f'OpenSpiel {solver["solver"].replace("_plus", "+").upper()}')
+    ax.set_yscale('log')
+    ax.set_xlabel('seconds (2 cores)')
+    ax.set_ylabel('NashConv')
+    ax.set_title("OpenSpiel's sheriff: a smuggler and a sheriff, each its own player")
+    ax.legend(frameon=False, fontsize=7)
+    return fig
+
+
+@figure('pursuit-roles.svg')
+def pursuit_roles(records: Records):
+    """Pursuit: each role's win rate against the other role's scripted bot over env steps, per seed, with the role's
+    own scripted bot in its place for scale, from ``pursuit_roles.json``."""
+    record = records('pursuit_roles')
+    seeds = [key for key in record if key.startswith('seed_')]
+    base = record['scripted_baseline']
+    fig, axes = _axes(9.0, 3.2, ncols=2)
+    for ax, (role, rival) in zip(axes, (('pursuer', base['evader_bot']), ('evader', base['pursuer_bot']))):
+        for i, seed in enumerate(seeds):
+            curve = record[seed]['curves'][role]
+            ax.plot([c['env_steps'] / 1e3 for c in curve], [100 * c['win'] for c in curve], color=PALETTE[i % 3 * 2],
+                    marker='.', label=seed.replace('_', ' '))
+        ax.axhline(100 * base[f'{role}_bot_win'], color='grey', linestyle='--', linewidth=1,
+                   label=f'{base[f"{role}_bot"]} in its place')
+        ax.set_ylim(0, 100)
+        ax.set_xlabel('env steps (thousands)')
+        ax.set_title(f'the {role} against {rival}')
+        ax.legend(frameon=False, fontsize=7)
+    axes[0].set_ylabel('wins (%)')
+    fig.suptitle('Pursuit and evasion: each role against the other role\'s scripted bot', fontsize=10)
+    return fig
+
+
 @figure('vtrace-staleness.svg')
 def vtrace_staleness(records: Records):
     """Final CartPole return when PPO learns from chunks k versions old, with and without V-trace."""

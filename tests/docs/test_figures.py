@@ -79,3 +79,16 @@ def test_the_example_run_is_drawn_again_from_its_saved_state():
     assert example_run.RUN_NAME in out['report.html'] and '/tmp' not in out['report.html']
     for name in EXAMPLE_FILES[1:]:
         assert out[name].startswith('<?xml') and '</svg>' in out[name], name
+
+
+def test_the_kuhn3_figure_draws_every_600_second_entry_and_no_other(tmp_path):
+    with open(os.path.join(ROOT, 'benchmarks', 'results', 'kuhn3.json')) as f:
+        record = json.load(f)
+    entry = record['seed_0_600s']
+    with open(tmp_path / 'kuhn3.json', 'w') as f:
+        json.dump({'seed_0_600s': entry, 'seed_1_600s': entry, 'seed_0_120s': entry}, f)
+    fig = figures.FIGURES['kuhn3-nashconv.svg'](figures.load_records(str(tmp_path)))
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert 'OpenSpiel CFR+, seed 0' in labels and 'OpenSpiel CFR+, seed 1' in labels
+    assert not [label for label in labels if '120s' in label or label.endswith('seed 0 120s')]
+    assert len([label for label in labels if label.startswith('league')]) == 6  # three measures, two seeds
