@@ -27,7 +27,7 @@ string, as ``'leduc_poker(players=2)'``), ``game_params`` (a dict passed to ``lo
 
 **Roles.** ``roles=['smuggler', 'sheriff']`` (one name per seat, seat 0 first, which is OpenSpiel's
 player 0) declares a game whose seats have different jobs: each role becomes a league category with
-its own players, network, learner and population (see ``docs/concepts/categories.md``), and the env
+its own players, network, learner and population (see ``docs/concepts/roles.md``), and the env
 has per-seat spaces (``observation_spaces``, ``action_spaces``). Any two-player game can be declared
 so; without ``roles`` one policy plays either seat. Both seats keep the game's *common* spaces: the
 information-state tensor (the same shape for both players in OpenSpiel) and ``Discrete`` over all of
