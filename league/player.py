@@ -36,7 +36,7 @@ from sparring.config.schema import ConfigError, in_range, mean_and_spread, non_e
 from sparring.config.registry import PLAYER_REGISTRY
 from sparring.league.config_util import check_probabilities, merge_section, to_easydict, to_plain
 from sparring.league.errors import LeagueError
-from sparring.league.meta_strategy import symmetric_nash
+from sparring.league.meta_strategy import solve_zero_sum_matrix, symmetric_nash
 from sparring.league.roster import PlayerGroup
 from sparring.league.sampling import PFSP_WEIGHTINGS, FixedSampler, pfsp_sample, sample_weighted, uniform_sample
 
@@ -352,16 +352,36 @@ class ActivePlayer(Player):
     def nash_mixture(self, group: PlayerGroup) -> np.ndarray:
         """The Nash mixture over ``group`` (in its order). Reading the meta-game is O(n^2) but the linear
         program is far dearer, so it is solved again only when the candidates or their results changed;
-        the answer depends on the payoff alone, so a restored league draws the same opponents."""
+        the answer depends on the payoff alone, so a restored league draws the same opponents.
+
+        Candidates of other categories only (a league of roles, or ``opponent_categories='others'``) never meet
+        one another, so their meta-game among themselves is empty. The meta-game is then the two populations':
+        this player's side (its category's snapshots and itself) against the candidates, each entry the side's
+        advantage; win rates between the two sides add up to one, so it is zero-sum, and the mixture is the
+        candidates' (column player's) Nash strategy of it."""
         ids = tuple(group.ids)
         given = self.league.meta_strategy(ids)  # a game of three or more seats: the source solves it (and keeps it)
         if given is not None:
             return given
-        game = self.league.meta_game(ids)
+        side = self._own_side(group)
+        if side:
+            both = self.league.meta_game(list(side + ids))
+            game = both[:len(side), len(side):]
+        else:
+            game = self.league.meta_game(ids)
         memo = self._nash_memo
-        if memo is None or memo[0] != ids or not np.array_equal(memo[1], game):
-            memo = self._nash_memo = (ids, game, symmetric_nash(game))
+        if memo is None or memo[0] != side + ids or not np.array_equal(memo[1], game):
+            mixture = solve_zero_sum_matrix(game)[1] if side else symmetric_nash(game)
+            memo = self._nash_memo = (side + ids, game, mixture)
         return memo[2]
+
+    def _own_side(self, group: PlayerGroup) -> Tuple[str, ...]:
+        """This player's population when ``group`` holds only players of other categories (its category's
+        snapshots, then itself); empty when the candidates include its own category."""
+        if any(p.category == self.category for p in group.players):
+            return ()
+        own = self._require_league().roster.historical(categories=(self.category,))
+        return tuple(own.ids) + (self.player_id,)
 
     # ------------------------------------------------------------------------------- snapshots
     def _snapshot_opponents(self) -> PlayerGroup:

@@ -225,3 +225,31 @@ def test_a_given_value_no_strategy_guarantees_is_solved_for_instead_of_refused()
     strategy, value = _maximin_strategy(matrix, value=0.0)
     np.testing.assert_allclose(strategy, [0.0, 1.0], atol=1e-6)  # the second row dominates
     assert value == pytest.approx(-1e-3)
+
+
+def role_league_with_pennies():
+    """A league of roles a and b whose snapshots play matching pennies across the roles: a's h1 beats b's h0 and
+    loses to b's h1, a's h2 the other way round, and b's h2 loses to both; snapshots of one role never meet."""
+    league = OneVsOneLeague(dict(payoff=EXACT, roles=True, player_category=['a', 'b'], reference_players=[],
+                                 players=dict(naive_sp=dict(branch_probs=dict(nash=1.0), one_phase_step=1))))
+    for step in (2, 4):
+        for pid in ('naive_sp_a_0', 'naive_sp_b_0'):
+            league.update_active_player(dict(player_id=pid, train_iteration=step))
+            assert league.judge_snapshot(pid)['snapshot']
+    a, b = ([f'naive_sp_{r}_0_h{i}' for i in range(3)] for r in 'ab')
+    for row, outcomes in ((a[1], ('win', 'loss', 'win')), (a[2], ('loss', 'win', 'win'))):
+        for col, outcome in zip(b, outcomes):
+            league.payoff.record(row, col, [outcome])
+    return league, a, b
+
+
+def test_nash_branch_of_a_role_solves_the_two_populations_game():
+    """Against the other role's snapshots the mixture is the Nash strategy of the game between the two populations
+    (half each on b's h0 and h1, none on the beaten h2), not the uniform answer of b's snapshots among
+    themselves, which never meet."""
+    league, a, b = role_league_with_pennies()
+    player = league.get_player('naive_sp_a_0')
+    group = player._nash_candidates()
+    assert group.ids == b
+    np.testing.assert_allclose(player.nash_mixture(group), [0.5, 0.5, 0.0], atol=1e-8)
+    assert {player.get_opponent()[0].player_id for _ in range(20)} <= {b[0], b[1]}
