@@ -10,6 +10,7 @@ ray = pytest.importorskip('ray')
 from sparring.framework.parallel import ParallelRun  # noqa: E402
 from sparring.framework.run_setup import prepare_config  # noqa: E402
 from sparring.league import BaseLeague  # noqa: E402
+from tests.parallel_runs import wait_for  # noqa: E402
 from tests.scripts import load_script  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.alone]  # a two-node Ray cluster
@@ -41,16 +42,16 @@ def test_a_league_on_a_two_node_ray_cluster_survives_a_killed_collector(tmp_path
     try:
         run.start()
         commander = run.commander
-        helpers._wait(lambda: commander.coordinator.counters['chunks'] >= 4, 'the first chunks', step=run.step)
+        wait_for(lambda: commander.coordinator.counters['chunks'] >= 4, 'the first chunks', step=run.step)
         head = ray.get_runtime_context().get_node_id()
         nodes = {wid: ray.get(worker.actor.where.remote())[1] for wid, worker in run.launcher.processes.items()}
         assert nodes['learner-naive_sp_0'] == head and nodes['evaluator-0'] == head
         assert nodes['collector-0'] != head and nodes['collector-1'] != head
         ray.kill(run.launcher.processes['collector-0'].actor, no_restart=False)  # Ray brings it back
-        helpers._wait(lambda: any(k.startswith('collector-0/') for k in commander.sessions.stats), 'collector-0 again',
+        wait_for(lambda: any(k.startswith('collector-0/') for k in commander.sessions.stats), 'collector-0 again',
                       step=run.step)
         chunks = commander.coordinator.counters['chunks']
-        helpers._wait(lambda: run.finished, 'the run to end', step=run.step)
+        wait_for(lambda: run.finished, 'the run to end', step=run.step)
         summary = run.close()
     finally:
         if not run.closed:
@@ -81,7 +82,7 @@ def test_a_league_on_ray_acts_through_a_forward_pass_worker(tmp_path, one_node_c
     run = ParallelRun(prepare_config(config, seed=5))
     try:
         run.start()
-        helpers._wait(lambda: run.finished, 'the run to end', step=run.step)
+        wait_for(lambda: run.finished, 'the run to end', step=run.step)
         summary = run.close()
     finally:
         if not run.closed:

@@ -5,6 +5,7 @@ import re
 import pytest
 
 from sparring.framework.parallel import parallel_pipeline
+from tests.parallel_runs import wait_for
 from tests.scripts import load_script
 
 pytestmark = pytest.mark.slow  # parallel runs with replica learner processes
@@ -40,11 +41,11 @@ def test_a_killed_replica_restarts_its_group_and_the_run_goes_on(tmp_path):
     try:
         run.start()
         commander = run.commander
-        helpers._wait(lambda: commander.coordinator.counters['chunks'] >= 6, 'the first chunks', step=run.step)
+        wait_for(lambda: commander.coordinator.counters['chunks'] >= 6, 'the first chunks', step=run.step)
         os.kill(run.launcher.processes['learner-naive_sp_0-r1'].pid, signal.SIGKILL)
-        helpers._wait(lambda: run.launcher.restarts.get('learner-naive_sp_0', 0) >= 1, 'the group to restart',
+        wait_for(lambda: run.launcher.restarts.get('learner-naive_sp_0', 0) >= 1, 'the group to restart',
                       step=run.step)
-        helpers._wait(lambda: run.finished, 'the run to end', step=run.step)
+        wait_for(lambda: run.finished, 'the run to end', step=run.step)
         summary = run.close()
     finally:
         if not run.closed:

@@ -4,6 +4,7 @@ cleanly with every worker process gone."""
 import pytest
 
 from sparring.framework.parallel import parallel_pipeline
+from tests.parallel_runs import alive
 from tests.scripts import load_script
 
 pytestmark = pytest.mark.slow  # a parallel run with real worker processes
@@ -25,7 +26,7 @@ def test_a_two_process_sac_league_trains_and_stops_cleanly(tmp_path):
     # 32 transitions) per transition received.
     assert 0 < learner['samples_consumed'] <= 2 * 16 * learner['chunks_received']
     assert learner['sample_reuse'] > 1.0  # every transition was drawn more than once on average
-    assert not helpers._alive(int(learner['pid']))  # the learner process has exited
+    assert not alive(int(learner['pid']))  # the learner process has exited
 
 
 def test_a_parallel_sac_learner_forgets_transitions_against_aged_out_snapshots(tmp_path):
@@ -38,4 +39,4 @@ def test_a_parallel_sac_learner_forgets_transitions_against_aged_out_snapshots(t
     learner = summary['worker_stats']['learner-naive_sp_0']
     # The publish replies carried the league's opponent ages; snapshots every 4 iterations aged the older out.
     assert learner['replay_transitions_forgotten'] > 0
-    assert not helpers._alive(int(learner['pid']))
+    assert not alive(int(learner['pid']))
