@@ -22,7 +22,7 @@ branch samples from, and the exploitability report of a run.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Collection, Dict, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -67,21 +67,35 @@ class ExactAnalysis:
 
 
 class ProfileCache:
-    """Profiles by parameter ref: a frozen snapshot is evaluated once; live players every time asked."""
+    """Profiles by parameter ref: a frozen snapshot is evaluated once; live players every time asked. An analysis
+    whose profiles need more than a policy (a role's) keeps its snapshots' with :meth:`frozen` and no ``analysis``."""
 
-    def __init__(self, analysis: ExactAnalysis) -> None:
+    def __init__(self, analysis: Optional[ExactAnalysis] = None) -> None:
         self.analysis = analysis
         self._frozen: Dict[str, Any] = {}
 
     def profile(self, ref: str, policy_of: Callable[[str], Any], frozen: bool) -> Any:
+        analysis = self.analysis
+        if analysis is None:
+            raise TypeError('ProfileCache.profile: this cache was built without an analysis; use frozen(ref, compute)')
         if not frozen:
-            return self.analysis.profile(policy_of(ref))
+            return analysis.profile(policy_of(ref))
+        return self.frozen(ref, lambda: analysis.profile(policy_of(ref)))
+
+    def frozen(self, ref: str, compute: Callable[[], Any]) -> Any:
+        """The kept profile of snapshot ``ref``, computed by ``compute()`` the first time."""
         if ref not in self._frozen:
-            self._frozen[ref] = self.analysis.profile(policy_of(ref))
+            self._frozen[ref] = compute()
         return self._frozen[ref]
 
     def forget(self, ref: str) -> None:
         self._frozen.pop(ref, None)
+
+    def keep_only(self, refs: Collection[str]) -> None:
+        """Drop every kept profile but those of ``refs``: an analysis that reads only its newest snapshots keeps no
+        more than those, however long the run."""
+        for ref in [r for r in self._frozen if r not in refs]:
+            del self._frozen[ref]
 
 
 class LeagueExactAnalysis:

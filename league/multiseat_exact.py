@@ -99,31 +99,38 @@ class MultiSeatLeagueExact:
         analysis = self.analysis
         live = {pid: self.profiles.profile(pid, self.policy_of, frozen=False) for pid in active}
         nash_conv = {pid: analysis.nash_conv(profile) for pid, profile in live.items()}
-        snapshots = self._snapshot_profiles()
-        recent = snapshots[-AVERAGE_WINDOW:]
-        average = analysis.population_nash_conv(recent, [1.0] * len(recent)) if recent else nash_conv[active[0]]
         capacity = analysis.meta_capacity()
         window = max(0, min(META_WINDOW, capacity - len(live)))
+        snapshots, learnt = self._snapshot_profiles(max(window, AVERAGE_WINDOW))
+        recent = snapshots[-AVERAGE_WINDOW:]
+        average = analysis.population_nash_conv(recent, [1.0] * len(recent)) if recent else nash_conv[active[0]]
         candidates = snapshots[len(snapshots) - window:] + list(live.values())
         candidates = candidates[max(0, len(candidates) - capacity):]
         weights = analysis.meta_strategy(candidates)
         return dict(nash_conv=nash_conv, meta_nash_conv=analysis.population_nash_conv(candidates, weights),
-                    average_nash_conv=average, snapshots=len(snapshots), meta_support=int((weights > 1e-3).sum()))
+                    average_nash_conv=average, snapshots=learnt, meta_support=int((weights > 1e-3).sum()))
 
-    def _snapshot_profiles(self) -> List[Any]:
-        """The learnt snapshots' profiles, oldest first (a damaged one is reported and left out)."""
-        profiles = []
-        for player in self.league.historical_players:
-            ref = player.param_ref
-            if ref in self.initial_refs or ref in self.dropped:
-                continue
+    def _snapshot_profiles(self, newest: int) -> Tuple[List[Any], int]:
+        """The profiles of the ``newest`` readable learnt snapshots, oldest first (a damaged one is reported and
+        left out), and how many learnt snapshots the league holds. Only the newest :data:`META_WINDOW` and
+        :data:`AVERAGE_WINDOW` profiles stay kept (the nash branch reads no older ones), so neither the work of a
+        report nor the memory kept grows with the run's length."""
+        def learnt() -> List[str]:
+            return [p.param_ref for p in self.league.historical_players
+                    if p.param_ref not in self.initial_refs and p.param_ref not in self.dropped]
+        profiles: List[Any] = []
+        for ref in reversed(learnt()):
+            if len(profiles) == newest:
+                break
             try:
                 profiles.append(self.profiles.profile(ref, self.policy_of, frozen=True))
             except StateFileError as err:
                 if self.damaged is None:
                     raise
                 self.damaged(ref, str(err))
-        return profiles
+        refs = learnt()  # without the snapshots found damaged just now
+        self.profiles.keep_only(refs[-max(META_WINDOW, AVERAGE_WINDOW):])
+        return profiles[::-1], len(refs)
 
 
 class NashConvFigures:

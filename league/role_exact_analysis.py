@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from sparring.config.schema import ConfigError
+from sparring.league.exact_analysis import ProfileCache
 from sparring.worker.state_file import StateFileError
 
 RECENT_WINDOW = 8  # learnt players per role in the recent average: the live one and the newest snapshots
@@ -76,11 +77,11 @@ class LeagueRoleAnalysis:
         self.policy_of = policy_of
         self.damaged = damaged
         self.dropped = dropped if dropped is not None else {}
-        self._frozen: Dict[str, Any] = {}  # snapshot profiles by param ref: a snapshot never changes
+        self.profiles = ProfileCache()  # snapshot profiles by param ref: a snapshot never changes
 
     def forget(self, ref: str) -> None:
         """A snapshot stored anew under ``ref``: its profile is out of date."""
-        self._frozen.pop(ref, None)
+        self.profiles.forget(ref)
 
     def report(self, active: Sequence[str]) -> dict:
         """The live pair's NashConv and gains, each active player's exploitability and the recent average's
@@ -102,11 +103,13 @@ class LeagueRoleAnalysis:
             other = next(role for role in roles if role != mine)
             figures = live_pair if pid == first[mine] else self.analysis.pair({mine: live[pid], other: live[first[other]]})
             exploitability[pid] = float(figures['gains'][other])
-        mixed, weights = {}, {}
+        mixed, weights, kept = {}, {}, []
         for role in roles:
-            profiles, ids = self._recent(role, first[role], live[first[role]])
+            profiles, ids, refs = self._recent(role, first[role], live[first[role]])
             mixed[role] = self.analysis.mixture(profiles, [1.0] * len(profiles), role)
             weights.update({pid: 1.0 / len(ids) for pid in ids})
+            kept += refs
+        self.profiles.keep_only(kept)  # the recent averages' snapshots only: no more, however long the run
         average = self.analysis.pair(mixed)
         return dict(exploitability=exploitability, meta_exploitability=average['nash_conv'] / 2,
                     meta_strategy=weights, nash_conv=live_pair['nash_conv'],
@@ -114,11 +117,12 @@ class LeagueRoleAnalysis:
                     values={role: float(v) for role, v in live_pair['values'].items()},
                     average_nash_conv=average['nash_conv'], pair=dict(first))
 
-    def _recent(self, role: str, live_id: str, live_profile) -> Tuple[List[Any], List[str]]:
-        """The profiles and ids of ``role``'s recent average: its newest readable snapshots and its live player."""
+    def _recent(self, role: str, live_id: str, live_profile) -> Tuple[List[Any], List[str], List[str]]:
+        """The profiles and ids of ``role``'s recent average (its newest readable snapshots and its live player),
+        and the snapshots' param refs."""
         snapshots = [p for p in self.league.historical_players if p.category == role and p.param_ref not in
                      self.dropped]
-        profiles, ids = [live_profile], [live_id]
+        profiles, ids, refs = [live_profile], [live_id], []
         for player in reversed(snapshots):
             if len(ids) >= RECENT_WINDOW:
                 break
@@ -126,18 +130,17 @@ class LeagueRoleAnalysis:
             if profile is not None:
                 profiles.append(profile)
                 ids.append(player.player_id)
-        return profiles, ids
+                refs.append(player.param_ref)
+        return profiles, ids, refs
 
     def _snapshot_profile(self, ref: str, role: str):
-        if ref not in self._frozen:
-            try:
-                self._frozen[ref] = self.analysis.profile(self.policy_of(ref, role), role)
-            except StateFileError as err:
-                if self.damaged is None:
-                    raise
-                self.damaged(ref, str(err))
-                return None
-        return self._frozen[ref]
+        try:
+            return self.profiles.frozen(ref, lambda: self.analysis.profile(self.policy_of(ref, role), role))
+        except StateFileError as err:
+            if self.damaged is None:
+                raise
+            self.damaged(ref, str(err))
+            return None
 
 
 class RoleNashConvFigures:

@@ -89,3 +89,31 @@ def test_only_the_newest_window_of_snapshots_is_profiled_and_weighed(monkeypatch
     ids = snapshot_ids(league)
     np.testing.assert_allclose(exact.meta_strategy(ids), [0.0, 0.0, 1 / 3, 2 / 3])
     assert sorted(asked) == sorted(league.get_player(pid).param_ref for pid in ids[2:])
+
+
+class ScoredLabels(LabelAnalysis):
+    """LabelAnalysis with the report's NashConv figures: a population's is its size."""
+
+    def nash_conv(self, profile):
+        return 0.0
+
+    def population_nash_conv(self, profiles, weights):
+        return float(len(profiles))
+
+
+def test_a_long_runs_report_profiles_and_keeps_only_its_newest_snapshots():
+    """However many snapshots the run has learnt, a report profiles only the newest the meta-strategy and the recent
+    average read, and keeps no others: its work and its memory do not grow with the run."""
+    from sparring.league.multiseat_exact import AVERAGE_WINDOW, META_WINDOW
+    league, analysis = league_with_snapshots(3 * META_WINDOW), ScoredLabels()
+    asked = []
+    exact = MultiSeatLeagueExact(analysis, league, policy_of=lambda ref: asked.append(ref) or ref)
+    report = exact.report([HOME])
+    kept = max(META_WINDOW, AVERAGE_WINDOW)
+    newest = [p.param_ref for p in league.historical_players][-kept:]
+    assert report['snapshots'] == len(league.historical_players)
+    assert set(asked) - {HOME} <= set(newest) and len(asked) <= kept + 1
+    assert set(exact.profiles._frozen) <= set(newest)
+    asked.clear()
+    exact.report([HOME])  # the kept profiles are not computed again
+    assert asked == [HOME]

@@ -92,3 +92,14 @@ def test_a_league_whose_categories_are_not_the_games_roles_is_refused():
     with pytest.raises(ConfigError, match=r"league's categories \['blue', 'red'\] are not the game's roles \['a', "
                                           r"'b'\]"):
         LeagueRoleAnalysis(Sums(), league, policy_of)
+
+
+def test_a_long_run_keeps_only_the_recent_averages_snapshot_profiles():
+    """Snapshots that fall out of a role's recent average drop out of the kept profiles: the memory the analysis keeps
+    does not grow with the run."""
+    history = [(f'h{role}_{i}', role, f'ref_{role}{i}') for i in range(4 * RECENT_WINDOW) for role in 'ab']
+    analysis = LeagueRoleAnalysis(Sums(), league_of(dict(a0='a', b0='b'), history),
+                                  lambda ref, role: VALUES.get(ref, 1.0))
+    analysis.report(['a0', 'b0'])
+    newest = {f'ref_{role}{i}' for role in 'ab' for i in range(4 * RECENT_WINDOW - (RECENT_WINDOW - 1), 4 * RECENT_WINDOW)}
+    assert set(analysis.profiles._frozen) == newest
